@@ -1,0 +1,311 @@
+"""JSON bodies shared by the NameServer, the broker and the clients (spec/remoting.md §9, §10).
+
+attrs classes with snake_case fields; ``serde.decode_body`` / ``serde.encode_body`` handle the
+camelCase names and fastjson's dialect. Collections default to empty because clients omit them.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+
+import attrs
+
+from remoting import fastjson, serde
+from remoting.constants import PERM_READ, PERM_WRITE
+
+frozen = attrs.frozen(kw_only=True)
+mutable = attrs.define(kw_only=True)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TopicFilterType(enum.Enum):
+    SINGLE_TAG = "SINGLE_TAG"
+    MULTI_TAG = "MULTI_TAG"
+
+
+# Definition order is the Java ordinal: the C++ client sends these enums as integers.
+class ConsumeType(enum.Enum):
+    CONSUME_ACTIVELY = "CONSUME_ACTIVELY"
+    CONSUME_PASSIVELY = "CONSUME_PASSIVELY"
+
+
+class MessageModel(enum.Enum):
+    BROADCASTING = "BROADCASTING"
+    CLUSTERING = "CLUSTERING"
+
+
+class ConsumeFromWhere(enum.Enum):
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = (
+        "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST"
+    )
+    CONSUME_FROM_MIN_OFFSET = "CONSUME_FROM_MIN_OFFSET"
+    CONSUME_FROM_MAX_OFFSET = "CONSUME_FROM_MAX_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+# ------------------------------------------------------------------------- shared shapes
+
+
+@frozen
+class DataVersion:
+    counter: int = 0
+    timestamp: int = 0
+
+    def next_version(self) -> DataVersion:
+        return DataVersion(counter=self.counter + 1, timestamp=now_ms())
+
+
+@frozen
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = PERM_READ | PERM_WRITE
+    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+
+@frozen
+class TopicConfigSerializeWrapper:
+    topic_config_table: dict[str, TopicConfig] = attrs.Factory(dict)
+    data_version: DataVersion = attrs.Factory(DataVersion)
+
+
+@frozen
+class RegisterBrokerBody:
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = attrs.Factory(
+        TopicConfigSerializeWrapper
+    )
+    filter_server_list: list[str] = attrs.Factory(list)
+
+
+@attrs.frozen(kw_only=True, order=True)
+class MessageQueue:
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+
+@frozen
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+
+@frozen
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = attrs.Factory(dict)
+
+
+@frozen
+class TopicRouteData:
+    queue_datas: list[QueueData] = attrs.Factory(list)
+    broker_datas: list[BrokerData] = attrs.Factory(list)
+    filter_server_table: dict[str, list[str]] = attrs.Factory(dict)
+    order_topic_conf: str | None = None
+
+
+@frozen
+class ClusterInfo:
+    broker_addr_table: dict[str, BrokerData] = attrs.Factory(dict)
+    cluster_addr_table: dict[str, set[str]] = attrs.Factory(dict)
+
+
+@frozen
+class TopicList:
+    topic_list: list[str] = attrs.Factory(list)
+    broker_addr: str | None = None
+
+
+@frozen
+class KVTable:
+    table: dict[str, str] = attrs.Factory(dict)
+
+
+# ------------------------------------------------------------------------- clients
+
+
+@frozen
+class SubscriptionData:
+    topic: str
+    sub_string: str = "*"
+    tags_set: set[str] = attrs.Factory(set)
+    code_set: set[int] = attrs.Factory(set)
+    sub_version: int = 0
+    expression_type: str = "TAG"
+    class_filter_mode: bool = False
+
+
+@frozen
+class ConsumerData:
+    group_name: str
+    consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    subscription_data_set: list[SubscriptionData] = attrs.Factory(list)
+    unit_mode: bool = False
+
+
+@frozen
+class ProducerData:
+    group_name: str
+
+
+@frozen
+class HeartbeatData:
+    client_id: str = attrs.field(metadata={"wire": "clientID"})
+    producer_data_set: list[ProducerData] = attrs.Factory(list)
+    consumer_data_set: list[ConsumerData] = attrs.Factory(list)
+
+
+@frozen
+class LockBatchRequestBody:
+    consumer_group: str
+    client_id: str
+    mq_set: list[MessageQueue] = attrs.Factory(list)
+
+
+UnlockBatchRequestBody = LockBatchRequestBody
+
+
+@frozen
+class LockBatchResponseBody:
+    lock_ok_mq_set: list[MessageQueue] = attrs.field(
+        factory=list, metadata={"wire": "lockOKMQSet"}
+    )
+
+
+@frozen
+class GetConsumerListByGroupResponseBody:
+    consumer_id_list: list[str] = attrs.Factory(list)
+
+
+@frozen
+class CheckClientRequestBody:
+    client_id: str | None = None
+    group: str | None = None
+    subscription_data: SubscriptionData | None = None
+
+
+@frozen
+class Connection:
+    client_id: str
+    client_addr: str
+    language: str = "JAVA"
+    version: int = 0
+
+
+@frozen
+class ConsumerConnection:
+    connection_set: list[Connection] = attrs.Factory(list)
+    subscription_table: dict[str, SubscriptionData] = attrs.Factory(dict)
+    consume_type: ConsumeType | None = None
+    message_model: MessageModel | None = None
+    consume_from_where: ConsumeFromWhere | None = None
+
+
+@frozen
+class ProducerConnection:
+    connection_set: list[Connection] = attrs.Factory(list)
+
+
+# ------------------------------------------------------------------------- admin
+
+
+@frozen
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+
+@frozen
+class SubscriptionGroupWrapper:
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = attrs.Factory(dict)
+    data_version: DataVersion = attrs.Factory(DataVersion)
+
+
+@frozen
+class OffsetWrapper:
+    broker_offset: int = 0
+    consumer_offset: int = 0
+    last_timestamp: int = 0
+
+
+@frozen
+class ConsumeStats:
+    offset_table: dict[MessageQueue, OffsetWrapper] = attrs.Factory(dict)
+    consume_tps: float = 0.0
+
+
+@frozen
+class TopicOffset:
+    min_offset: int = 0
+    max_offset: int = 0
+    last_update_timestamp: int = 0
+
+
+@frozen
+class TopicStatsTable:
+    offset_table: dict[MessageQueue, TopicOffset] = attrs.Factory(dict)
+
+
+@frozen
+class ConsumerOffsetSerializeWrapper:
+    offset_table: dict[str, dict[int, int]] = attrs.Factory(dict)
+
+
+@frozen
+class DelayOffsetSerializeWrapper:
+    offset_table: dict[int, int] = attrs.Factory(dict)
+
+
+@frozen
+class ResetOffsetBody:
+    offset_table: dict[MessageQueue, int] = attrs.Factory(dict)
+
+
+# MessageQueue is a map key in several bodies; fastjson writes it as an inline object key.
+def _mq_unstructure(mq: MessageQueue) -> fastjson.ObjectKey:
+    return fastjson.ObjectKey.of(
+        {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic}
+    )
+
+
+def _mq_structure(value: object, _: object) -> MessageQueue:
+    if isinstance(value, str):
+        value = fastjson.loads(value)  # BrowserCompatible writers quote object keys
+    if isinstance(value, fastjson.ObjectKey):
+        value = value.as_dict()
+    if not isinstance(value, dict):
+        raise ValueError(f"{value!r} is not a MessageQueue")
+    return MessageQueue(
+        topic=serde._java_str(value["topic"]),
+        broker_name=serde._java_str(value["brokerName"]),
+        queue_id=serde._java_int(value["queueId"]),
+    )
+
+
+serde.body_converter.register_unstructure_hook(MessageQueue, _mq_unstructure)
+serde.body_converter.register_structure_hook(MessageQueue, _mq_structure)

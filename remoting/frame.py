@@ -1,0 +1,87 @@
+"""Length-prefixed framing, sans-IO (spec/remoting.md §2).
+
+``frameLength(4) | serializeType<<24 | headerLength (4) | header | body``. The decoder never
+touches a socket, a clock or a logger; garbage raises :class:`RemoteProtocolError` only.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from remoting.errors import RemoteProtocolError
+
+_PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | headerLength)
+MAX_FRAME_BYTES = 16 * 1024 * 1024  # Java's com.rocketmq.remoting.frameMaxLength default
+_HEADER_LENGTH_MASK = 0x00FFFFFF
+
+
+class Frame(NamedTuple):
+    serialize_type: int
+    header: bytes
+    body: bytes
+
+
+class FrameDecoder:
+    """Bytes in, frames out.
+
+    Complete frames are parsed straight out of one buffer with a moving read position; the
+    consumed prefix is dropped once per ``receive_data`` call, not once per frame.
+    """
+
+    __slots__ = ("_buffer", "_max_frame_bytes", "_pos")
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        self._buffer = bytearray()
+        self._pos = 0
+        self._max_frame_bytes = max_frame_bytes
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        if self._pos:
+            del self._buffer[: self._pos]
+            self._pos = 0
+        self._buffer += data
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buffer) - self._pos
+
+    def next_frame(self) -> Frame | None:
+        """The next complete frame, or None when more bytes are needed."""
+        buffer, pos = self._buffer, self._pos
+        available = len(buffer) - pos
+        if available < 4:
+            return None
+        length = int.from_bytes(buffer[pos : pos + 4], "big", signed=True)
+        if length < 4 or length > self._max_frame_bytes:
+            raise RemoteProtocolError(
+                f"frame length {length} out of range [4, {self._max_frame_bytes}]"
+            )
+        if available < 4 + length:
+            return None
+        _, mark = _PREFIX.unpack_from(buffer, pos)
+        serialize_type, header_length = mark >> 24, mark & _HEADER_LENGTH_MASK
+        if serialize_type > 1:
+            raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
+        header_end = pos + 8 + header_length
+        frame_end = pos + 4 + length
+        if header_end > frame_end:
+            raise RemoteProtocolError(f"header length {header_length} > frame length {length}")
+        self._pos = frame_end
+        return Frame(serialize_type, bytes(buffer[pos + 8 : header_end]), bytes(buffer[header_end:frame_end]))
+
+    def frames(self) -> list[Frame]:
+        """Every complete frame buffered now."""
+        out = []
+        while (frame := self.next_frame()) is not None:
+            out.append(frame)
+        return out
+
+
+def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:
+    """The 8 bytes before the header: frame length and header info."""
+    return _PREFIX.pack(4 + header_length + body_length, (serialize_type << 24) | header_length)
+
+
+def encode_frame(serialize_type: int, header: bytes, body: bytes = b"") -> bytes:
+    return frame_prefix(serialize_type, len(header), len(body)) + header + body
