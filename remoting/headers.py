@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import attrs
 
-frozen = attrs.frozen(kw_only=True)
+# Mutable slotted classes: a frozen attrs __init__ costs twice as much, and a header is built
+# on every request. Treat them as values all the same.
+frozen = attrs.define(kw_only=True)
 
 # ------------------------------------------------------------------------- NameServer (§9.1)
 
