@@ -14,9 +14,18 @@ BODY = b"x" * 1024
 
 def _request(serialize_type: int) -> RemotingCommand:
     header = headers.SendMessageRequestHeaderV2(
-        a="PG-bench", b="BenchTopic", c="TBW102", d=4, e=1, f=0, g=1_700_000_000_000, h=0,
+        a="PG-bench",
+        b="BenchTopic",
+        c="TBW102",
+        d=4,
+        e=1,
+        f=0,
+        g=1_700_000_000_000,
+        h=0,
         i="KEYS\x01k-1\x02TAGS\x01TagA\x02UNIQ_KEY\x010A0B0C0D00002A9F0000000000000001\x02WAIT\x01true",
-        j=0, k=False, m=False,
+        j=0,
+        k=False,
+        m=False,
     )
     command = RemotingCommand.request(
         RequestCode.SEND_MESSAGE_V2, serde.encode_header_fields(header), BODY
@@ -43,7 +52,9 @@ def run(serialize_type: int, seconds: float = 2.0) -> float:
 def main() -> None:
     for name, kind in (("JSON", SerializeType.JSON), ("ROCKETMQ", SerializeType.ROCKETMQ)):
         rate = run(kind)
-        print(f"SEND_MESSAGE_V2 1 KiB, {name:8s} header: encode+decode+header structure {rate:,.0f} frames/s (target >= 100,000)")
+        print(
+            f"SEND_MESSAGE_V2 1 KiB, {name:8s} header: encode+decode+header structure {rate:,.0f} frames/s (target >= 100,000)"
+        )
 
 
 if __name__ == "__main__":

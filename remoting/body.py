@@ -185,9 +185,7 @@ UnlockBatchRequestBody = LockBatchRequestBody
 
 @frozen
 class LockBatchResponseBody:
-    lock_ok_mq_set: list[MessageQueue] = attrs.field(
-        factory=list, metadata={"wire": "lockOKMQSet"}
-    )
+    lock_ok_mq_set: list[MessageQueue] = attrs.field(factory=list, metadata={"wire": "lockOKMQSet"})
 
 
 @frozen

@@ -136,7 +136,9 @@ def _decode_json_header(header: bytes) -> RemotingCommand:
         raise RemoteProtocolError(f"bad command header field: {exc!r}") from None
     language = data.get("language", "JAVA")
     if not isinstance(language, str):
-        language = _LANGUAGE_BY_CODE.get(language, "OTHER") if isinstance(language, int) else "OTHER"
+        language = (
+            _LANGUAGE_BY_CODE.get(language, "OTHER") if isinstance(language, int) else "OTHER"
+        )
     remark = data.get("remark")
     if remark is not None and not isinstance(remark, str):
         remark = str(remark)
@@ -182,7 +184,9 @@ def _java_strings(ext: dict[Any, Any]) -> dict[str, str]:
 
 def _decode_rocketmq_header(header: bytes) -> RemotingCommand:
     try:
-        code, language, version, opaque, flag, remark_length = _ROCKETMQ_FIXED.unpack_from(header, 0)
+        code, language, version, opaque, flag, remark_length = _ROCKETMQ_FIXED.unpack_from(
+            header, 0
+        )
         pos = _ROCKETMQ_FIXED.size
         remark = None
         if remark_length > 0:
@@ -220,7 +224,9 @@ def _decode_rocketmq_map(header: bytes, pos: int, length: int) -> dict[str, str]
             if key_length < 0 or value_length < 0 or pos > end:
                 raise RemoteProtocolError("extFields entry runs past its section")
             if key_length and value_length:  # 4.9.x maps zero-length keys and values to null
-                out[header[key_end - key_length : key_end].decode()] = header[pos - value_length : pos].decode()
+                out[header[key_end - key_length : key_end].decode()] = header[
+                    pos - value_length : pos
+                ].decode()
     except struct.error:
         raise RemoteProtocolError("truncated extFields entry") from None
     except UnicodeDecodeError as exc:

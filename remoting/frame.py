@@ -68,7 +68,9 @@ class FrameDecoder:
         if header_end > frame_end:
             raise RemoteProtocolError(f"header length {header_length} > frame length {length}")
         self._pos = frame_end
-        return Frame(serialize_type, bytes(buffer[pos + 8 : header_end]), bytes(buffer[header_end:frame_end]))
+        return Frame(
+            serialize_type, bytes(buffer[pos + 8 : header_end]), bytes(buffer[header_end:frame_end])
+        )
 
     def frames(self) -> list[Frame]:
         """Every complete frame buffered now."""

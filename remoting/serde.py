@@ -267,7 +267,9 @@ def _lenient_structure(cls: type) -> Callable[[Any, type], Any]:
 
     def structure(value: Any, typ: type) -> Any:
         if not isinstance(value, dict):
-            raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(value).__name__}")
+            raise ValueError(
+                f"expected a JSON object for {cls.__name__}, got {type(value).__name__}"
+            )
         # A JSON null for a field with a default means "absent" (fastjson omits nulls anyway).
         if any(v is None for v in value.values()):
             value = {k: v for k, v in value.items() if v is not None}

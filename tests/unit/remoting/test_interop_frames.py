@@ -31,7 +31,9 @@ def test_the_captures_are_present() -> None:
     assert len(CAPTURED) >= 20, f"expected the C++ captures under {INTEROP_FRAMES}"
 
 
-@pytest.mark.parametrize(("path", "entry"), CAPTURED, ids=[str(p.relative_to(INTEROP_FRAMES)) for p, _ in CAPTURED])
+@pytest.mark.parametrize(
+    ("path", "entry"), CAPTURED, ids=[str(p.relative_to(INTEROP_FRAMES)) for p, _ in CAPTURED]
+)
 def test_captured_frame_decodes_to_what_the_client_sent(path: Path, entry: dict) -> None:
     decoder = FrameDecoder()
     decoder.receive_data(path.read_bytes())
@@ -45,7 +47,9 @@ def test_captured_frame_decodes_to_what_the_client_sent(path: Path, entry: dict)
     assert command.is_oneway is False  # the C++ client never sets the oneway bit on the wire
     assert len(command.body) == entry["bodyLen"]
     # Every extFields value arrives as its Java toString() form, whatever JSON type C++ used.
-    expected = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in entry["extFields"].items()}
+    expected = {
+        k: (v if isinstance(v, str) else json.dumps(v)) for k, v in entry["extFields"].items()
+    }
     assert command.ext_fields == expected
 
 
@@ -90,7 +94,9 @@ def test_cpp_pull_headers_carry_the_subscription_string() -> None:
 
 
 def test_cpp_consumer_heartbeat_enums_arrive_as_ordinals() -> None:
-    beats = [serde.decode_body(body.HeartbeatData, c.body) for c in _commands(RequestCode.HEART_BEAT)]
+    beats = [
+        serde.decode_body(body.HeartbeatData, c.body) for c in _commands(RequestCode.HEART_BEAT)
+    ]
     consumers = [cd for hb in beats for cd in hb.consumer_data_set]
     assert consumers
     for data in consumers:

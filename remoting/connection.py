@@ -1,0 +1,384 @@
+"""Connection: one TCP stream, either side of it (STYLE.md §3, §6; spec/remoting.md §1).
+
+Requests and responses travel both ways on every connection (a broker sends requests to its
+clients over their own sockets), so client and server share this class:
+
+* the reader parses every complete frame of each read, matches responses to pending calls by
+  ``opaque``, and hands requests to the request handler;
+* a handler that answers at once (returns a command) is answered inline: no task, no channel;
+  one that returns an awaitable gets its own task, bounded per connection;
+* replies queued while a read batch is handled leave in one non-blocking ``sendmsg`` at its
+  end; only what the kernel cannot take at once goes to the writer task. Stored message bytes
+  are never copied;
+* the connection closes after ``idle_timeout_s`` without a byte in either direction.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand, decode_command, encode_command
+from remoting.errors import (
+    RemoteProtocolError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+    RequestError,
+)
+from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 256 * 1024
+IDLE_TIMEOUT_S = 120.0
+MAX_PENDING_CALLS = 65536
+MAX_HANDLER_TASKS = 4096
+# Above this many queued outgoing bytes the reader stops reading until the writer catches up.
+WRITE_HIGH_WATER = 32 * 1024 * 1024
+_IOV_MAX = 1024
+
+HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
+RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
+
+
+class _Pending:
+    __slots__ = ("event", "response")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.response: RemotingCommand | BaseException | None = None
+
+
+class Connection:
+    def __init__(
+        self,
+        stream: trio.SocketStream,
+        request_handler: RequestHandler | None = None,
+        *,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_handler_tasks: int = MAX_HANDLER_TASKS,
+    ) -> None:
+        self.stream = stream
+        self.request_handler = request_handler
+        self.peer = _format_addr(stream.socket.getpeername())
+        self.local = _format_addr(stream.socket.getsockname())
+        self.closed = False
+        self.close_reason: str | None = None
+        self.attributes: dict[str, Any] = {}  # owners' per-connection state (client id, ...)
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._idle_timeout_s = idle_timeout_s
+        self._max_handler_tasks = max_handler_tasks
+        self._pending: dict[int, _Pending] = {}
+        self._out: list[Any] = []
+        self._out_bytes = 0
+        self._out_ready = trio.Event()
+        self._drained = trio.Event()
+        self._drained.set()
+        self._handler_tasks = 0
+        self._nursery: trio.Nursery | None = None
+        self._last_io = trio.current_time()
+        self._writing = False
+        self._in_read_batch = False
+        # A second handle on the same socket for non-blocking writes from plain ``def`` code:
+        # replies whose bytes the kernel takes at once never wake the writer task.
+        self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
+        self._raw.setblocking(False)
+        self._finished = trio.Event()
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.local} <-> {self.peer}{' closed' if self.closed else ''}>"
+
+    # ----------------------------------------------------------------------- lifecycle
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the connection until the peer closes it, it idles out, or it is closed."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._idle_watchdog)
+                task_status.started()
+                await self._reader()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._mark_closed(self.close_reason or "connection finished")
+            self._raw.close()
+            with trio.CancelScope(shield=True):
+                await self.stream.aclose()
+            self._finished.set()
+
+    async def aclose(self, reason: str = "closed locally") -> None:
+        self._mark_closed(reason)
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+            await self._finished.wait()
+        else:
+            self._raw.close()
+            await self.stream.aclose()
+
+    def close_soon(self, reason: str) -> None:
+        """Close without waiting (from plain ``def`` code)."""
+        self._mark_closed(reason)
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    def _mark_closed(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        error = RemotingConnectError(f"connection to {self.peer} closed: {reason}")
+        pending, self._pending = self._pending, {}
+        for call in pending.values():
+            call.response = error
+            call.event.set()
+        self._out_ready.set()
+        self._drained.set()
+
+    async def _idle_watchdog(self) -> None:
+        # A timestamp per read/write and a coarse check here: moving a cancel scope's deadline
+        # on every read costs more than the rest of a small request.
+        step = max(self._idle_timeout_s / 8, 0.01)
+        while not self.closed:
+            await trio.sleep(step)
+            if trio.current_time() - self._last_io > self._idle_timeout_s:
+                self.close_soon(f"idle for {self._idle_timeout_s:g} s")
+                return
+
+    # ----------------------------------------------------------------------- reading
+
+    async def _reader(self) -> None:
+        receive = self.stream.receive_some
+        while not self.closed:
+            if self._out_bytes > WRITE_HIGH_WATER:
+                await self._drained.wait()
+                continue
+            try:
+                data = await receive(READ_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self._mark_closed(f"read failed: {exc!r}")
+                return
+            if not data:
+                self._mark_closed("peer closed the connection")
+                return
+            self._last_io = trio.current_time()
+            self._decoder.receive_data(data)
+            self._in_read_batch = True
+            try:
+                while (frame := self._decoder.next_frame()) is not None:
+                    self._on_command(decode_command(frame))
+            except RemoteProtocolError as exc:
+                log.warning("protocol error, closing: peer=%s error=%s", self.peer, exc)
+                self._mark_closed(f"protocol error: {exc}")
+                return
+            finally:
+                self._in_read_batch = False
+                self.flush_nowait()
+
+    def _on_command(self, command: RemotingCommand) -> None:
+        if command.is_response:
+            call = self._pending.pop(command.opaque, None)
+            if call is None:
+                log.debug(
+                    "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
+                )
+                return
+            call.response = command
+            call.event.set()
+            return
+        self._dispatch(command)
+
+    def _dispatch(self, request: RemotingCommand) -> None:
+        if self.request_handler is None:
+            if not request.is_oneway:
+                self.send_nowait(
+                    request.error_response(
+                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f" request type {request.code} not supported",
+                    )
+                )
+            return
+        try:
+            result = self.request_handler(self, request)
+        except Exception as exc:
+            result = self._failure_response(request, exc)
+        if inspect.isawaitable(result):
+            if self._handler_tasks >= self._max_handler_tasks:
+                if inspect.iscoroutine(result):
+                    result.close()
+                result = request.error_response(
+                    ResponseCode.SYSTEM_BUSY,
+                    f"[OVERLOAD]too many requests in flight on this connection, limit {self._max_handler_tasks}",
+                )
+            else:
+                self._handler_tasks += 1
+                assert self._nursery is not None
+                self._nursery.start_soon(self._finish_request, request, result)
+                return
+        if result is not None and not request.is_oneway:
+            self.send_nowait(result)
+
+    async def _finish_request(self, request: RemotingCommand, awaitable: Awaitable[Any]) -> None:
+        try:
+            try:
+                response = await awaitable
+            except Exception as exc:
+                response = self._failure_response(request, exc)
+            if response is not None and not request.is_oneway and not self.closed:
+                self.send_nowait(response)
+        finally:
+            self._handler_tasks -= 1
+
+    def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
+        if isinstance(exc, RequestError):
+            return request.error_response(exc.code, exc.remark)
+        log.exception("request failed: code=%d peer=%s", request.code, self.peer)
+        return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
+
+    # ----------------------------------------------------------------------- writing
+
+    def send_nowait(self, command: RemotingCommand) -> None:
+        """Queue a command. Never blocks, never raises for a closed peer.
+
+        Inside a read batch the bytes wait for the batch's end, so the replies to one read go
+        out in one system call; anywhere else they are flushed at once.
+        """
+        if self.closed:
+            log.debug(
+                "dropping a command for a closed connection: peer=%s code=%d",
+                self.peer,
+                command.code,
+            )
+            return
+        buffers = encode_command(command)
+        self._out.extend(buffers)
+        for buffer in buffers:
+            self._out_bytes += len(buffer)
+        if self._out_bytes > WRITE_HIGH_WATER:
+            self._drained = trio.Event()
+        if not self._in_read_batch:
+            self.flush_nowait()
+
+    def flush_nowait(self) -> None:
+        """Write what is queued now if the kernel takes it; hand any rest to the writer task."""
+        if not self._out or self._writing or self.closed:
+            return
+        buffers, self._out = self._out, []
+        try:
+            rest = _send_nowait(self._raw, buffers)
+        except OSError as exc:
+            self.close_soon(f"write failed: {exc!r}")
+            return
+        self._last_io = trio.current_time()
+        if rest:
+            self._out[:0] = rest
+            self._out_bytes = sum(len(b) for b in self._out)
+            self._out_ready.set()
+        else:
+            self._out_bytes = 0
+            self._drained.set()
+
+    async def send(self, command: RemotingCommand) -> None:
+        """Queue a command and flush it, waiting first while too many bytes are queued."""
+        while self._out_bytes > WRITE_HIGH_WATER and not self.closed:
+            await self._drained.wait()
+        if self.closed:
+            raise RemotingConnectError(f"connection to {self.peer} closed: {self.close_reason}")
+        self.send_nowait(command)
+
+    async def _writer(self) -> None:
+        """Finishes writes the kernel could not take at once."""
+        sock = self.stream.socket
+        while True:
+            await self._out_ready.wait()
+            self._out_ready = trio.Event()
+            if self.closed:
+                return
+            self._writing = True
+            try:
+                while self._out:
+                    buffers, self._out = self._out, []
+                    await _send_all(sock, buffers)
+                    self._last_io = trio.current_time()
+            except OSError as exc:
+                self.close_soon(f"write failed: {exc!r}")
+                return
+            finally:
+                self._writing = False
+            self._out_bytes = 0
+            self._drained.set()
+
+    # ----------------------------------------------------------------------- calls
+
+    async def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
+        if self.closed:
+            raise RemotingConnectError(f"connection to {self.peer} closed: {self.close_reason}")
+        if len(self._pending) >= MAX_PENDING_CALLS:
+            raise RemotingTooMuchRequestError(f"{len(self._pending)} calls pending on {self.peer}")
+        call = _Pending()
+        self._pending[request.opaque] = call
+        try:
+            await self.send(request)
+            with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
+                await call.event.wait()
+        finally:
+            self._pending.pop(request.opaque, None)
+        response = call.response
+        if response is None:
+            raise RemotingTimeoutError(
+                f"no response from {self.peer} to code={request.code} within {timeout_s:g} s"
+            )
+        if isinstance(response, BaseException):
+            raise response
+        return response
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.flag |= 2
+        await self.send(request)
+
+
+def _send_nowait(sock: socket.socket, buffers: list[Any]) -> list[memoryview]:
+    """Send without blocking; return what the kernel did not take."""
+    views = [memoryview(b) for b in buffers if len(b)]
+    while views:
+        try:
+            sent = sock.sendmsg(views[:_IOV_MAX])
+        except BlockingIOError:
+            return views
+        _consume(views, sent)
+    return views
+
+
+def _consume(views: list[memoryview], sent: int) -> None:
+    index = 0
+    while index < len(views) and sent >= len(views[index]):
+        sent -= len(views[index])
+        index += 1
+    del views[:index]
+    if sent:
+        views[0] = views[0][sent:]
+
+
+async def _send_all(sock: trio.socket.SocketType, buffers: list[Any]) -> None:
+    views = [memoryview(b) for b in buffers if len(b)]
+    while views:
+        _consume(views, await sock.sendmsg(views[:_IOV_MAX]))
+
+
+def _format_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        host = addr[0]
+        if host.startswith("::ffff:"):  # IPv4-mapped: C++ clients only read IPv4 hosts
+            host = host[7:]
+        return f"{host}:{addr[1]}"
+    return str(addr)

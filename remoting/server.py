@@ -1,0 +1,120 @@
+"""RemotingServer: accepts connections and dispatches requests to processors by code
+(STYLE.md §5, §6; spec/remoting.md §3.3).
+
+A processor is ``def handle(connection, request)`` returning a response command, None (no
+reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go to
+``default_processor``: the broker answers REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+
+import trio
+
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import IDLE_TIMEOUT_S, MAX_HANDLER_TASKS, Connection, HandlerResult
+from remoting.frame import MAX_FRAME_BYTES
+
+log = logging.getLogger(__name__)
+
+Processor = Callable[[Connection, RemotingCommand], HandlerResult]
+
+
+def not_supported(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    """The broker's answer to a code it has no processor for (Java's exact remark)."""
+    return request.error_response(
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+    )
+
+
+def no_reply(connection: Connection, request: RemotingCommand) -> None:
+    """The NameServer's default processor returns null: Java sends no response at all."""
+    log.debug("no processor, not answering: code=%d peer=%s", request.code, connection.peer)
+    return None
+
+
+class RemotingServer:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        name: str = "remoting-server",
+        processors: dict[int, Processor] | None = None,
+        default_processor: Processor = not_supported,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+        max_handler_tasks: int = MAX_HANDLER_TASKS,
+        on_connection_closed: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.host, self.port = host, port
+        self.processors: dict[int, Processor] = dict(processors or {})
+        self.default_processor = default_processor
+        self.connections: set[Connection] = set()
+        self._max_frame_bytes = max_frame_bytes
+        self._idle_timeout_s = idle_timeout_s
+        self._max_handler_tasks = max_handler_tasks
+        self._on_connection_closed = on_connection_closed
+        self._listeners: list[trio.SocketListener] = []
+
+    def register(self, code: int, processor: Processor) -> None:
+        self.processors[int(code)] = processor
+
+    def handle_request(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
+        return self.processors.get(request.code, self.default_processor)(connection, request)
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen and serve; ``started(port)`` gives the bound port (pass port 0 in tests)."""
+        self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
+        self.port = self._listeners[0].socket.getsockname()[1]
+        log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
+        try:
+            async with trio.open_nursery() as nursery:
+                task_status.started(self.port)
+                await trio.serve_listeners(
+                    partial(self._handle_connection), self._listeners, handler_nursery=nursery
+                )
+        finally:
+            with trio.CancelScope(shield=True):
+                for listener in self._listeners:
+                    await listener.aclose()
+
+    async def stop_accepting(self) -> None:
+        for listener in self._listeners:
+            await listener.aclose()
+
+    async def _handle_connection(self, stream: trio.SocketStream) -> None:
+        try:
+            connection = Connection(
+                stream,
+                self.handle_request,
+                max_frame_bytes=self._max_frame_bytes,
+                idle_timeout_s=self._idle_timeout_s,
+                max_handler_tasks=self._max_handler_tasks,
+            )
+        except OSError as exc:  # the peer vanished between accept and getpeername
+            log.debug("connection gone before it was served: %r", exc)
+            await stream.aclose()
+            return
+        self.connections.add(connection)
+        log.debug("connection opened: peer=%s", connection.peer)
+        try:
+            await connection.run()
+        except* Exception:
+            # Anything escaping a serve_listeners handler would kill the whole server.
+            log.exception("connection handler failed: peer=%s", connection.peer)
+        finally:
+            self.connections.discard(connection)
+            log.debug(
+                "connection closed: peer=%s reason=%s", connection.peer, connection.close_reason
+            )
+            if self._on_connection_closed is not None:
+                try:
+                    self._on_connection_closed(connection)
+                except Exception:
+                    log.exception("on_connection_closed failed: peer=%s", connection.peer)

@@ -1,0 +1,205 @@
+"""The Trio transport over real loopback sockets: dispatch, pipelining, errors, server pushes."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+import trio
+
+from remoting.client import RemotingClient
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand
+from remoting.connection import Connection
+from remoting.errors import RemotingConnectError, RemotingTimeoutError, RequestError
+from remoting.frame import encode_frame
+from remoting.server import RemotingServer, no_reply
+
+ECHO, SLOW, FAIL, REJECT, PUSH, SILENT = 1001, 1002, 1003, 1004, 1005, 1006
+
+
+def echo(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    return request.make_response(ext_fields={"echo": request.ext("v", "")}, body=request.body)
+
+
+async def slow(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    await trio.sleep(float(request.ext("delay", "0")))
+    return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+
+def fail(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    raise ZeroDivisionError("handler bug")
+
+
+def reject(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    raise RequestError(ResponseCode.TOPIC_NOT_EXIST, "no such topic")
+
+
+async def push_back(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    # A server-initiated request over the client's own connection, as a broker does.
+    answer = await connection.invoke(RemotingCommand.request(ECHO, {"v": "from-server"}), 5)
+    return request.make_response(ext_fields={"client_said": answer.ext("echo", "")})
+
+
+def make_server(**kwargs: object) -> RemotingServer:
+    processors = {ECHO: echo, SLOW: slow, FAIL: fail, REJECT: reject, PUSH: push_back}
+    return RemotingServer("127.0.0.1", 0, processors=processors, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_request_response_round_trip_with_body(nursery: trio.Nursery) -> None:
+    port = await nursery.start(make_server().run)
+    async with RemotingClient.open() as client:
+        request = RemotingCommand.request(ECHO, {"v": "hello"}, b"\x00\x01body")
+        response = await client.invoke(f"127.0.0.1:{port}", request, 5)
+    assert response.is_response and response.opaque == request.opaque
+    assert response.code == ResponseCode.SUCCESS
+    assert response.ext_fields == {"echo": "hello"} and bytes(response.body) == b"\x00\x01body"
+
+
+async def test_pipelined_requests_are_served_concurrently_and_matched_by_opaque(
+    nursery: trio.Nursery,
+) -> None:
+    port = await nursery.start(make_server().run)
+    results: dict[str, str] = {}
+    async with RemotingClient.open() as client:
+        addr = f"127.0.0.1:{port}"
+        # The first request is slowest: its answer must not hold back the others.
+        first_done = trio.Event()
+
+        async def call(value: str, delay: float) -> None:
+            request = RemotingCommand.request(SLOW, {"v": value, "delay": str(delay)})
+            response = await client.invoke(addr, request, 10)
+            results[value] = response.ext("v")
+            if value == "first":
+                first_done.set()
+
+        async with trio.open_nursery() as calls:
+            calls.start_soon(call, "first", 0.5)
+            for i in range(20):
+                calls.start_soon(call, f"v{i}", 0)
+            with trio.fail_after(5):
+                while len(results) < 20:
+                    await trio.sleep(0.01)
+            assert not first_done.is_set()
+    assert results == {"first": "first", **{f"v{i}": f"v{i}" for i in range(20)}}
+
+
+async def test_handler_errors_answer_and_keep_the_connection(nursery: trio.Nursery) -> None:
+    port = await nursery.start(make_server().run)
+    async with RemotingClient.open() as client:
+        addr = f"127.0.0.1:{port}"
+        broken = await client.invoke(addr, RemotingCommand.request(FAIL), 5)
+        assert broken.code == ResponseCode.SYSTEM_ERROR and "handler bug" in broken.remark
+        refused = await client.invoke(addr, RemotingCommand.request(REJECT), 5)
+        assert (refused.code, refused.remark) == (ResponseCode.TOPIC_NOT_EXIST, "no such topic")
+        unknown = await client.invoke(addr, RemotingCommand.request(4242), 5)
+        assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert unknown.remark == " request type 4242 not supported"
+        still = await client.invoke(addr, RemotingCommand.request(ECHO, {"v": "x"}), 5)
+        assert still.ext("echo") == "x"
+
+
+async def test_oneway_requests_get_no_reply(nursery: trio.Nursery) -> None:
+    seen = trio.Event()
+
+    def record(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        seen.set()
+        return request.make_response()
+
+    server = make_server()
+    server.register(SILENT, record)
+    port = await nursery.start(server.run)
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        request = RemotingCommand.request(SILENT, oneway=True)
+        from remoting.command import encode_command_bytes
+
+        raw.sendall(encode_command_bytes(request))
+        with trio.fail_after(5):
+            await seen.wait()
+        # Then an ordinary request: the first thing coming back must be its reply.
+        ping = RemotingCommand.request(ECHO, {"v": "after"})
+        raw.sendall(encode_command_bytes(ping))
+        raw.settimeout(5)
+        length = struct.unpack(
+            ">i", await trio.to_thread.run_sync(raw.recv, 4, socket.MSG_WAITALL)
+        )[0]
+        data = await trio.to_thread.run_sync(raw.recv, length, socket.MSG_WAITALL)
+    assert f'"opaque":{ping.opaque}'.encode() in data
+
+
+async def test_namesrv_style_default_sends_nothing(nursery: trio.Nursery) -> None:
+    port = await nursery.start(RemotingServer("127.0.0.1", 0, default_processor=no_reply).run)
+    async with RemotingClient.open() as client:
+        with pytest.raises(RemotingTimeoutError):
+            await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(4242), 0.3)
+
+
+async def test_server_can_call_the_client_over_its_connection(nursery: trio.Nursery) -> None:
+    port = await nursery.start(make_server().run)
+    async with RemotingClient.open(processors={ECHO: echo}) as client:
+        response = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(PUSH), 5)
+    assert response.ext("client_said") == "from-server"
+
+
+async def test_pending_calls_fail_when_the_connection_drops(nursery: trio.Nursery) -> None:
+    hold = trio.Event()
+
+    async def never(connection: Connection, request: RemotingCommand) -> None:
+        await hold.wait()
+
+    server = make_server()
+    server.register(SILENT, never)
+    port = await nursery.start(server.run)
+    async with RemotingClient.open() as client:
+        addr = f"127.0.0.1:{port}"
+        connection = await client.connection(addr)
+
+        async def drop_soon() -> None:
+            await trio.sleep(0.1)
+            for server_side in list(server.connections):
+                await server_side.aclose()
+
+        nursery.start_soon(drop_soon)
+        with pytest.raises(RemotingConnectError):
+            await client.invoke(addr, RemotingCommand.request(SILENT), 10)
+        assert connection.closed
+        # The next call reconnects.
+        response = await client.invoke(addr, RemotingCommand.request(ECHO, {"v": "again"}), 5)
+        assert response.ext("echo") == "again"
+    hold.set()
+
+
+async def test_idle_connections_are_closed(nursery: trio.Nursery) -> None:
+    port = await nursery.start(make_server(idle_timeout_s=0.2).run)
+    async with RemotingClient.open() as client:
+        connection = await client.connection(f"127.0.0.1:{port}")
+        with trio.fail_after(5):
+            while not connection.closed:
+                await trio.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", 2**31 - 1) + b"xxxx",  # length far beyond the frame limit
+        struct.pack(">iI", 12, 64) + b"{}{}{}{}",  # header length larger than the frame
+        encode_frame(0, b"{not json"),
+        encode_frame(0, b"[1,2,3]"),
+        encode_frame(7, b"{}"),  # unknown serialize type
+    ],
+    ids=["huge-length", "header-past-frame", "invalid-json", "json-not-object", "bad-type"],
+)
+async def test_bad_frames_close_only_their_connection(
+    nursery: trio.Nursery, garbage: bytes
+) -> None:
+    port = await nursery.start(make_server().run)
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        raw.sendall(garbage)
+        raw.settimeout(5)
+        assert await trio.to_thread.run_sync(raw.recv, 1) == b""  # closed by the server
+    async with RemotingClient.open() as client:
+        response = await client.invoke(
+            f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {"v": "ok"}), 5
+        )
+    assert response.ext("echo") == "ok"
