@@ -81,7 +81,9 @@ class ServerProcess:
         if not ready.wait(timeout_s) or self.port is None:
             code = self.proc.poll()
             self.kill()
-            state = f"exited with {code}" if code is not None else f"not ready after {timeout_s:g} s"
+            state = (
+                f"exited with {code}" if code is not None else f"not ready after {timeout_s:g} s"
+            )
             raise ServerProcessError(f"{self.name} {state}; last log lines:\n{self.log_tail()}")
         return self
 

@@ -1,0 +1,423 @@
+"""CommitLog: the append-only log every message goes through (spec/store-format.md §2,
+spec/message-format.md §1, §6).
+
+``put_message`` / ``put_messages`` are the store's one serialization point: plain ``def``s (so
+Trio cannot interleave two appends) that assign the physical offset, queue offset and store
+timestamp and pack the record straight into the mapped segment. A record that does not fit in
+what is left of a segment (keeping 8 bytes for the BLANK filler) goes to the next segment, so
+every segment starts at a record boundary. Each put also returns what dispatch needs, so the
+master never parses its own records back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from broker.store.config import MessageStoreConfig
+from broker.store.delay_level import parse_delay_levels
+from broker.store.mapped_file import MappedFile, StoreError
+from broker.store.mapped_file_queue import Allocator, MappedFileQueue
+from broker.store.types import (
+    AppendMessageResult,
+    DispatchRequest,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from remoting import message as codec
+from remoting.constants import SCHEDULE_TOPIC
+from remoting.message import MessageConst
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_BYTES = 127
+MAX_PROPERTIES_BYTES = 32767
+_NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
+
+
+def property_value(text: str, name: str) -> str | None:
+    """One property out of an encoded string without building the dict. The last occurrence
+    wins, as when Java parses the whole string."""
+    key = name + codec.NAME_VALUE_SEPARATOR
+    index = text.rfind(codec.PROPERTY_SEPARATOR + key)
+    if index >= 0:
+        start = index + 1 + len(key)
+    elif text.startswith(key):
+        start = len(key)
+    else:
+        return None
+    end = text.find(codec.PROPERTY_SEPARATOR, start)
+    value = text[start:] if end < 0 else text[start:end]
+    if not value:  # Java drops empty values: an earlier occurrence may count
+        return codec.string_to_properties(text).get(name)
+    return value
+
+
+class CommitLog:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        store_host: tuple[bytes, int],
+        clock: Callable[[], int],
+        allocator: Allocator | None = None,
+    ) -> None:
+        self.config = config
+        self.queue = MappedFileQueue(
+            config.commit_log_dir, config.mapped_file_size_commit_log, allocator
+        )
+        self.store_address, self.store_port = store_host
+        self._msg_id_prefix = codec.offset_msg_id_prefix(self.store_address, self.store_port)
+        self.clock = clock
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
+        self.on_segment_rolled: Callable[[MappedFile], None] | None = None
+        self.last_put_timestamp = 0
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset
+
+    @property
+    def min_offset(self) -> int:
+        return self.queue.min_offset
+
+    def roll_next_file(self, offset: int) -> int:
+        size = self.config.mapped_file_size_commit_log
+        return offset + size - offset % size
+
+    # --------------------------------------------------------------------- reading
+
+    def get_message(self, phys_offset: int, size: int) -> memoryview | None:
+        mapped = self.queue.find(phys_offset)
+        if mapped is None:
+            return None
+        position = phys_offset - mapped.start_offset
+        if position + size > mapped.wrote_position:
+            return None
+        return mapped.view[position : position + size]
+
+    def get_data(self, phys_offset: int) -> memoryview | None:
+        """From ``phys_offset`` to the end of what is written in its segment (HA, recovery)."""
+        mapped = self.queue.find(phys_offset)
+        if mapped is None:
+            return None
+        position = phys_offset - mapped.start_offset
+        if position > mapped.wrote_position:
+            return None
+        return mapped.view[position : mapped.wrote_position]
+
+    # --------------------------------------------------------------------- appending
+
+    def _prepare(self, msg: MessageExtBrokerInner) -> None:
+        """Java's CommitLog.putMessage: a delayed message waits in SCHEDULE_TOPIC_XXXX."""
+        if codec.transaction_type(msg.sys_flag) in (
+            codec.TRANSACTION_NOT_TYPE,
+            codec.TRANSACTION_COMMIT_TYPE,
+        ):
+            delay = msg.properties.get(MessageConst.DELAY)
+            if delay and delay.lstrip("-").isdigit() and int(delay) > 0:
+                level = min(int(delay), len(self.delay_levels_ms))
+                msg.properties[MessageConst.DELAY] = str(level)
+                msg.properties[MessageConst.REAL_TOPIC] = msg.topic
+                msg.properties[MessageConst.REAL_QID] = str(msg.queue_id)
+                msg.topic, msg.queue_id = SCHEDULE_TOPIC, level - 1
+
+    def _check(self, topic: bytes, properties: bytes, body_length: int) -> PutMessageResult | None:
+        if len(topic) > MAX_TOPIC_BYTES:
+            return PutMessageResult(
+                status=PutMessageStatus.MESSAGE_ILLEGAL,
+                remark=f"topic is {len(topic)} bytes, max {MAX_TOPIC_BYTES}",
+            )
+        if len(properties) > MAX_PROPERTIES_BYTES:
+            return PutMessageResult(
+                status=PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                remark=f"properties are {len(properties)} bytes, max {MAX_PROPERTIES_BYTES}",
+            )
+        if body_length > self.config.max_message_size:
+            return PutMessageResult(
+                status=PutMessageStatus.MESSAGE_ILLEGAL,
+                remark=f"body is {body_length} bytes, max {self.config.max_message_size}",
+            )
+        return None
+
+    def _segment_for(self, size: int) -> MappedFile:
+        """The segment the next ``size`` bytes go into, padding the current one with a BLANK
+        when they (plus the 8-byte filler) do not fit."""
+        mapped = self.queue.writable()
+        if size + codec.END_FILE_MIN_BLANK_LENGTH > mapped.remaining:
+            if size + codec.END_FILE_MIN_BLANK_LENGTH > mapped.file_size:
+                raise StoreError(
+                    f"a record of {size} bytes cannot fit in a {mapped.file_size}-byte segment"
+                )
+            codec.pack_blank_into(mapped.mmap, mapped.wrote_position, mapped.remaining)
+            mapped.wrote_position = mapped.file_size
+            mapped = self.queue.next_segment()
+            if self.on_segment_rolled is not None:
+                self.on_segment_rolled(mapped)
+        return mapped
+
+    def put_message(
+        self, msg: MessageExtBrokerInner
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        self._prepare(msg)
+        props = msg.properties
+        properties_text = codec.properties_to_string(props)
+        properties = properties_text.encode("utf-8")
+        topic = msg.topic.encode("utf-8")
+        body = msg.body
+        refused = self._check(topic, properties, len(body))
+        if refused is not None:
+            return refused, []
+        size = codec.record_size(
+            len(body),
+            len(topic),
+            len(properties),
+            born_v6=len(msg.born_host[0]) == 16,
+            store_v6=len(self.store_address) == 16,
+        )
+        try:
+            mapped = self._segment_for(size)
+        except StoreError as exc:
+            log.error("cannot append: %s", exc)
+            return PutMessageResult(
+                status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
+            ), []
+        key = (msg.topic, msg.queue_id)
+        queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
+        queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        store_ts = self.clock()
+        position = mapped.wrote_position
+        phys_offset = mapped.start_offset + position
+        codec.pack_record_into(
+            mapped.mmap,
+            position,
+            total_size=size,
+            body_crc=codec.body_crc(body),
+            queue_id=msg.queue_id,
+            flag=msg.flag,
+            queue_offset=queue_offset,
+            phys_offset=phys_offset,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_address=msg.born_host[0],
+            born_port=msg.born_host[1],
+            store_timestamp=store_ts,
+            store_address=self.store_address,
+            store_port=self.store_port,
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+            body=body,
+            topic=topic,
+            properties=properties,
+        )
+        mapped.wrote_position = position + size
+        if queued:
+            self.topic_queue_table[key] = queue_offset + 1
+        self.last_put_timestamp = store_ts
+        msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
+        append = AppendMessageResult(
+            wrote_offset=phys_offset,
+            wrote_bytes=size,
+            msg_id=msg_id,
+            msg_ids=[msg_id],
+            store_timestamp=store_ts,
+            queue_offset=queue_offset,
+        )
+        tags = (
+            msg.tags_code
+            if msg.tags_code is not None
+            else codec.tags_code(props.get(MessageConst.TAGS))
+        )
+        request = DispatchRequest(
+            msg.topic,
+            msg.queue_id,
+            phys_offset,
+            size,
+            self._tags_code(msg.topic, tags, props.get(MessageConst.DELAY), store_ts),
+            store_ts,
+            queue_offset,
+            props.get(MessageConst.KEYS) or "",
+            props.get(MessageConst.UNIQ_KEY) or "",
+            msg.sys_flag,
+            props,
+        )
+        return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), [request]
+
+    def put_messages(
+        self, msg: MessageExtBrokerInner
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """A batch: ``msg.body`` is the MessageBatch encoding, ``msg.properties`` the batch-level
+        properties appended to each entry's own. All entries go into one segment."""
+        try:
+            entries = codec.decode_batch_body(msg.body)
+        except codec.MessageDecodeError as exc:
+            return PutMessageResult(
+                status=PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}"
+            ), []
+        if not entries:
+            return PutMessageResult(
+                status=PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch"
+            ), []
+        topic = msg.topic.encode("utf-8")
+        batch_properties = codec.properties_to_string(msg.properties)
+        born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
+        encoded = []
+        total = 0
+        for entry in entries:
+            text = entry.properties
+            if text and batch_properties and not text.endswith(codec.PROPERTY_SEPARATOR):
+                text += codec.PROPERTY_SEPARATOR
+            text += batch_properties
+            properties = text.encode("utf-8")
+            refused = self._check(topic, properties, len(entry.body))
+            if refused is not None:
+                return refused, []
+            size = codec.record_size(
+                len(entry.body), len(topic), len(properties), born_v6=born6, store_v6=store6
+            )
+            encoded.append((entry, text, properties, size))
+            total += size
+        if total > self.config.max_message_size + 64 * 1024 * len(entries):
+            return PutMessageResult(
+                status=PutMessageStatus.MESSAGE_ILLEGAL,
+                remark=f"batch of {total} bytes is too large",
+            ), []
+        try:
+            mapped = self._segment_for(total)
+        except StoreError as exc:
+            log.error("cannot append a batch: %s", exc)
+            return PutMessageResult(
+                status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
+            ), []
+        return self._append_batch(msg, mapped, topic, encoded, total)
+
+    def _append_batch(
+        self,
+        msg: MessageExtBrokerInner,
+        mapped: MappedFile,
+        topic: bytes,
+        encoded: list,
+        total: int,
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        key = (msg.topic, msg.queue_id)
+        first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
+        store_ts = self.clock()
+        position = mapped.wrote_position
+        first_phys = mapped.start_offset + position
+        msg_ids, requests = [], []
+        prefix, mmap = self._msg_id_prefix, mapped.mmap
+        born_address, born_port = msg.born_host
+        for entry, text, properties, size in encoded:
+            phys_offset = mapped.start_offset + position
+            codec.pack_record_into(
+                mmap,
+                position,
+                total_size=size,
+                body_crc=codec.body_crc(entry.body),
+                queue_id=msg.queue_id,
+                flag=entry.flag,
+                queue_offset=queue_offset,
+                phys_offset=phys_offset,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_address=born_address,
+                born_port=born_port,
+                store_timestamp=store_ts,
+                store_address=self.store_address,
+                store_port=self.store_port,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=0,
+                body=entry.body,
+                topic=topic,
+                properties=properties,
+            )
+            position += size
+            msg_ids.append(f"{prefix}{phys_offset:016X}")
+            requests.append(
+                DispatchRequest(
+                    msg.topic,
+                    msg.queue_id,
+                    phys_offset,
+                    size,
+                    codec.tags_code(property_value(text, MessageConst.TAGS)),
+                    store_ts,
+                    queue_offset,
+                    property_value(text, MessageConst.KEYS) or "",
+                    property_value(text, MessageConst.UNIQ_KEY) or "",
+                    msg.sys_flag,
+                    {},
+                )
+            )
+            queue_offset += 1
+        mapped.wrote_position = position
+        self.topic_queue_table[key] = queue_offset
+        self.last_put_timestamp = store_ts
+        append = AppendMessageResult(
+            wrote_offset=first_phys,
+            wrote_bytes=total,
+            msg_id=",".join(msg_ids),
+            msg_ids=msg_ids,
+            store_timestamp=store_ts,
+            queue_offset=first_queue_offset,
+            msg_num=len(msg_ids),
+        )
+        return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), requests
+
+    def _tags_code(self, topic: str, tags_code: int, delay: str | None, store_ts: int) -> int:
+        if topic == SCHEDULE_TOPIC and delay and delay.isdigit() and int(delay) > 0:
+            level = min(int(delay), len(self.delay_levels_ms))
+            return store_ts + self.delay_levels_ms[level - 1]
+        return tags_code
+
+    def dispatch_request(self, scan: codec.RecordScan) -> DispatchRequest:
+        """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
+        text = scan.properties
+        tags = codec.tags_code(property_value(text, MessageConst.TAGS)) if text else 0
+        delay = property_value(text, MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
+        return DispatchRequest(
+            scan.topic,
+            scan.queue_id,
+            scan.phys_offset,
+            scan.size,
+            self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
+            scan.store_timestamp,
+            scan.queue_offset,
+            property_value(text, MessageConst.KEYS) or "" if text else "",
+            property_value(text, MessageConst.UNIQ_KEY) or "" if text else "",
+            scan.sys_flag,
+            {},
+        )
+
+    # --------------------------------------------------------------------- replication
+
+    def append_data(self, phys_offset: int, data: bytes | memoryview) -> None:
+        """A slave's append of raw bytes at exactly ``phys_offset``: the log's end, or for an
+        empty log a segment boundary (a new slave starts at the master's current segment).
+        Chunks never cross a segment boundary on the wire (spec/ha.md §3.3)."""
+        if self.queue.files:
+            if phys_offset != self.max_offset:
+                raise StoreError(f"append at {phys_offset} but the log ends at {self.max_offset}")
+            mapped = self.queue.writable()
+        else:
+            if phys_offset % self.config.mapped_file_size_commit_log:
+                raise StoreError(
+                    f"an empty log can only start at a segment boundary, not {phys_offset}"
+                )
+            mapped = self.queue.next_segment(phys_offset)
+        if len(data) > mapped.remaining:
+            raise StoreError(
+                f"chunk of {len(data)} bytes at {phys_offset} crosses a segment boundary"
+            )
+        position = mapped.wrote_position
+        mapped.mmap[position : position + len(data)] = data
+        mapped.wrote_position = position + len(data)
+
+    def store_timestamp_at(self, phys_offset: int) -> int:
+        """STORETIMESTAMP of the record at ``phys_offset`` (-1 if unreadable)."""
+        mapped = self.queue.find(phys_offset)
+        if mapped is None:
+            return -1
+        scan = codec.scan_record(mapped.view, phys_offset - mapped.start_offset)
+        return scan.store_timestamp if scan.kind is codec.RecordKind.MESSAGE else -1

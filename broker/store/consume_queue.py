@@ -1,0 +1,245 @@
+"""ConsumeQueue: per (topic, queueId) a dense array of 20-byte units
+``(commitLogOffset, size, tagsCode)``; a unit's index is the queue offset consumers use
+(spec/store-format.md §3).
+
+Files live in ``consumequeue/<topic>/<queueId>/`` named by the byte offset of their first unit.
+Writes are idempotent (a unit pointing at or below what the queue already holds is a duplicate,
+ignored), so recovery can re-dispatch freely.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.store.mapped_file import MappedFile
+from broker.store.mapped_file_queue import MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+CQ_UNIT = struct.Struct(">qiq")  # commit log offset, size, tags code
+assert CQ_UNIT.size == 20
+UNIT = CQ_UNIT.size
+_FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    def __init__(self, topic: str, queue_id: int, root: Path, file_size: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.queue = MappedFileQueue(root / topic / str(queue_id), file_size)
+        self.max_phys_offset = 0  # end (offset + size) of the last message this queue points at
+        self.min_logic_offset = 0  # byte offset of the first unit still pointing into the log
+
+    # ------------------------------------------------------------------ offsets
+
+    @property
+    def max_offset(self) -> int:
+        """The next queue offset to be written (GET_MAX_OFFSET)."""
+        return self.queue.max_offset // UNIT
+
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic_offset // UNIT
+
+    # ------------------------------------------------------------------ writing
+
+    def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
+        """Append the unit for ``queue_offset``. False only when the file cannot be created."""
+        if phys_offset + size <= self.max_phys_offset:
+            return True  # already there: a re-dispatch after recovery or a slave resync
+        expected = queue_offset * UNIT
+        mapped = self.queue.last
+        if mapped is None or mapped.is_full:
+            first = mapped is None
+            mapped = self.queue.next_segment(expected)
+            if first and expected != mapped.start_offset:
+                self._fill_before(mapped, expected)
+        current = mapped.start_offset + mapped.wrote_position
+        if expected < current:
+            log.warning(
+                "consume queue unit written twice: %s-%d offset=%d",
+                self.topic,
+                self.queue_id,
+                queue_offset,
+            )
+            return True
+        if expected != current:
+            # RocketMQ logs this as a bug and appends where the queue is; so do we.
+            log.error(
+                "consume queue out of order: %s-%d expected=%d at=%d",
+                self.topic,
+                self.queue_id,
+                expected,
+                current,
+            )
+        CQ_UNIT.pack_into(mapped.mmap, mapped.wrote_position, phys_offset, size, tags_code)
+        mapped.wrote_position += UNIT
+        self.max_phys_offset = phys_offset + size
+        return True
+
+    def _fill_before(self, mapped: MappedFile, expected: int) -> None:
+        """A queue whose first unit is not offset 0 (a slave starting mid-log) pads the file's
+        start with filler units, as RocketMQ does."""
+        count = (expected - mapped.start_offset) // UNIT
+        mapped.mmap[0 : count * UNIT] = _FILLER * count
+        mapped.wrote_position = count * UNIT
+        self.min_logic_offset = expected
+
+    # ------------------------------------------------------------------ reading
+
+    def units(self, queue_offset: int, max_units: int | None = None) -> memoryview | None:
+        """Units from ``queue_offset`` to the end of the written data of that file (a read
+        never crosses a file), or None when the offset is outside the queue."""
+        byte_offset = queue_offset * UNIT
+        mapped = self.queue.find(byte_offset)
+        if mapped is None:
+            return None
+        start = byte_offset - mapped.start_offset
+        end = mapped.wrote_position
+        if max_units is not None:
+            end = min(end, start + max_units * UNIT)
+        if start >= end:
+            return None
+        return mapped.view[start:end]
+
+    def unit(self, queue_offset: int) -> tuple[int, int, int] | None:
+        view = self.units(queue_offset, 1)
+        return None if view is None else CQ_UNIT.unpack_from(view)
+
+    def roll_next_file(self, queue_offset: int) -> int:
+        per_file = self.file_size // UNIT
+        return queue_offset + per_file - queue_offset % per_file
+
+    # ------------------------------------------------------------------ recovery
+
+    def recover(self) -> None:
+        """Find the end of valid units: scan from the third-last file, stop at the first unit
+        that is not ``offset >= 0 and size > 0``; drop what follows."""
+        files = self.queue.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        end_offset = files[start].start_offset
+        max_phys = 0
+        for mapped in files[start:]:
+            view = mapped.view
+            position = 0
+            while position + UNIT <= mapped.file_size:
+                offset, size, _ = CQ_UNIT.unpack_from(view, position)
+                if offset < 0 or size <= 0:
+                    break
+                if size != 0x7FFFFFFF:
+                    max_phys = offset + size
+                position += UNIT
+            end_offset = mapped.start_offset + position
+            if position < mapped.file_size:
+                break
+        self.queue.truncate_dirty(end_offset)
+        self.max_phys_offset = max_phys
+
+    def truncate_to_phys(self, phys_offset: int) -> None:
+        """Drop units pointing at or beyond ``phys_offset`` (the CommitLog was cut there)."""
+        while self.queue.files:
+            mapped = self.queue.files[-1]
+            first_offset, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
+            if (
+                mapped.wrote_position > 0
+                and first_size != 0x7FFFFFFF
+                and first_offset >= phys_offset
+            ):
+                mapped.destroy()
+                self.queue.files.pop()
+                continue
+            position = mapped.wrote_position - UNIT
+            while position >= 0:
+                offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+                if size != 0x7FFFFFFF and offset + size <= phys_offset:
+                    break
+                position -= UNIT
+            cut = mapped.start_offset + position + UNIT
+            self.queue.truncate_dirty(cut)
+            break
+        self.max_phys_offset = self._last_phys_end()
+
+    def _last_phys_end(self) -> int:
+        mapped = self.queue.last
+        if mapped is None or mapped.wrote_position == 0:
+            return 0
+        offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+        return 0 if size == 0x7FFFFFFF else offset + size
+
+    def correct_min_offset(self, commit_log_min: int) -> None:
+        """The first unit whose message is still in the log defines the queue's min offset."""
+        files = self.queue.files
+        if not files:
+            self.min_logic_offset = 0
+            return
+        mapped = files[0]
+        for position in range(0, mapped.wrote_position, UNIT):
+            offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+            if size != 0x7FFFFFFF and offset >= commit_log_min:
+                self.min_logic_offset = mapped.start_offset + position
+                return
+        self.min_logic_offset = mapped.start_offset + mapped.wrote_position
+
+    def delete_expired(self, commit_log_min: int, max_files: int) -> int:
+        """Delete files (never the last) whose last unit points below the log's min offset."""
+
+        def keep(mapped: MappedFile) -> bool:
+            if mapped.wrote_position < UNIT:
+                return True
+            offset, _, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+            return offset >= commit_log_min
+
+        deleted = self.queue.delete_below(keep, max_files)
+        self.correct_min_offset(commit_log_min)
+        return len(deleted)
+
+    # ------------------------------------------------------------------ time search
+
+    def offset_by_time(
+        self, timestamp: int, store_timestamp_at: Callable[[int], int], commit_log_min: int
+    ) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: binary search by each message's store time, the nearest
+        neighbour by absolute difference when there is no exact hit."""
+        low, high = self.min_offset, self.max_offset - 1
+        if high < low:
+            return 0
+        best_low = best_high = None
+        while low <= high:
+            middle = (low + high) // 2
+            unit = self.unit(middle)
+            if unit is None or unit[0] < commit_log_min:
+                low = middle + 1
+                continue
+            store_ts = store_timestamp_at(unit[0])
+            if store_ts < 0:
+                return 0
+            if store_ts == timestamp:
+                return middle
+            if store_ts < timestamp:
+                best_low = (middle, store_ts)
+                low = middle + 1
+            else:
+                best_high = (middle, store_ts)
+                high = middle - 1
+        if best_low is None:
+            return best_high[0] if best_high else 0
+        if best_high is None:
+            return best_low[0]
+        return best_low[0] if timestamp - best_low[1] <= best_high[1] - timestamp else best_high[0]
+
+    def flush_plan(self, least_pages: int) -> list[tuple[MappedFile, int]]:
+        return self.queue.flush_plan(least_pages)
+
+    def close(self) -> None:
+        self.queue.close()
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+        self.max_phys_offset = 0
+        self.min_logic_offset = 0

@@ -1,0 +1,270 @@
+"""IndexFile and IndexService: a hash index from ``topic#key`` to CommitLog offsets
+(spec/store-format.md §5).
+
+File: a 40-byte header, ``maxHashSlotNum`` int32 slots (each the newest entry number for its
+hash), then ``maxIndexNum`` 20-byte entries ``(keyHash, phyOffset, timeDiffSeconds, prevIndex)``
+chained newest to oldest. Entry numbers start at 1. Files are named by creation time
+(yyyyMMddHHmmssSSS, local time) and a new one starts when the last is full.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from broker.store.mapped_file import MappedFile
+from broker.store.types import DispatchRequest
+from remoting import message as codec
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct(">qqqqii")  # begin ts, end ts, begin phy, end phy, slot count, index count
+assert HEADER.size == 40
+ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous entry
+assert ENTRY.size == 20
+SLOT = struct.Struct(">i")
+INT_MAX = 2**31 - 1
+
+
+def index_key_hash(key_hash: int) -> int:
+    """abs(hashCode), with Integer.MIN_VALUE mapped to 0 (Java's indexKeyHashMethod)."""
+    return 0 if key_hash == -(2**31) else abs(key_hash)
+
+
+def index_file_size(slots: int, entries: int) -> int:
+    return HEADER.size + slots * SLOT.size + entries * ENTRY.size
+
+
+class IndexFile:
+    def __init__(
+        self, path: Path, slots: int, entries: int, *, create: bool, begin: tuple[int, int] = (0, 0)
+    ) -> None:
+        size = index_file_size(slots, entries)
+        # MappedFile wants a numeric name; index files are named by time, which is numeric too.
+        self.file = MappedFile(path, size, create=create)
+        self.slots, self.max_entries = slots, entries
+        self._entries_at = HEADER.size + slots * SLOT.size
+        if create:
+            end_phy, end_ts = begin
+            HEADER.pack_into(self.file.mmap, 0, end_ts, end_ts, end_phy, end_phy, 0, 1)
+        (
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        ) = HEADER.unpack_from(self.file.mmap, 0)
+        self.index_count = max(self.index_count, 1)
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def is_full(self) -> bool:
+        return self.index_count >= self.max_entries
+
+    def _write_header(self) -> None:
+        HEADER.pack_into(
+            self.file.mmap,
+            0,
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        )
+
+    def put_key(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """Add one entry; False when the file is full."""
+        if self.index_count >= self.max_entries:
+            return False
+        key_hash = index_key_hash(key_hash)
+        slot_at = HEADER.size + (key_hash % self.slots) * SLOT.size
+        mm = self.file.mmap
+        (previous,) = SLOT.unpack_from(mm, slot_at)
+        if previous <= 0 or previous > self.index_count:
+            previous = 0
+        if self.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), INT_MAX)
+        ENTRY.pack_into(
+            mm,
+            self._entries_at + self.index_count * ENTRY.size,
+            key_hash,
+            phy_offset,
+            time_diff,
+            previous,
+        )
+        SLOT.pack_into(mm, slot_at, self.index_count)
+        if self.index_count <= 1:
+            self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
+        if previous == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset, self.end_timestamp = phy_offset, store_timestamp
+        self._write_header()
+        return True
+
+    def overlaps(self, begin: int, end: int) -> bool:
+        return begin <= self.end_timestamp and end >= self.begin_timestamp
+
+    def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
+        """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""
+        key_hash = index_key_hash(key_hash)
+        mm = self.file.mmap
+        (current,) = SLOT.unpack_from(mm, HEADER.size + (key_hash % self.slots) * SLOT.size)
+        if current <= 0 or current > self.index_count or self.index_count <= 1:
+            return
+        seen = 0
+        while len(out) < max_num and seen < self.index_count:
+            seen += 1
+            entry_hash, phy_offset, time_diff, previous = ENTRY.unpack_from(
+                mm, self._entries_at + current * ENTRY.size
+            )
+            if time_diff < 0:
+                break
+            stored_at = self.begin_timestamp + time_diff * 1000
+            if entry_hash == key_hash and begin <= stored_at <= end:
+                out.append(phy_offset)
+            if (
+                previous <= 0
+                or previous > self.index_count
+                or previous == current
+                or stored_at < begin
+            ):
+                break
+            current = previous
+
+    def close(self) -> None:
+        self.file.close()
+
+    def destroy(self) -> None:
+        self.file.destroy()
+
+
+class IndexService:
+    """Owns the index directory: builds entries from dispatch, answers key queries."""
+
+    def __init__(self, directory: Path, slots: int, entries: int) -> None:
+        self.directory = directory
+        self.slots, self.entries = slots, entries
+        self.files: list[IndexFile] = []
+        self._topic_hashes: dict[str, int] = {}
+        self.on_file_full: Callable[[IndexFile], None] | None = None  # checkpoint + flush
+
+    def load(self) -> None:
+        if not self.directory.is_dir():
+            return
+        for path in sorted(p for p in self.directory.iterdir() if p.name.isdigit()):
+            try:
+                index = IndexFile(path, self.slots, self.entries, create=False)
+            except Exception as exc:
+                log.warning("index file unusable, removed: path=%s error=%s", path, exc)
+                path.unlink(missing_ok=True)
+                continue
+            self.files.append(index)
+
+    def _writable(self) -> IndexFile:
+        last = self.files[-1] if self.files else None
+        if last is not None and not last.is_full:
+            return last
+        begin = (last.end_phy_offset, last.end_timestamp) if last else (0, 0)
+        name = (
+            time.strftime("%Y%m%d%H%M%S", time.localtime())
+            + f"{time.time_ns() // 1_000_000 % 1000:03d}"
+        )
+        path = self.directory / name
+        while path.exists() or (last is not None and path.name <= last.path.name):
+            path = self.directory / str(int(path.name) + 1)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        index = IndexFile(path, self.slots, self.entries, create=True, begin=begin)
+        self.files.append(index)
+        if last is not None and self.on_file_full is not None:
+            self.on_file_full(last)
+        return index
+
+    def build_index(self, request: DispatchRequest) -> None:
+        if codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
+            return
+        if not request.uniq_key and not request.keys:
+            return
+        index = self._writable()
+        if request.commit_log_offset < index.end_phy_offset:
+            return  # indexed before the crash: recovery re-dispatches idempotently
+        topic_hash = self._topic_hashes.get(request.topic)
+        if topic_hash is None:
+            topic_hash = self._topic_hashes[request.topic] = codec.java_string_hash(
+                request.topic + "#"
+            )
+        if request.uniq_key:
+            index = self._put(index, codec.java_hash_concat(topic_hash, request.uniq_key), request)
+        if request.keys:
+            for key in request.keys.split(" "):
+                if key:
+                    index = self._put(index, codec.java_hash_concat(topic_hash, key), request)
+
+    def _put(self, index: IndexFile, key_hash: int, request: DispatchRequest) -> IndexFile:
+        if not index.put_key(key_hash, request.commit_log_offset, request.store_timestamp):
+            index = self._writable()
+            index.put_key(key_hash, request.commit_log_offset, request.store_timestamp)
+        return index
+
+    def query(
+        self, topic: str, key: str, max_num: int, begin: int, end: int
+    ) -> tuple[list[int], int, int]:
+        """(offsets, last update timestamp, last update phy offset), newest file first."""
+        offsets: list[int] = []
+        key_hash = codec.java_string_hash(f"{topic}#{key}")
+        last_ts = last_phy = 0
+        for index in reversed(self.files):
+            if not last_ts:
+                last_ts, last_phy = index.end_timestamp, index.end_phy_offset
+            if index.overlaps(begin, end):
+                index.select(key_hash, max_num, begin, end, offsets)
+            if len(offsets) >= max_num or index.begin_timestamp < begin:
+                break
+        return offsets, last_ts, last_phy
+
+    def truncate_from(self, phys_offset: int) -> int | None:
+        """Destroy the newest files holding entries at or past a CommitLog cut point and return
+        the offset to rebuild them from (their first entry), or None when nothing was cut.
+
+        Java instead deletes every file newer than the checkpoint's index timestamp after a
+        crash, which usually loses the whole current index; this keeps everything below the cut
+        and rebuilds only what the cut touched."""
+        rebuild_from = None
+        while (
+            self.files
+            and self.files[-1].end_phy_offset >= phys_offset
+            and self.files[-1].index_count > 1
+        ):
+            index = self.files.pop()
+            rebuild_from = index.begin_phy_offset
+            index.destroy()
+        return rebuild_from
+
+    def delete_expired(self, commit_log_min: int) -> int:
+        deleted = 0
+        while len(self.files) > 1 and self.files[0].end_phy_offset < commit_log_min:
+            self.files.pop(0).destroy()
+            deleted += 1
+        return deleted
+
+    def flush_targets(self) -> list[MappedFile]:
+        return [index.file for index in self.files[-2:]]
+
+    def close(self) -> None:
+        for index in self.files:
+            index.close()
+
+    def destroy(self) -> None:
+        for index in self.files:
+            index.destroy()
+        self.files = []

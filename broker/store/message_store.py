@@ -1,0 +1,581 @@
+"""DefaultMessageStore: the broker's message store (spec/store-format.md).
+
+Use::
+
+    store = DefaultMessageStore(config, store_host=("10.0.0.1", 10911), arrival_listener=...)
+    report = store.load()                      # lock, open files, recover (synchronous)
+    async with trio.open_nursery() as n:
+        await n.start(store.run)                # allocate/flush/reput/clean; started() once dispatch caught up
+        result = store.put_message(msg)         # plain def: the broker answers inline
+        status = await store.wait_flushed(result.append.end_offset, 5.0)   # SYNC_FLUSH only
+        got = store.get_message(group, topic, queue_id, queue_offset, 32, TagsFilter(None))
+
+``put_message``/``put_messages`` never await; ``wait_flushed`` is the separate SYNC_FLUSH wait.
+Reads return memoryview slices of the mapped segments (no copies). HA uses
+``get_commit_log_data`` (master) and ``append_to_commit_log`` (slave); an offline repair tool
+uses ``truncate_dirty_tail``. Cancelling ``run`` shuts the store down cleanly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import psutil
+import trio
+
+from broker.store import reads
+from broker.store.checkpoint import AbortFile, StoreCheckpoint, StoreLock
+from broker.store.clean import CleanService, DiskUsage, psutil_disk_usage
+from broker.store.commit_log import CommitLog
+from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
+from broker.store.index_file import IndexService
+from broker.store.mapped_file import MappedFile, StoreError
+from broker.store.mapped_file_queue import now_ms
+from broker.store.recovery import RecoveryReport, abnormal_start_index, scan_commit_log
+from broker.store.reput import ReputMessageService
+from broker.store.stats import StoreStats
+from broker.store.types import (
+    DispatchRequest,
+    GetMessageResult,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+from remoting import message as codec
+
+log = logging.getLogger(__name__)
+
+ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
+
+
+class DefaultMessageStore:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        store_host: tuple[str, int] = ("127.0.0.1", 10911),
+        clock: Callable[[], int] = now_ms,
+        disk_usage: DiskUsage = psutil_disk_usage,
+        arrival_listener: ArrivalListener | None = None,
+        total_physical_ram: int | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.store_host = store_host
+        self.arrival_listener = arrival_listener
+        self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
+        self.commit_log = CommitLog(
+            config,
+            store_host=(codec.host_bytes(store_host[0]), store_host[1]),
+            clock=clock,
+            allocator=self.allocation.allocate,
+        )
+        self.commit_log.on_segment_rolled = lambda _: self.allocation.request(self.commit_log.queue)
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.index_service = IndexService(
+            config.index_dir, config.max_hash_slot_num, config.max_index_num
+        )
+        self.checkpoint: StoreCheckpoint | None = None  # type: ignore[assignment]
+        self.abort_file = AbortFile(config.abort_path)
+        self.lock = StoreLock(config.lock_path)
+        self.reput = ReputMessageService(self)
+        self.group_commit = GroupCommitService(self)
+        self.clean = CleanService(self, disk_usage)
+        self.stats = StoreStats(clock)
+        self.memory_threshold = (
+            (total_physical_ram or psutil.virtual_memory().total)
+            * config.access_message_in_memory_max_ratio
+            // 100
+        )
+        self.disk_full = False
+        self.shutting_down = False
+        self.loaded = False
+        self.recovery_report: RecoveryReport | None = None
+
+    @property
+    def is_slave(self) -> bool:
+        return self.config.broker_role is BrokerRole.SLAVE
+
+    # ================================================================ lifecycle
+
+    def load(self) -> RecoveryReport:
+        """Lock the directory, open every file and recover. Synchronous, before any task."""
+        config = self.config
+        self.lock.acquire()
+        try:
+            last_exit_ok = not self.abort_file.exists()
+            self.commit_log.queue.load()
+            self._load_consume_queues()
+            self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+            self.index_service.load()
+            self.index_service.on_file_full = self._index_file_full
+            report = self._recover(last_exit_ok)
+        except BaseException:
+            self.lock.release()
+            raise
+        self.abort_file.create()
+        self.loaded = True
+        self.recovery_report = report
+        return report
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not root.is_dir():
+            return
+        for topic_dir in sorted(root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if not queue_dir.name.isdigit():
+                    continue  # RocketMQ skips non-numeric directories too
+                consume_queue = ConsumeQueue(
+                    topic_dir.name,
+                    int(queue_dir.name),
+                    root,
+                    self.config.mapped_file_size_consume_queue,
+                )
+                consume_queue.queue.load()
+                self.consume_queue_table.setdefault(topic_dir.name, {})[int(queue_dir.name)] = (
+                    consume_queue
+                )
+
+    def _recover(self, last_exit_ok: bool) -> RecoveryReport:
+        queues = [cq for qs in self.consume_queue_table.values() for cq in qs.values()]
+        for consume_queue in queues:
+            consume_queue.recover()
+        max_cq_phys = max((cq.max_phys_offset for cq in queues), default=0)
+        segments = [(mf.start_offset, mf.view) for mf in self.commit_log.queue.files]
+        if not segments:
+            for consume_queue in queues:
+                consume_queue.destroy()
+            self.consume_queue_table.clear()
+            self.index_service.destroy()
+            return scan_commit_log([], 0, mode="empty", check_crc=False)
+        progress = lambda done, total: log.info(
+            "recovering commit log: %d / %d MiB", done >> 20, total >> 20
+        )  # noqa: E731
+        if last_exit_ok:
+            report = scan_commit_log(
+                segments,
+                max(0, len(segments) - 3),
+                mode="normal",
+                check_crc=self.config.check_crc_on_recover,
+                progress=progress,
+            )
+        else:
+            start = abnormal_start_index(
+                segments, self.checkpoint.min_timestamp(index_safe=self.config.message_index_safe)
+            )
+            redispatch = lambda scan: self.dispatch(
+                self.commit_log.dispatch_request(scan), notify=False
+            )  # noqa: E731
+            report = scan_commit_log(
+                segments,
+                start,
+                mode="abnormal",
+                check_crc=self.config.check_crc_on_recover,
+                visit=redispatch,
+                progress=progress,
+            )
+        log.info("commit log recovered: %s", report.describe())
+        self._cut(report.valid_end, max_cq_phys)
+        return report
+
+    def _cut(self, valid_end: int, max_cq_phys: int) -> None:
+        """Truncate the log at its valid end and make the queues and the index agree."""
+        self.commit_log.queue.truncate_dirty(valid_end)
+        if max_cq_phys >= valid_end:
+            for consume_queue in self._all_queues():
+                if consume_queue.max_phys_offset > valid_end:
+                    consume_queue.truncate_to_phys(valid_end)
+        rebuild_from = self.index_service.truncate_from(valid_end)
+        if rebuild_from is not None and self.config.message_index_enable:
+            log.info("rebuilding index from %d to %d", rebuild_from, valid_end)
+            self._rebuild_index(max(rebuild_from, self.commit_log.min_offset), valid_end)
+        for mapped in self.commit_log.queue.files[-2:]:
+            mapped.flush()  # what survived the crash in the page cache is made durable now
+        self.commit_log.queue.flushed_where = self.commit_log.max_offset
+        self._rebuild_offset_tables()
+
+    def _rebuild_index(self, start: int, end: int) -> None:
+        offset = start
+        while offset < end:
+            data = self.commit_log.get_data(offset)
+            if not data:
+                break
+            for _, scan in codec.iter_records(data):
+                if scan.phys_offset >= end:
+                    return
+                self.index_service.build_index(self.commit_log.dispatch_request(scan))
+            offset = self.commit_log.roll_next_file(offset)
+
+    def _rebuild_offset_tables(self) -> None:
+        table = self.commit_log.topic_queue_table
+        table.clear()
+        commit_log_min = self.commit_log.min_offset
+        max_phys = 0
+        for topic, queues in self.consume_queue_table.items():
+            for queue_id, consume_queue in queues.items():
+                table[(topic, queue_id)] = consume_queue.max_offset
+                consume_queue.correct_min_offset(commit_log_min)
+                max_phys = max(max_phys, consume_queue.max_phys_offset)
+        self.reput.reput_from_offset = min(
+            max(max_phys, commit_log_min), self.commit_log.max_offset
+        )
+
+    def _index_file_full(self, index: object) -> None:
+        self.checkpoint.index_msg_timestamp = getattr(index, "end_timestamp", 0)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The store's services; ``started()`` once dispatch has caught up with the log."""
+        assert self.loaded, "load() first"
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.allocation.run, self.commit_log.queue)
+                await nursery.start(self.reput.run)
+                if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+                    await nursery.start(self.group_commit.run)
+                else:
+                    await nursery.start(FlushCommitLogService(self).run)
+                await nursery.start(FlushConsumeQueueService(self).run)
+                await nursery.start(self.clean.run)
+                task_status.started()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_FLUSH_TIMEOUT_S):
+                await trio.to_thread.run_sync(self.shutdown)
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, remove the abort file if all is dispatched,
+        close files, release the lock. Blocking; idempotent."""
+        if not self.loaded:
+            return
+        self.shutting_down = True
+        self.loaded = False
+        try:
+            self.reput.do_reput(1 << 62)
+            for mapped in self.commit_log.queue.files[-2:]:
+                mapped.flush()
+            for consume_queue in self._all_queues():
+                for mapped in consume_queue.queue.files[-2:]:
+                    mapped.flush()
+            for mapped in self.index_service.flush_targets():
+                mapped.flush()
+            if self.commit_log.last_put_timestamp:
+                self.checkpoint.physic_msg_timestamp = self.commit_log.last_put_timestamp
+            if self.reput.last_dispatched_timestamp:
+                self.checkpoint.logics_msg_timestamp = self.reput.last_dispatched_timestamp
+            self.checkpoint.flush()
+            if self.reput.behind_bytes == 0:
+                self.abort_file.delete()
+            else:
+                log.warning(
+                    "dispatch is %d bytes behind: next start recovers as after a crash",
+                    self.reput.behind_bytes,
+                )
+        finally:
+            self.allocation.close()
+            self.commit_log.queue.close()
+            for consume_queue in self._all_queues():
+                consume_queue.close()
+            self.index_service.close()
+            self.checkpoint.close()
+            self.lock.release()
+
+    # ================================================================ writing
+
+    def _refuse(self) -> PutMessageResult | None:
+        if self.is_slave:
+            return PutMessageResult(
+                status=PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                remark="this broker is a slave: send to its master",
+            )
+        if self.shutting_down or not self.loaded:
+            return PutMessageResult(
+                status=PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                remark="the message store is shutting down",
+            )
+        if self.disk_full:
+            return PutMessageResult(
+                status=PutMessageStatus.DISK_FULL,
+                remark=f"disk full: usage above {self.config.disk_space_warning_level_ratio:.0%}, writes refused until space is freed",
+            )
+        return None
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        return self._put(self.commit_log.put_message, msg)
+
+    def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
+        """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
+        return self._put(self.commit_log.put_messages, batch)
+
+    def _put(self, append: Callable, msg: MessageExtBrokerInner) -> PutMessageResult:
+        refused = self._refuse()
+        if refused is not None:
+            return refused
+        caught_up = self.reput.reput_from_offset == self.commit_log.max_offset
+        result, requests = append(msg)
+        if not result.ok:
+            return result
+        self.stats.on_put(result.append.msg_num, result.append.wrote_bytes)
+        if caught_up:
+            for request in requests:
+                self.dispatch(request)
+            self.reput.reput_from_offset = self.commit_log.max_offset
+        else:
+            self.reput.wake()
+        return result
+
+    async def wait_flushed(
+        self, end_offset: int, timeout_s: float | None = None
+    ) -> PutMessageStatus:
+        """SYNC_FLUSH: PUT_OK once bytes up to ``end_offset`` are on disk, else FLUSH_DISK_TIMEOUT."""
+        if timeout_s is None:
+            timeout_s = self.config.sync_flush_timeout / 1000
+        return await self.group_commit.wait_flushed(end_offset, timeout_s)
+
+    def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
+        """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
+        if codec.transaction_type(request.sys_flag) in (
+            codec.TRANSACTION_NOT_TYPE,
+            codec.TRANSACTION_COMMIT_TYPE,
+        ):
+            self.find_consume_queue(request.topic, request.queue_id, create=True).put(
+                request.commit_log_offset,
+                request.msg_size,
+                request.tags_code,
+                request.consume_queue_offset,
+            )
+            if notify and self.arrival_listener is not None and not self.is_slave:
+                self.arrival_listener(
+                    request.topic,
+                    request.queue_id,
+                    request.consume_queue_offset + 1,
+                    request.tags_code,
+                    request.store_timestamp,
+                    request.properties,
+                )
+        if self.config.message_index_enable:
+            self.index_service.build_index(request)
+        self.reput.last_dispatched_timestamp = request.store_timestamp
+
+    # ================================================================ replication and repair
+
+    def get_commit_log_data(self, phys_offset: int) -> memoryview | None:
+        return self.commit_log.get_data(phys_offset)
+
+    def append_to_commit_log(self, phys_offset: int, data: bytes | memoryview) -> bool:
+        """A slave appends replicated bytes at exactly ``phys_offset``; dispatch follows."""
+        if not self.loaded or self.shutting_down:
+            return False
+        try:
+            self.commit_log.append_data(phys_offset, data)
+        except StoreError as exc:
+            log.warning("replicated append refused: %s", exc)
+            return False
+        self.reput.wake()
+        return True
+
+    def truncate_dirty_tail(self, phys_offset: int) -> None:
+        """Cut the log (and queues and index with it) at ``phys_offset``."""
+        max_cq_phys = max((cq.max_phys_offset for cq in self._all_queues()), default=0)
+        self._cut(phys_offset, max_cq_phys)
+
+    # ================================================================ queues and reads
+
+    def _all_queues(self) -> list[ConsumeQueue]:
+        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+
+    def find_consume_queue(
+        self, topic: str, queue_id: int, *, create: bool = False
+    ) -> ConsumeQueue | None:
+        queues = self.consume_queue_table.get(topic)
+        if queues is None:
+            if not create:
+                return None
+            queues = self.consume_queue_table[topic] = {}
+        consume_queue = queues.get(queue_id)
+        if consume_queue is None and create:
+            consume_queue = queues[queue_id] = ConsumeQueue(
+                topic,
+                queue_id,
+                self.config.consume_queue_dir,
+                self.config.mapped_file_size_consume_queue,
+            )
+        return consume_queue
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_msg_nums: int,
+        message_filter: object | None = None,
+    ) -> GetMessageResult:
+        result = reads.get_message(
+            self, topic, queue_id, queue_offset, max_msg_nums, message_filter
+        )
+        self.stats.on_get(result)
+        return result
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        return consume_queue.max_offset if consume_queue else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        return consume_queue.min_offset if consume_queue else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        unit = consume_queue.unit(queue_offset) if consume_queue else None
+        return unit[0] if unit else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        if consume_queue is None:
+            return 0
+        return consume_queue.offset_by_time(
+            timestamp, self.commit_log.store_timestamp_at, self.commit_log.min_offset
+        )
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        unit = consume_queue.unit(queue_offset) if consume_queue else None
+        return self.commit_log.store_timestamp_at(unit[0]) if unit else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        if consume_queue is None or consume_queue.max_offset <= consume_queue.min_offset:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, consume_queue.min_offset)
+
+    def look_message_by_offset(
+        self, phys_offset: int, size: int | None = None
+    ) -> memoryview | None:
+        """The raw record at ``phys_offset`` (its own TOTALSIZE when ``size`` is None)."""
+        if size is None:
+            head = self.commit_log.get_message(phys_offset, 8)
+            if head is None:
+                return None
+            scan = codec.scan_record(self.commit_log.get_data(phys_offset), 0)
+            if scan.kind is not codec.RecordKind.MESSAGE:
+                return None
+            size = scan.size
+        return self.commit_log.get_message(phys_offset, size)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
+    ) -> QueryMessageResult:
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        offsets, last_ts, last_phy = self.index_service.query(
+            topic, key, max_num, begin_timestamp, end_timestamp
+        )
+        result = QueryMessageResult(
+            index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy
+        )
+        for offset in offsets:
+            record = self.look_message_by_offset(offset)
+            if record is not None:
+                result.buffers.append(record)
+        return result
+
+    @property
+    def max_phys_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    @property
+    def min_phys_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        return self.reput.behind_bytes
+
+    def delete_topics(self, topics: set[str]) -> int:
+        """Drop the ConsumeQueues of deleted topics (DELETE_TOPIC_IN_BROKER)."""
+        deleted = 0
+        for topic in topics:
+            for queue_id, consume_queue in self.consume_queue_table.pop(topic, {}).items():
+                consume_queue.destroy()
+                self.commit_log.topic_queue_table.pop((topic, queue_id), None)
+                deleted += 1
+            directory = self.config.consume_queue_dir / topic
+            if directory.is_dir():
+                for child in directory.iterdir():
+                    if child.is_dir():
+                        child.rmdir()
+                directory.rmdir()
+        return deleted
+
+    def runtime_info(self) -> dict[str, str]:
+        info = self.stats.runtime_info()
+        info.update(
+            {
+                "commitLogMinOffset": str(self.commit_log.min_offset),
+                "commitLogMaxOffset": str(self.commit_log.max_offset),
+                "dispatchBehindBytes": str(self.reput.behind_bytes),
+                "commitLogDiskRatio": f"{self.clean.usage():.4f}",
+                "diskFull": "true" if self.disk_full else "false",
+            }
+        )
+        return info
+
+
+class AllocateMappedFileService:
+    """Keeps the next CommitLog segment created (fallocate + map) in a worker thread, so an
+    append that rolls over never waits for a 1 GiB allocation on the event loop."""
+
+    name = "allocate-mapped-file"
+
+    def __init__(self, file_size: int) -> None:
+        self.file_size = file_size
+        self.ready: dict[str, MappedFile] = {}
+        self._wanted = trio.Event()
+        self._queue = None
+
+    def allocate(self, path: Path, file_size: int) -> MappedFile:
+        ready = self.ready.pop(path.name, None)
+        return ready if ready is not None else MappedFile(path, file_size, create=True)
+
+    def request(self, queue: object) -> None:
+        self._wanted.set()
+
+    async def run(
+        self, queue: object, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        self._wanted.set()
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            last = queue.last  # type: ignore[attr-defined]
+            if last is None:
+                continue
+            name = f"{last.end_offset:020d}"
+            path = queue.directory / name  # type: ignore[attr-defined]
+            if name in self.ready or path.exists():
+                continue
+            try:
+                mapped = await trio.to_thread.run_sync(
+                    partial(MappedFile, path, self.file_size, create=True)
+                )
+            except (OSError, StoreError) as exc:
+                log.warning("pre-allocating %s failed (will retry on demand): %s", path, exc)
+                continue
+            if any(f.start_offset == mapped.start_offset for f in queue.files):  # type: ignore[attr-defined]
+                mapped.close()  # the append path created it meanwhile: keep theirs
+            else:
+                self.ready[name] = mapped
+
+    def close(self) -> None:
+        for mapped in self.ready.values():
+            mapped.close()
+        self.ready.clear()

@@ -1,0 +1,130 @@
+"""Values that cross the store's boundary: what goes in (MessageExtBrokerInner), what comes
+back (PutMessageResult, GetMessageResult, QueryMessageResult) and what dispatch carries."""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import attrs
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPPED_FILE_FAILED = "CREATE_MAPPED_FILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    # Not a Java status (Java says SERVICE_NOT_AVAILABLE): the disk passed the reject ratio.
+    DISK_FULL = "DISK_FULL"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class GetMessageStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+@attrs.define(kw_only=True, slots=True)
+class MessageExtBrokerInner:
+    """A message on its way into the CommitLog. Hosts are (address bytes, port)."""
+
+    topic: str
+    queue_id: int
+    body: bytes | bytearray | memoryview
+    properties: dict[str, str] = attrs.Factory(dict)
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: tuple[bytes, int] = (b"\x7f\x00\x00\x01", 0)
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    tags_code: int | None = None  # computed from TAGS when None
+
+
+@attrs.define(kw_only=True, slots=True)
+class AppendMessageResult:
+    wrote_offset: int = 0  # physical offset of the first record
+    wrote_bytes: int = 0
+    msg_id: str = ""  # offsetMsgId; comma-joined for batches
+    msg_ids: list[str] = attrs.Factory(list)
+    store_timestamp: int = 0
+    queue_offset: int = 0  # of the first record
+    msg_num: int = 1
+
+    @property
+    def end_offset(self) -> int:
+        return self.wrote_offset + self.wrote_bytes
+
+
+@attrs.define(kw_only=True, slots=True)
+class PutMessageResult:
+    status: PutMessageStatus
+    append: AppendMessageResult | None = None
+    remark: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+
+@attrs.define(kw_only=True, slots=True)
+class GetMessageResult:
+    status: GetMessageStatus
+    next_begin_offset: int = 0
+    min_offset: int = 0
+    max_offset: int = 0
+    buffers: list[memoryview] = attrs.Factory(list)
+    buffer_total_size: int = 0
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.buffers)
+
+
+@attrs.define(kw_only=True, slots=True)
+class QueryMessageResult:
+    buffers: list[memoryview] = attrs.Factory(list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+
+class DispatchRequest(NamedTuple):
+    """One record as dispatch sees it: enough for a ConsumeQueue unit, index keys and the
+    long-polling wake-up."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+    keys: str
+    uniq_key: str
+    sys_flag: int
+    properties: dict[str, str]
+
+
+class TagsFilter:
+    """ConsumeQueue-level tag filter: a set of Java hash codes, or None for every tag ("*")."""
+
+    __slots__ = ("codes",)
+
+    def __init__(self, codes: frozenset[int] | None) -> None:
+        self.codes = codes
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return self.codes is None or tags_code in self.codes

@@ -1,0 +1,609 @@
+"""The stored-message record: one layout for the CommitLog, pull/query bodies, the HA stream and
+the Spark job (spec/message-format.md §1-§9).
+
+Pure: no Trio, no logging, no clock. Records are packed with one precompiled ``Struct`` straight
+into the caller's buffer (``pack_record_into``) and read back from memoryviews: fully for clients
+(``decode_message``), or only the few fields dispatch and recovery need (``scan_record``).
+"""
+
+from __future__ import annotations
+
+import enum
+import socket
+import struct
+import zlib
+from collections.abc import Iterator, Mapping
+from operator import mul
+from typing import NamedTuple
+
+import attrs
+
+MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194: end of a CommitLog file
+END_FILE_MIN_BLANK_LENGTH = 8
+
+# MessageSysFlag
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOSTADDRESS_V6_FLAG = 0x20
+COMPRESSION_TYPE_MASK = 0x700
+
+
+def transaction_type(sys_flag: int) -> int:
+    return sys_flag & TRANSACTION_ROLLBACK_TYPE
+
+
+class MessageConst:
+    """Property keys (MessageConst)."""
+
+    KEYS = "KEYS"
+    TAGS = "TAGS"
+    WAIT = "WAIT"
+    DELAY = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QID = "REAL_QID"
+    TRAN_MSG = "TRAN_MSG"
+    PGROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    UNIQ_KEY = "UNIQ_KEY"
+    CLUSTER = "CLUSTER"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    MSG_REGION = "MSG_REGION"
+    TRACE_ON = "TRACE_ON"
+    INSTANCE_ID = "INSTANCE_ID"
+    CORRELATION_ID = "CORRELATION_ID"
+    REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    TTL = "TTL"
+    MSG_TYPE = "MSG_TYPE"
+    CONSUME_START_TIME = "CONSUME_START_TIME"
+    KEY_SEPARATOR = " "
+
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+# Fixed part of a record, by (born host IPv6, store host IPv6). Fields in order: TOTALSIZE,
+# MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP,
+# BORNHOST (addr, port), STORETIMESTAMP, STOREHOSTADDRESS (addr, port), RECONSUMETIMES,
+# PREPAREDTRANSACTIONOFFSET, BODYLENGTH.
+_HEADERS = {
+    (born6, store6): struct.Struct(f">iiiiiqqiq{16 if born6 else 4}siq{16 if store6 else 4}siiqi")
+    for born6 in (False, True)
+    for store6 in (False, True)
+}
+HEADER_V4 = _HEADERS[(False, False)]
+assert HEADER_V4.size == 88
+_PREFIX = struct.Struct(">iiiii")  # total size, magic, crc, queue id, flag
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_BLANK = struct.Struct(">ii")
+QUEUE_OFFSET_POS = 20
+PHYS_OFFSET_POS = 28
+SYS_FLAG_POS = 36
+BORN_TIMESTAMP_POS = 40
+BORN_HOST_POS = 48
+
+
+class RecordKind(enum.Enum):
+    MESSAGE = "MESSAGE"
+    BLANK = "BLANK"  # the end-of-file filler: jump to the next segment
+    END = "END"  # zeros: nothing was ever written here
+    CORRUPT = "CORRUPT"
+
+
+def record_size(
+    body_length: int,
+    topic_length: int,
+    properties_length: int,
+    *,
+    born_v6: bool = False,
+    store_v6: bool = False,
+) -> int:
+    """TOTALSIZE = 91 + body + topic + properties (+12 per IPv6 host)."""
+    return (
+        91
+        + body_length
+        + topic_length
+        + properties_length
+        + (12 if born_v6 else 0)
+        + (12 if store_v6 else 0)
+    )
+
+
+# ------------------------------------------------------------------- small Java-compatible helpers
+
+
+def body_crc(body: bytes | bytearray | memoryview) -> int:
+    """CRC32 of the stored body with the top bit cleared, as UtilAll.crc32 does."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+_hash_cache: dict[str, int] = {}
+_MASK32 = 0xFFFFFFFF
+_MAX_FAST = 4096
+# 31^k mod 2^32 for k = _MAX_FAST-1 .. 0: the hash of an ASCII string is then a sum of products
+# computed in C (sum/map), not a Python loop per character.
+_POWERS_DESC = [pow(31, k, 1 << 32) for k in range(_MAX_FAST - 1, -1, -1)]
+
+
+def _signed32(h: int) -> int:
+    return h - 0x100000000 if h >= 0x80000000 else h
+
+
+def _unsigned_hash(text: str) -> int:
+    if text.isascii() and len(text) <= _MAX_FAST:
+        data = text.encode("ascii")
+        return sum(map(mul, data, _POWERS_DESC[_MAX_FAST - len(data) :])) & _MASK32
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return h
+
+
+def java_string_hash(text: str) -> int:
+    """Java String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    cached = _hash_cache.get(text)
+    if cached is not None:
+        return cached
+    h = _signed32(_unsigned_hash(text))
+    if len(text) <= 64 and len(_hash_cache) < 65536:  # tags repeat; unique keys would not
+        _hash_cache[text] = h
+    return h
+
+
+def java_hash_concat(prefix_hash: int, text: str) -> int:
+    """hash(prefix + text) from hash(prefix): String.hashCode is linear, so the index can hash a
+    topic once and each key only by its own characters."""
+    units = len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
+    h = ((prefix_hash & _MASK32) * pow(31, units, 1 << 32) + _unsigned_hash(text)) & _MASK32
+    return _signed32(h)
+
+
+def tags_code(tags: str | None) -> int:
+    """The ConsumeQueue tags code: the tag's Java hashCode (0 for no tag)."""
+    return java_string_hash(tags) if tags else 0
+
+
+def properties_to_string(properties: Mapping[str, str]) -> str:
+    """``name\\x01value\\x02...`` without the final separator, as Java writes it."""
+    return PROPERTY_SEPARATOR.join(
+        f"{name}{NAME_VALUE_SEPARATOR}{value}"
+        for name, value in properties.items()
+        if value is not None
+    )
+
+
+def string_to_properties(text: str | None) -> dict[str, str]:
+    """Java string2messageProperties: empty names and values are dropped, a trailing separator
+    is tolerated, later duplicates win."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for segment in text.split(PROPERTY_SEPARATOR):
+        sep = segment.find(NAME_VALUE_SEPARATOR)
+        if 0 < sep < len(segment) - 1:
+            out[segment[:sep]] = segment[sep + 1 :]
+    return out
+
+
+def split_keys(keys: str | None) -> list[str]:
+    return [k for k in keys.split(MessageConst.KEY_SEPARATOR) if k] if keys else []
+
+
+# ------------------------------------------------------------------- hosts and message ids
+
+
+def host_bytes(ip: str) -> bytes:
+    """The address bytes stored for a host: 4 for IPv4 (also for IPv4-mapped IPv6), else 16."""
+    if ip.startswith("::ffff:") and "." in ip:
+        ip = ip[7:]
+    try:
+        return socket.inet_pton(socket.AF_INET, ip)
+    except OSError:
+        return socket.inet_pton(socket.AF_INET6, ip)
+
+
+def host_string(address: bytes, port: int) -> str:
+    if len(address) == 4:
+        return f"{socket.inet_ntop(socket.AF_INET, address)}:{port}"
+    return f"[{socket.inet_ntop(socket.AF_INET6, address)}]:{port}"
+
+
+def offset_msg_id_prefix(store_address: bytes, store_port: int) -> str:
+    return (store_address + store_port.to_bytes(4, "big")).hex().upper()
+
+
+def create_offset_msg_id(store_address: bytes, store_port: int, phys_offset: int) -> str:
+    """Store host address + port + CommitLog offset, uppercase hex (32 chars for IPv4)."""
+    return (
+        f"{offset_msg_id_prefix(store_address, store_port)}{phys_offset & 0xFFFFFFFFFFFFFFFF:016X}"
+    )
+
+
+class OffsetMsgId(NamedTuple):
+    address: bytes
+    port: int
+    phys_offset: int
+
+    @property
+    def addr(self) -> str:
+        return host_string(self.address, self.port)
+
+
+def decode_offset_msg_id(msg_id: str) -> OffsetMsgId:
+    """IPv4 or IPv6 decided by length alone, as Java's MessageDecoder does."""
+    if len(msg_id) == 32:
+        ip_length = 4
+    elif len(msg_id) == 56:
+        ip_length = 16
+    else:
+        raise ValueError(f"{msg_id!r} is not an offset message id (32 or 56 hex chars)")
+    raw = bytes.fromhex(msg_id)
+    return OffsetMsgId(
+        raw[:ip_length],
+        int.from_bytes(raw[ip_length : ip_length + 4], "big"),
+        int.from_bytes(raw[ip_length + 4 :], "big", signed=True),
+    )
+
+
+# ------------------------------------------------------------------- encoding
+
+
+def pack_record_into(
+    buffer: bytearray | memoryview,
+    pos: int,
+    *,
+    total_size: int,
+    body_crc: int,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    phys_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_address: bytes,
+    born_port: int,
+    store_timestamp: int,
+    store_address: bytes,
+    store_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: bytes | bytearray | memoryview,
+    topic: bytes,
+    properties: bytes,
+) -> int:
+    """Write one record at ``pos``; returns its size. ``total_size`` must equal ``record_size``
+    (the caller computed it to decide where the record goes)."""
+    header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
+    if len(born_address) == 16:
+        sys_flag |= BORNHOST_V6_FLAG
+    if len(store_address) == 16:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    header.pack_into(
+        buffer,
+        pos,
+        total_size,
+        MESSAGE_MAGIC_CODE,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        phys_offset,
+        sys_flag,
+        born_timestamp,
+        born_address,
+        born_port,
+        store_timestamp,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+        len(body),
+    )
+    at = pos + header.size
+    end = at + len(body)
+    buffer[at:end] = body
+    buffer[end] = len(topic)
+    at = end + 1
+    end = at + len(topic)
+    buffer[at:end] = topic
+    _I16.pack_into(buffer, end, len(properties))
+    at = end + 2
+    end = at + len(properties)
+    buffer[at:end] = properties
+    assert end - pos == total_size, f"record size {end - pos} != declared {total_size}"
+    return total_size
+
+
+def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:
+    """The end-of-file filler: only 8 bytes are written, TOTALSIZE claims the rest of the file."""
+    _BLANK.pack_into(buffer, pos, remaining, BLANK_MAGIC_CODE)
+
+
+@attrs.define(kw_only=True, slots=True)
+class MessageExt:
+    """A decoded record (what a consumer sees). ``msg_id`` is UNIQ_KEY when present, else the
+    offsetMsgId, as Java's MessageClientExt.getMsgId()."""
+
+    topic: str
+    body: bytes
+    flag: int = 0
+    properties: dict[str, str] = attrs.Factory(dict)
+    queue_id: int = 0
+    store_size: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: str = ""
+    store_timestamp: int = 0
+    store_host: str = ""
+    offset_msg_id: str = ""
+    body_crc: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+
+    @property
+    def msg_id(self) -> str:
+        return self.properties.get(MessageConst.UNIQ_KEY) or self.offset_msg_id
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(MessageConst.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(MessageConst.KEYS)
+
+
+class MessageDecodeError(ValueError):
+    """Bytes that are not a valid record."""
+
+
+def decode_message(
+    data: bytes | bytearray | memoryview, pos: int = 0, *, decompress: bool = True
+) -> MessageExt:
+    """Decode the record at ``pos``. Raises MessageDecodeError for anything that is not one."""
+    view = memoryview(data)
+    if len(view) - pos < 4 + 4 + 4:
+        raise MessageDecodeError(f"truncated record at {pos}")
+    total, magic = struct.unpack_from(">ii", view, pos)
+    if magic != MESSAGE_MAGIC_CODE:
+        raise MessageDecodeError(f"bad magic code {magic & 0xFFFFFFFF:#x} at {pos}")
+    if total < 91 or pos + total > len(view):
+        raise MessageDecodeError(f"record size {total} at {pos} does not fit in {len(view)} bytes")
+    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
+    header = _HEADERS[
+        (bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))
+    ]
+    try:
+        (
+            _,
+            _,
+            crc,
+            queue_id,
+            flag,
+            queue_offset,
+            phys_offset,
+            sys_flag,
+            born_ts,
+            born_addr,
+            born_port,
+            store_ts,
+            store_addr,
+            store_port,
+            reconsume,
+            prepared,
+            body_length,
+        ) = header.unpack_from(view, pos)
+        at = pos + header.size
+        body = bytes(view[at : at + body_length])
+        at += body_length
+        topic_length = view[at]
+        topic = bytes(view[at + 1 : at + 1 + topic_length]).decode("utf-8")
+        at += 1 + topic_length
+        (props_length,) = _I16.unpack_from(view, at)
+        props = bytes(view[at + 2 : at + 2 + props_length]).decode("utf-8")
+        at += 2 + props_length
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise MessageDecodeError(f"malformed record at {pos}: {exc}") from None
+    if at - pos != total or body_length < 0 or props_length < 0:
+        raise MessageDecodeError(
+            f"record at {pos}: fields add up to {at - pos}, TOTALSIZE says {total}"
+        )
+    if decompress and sys_flag & COMPRESSED_FLAG:
+        try:
+            body = zlib.decompress(body)
+        except zlib.error as exc:
+            raise MessageDecodeError(f"record at {pos}: body does not inflate: {exc}") from None
+    return MessageExt(
+        topic=topic,
+        body=body,
+        flag=flag,
+        properties=string_to_properties(props),
+        queue_id=queue_id,
+        store_size=total,
+        queue_offset=queue_offset,
+        commit_log_offset=phys_offset,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=host_string(born_addr, born_port),
+        store_timestamp=store_ts,
+        store_host=host_string(store_addr, store_port),
+        offset_msg_id=create_offset_msg_id(store_addr, store_port, phys_offset),
+        body_crc=crc,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prepared,
+    )
+
+
+def decode_messages(
+    data: bytes | bytearray | memoryview, *, decompress: bool = True
+) -> list[MessageExt]:
+    """Records back to back (a pull, query or view body)."""
+    out, pos, view = [], 0, memoryview(data)
+    while pos < len(view):
+        message = decode_message(view, pos, decompress=decompress)
+        out.append(message)
+        pos += message.store_size
+    return out
+
+
+# ------------------------------------------------------------------- scanning (dispatch, recovery)
+
+
+class RecordScan(NamedTuple):
+    kind: RecordKind
+    size: int  # bytes to skip; for BLANK the rest of the segment
+    topic: str = ""
+    queue_id: int = 0
+    queue_offset: int = 0
+    phys_offset: int = 0
+    sys_flag: int = 0
+    store_timestamp: int = 0
+    properties: str = ""
+    reason: str = ""
+
+
+def scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> RecordScan:
+    """What dispatch and recovery need from the record at ``pos``, without the body.
+
+    A record is accepted only if its magic, its TOTALSIZE (against the sum of its fields and the
+    bytes available) and, with ``check_crc``, its body CRC all hold: Java's
+    checkMessageAndReturnSize.
+    """
+    available = len(view) - pos
+    if available < 8:
+        return RecordScan(RecordKind.END, 0, reason="segment ends")
+    total, magic = _BLANK.unpack_from(view, pos)
+    if magic == BLANK_MAGIC_CODE:
+        return RecordScan(RecordKind.BLANK, total)
+    if magic != MESSAGE_MAGIC_CODE:
+        if total == 0 and magic == 0:
+            return RecordScan(RecordKind.END, 0, reason="zeros")
+        return RecordScan(RecordKind.CORRUPT, 0, reason=f"bad magic code {magic & 0xFFFFFFFF:#x}")
+    if total < 91 or total > available:
+        return RecordScan(
+            RecordKind.CORRUPT, 0, reason=f"size {total} does not fit ({available} bytes left)"
+        )
+    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
+    born6, store6 = bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)
+    header = _HEADERS[(born6, store6)]
+    fields = header.unpack_from(view, pos)
+    crc, queue_id, body_length = fields[2], fields[3], fields[16]
+    store_ts = fields[11]
+    at = pos + header.size + body_length
+    if body_length < 0 or at >= pos + total:
+        return RecordScan(RecordKind.CORRUPT, 0, reason=f"body length {body_length} does not fit")
+    topic_length = view[at]
+    props_at = at + 1 + topic_length
+    if props_at + 2 > pos + total:
+        return RecordScan(RecordKind.CORRUPT, 0, reason="topic runs past the record")
+    (props_length,) = _I16.unpack_from(view, props_at)
+    if (
+        record_size(body_length, topic_length, props_length, born_v6=born6, store_v6=store6)
+        != total
+    ):
+        return RecordScan(
+            RecordKind.CORRUPT, 0, reason=f"fields do not add up to TOTALSIZE {total}"
+        )
+    if check_crc:
+        body_at = pos + header.size
+        if crc != zlib.crc32(view[body_at : body_at + body_length]) & 0x7FFFFFFF:
+            return RecordScan(RecordKind.CORRUPT, 0, reason="body CRC mismatch")
+    try:
+        topic = bytes(view[at + 1 : props_at]).decode("utf-8")
+        properties = bytes(view[props_at + 2 : props_at + 2 + props_length]).decode("utf-8")
+    except UnicodeDecodeError:
+        return RecordScan(RecordKind.CORRUPT, 0, reason="topic or properties not UTF-8")
+    return RecordScan(
+        RecordKind.MESSAGE,
+        total,
+        topic,
+        queue_id,
+        fields[5],
+        fields[6],
+        sys_flag,
+        store_ts,
+        properties,
+    )
+
+
+# ------------------------------------------------------------------- batches (SEND_BATCH_MESSAGE)
+
+_BATCH_ENTRY = struct.Struct(">iiiii")  # total size, magic (0), body CRC (0), flag, body length
+
+
+class BatchEntry(NamedTuple):
+    flag: int
+    body: memoryview | bytes
+    properties: str
+
+
+def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
+    """The MessageBatch encoding a client sends (message-format.md §6)."""
+    view, pos, out = memoryview(body), 0, []
+    while pos < len(view):
+        if len(view) - pos < _BATCH_ENTRY.size + 2:
+            raise MessageDecodeError(f"truncated batch entry at {pos}")
+        total, _magic, _crc, flag, body_length = _BATCH_ENTRY.unpack_from(view, pos)
+        at = pos + _BATCH_ENTRY.size
+        if body_length < 0 or at + body_length + 2 > len(view):
+            raise MessageDecodeError(
+                f"batch entry at {pos}: body length {body_length} does not fit"
+            )
+        entry_body = view[at : at + body_length]
+        at += body_length
+        (props_length,) = _I16.unpack_from(view, at)
+        at += 2
+        if props_length < 0 or at + props_length > len(view):
+            raise MessageDecodeError(
+                f"batch entry at {pos}: properties length {props_length} does not fit"
+            )
+        try:
+            props = bytes(view[at : at + props_length]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise MessageDecodeError(f"batch entry at {pos}: properties not UTF-8") from None
+        at += props_length
+        if total != at - pos:
+            raise MessageDecodeError(f"batch entry at {pos}: TOTALSIZE {total} != {at - pos}")
+        out.append(BatchEntry(flag, entry_body, props))
+        pos = at
+    return out
+
+
+def encode_batch_body(entries: list[tuple[int, bytes, str]]) -> bytes:
+    """(flag, body, properties string) per message, as Java's MessageDecoder.encodeMessages."""
+    parts = []
+    for flag, entry_body, properties in entries:
+        props = properties.encode("utf-8")
+        total = _BATCH_ENTRY.size + len(entry_body) + 2 + len(props)
+        parts.append(_BATCH_ENTRY.pack(total, 0, 0, flag, len(entry_body)))
+        parts.append(entry_body)
+        parts.append(_I16.pack(len(props)))
+        parts.append(props)
+    return b"".join(parts)
+
+
+def iter_records(view: memoryview, pos: int = 0) -> Iterator[tuple[int, RecordScan]]:
+    """(position, scan) for every MESSAGE record until the first BLANK, END or CORRUPT one."""
+    while pos < len(view):
+        scan = scan_record(view, pos)
+        if scan.kind is not RecordKind.MESSAGE:
+            return
+        yield pos, scan
+        pos += scan.size
