@@ -287,7 +287,11 @@ def pack_record_into(
     properties: bytes,
 ) -> int:
     """Write one record at ``pos``; returns its size. ``total_size`` must equal ``record_size``
-    (the caller computed it to decide where the record goes)."""
+    (the caller computed it to decide where the record goes).
+
+    The magic code is written last, as a commit marker: a process killed halfway through leaves
+    a record without it, which recovery stops at. (RocketMQ's CRC covers only the body, so a
+    record torn inside its properties would otherwise look valid.)"""
     header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
     if len(born_address) == 16:
         sys_flag |= BORNHOST_V6_FLAG
@@ -326,6 +330,7 @@ def pack_record_into(
     end = at + len(properties)
     buffer[at:end] = properties
     assert end - pos == total_size, f"record size {end - pos} != declared {total_size}"
+    _I32.pack_into(buffer, pos + 4, MESSAGE_MAGIC_CODE)
     return total_size
 
 

@@ -196,8 +196,10 @@ class IndexService:
         if not request.uniq_key and not request.keys:
             return
         index = self._writable()
-        if request.commit_log_offset < index.end_phy_offset:
-            return  # indexed before the crash: recovery re-dispatches idempotently
+        if request.commit_log_offset <= index.end_phy_offset and index.index_count > 1:
+            # Indexed before the crash: recovery re-dispatches idempotently. (Java compares
+            # with <, which indexes the last record twice after every crash.)
+            return
         topic_hash = self._topic_hashes.get(request.topic)
         if topic_hash is None:
             topic_hash = self._topic_hashes[request.topic] = codec.java_string_hash(

@@ -1,8 +1,9 @@
 """MappedFile: one pre-allocated segment mapped into memory (spec/store-format.md §2, §3).
 
 The segment's bytes are written with ``pack_into``/slice assignment straight into ``mmap``.
-Files are pre-allocated with ``posix_fallocate`` so a full disk shows up as an error at creation,
-never as a SIGBUS when a page of a sparse file is first written. ``flush()`` is
+Files are pre-allocated with ``posix_fallocate`` (under a temporary name, then linked into place)
+so a full disk shows up as an error at creation, never as a SIGBUS when a page of a sparse file
+is first written, and a crash never leaves a short segment. ``flush()`` is
 ``fdatasync``, which releases the GIL (``mmap.flush`` does not) and writes back the pages dirtied
 through the mapping; callers run it in a worker thread.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,39 @@ OS_PAGE_SIZE = 4096
 
 class StoreError(Exception):
     """The store cannot do what was asked: bad files on disk, a full disk, a second owner."""
+
+
+ALLOCATING_SUFFIX = ".allocating"
+
+
+def _allocate(path: Path, file_size: int) -> None:
+    """Create a full-size segment atomically: allocate it under a private name, then link it
+    into place. A crash mid-allocation leaves only a ``.allocating`` file (removed at the next
+    load), never a short segment; of two concurrent creators the second finds it there."""
+    temporary = path.with_name(
+        f"{path.name}.{os.getpid()}.{threading.get_ident()}{ALLOCATING_SUFFIX}"
+    )
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.posix_fallocate(fd, 0, file_size)
+    except OSError as exc:
+        os.close(fd)
+        temporary.unlink(missing_ok=True)
+        raise StoreError(f"cannot allocate {file_size} bytes for {path}: {exc}") from exc
+    os.close(fd)
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def remove_stale_allocations(directory: Path) -> list[Path]:
+    stale = [p for p in directory.glob(f"*{ALLOCATING_SUFFIX}")] if directory.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def segment_name(start_offset: int) -> str:
@@ -47,18 +82,12 @@ class MappedFile:
         self.path = path
         self.file_size = file_size
         self.start_offset = int(path.name)
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        self._fd = os.open(path, flags, 0o644)
+        if create and not path.exists():
+            _allocate(path, file_size)
+        self._fd = os.open(path, os.O_RDWR)
         try:
             actual = os.fstat(self._fd).st_size
-            if create and actual == 0:
-                try:
-                    os.posix_fallocate(self._fd, 0, file_size)
-                except OSError as exc:
-                    raise StoreError(
-                        f"cannot allocate {file_size} bytes for {path}: {exc}"
-                    ) from exc
-            elif actual != file_size:
+            if actual != file_size:
                 raise StoreError(
                     f"{path} has {actual} bytes, expected {file_size} (mappedFileSize)"
                 )
@@ -67,8 +96,6 @@ class MappedFile:
             )
         except BaseException:
             os.close(self._fd)
-            if create:
-                path.unlink(missing_ok=True)
             raise
         self.view = memoryview(self.mmap)
         self.wrote_position = 0

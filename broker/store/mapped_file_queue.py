@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.store.mapped_file import OS_PAGE_SIZE, MappedFile, StoreError, segment_name
+from broker.store.mapped_file import (
+    OS_PAGE_SIZE,
+    MappedFile,
+    StoreError,
+    remove_stale_allocations,
+    segment_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +47,8 @@ class MappedFileQueue:
         size stops the start-up, as in RocketMQ."""
         if not self.directory.is_dir():
             return
+        for stale in remove_stale_allocations(self.directory):
+            log.warning("removed an allocation interrupted by a crash: %s", stale)
         names = sorted(
             p.name for p in self.directory.iterdir() if p.name.isdigit() and len(p.name) == 20
         )

@@ -158,9 +158,10 @@ class DefaultMessageStore:
             self.consume_queue_table.clear()
             self.index_service.destroy()
             return scan_commit_log([], 0, mode="empty", check_crc=False)
-        progress = lambda done, total: log.info(
-            "recovering commit log: %d / %d MiB", done >> 20, total >> 20
-        )  # noqa: E731
+
+        def progress(done: int, total: int) -> None:
+            log.info("recovering commit log: %d / %d MiB", done >> 20, total >> 20)
+
         if last_exit_ok:
             report = scan_commit_log(
                 segments,
@@ -173,9 +174,10 @@ class DefaultMessageStore:
             start = abnormal_start_index(
                 segments, self.checkpoint.min_timestamp(index_safe=self.config.message_index_safe)
             )
-            redispatch = lambda scan: self.dispatch(
-                self.commit_log.dispatch_request(scan), notify=False
-            )  # noqa: E731
+
+            def redispatch(scan: object) -> None:
+                self.dispatch(self.commit_log.dispatch_request(scan), notify=False)
+
             report = scan_commit_log(
                 segments,
                 start,

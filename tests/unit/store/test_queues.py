@@ -1,0 +1,71 @@
+"""ConsumeQueues and the index agree with the CommitLog after many mixed puts."""
+
+from __future__ import annotations
+
+import random
+
+from broker.store.consume_queue import CQ_UNIT
+from broker.store.types import MessageExtBrokerInner
+from remoting import message as codec
+from tests.unit.store.conftest import StoreFactory, message
+
+
+def check_queues_match_log(store) -> dict[tuple[str, int], list[int]]:
+    """Every record in the log has exactly one unit at its queue offset, and every unit points
+    at a record of its queue."""
+    by_queue: dict[tuple[str, int], list[int]] = {}
+    for mapped in store.commit_log.queue.files:
+        for _, scan in codec.iter_records(mapped.view[: mapped.wrote_position]):
+            by_queue.setdefault((scan.topic, scan.queue_id), []).append(scan.phys_offset)
+            request = store.commit_log.dispatch_request(scan)
+            unit = store.find_consume_queue(scan.topic, scan.queue_id).unit(scan.queue_offset)
+            assert unit == (scan.phys_offset, scan.size, request.tags_code)
+    for (topic, queue_id), offsets in by_queue.items():
+        consume_queue = store.find_consume_queue(topic, queue_id)
+        assert consume_queue.max_offset == len(offsets)
+        units = [
+            CQ_UNIT.unpack(bytes(consume_queue.units(q, 1)))[0]
+            for q in range(consume_queue.max_offset)
+        ]
+        assert units == offsets
+    return by_queue
+
+
+def test_thousands_of_mixed_puts_across_topics_and_queues(stores: StoreFactory) -> None:
+    store = stores.open()
+    rng = random.Random(7)
+    expected: dict[tuple[str, int], int] = {}
+    topic_of_key: dict[str, str] = {}
+    for i in range(3000):
+        topic, queue_id = f"topic-{rng.randrange(5)}", rng.randrange(4)
+        if rng.random() < 0.1:
+            entries = [
+                (0, b"b" * rng.randrange(50), f"TAGS\x01t{j}") for j in range(rng.randrange(1, 6))
+            ]
+            result = store.put_messages(
+                MessageExtBrokerInner(
+                    topic=topic, queue_id=queue_id, body=codec.encode_batch_body(entries)
+                )
+            )
+            count = len(entries)
+        else:
+            result = store.put_message(
+                message(
+                    topic=topic,
+                    queue_id=queue_id,
+                    body=b"m" * rng.randrange(300),
+                    TAGS=f"t{i % 7}",
+                    KEYS=f"k{i}",
+                )
+            )
+            count = 1
+            topic_of_key[f"k{i}"] = topic
+        assert result.ok
+        expected[(topic, queue_id)] = expected.get((topic, queue_id), 0) + count
+    by_queue = check_queues_match_log(store)
+    assert {k: len(v) for k, v in by_queue.items()} == expected
+    assert len(store.find_consume_queue("topic-0", 0).queue.files) > 1  # CQ files rolled too
+    for key in ("k3", "k999", "k2998"):
+        if key in topic_of_key:
+            found = store.query_message(topic_of_key[key], key, 8, 0, 2**62).buffers
+            assert [codec.decode_message(b).keys for b in found] == [key]
