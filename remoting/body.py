@@ -133,6 +133,11 @@ class TopicList:
 
 
 @frozen
+class GroupList:
+    group_list: list[str] = attrs.Factory(list)
+
+
+@frozen
 class KVTable:
     table: dict[str, str] = attrs.Factory(dict)
 
@@ -215,6 +220,9 @@ class ConsumerConnection:
     consume_type: ConsumeType | None = None
     message_model: MessageModel | None = None
     consume_from_where: ConsumeFromWhere | None = None
+    # Not in Java's body (its readers ignore unknown keys): each member's subscriptions
+    # (topic -> expression), present only when members of the group disagree.
+    inconsistent_subscriptions: dict[str, dict[str, str]] | None = None
 
 
 @frozen

@@ -61,6 +61,7 @@ class RemotingServer:
         self._max_handler_tasks = max_handler_tasks
         self._on_connection_closed = on_connection_closed
         self._listeners: list[trio.SocketListener] = []
+        self._accepting = trio.CancelScope()
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -76,15 +77,20 @@ class RemotingServer:
         try:
             async with trio.open_nursery() as nursery:
                 task_status.started(self.port)
-                await trio.serve_listeners(
-                    partial(self._handle_connection), self._listeners, handler_nursery=nursery
-                )
+                with self._accepting:
+                    await trio.serve_listeners(
+                        partial(self._handle_connection), self._listeners, handler_nursery=nursery
+                    )
+                for listener in self._listeners:
+                    await listener.aclose()
         finally:
             with trio.CancelScope(shield=True):
                 for listener in self._listeners:
                     await listener.aclose()
 
     async def stop_accepting(self) -> None:
+        """Close the listening sockets; connections already open keep being served."""
+        self._accepting.cancel()
         for listener in self._listeners:
             await listener.aclose()
 

@@ -440,6 +440,14 @@ class DefaultMessageStore:
         unit = consume_queue.unit(queue_offset) if consume_queue else None
         return unit[0] if unit else 0
 
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether the message at ``offset`` has fallen out of the memory window."""
+        consume_queue = self.find_consume_queue(topic, queue_id)
+        unit = consume_queue.unit(offset) if consume_queue else None
+        if unit is None:
+            return False
+        return self.commit_log.max_offset - unit[0] > self.memory_threshold
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         consume_queue = self.find_consume_queue(topic, queue_id)
         if consume_queue is None:

@@ -73,6 +73,7 @@ class PutMessageResult:
     status: PutMessageStatus
     append: AppendMessageResult | None = None
     remark: str = ""
+    queue_id: int = 0  # the queue the send processor chose (for the response header)
 
     @property
     def ok(self) -> bool:

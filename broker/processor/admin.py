@@ -1,0 +1,277 @@
+"""Admin requests (spec/remoting.md §9.11): topics, subscription groups, stats, connections,
+offsets and the broker's config, as mqadmin and the consoles call them."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker.config import config_lines
+from remoting import constants as K
+from remoting.body import Connection as ConnectionBody
+from remoting.body import (
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicFilterType,
+    TopicList,
+    TopicOffset,
+    TopicStatsTable,
+)
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RequestError
+from remoting.headers import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+)
+from remoting.serde import decode_body, decode_header, encode_body
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+    from remoting.connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: Any) -> None:
+        for code, handler in (
+            (RequestCode.UPDATE_AND_CREATE_TOPIC, self.create_topic),
+            (RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic),
+            (RequestCode.GET_ALL_TOPIC_CONFIG, self.all_topic_config),
+            (RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, self.system_topics),
+            (RequestCode.GET_BROKER_RUNTIME_INFO, self.runtime_info),
+            (RequestCode.GET_BROKER_CONFIG, self.broker_config),
+            (RequestCode.GET_TOPIC_STATS_INFO, self.topic_stats),
+            (RequestCode.GET_CONSUME_STATS, self.consume_stats),
+            (RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumer_connections),
+            (RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections),
+            (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_group),
+            (RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.all_groups),
+            (RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_group),
+            (RequestCode.GET_ALL_CONSUMER_OFFSET, self.all_consumer_offsets),
+            (RequestCode.GET_ALL_DELAY_OFFSET, self.all_delay_offsets),
+            (RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.consumed_by_who),
+        ):
+            server.register(code, handler)
+
+    # ------------------------------------------------------------------------ topics
+
+    def create_topic(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(CreateTopicRequestHeader, request.ext_fields)
+        topic = header.topic
+        if topic == self.broker.config.broker_cluster_name:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"The topic[{topic}] is conflict with system reserved words.",
+            )
+        problem = K.topic_name_problem(topic)
+        if problem is not None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        try:
+            filter_type = TopicFilterType[header.topic_filter_type]
+        except KeyError:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR, f"bad topicFilterType {header.topic_filter_type!r}"
+            ) from None
+        if header.read_queue_nums < 1 or header.write_queue_nums < 1:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
+        config = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=header.read_queue_nums,
+            write_queue_nums=header.write_queue_nums,
+            perm=header.perm,
+            topic_filter_type=filter_type,
+            topic_sys_flag=header.topic_sys_flag or 0,
+            order=header.order,
+        )
+        self.broker.topics.update(config)
+        return request.make_response()
+
+    def delete_topic(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(DeleteTopicRequestHeader, request.ext_fields)
+        self.broker.delete_topics({header.topic})
+        return request.make_response()
+
+    def all_topic_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(body=self.broker.topics.encode(pretty=False).encode())
+
+    def system_topics(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        topics = {t for t in self.broker.topics.table if K.is_system_topic(t)}
+        return request.make_response(body=encode_body(TopicList(topic_list=sorted(topics))))
+
+    # ------------------------------------------------------------------------ broker
+
+    def runtime_info(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        table = self.broker.runtime_info()
+        return request.make_response(body=encode_body(KVTable(table=table)))
+
+    def broker_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        text = "\n".join(config_lines(self.broker.config, self.broker.store_config)) + "\n"
+        version = encode_body(self.broker.topics.data_version).decode()
+        return request.make_response(ext_fields={"version": version}, body=text.encode())
+
+    # ------------------------------------------------------------------------ stats
+
+    def topic_stats(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(GetTopicStatsInfoRequestHeader, request.ext_fields)
+        config = self.broker.topics.get(header.topic)
+        if config is None:
+            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        store, name = self.broker.store, self.broker.config.broker_name
+        table = {}
+        for queue_id in range(config.write_queue_nums):
+            max_offset = store.get_max_offset_in_queue(header.topic, queue_id)
+            last = (
+                store.get_message_store_timestamp(header.topic, queue_id, max_offset - 1)
+                if max_offset > 0
+                else 0
+            )
+            table[MessageQueue(topic=header.topic, broker_name=name, queue_id=queue_id)] = (
+                TopicOffset(
+                    min_offset=max(0, store.get_min_offset_in_queue(header.topic, queue_id)),
+                    max_offset=max_offset,
+                    last_update_timestamp=max(0, last),
+                )
+            )
+        return request.make_response(body=encode_body(TopicStatsTable(offset_table=table)))
+
+    def consume_stats(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(GetConsumeStatsRequestHeader, request.ext_fields)
+        broker, group = self.broker, header.consumer_group
+        topics = {header.topic} if header.topic else broker.offsets.topics_of_group(group)
+        online = broker.clients.consumer_groups.get(group)
+        table = {}
+        for topic in sorted(topics):
+            config = broker.topics.get(topic)
+            if config is None:
+                continue
+            if online is not None and online.subscriptions and topic not in online.subscriptions:
+                continue  # online, but no longer subscribed to it
+            for queue_id in range(config.read_queue_nums):
+                table[
+                    MessageQueue(
+                        topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id
+                    )
+                ] = self._offset_wrapper(group, topic, queue_id)
+        stats = ConsumeStats(offset_table=table, consume_tps=0.0)
+        return request.make_response(body=encode_body(stats))
+
+    def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
+        store = self.broker.store
+        broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
+        consumer_offset = max(0, self.broker.offsets.query(group, topic, queue_id))
+        last = (
+            store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+            if consumer_offset > 0
+            else 0
+        )
+        return OffsetWrapper(
+            broker_offset=broker_offset,
+            consumer_offset=consumer_offset,
+            last_timestamp=max(0, last),
+        )
+
+    def consumed_by_who(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(QueryTopicConsumeByWhoRequestHeader, request.ext_fields)
+        groups = self.broker.clients.groups_subscribing(header.topic)
+        groups |= self.broker.offsets.groups_of_topic(header.topic)
+        return request.make_response(body=encode_body(GroupList(group_list=sorted(groups))))
+
+    # ------------------------------------------------------------------------ connections
+
+    def consumer_connections(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = decode_header(GetConsumerConnectionListRequestHeader, request.ext_fields)
+        group = self.broker.clients.consumer_groups.get(header.consumer_group)
+        if group is None or not group.channels:
+            raise RequestError(
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"the consumer group[{header.consumer_group}] not online",
+            )
+        body = ConsumerConnection(
+            connection_set=[
+                ConnectionBody(
+                    client_id=i.client_id,
+                    client_addr=i.client_addr,
+                    language=i.language,
+                    version=i.version,
+                )
+                for i in group.channels.values()
+            ],
+            subscription_table=dict(group.subscriptions),
+            consume_type=group.consume_type,
+            message_model=group.message_model,
+            consume_from_where=group.consume_from_where,
+            inconsistent_subscriptions=group.inconsistent_members(),
+        )
+        return request.make_response(body=encode_body(body))
+
+    def producer_connections(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = decode_header(GetProducerConnectionListRequestHeader, request.ext_fields)
+        members = self.broker.clients.producer_groups.get(header.producer_group)
+        if not members:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"the producer group[{header.producer_group}] not exist",
+            )
+        body = ProducerConnection(
+            connection_set=[
+                ConnectionBody(
+                    client_id=i.client_id,
+                    client_addr=i.client_addr,
+                    language=i.language,
+                    version=i.version,
+                )
+                for i in members.values()
+            ]
+        )
+        return request.make_response(body=encode_body(body))
+
+    # ------------------------------------------------------------------------ groups, offsets
+
+    def update_group(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        config = decode_body(SubscriptionGroupConfig, request.body)
+        if not config.group_name:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "groupName is empty")
+        self.broker.groups.update(config)
+        return request.make_response()
+
+    def all_groups(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(body=self.broker.groups.encode(pretty=False).encode())
+
+    def delete_group(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(DeleteSubscriptionGroupRequestHeader, request.ext_fields)
+        self.broker.groups.delete(header.group_name)
+        if header.remove_offset:
+            self.broker.offsets.remove_group(header.group_name)
+        return request.make_response()
+
+    def all_consumer_offsets(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        return request.make_response(body=self.broker.offsets.encode(pretty=False).encode())
+
+    def all_delay_offsets(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        return request.make_response(body=self.broker.delay_offsets.encode(pretty=False).encode())

@@ -1,0 +1,150 @@
+"""Client management and consumer offsets: HEART_BEAT, UNREGISTER_CLIENT,
+CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP, QUERY/UPDATE_CONSUMER_OFFSET,
+LOCK/UNLOCK_BATCH_MQ (spec/remoting.md §9.4, §9.6-9.10)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker.client_manager import ClientChannelInfo
+from remoting import constants as K
+from remoting.body import (
+    CheckClientRequestBody,
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+)
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RequestError
+from remoting.headers import (
+    GetConsumerListByGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from remoting.serde import decode_body, decode_header, encode_body
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+    from remoting.connection import Connection
+
+log = logging.getLogger(__name__)
+
+RW = K.PERM_READ | K.PERM_WRITE
+
+
+class ClientManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server: Any) -> None:
+        for code, handler in (
+            (RequestCode.HEART_BEAT, self.heartbeat),
+            (RequestCode.UNREGISTER_CLIENT, self.unregister_client),
+            (RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config),
+            (RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list),
+            (RequestCode.QUERY_CONSUMER_OFFSET, self.query_offset),
+            (RequestCode.UPDATE_CONSUMER_OFFSET, self.update_offset),
+            (RequestCode.LOCK_BATCH_MQ, self.lock_batch),
+            (RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch),
+        ):
+            server.register(code, handler)
+
+    def heartbeat(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        data = decode_body(HeartbeatData, request.body)
+        broker = self.broker
+        info = ClientChannelInfo(
+            channel=connection,
+            client_id=data.client_id,
+            language=request.language,
+            version=request.version,
+            last_update=broker.clock(),
+        )
+        connection.attributes["client_id"] = data.client_id
+        for consumer in data.consumer_data_set:
+            group_config = broker.groups.find(consumer.group_name)
+            if group_config is not None:
+                broker.topics.create_in_send_back(
+                    K.retry_topic(consumer.group_name), group_config.retry_queue_nums, perm=RW
+                )
+            broker.clients.register_consumer(info, consumer)
+        for producer in data.producer_data_set:
+            broker.clients.register_producer(producer.group_name, info)
+        return request.make_response()
+
+    def unregister_client(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = decode_header(UnregisterClientRequestHeader, request.ext_fields)
+        clients = self.broker.clients
+        if header.producer_group:
+            clients.unregister_producer(header.producer_group, connection)
+        if header.consumer_group:
+            clients.unregister_consumer(header.consumer_group, connection)
+        return request.make_response()
+
+    def check_client_config(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        body = decode_body(CheckClientRequestBody, request.body)
+        sub = body.subscription_data
+        if sub is not None and sub.expression_type not in ("", "TAG"):
+            return request.error_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {sub.expression_type}",
+            )
+        return request.make_response()
+
+    def consumer_list(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(GetConsumerListByGroupRequestHeader, request.ext_fields)
+        group = self.broker.clients.consumer_groups.get(header.consumer_group)
+        ids = group.client_ids() if group is not None else []
+        if not ids:
+            return request.error_response(
+                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
+            )
+        body = encode_body(GetConsumerListByGroupResponseBody(consumer_id_list=ids))
+        return request.make_response(body=body)
+
+    def query_offset(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(QueryConsumerOffsetRequestHeader, request.ext_fields)
+        broker = self.broker
+        offset = broker.offsets.query(header.consumer_group, header.topic, header.queue_id)
+        if offset < 0:
+            # Java's rule for a group that never committed: if the queue still starts at 0
+            # and that message is in memory, start from 0 (a new group sees old messages).
+            min_offset = broker.store.get_min_offset_in_queue(header.topic, header.queue_id)
+            if min_offset > 0 or broker.store.check_in_disk_by_consume_offset(
+                header.topic, header.queue_id, 0
+            ):
+                return request.error_response(
+                    ResponseCode.QUERY_NOT_FOUND,
+                    "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+                )
+            offset = 0
+        return request.make_response(ext_fields={"offset": str(offset)})
+
+    def update_offset(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        header = decode_header(UpdateConsumerOffsetRequestHeader, request.ext_fields)
+        self.broker.offsets.commit(
+            header.consumer_group, header.topic, header.queue_id, header.commit_offset
+        )
+        return request.make_response()
+
+    def lock_batch(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        body = decode_body(LockBatchRequestBody, request.body)
+        locked = self.broker.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return request.make_response(body=encode_body(LockBatchResponseBody(lock_ok_mq_set=locked)))
+
+    def unlock_batch(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        body = decode_body(LockBatchRequestBody, request.body)
+        self.broker.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return request.make_response()
+
+
+def require(condition: bool, code: int, remark: str) -> None:
+    if not condition:
+        raise RequestError(code, remark)

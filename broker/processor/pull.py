@@ -1,0 +1,219 @@
+"""PULL_MESSAGE (spec/remoting.md §9.3): Java's PullMessageProcessor rules.
+
+The response body is the stored records, concatenated, never re-encoded. Nothing to return
+and the client allowed suspension: the pull is held by the PullRequestHoldService and
+answered when a message arrives or the suspend timeout passes.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from broker.store.config import BrokerRole
+from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
+from remoting import constants as K
+from remoting import message as codec
+from remoting.body import MessageModel
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RequestError
+from remoting.headers import PullMessageRequestHeader
+from remoting.serde import decode_header
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+    from remoting.connection import Connection
+
+log = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+S = GetMessageStatus
+_CODES = {
+    S.FOUND: ResponseCode.SUCCESS,
+    S.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    S.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    S.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    S.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    S.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    S.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+@lru_cache(maxsize=4096)
+def tags_filter(sub_string: str | None) -> TagsFilter:
+    """FilterAPI.buildSubscriptionData for TAG expressions: ``*`` or blank is everything,
+    else the ``||``-separated tags' hash codes. Cached: most clients send it on every pull."""
+    if sub_string is None or not sub_string.strip() or sub_string.strip() == "*":
+        return TagsFilter(None)
+    tags = [t.strip() for t in sub_string.split("||") if t.strip()]
+    if not tags:
+        raise ValueError(f"subscription {sub_string!r} names no tag")
+    return TagsFilter(frozenset(codec.java_string_hash(t) for t in tags))
+
+
+class PullMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        header = decode_header(PullMessageRequestHeader, request.ext_fields)
+        return self.process(connection, request, header, allow_suspend=True)
+
+    def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> TagsFilter:
+        if header.sys_flag & FLAG_SUBSCRIPTION:
+            if header.expression_type not in (None, "", "TAG"):
+                raise RequestError(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {header.expression_type}",
+                )
+            try:
+                return tags_filter(header.subscription)
+            except ValueError as exc:
+                raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+        group = self.broker.clients.consumer_groups.get(header.consumer_group)
+        if group is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
+            )
+        if not group_config.consume_broadcast_enable and (
+            group.message_model is MessageModel.BROADCASTING
+        ):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the consumer group[{header.consumer_group}] can not consume by broadcast way",
+            )
+        sub = group.subscriptions.get(header.topic)
+        if sub is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
+            )
+        if sub.sub_version < header.sub_version:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+            )
+        return tags_filter(sub.sub_string)
+
+    def _checks(self, header: PullMessageRequestHeader) -> tuple[Any, Any]:
+        broker = self.broker
+        if not K.is_readable(broker.config.broker_permission):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] pulling message is forbidden",
+            )
+        group_config = broker.groups.find(header.consumer_group)
+        if group_config is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{header.consumer_group}] does not exist",
+            )
+        if not group_config.consume_enable:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"subscription group no permission, {header.consumer_group}",
+            )
+        topic_config = broker.topics.get(header.topic)
+        if topic_config is None:
+            raise RequestError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{header.topic}] not exist, apply first please!",
+            )
+        if not K.is_readable(topic_config.perm):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{header.topic}] pulling message is forbidden",
+            )
+        if not 0 <= header.queue_id < topic_config.read_queue_nums:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
+                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] consumer:[{header.consumer_group}]",
+            )
+        return group_config, topic_config
+
+    def process(
+        self,
+        connection: Connection,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        *,
+        allow_suspend: bool,
+    ) -> Any:
+        broker = self.broker
+        group_config, _ = self._checks(header)
+        message_filter = self._filter(header, group_config)
+        result = broker.store.get_message(
+            header.consumer_group,
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+            header.max_msg_nums,
+            message_filter,
+        )
+        code = self._code(result, header)
+        slave = broker.store_config.broker_role is BrokerRole.SLAVE
+        next_offset = result.next_begin_offset
+        if (
+            code == ResponseCode.PULL_OFFSET_MOVED
+            and slave
+            and not (broker.store_config.offset_check_in_slave)
+        ):
+            code, next_offset = ResponseCode.PULL_RETRY_IMMEDIATELY, header.queue_offset
+        if slave and not broker.config.slave_read_enable:
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        if allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET and not slave:
+            broker.offsets.commit(
+                header.consumer_group, header.topic, header.queue_id, header.commit_offset
+            )
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and header.sys_flag & FLAG_SUSPEND:
+            timeout_ms = header.suspend_timeout_millis
+            if not broker.config.long_polling_enable:
+                timeout_ms = broker.config.short_polling_time_mills
+            return self._suspended(connection, request, header, message_filter, timeout_ms)
+        ext = {
+            "suggestWhichBrokerId": str(self._suggest(result, group_config)),
+            "nextBeginOffset": str(next_offset),
+            "minOffset": str(result.min_offset),
+            "maxOffset": str(result.max_offset),
+        }
+        if code == ResponseCode.SUCCESS:
+            return request.make_response(code, None, ext, b"".join(result.buffers))
+        return request.make_response(code, result.status.name, ext)
+
+    def _code(self, result: GetMessageResult, header: PullMessageRequestHeader) -> int:
+        status = result.status
+        if status in (S.NO_MATCHED_LOGIC_QUEUE, S.NO_MESSAGE_IN_QUEUE):
+            return (
+                ResponseCode.PULL_OFFSET_MOVED
+                if header.queue_offset != 0
+                else ResponseCode.PULL_NOT_FOUND
+            )
+        return _CODES[status]
+
+    def _suggest(self, result: GetMessageResult, group_config: Any) -> int:
+        if not self.broker.config.slave_read_enable:
+            return K.MASTER_ID
+        if result.suggest_pulling_from_slave:
+            return group_config.which_broker_when_consume_slowly
+        return group_config.broker_id
+
+    async def _suspended(
+        self,
+        connection: Connection,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        message_filter: TagsFilter,
+        timeout_ms: int,
+    ) -> RemotingCommand:
+        await self.broker.pull_hold.hold(
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+            message_filter,
+            max(0, timeout_ms) / 1000,
+        )
+        return self.process(connection, request, header, allow_suspend=False)

@@ -1,0 +1,237 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (spec/remoting.md §9.2).
+
+The hot path: header decode, checks, one CommitLog append, the response. Under ASYNC_FLUSH
+and ASYNC_MASTER the handler answers inline (no task); SYNC_FLUSH or SYNC_MASTER return an
+awaitable that waits for the group commit / the slave's ack.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING, Any
+
+from broker.store.config import BrokerRole, FlushDiskType
+from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from remoting import constants as K
+from remoting import message as codec
+from remoting.codes import V3_4_9, RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RequestError
+from remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.message import MessageConst
+from remoting.serde import decode_header
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+    from remoting.connection import Connection
+
+log = logging.getLogger(__name__)
+
+FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_STATUS_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+# Statuses that still carry msgId/queueId/queueOffset: the message is stored.
+_STORED = frozenset(_STATUS_CODES)
+
+
+def born_host(connection: Connection) -> tuple[bytes, int]:
+    cached = connection.attributes.get("born_host")
+    if cached is None:
+        host, _, port = connection.peer.rpartition(":")
+        cached = connection.attributes["born_host"] = (
+            codec.host_bytes(host.strip("[]")),
+            int(port),
+        )
+    return cached
+
+
+def put_result_response(
+    request: RemotingCommand, result: PutMessageResult, region: str = "DefaultRegion"
+) -> RemotingCommand:
+    """Java's handlePutMessageResult: the status to a response code and remark."""
+    status = result.status
+    if status in _STORED:
+        append = result.append
+        assert append is not None
+        return request.make_response(
+            _STATUS_CODES[status],
+            None,
+            {
+                "msgId": append.msg_id,
+                "queueId": str(result.queue_id),
+                "queueOffset": str(append.queue_offset),
+                "MSG_REGION": region,
+                "TRACE_ON": "true",
+            },
+        )
+    if status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
+        return request.error_response(
+            ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+        )
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return request.error_response(
+            ResponseCode.MESSAGE_ILLEGAL,
+            f"the message is illegal, maybe msg body or properties length not matched: {result.remark}",
+        )
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return request.error_response(
+            ResponseCode.SYSTEM_ERROR,
+            "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+        )
+    if status in (PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageStatus.DISK_FULL):
+        return request.error_response(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            f"service not available now: {result.remark}",
+        )
+    return request.error_response(ResponseCode.SYSTEM_ERROR, f"UNKNOWN_ERROR {result.remark}")
+
+
+class SendMessageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        store_config = broker.store_config
+        self.sync_flush = store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.sync_master = store_config.broker_role is BrokerRole.SYNC_MASTER
+
+    def register(self, server: Any) -> None:
+        for code in (
+            RequestCode.SEND_MESSAGE,
+            RequestCode.SEND_MESSAGE_V2,
+            RequestCode.SEND_BATCH_MESSAGE,
+        ):
+            server.register(code, self.handle)
+        server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.broker.send_back.handle)
+
+    # ------------------------------------------------------------------------ checks
+
+    def header(self, request: RemotingCommand) -> SendMessageRequestHeader:
+        if request.code == RequestCode.SEND_MESSAGE:
+            return decode_header(SendMessageRequestHeader, request.ext_fields)
+        return decode_header(SendMessageRequestHeaderV2, request.ext_fields).to_v1()
+
+    def check(self, header: SendMessageRequestHeader, connection: Connection) -> Any:
+        """Java's msgCheck: broker and topic permissions, the topic's name, auto-creation,
+        the queue id. Returns the TopicConfig or raises RequestError."""
+        broker = self.broker
+        if not K.is_writeable(broker.config.broker_permission):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
+            )
+        topic = header.topic
+        problem = K.topic_name_problem(topic)
+        if problem is not None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        if topic in K.NOT_ALLOWED_SEND_TOPICS:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
+            )
+        topics = broker.topics
+        config = topics.get(topic)
+        if config is None:
+            sys_flag = K.TOPIC_SYS_FLAG_UNIT if header.unit_mode else 0
+            if topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
+                config = topics.create_in_send_back(topic, 1, sys_flag=sys_flag)
+            else:
+                config = topics.create_in_send(
+                    topic, header.default_topic, header.default_topic_queue_nums, sys_flag
+                )
+            if config is None:
+                raise RequestError(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!{FAQ}",
+                )
+        if not K.is_writeable(config.perm):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the topic[{topic}] sending message is forbidden",
+            )
+        limit = max(config.write_queue_nums, config.read_queue_nums)
+        if header.queue_id >= limit:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, {config} Producer: {connection.peer}",
+            )
+        return config
+
+    # ------------------------------------------------------------------------ handling
+
+    def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        header = self.header(request)
+        config = self.check(header, connection)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = random.randrange(config.write_queue_nums)
+        properties = codec.string_to_properties(header.properties)
+        msg = MessageExtBrokerInner(
+            topic=header.topic,
+            queue_id=queue_id,
+            body=request.body,
+            properties=properties,
+            flag=header.flag,
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=born_host(connection),
+            reconsume_times=header.reconsume_times or 0,
+        )
+        batch = request.code == RequestCode.SEND_BATCH_MESSAGE and header.batch
+        if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
+            if batch:
+                raise RequestError(
+                    ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group"
+                )
+            self.route_retry(msg, header, request.version)
+        if codec.transaction_type(msg.sys_flag) == codec.TRANSACTION_PREPARED_TYPE and (
+            self.broker.config.reject_transaction_message
+        ):
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
+            )
+        store = self.broker.store
+        result = store.put_messages(msg) if batch else store.put_message(msg)
+        result.queue_id = msg.queue_id
+        if (
+            result.ok
+            and (self.sync_flush or self.sync_master)
+            and (properties.get(MessageConst.WAIT, "true") != "false")
+        ):
+            return self.await_durable(request, result)
+        return put_result_response(request, result)
+
+    async def await_durable(
+        self, request: RemotingCommand, result: PutMessageResult
+    ) -> RemotingCommand:
+        end = result.append.end_offset
+        if self.sync_flush:
+            status = await self.broker.store.wait_flushed(end)
+            if status is not PutMessageStatus.PUT_OK:
+                result.status = status
+        if self.sync_master and result.status is PutMessageStatus.PUT_OK:
+            result.status = await self.broker.wait_replicated(end)
+        return put_result_response(request, result)
+
+    def route_retry(
+        self, msg: MessageExtBrokerInner, header: SendMessageRequestHeader, version: int
+    ) -> None:
+        """A message sent straight to ``%RETRY%group`` that has used up its retries goes to
+        the group's dead-letter queue (Java's handleRetryAndDLQ)."""
+        group = header.topic[len(K.RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = self.broker.groups.find(group)
+        if group_config is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group}{FAQ}",
+            )
+        max_times = group_config.retry_max_times
+        if version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if msg.reconsume_times >= max_times:
+            dlq = K.dlq_topic(group)
+            self.broker.topics.create_in_send_back(dlq, 1, perm=K.PERM_READ | K.PERM_WRITE)
+            msg.topic, msg.queue_id = dlq, 0

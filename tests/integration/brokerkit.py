@@ -1,0 +1,131 @@
+"""Starting real ``mqbroker`` processes and speaking to them the way clients do: raw
+RemotingCommands over TCP, so the tests pin the wire behaviour, not a client library's."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from remoting import message as codec
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from remoting.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.serde import encode_header_fields
+from tests.harness import ProcessPool, ServerProcess, free_port_block, python_module
+
+TIMEOUT_S = 10.0
+
+
+def broker_conf(tmp_path: Path, name: str = "broker-a", **overrides: object) -> Path:
+    """A broker.conf for a test broker on free ports (listenPort - 2 is the VIP port)."""
+    base = free_port_block(4)
+    values: dict[str, object] = {
+        "brokerClusterName": "TestCluster",
+        "brokerName": name,
+        "brokerId": 0,
+        "brokerIP1": "127.0.0.1",
+        "listenPort": base + 2,
+        "haListenPort": base + 3,
+        "storePathRootDir": tmp_path / f"store-{name}-{overrides.get('brokerId', 0)}",
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 6000 * 20,
+        "flushConsumerOffsetInterval": 1000,
+    }
+    values.update(overrides)
+    path = tmp_path / f"{name}-{values['brokerId']}.conf"
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return path
+
+
+def start_broker(
+    processes: ProcessPool, conf: Path, name: str = "broker", *extra: str
+) -> ServerProcess:
+    return processes.start(name, python_module("broker", "-c", str(conf), *extra))
+
+
+def send_request(
+    topic: str,
+    body: bytes,
+    *,
+    tags: str | None = None,
+    keys: str | None = None,
+    queue_id: int = 0,
+    group: str = "PG",
+    properties: dict[str, str] | None = None,
+    code: int = RequestCode.SEND_MESSAGE_V2,
+    batch: bool = False,
+    reconsume_times: int | None = None,
+    max_reconsume_times: int | None = None,
+) -> RemotingCommand:
+    props = {"UNIQ_KEY": uuid.uuid4().hex.upper(), "WAIT": "true"}
+    if tags:
+        props["TAGS"] = tags
+    if keys:
+        props["KEYS"] = keys
+    props.update(properties or {})
+    header = SendMessageRequestHeaderV2(
+        a=group,
+        b=topic,
+        c="TBW102",
+        d=4,
+        e=queue_id,
+        f=0,
+        g=1_700_000_000_000,
+        h=0,
+        i=codec.properties_to_string(props),
+        j=reconsume_times,
+        l=max_reconsume_times,
+        m=batch,
+    )
+    fields = encode_header_fields(header)
+    if code == RequestCode.SEND_MESSAGE:
+        fields = encode_header_fields(header.to_v1())
+    return RemotingCommand.request(code, fields, body)
+
+
+def pull_request(
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    group: str = "CG",
+    max_nums: int = 32,
+    subscription: str = "*",
+    suspend_ms: int = 0,
+    commit_offset: int = 0,
+) -> RemotingCommand:
+    sys_flag = 0x4 | (0x2 if suspend_ms else 0) | (0x1 if commit_offset else 0)
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=commit_offset,
+        suspend_timeout_millis=suspend_ms,
+        sub_version=0,
+        subscription=subscription,
+    )
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header))
+
+
+async def call(
+    client: RemotingClient, addr: str, request: RemotingCommand, timeout_s: float = TIMEOUT_S
+) -> RemotingCommand:
+    return await client.invoke(addr, request, timeout_s)
+
+
+async def pull_all(
+    client: RemotingClient, addr: str, topic: str, queue_id: int, **kwargs: object
+) -> list[codec.MessageExt]:
+    """Every message of a queue from offset 0, following nextBeginOffset."""
+    out: list[codec.MessageExt] = []
+    offset = 0
+    while True:
+        response = await call(client, addr, pull_request(topic, queue_id, offset, **kwargs))
+        if response.code != 0:
+            return out
+        out += codec.decode_messages(response.body)
+        offset = int(response.ext("nextBeginOffset"))
