@@ -90,7 +90,7 @@ class SendBackProcessor:
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
             )
         properties.setdefault(
-            MessageConst.ORIGIN_MESSAGE_ID, header.origin_msg_id or original.msg_id
+            MessageConst.ORIGIN_MESSAGE_ID, header.origin_msg_id or original.offset_msg_id
         )
         msg = MessageExtBrokerInner(
             topic=topic,

@@ -1,0 +1,90 @@
+"""Bad requests against a real broker: each gets RocketMQ's response code and a remark naming
+the problem, or its connection is dropped alone; everyone else keeps being served."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+import trio
+
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand, encode_command
+from tests.integration.brokerkit import (
+    broker_conf,
+    call,
+    pull_request,
+    send_request,
+    start_broker,
+)
+
+
+@pytest.fixture
+def broker(processes, tmp_path):
+    return start_broker(processes, broker_conf(tmp_path, maxMessageSize=1024))
+
+
+@pytest.mark.parametrize(
+    ("request_factory", "code", "remark_part"),
+    [
+        (lambda: send_request("bad topic!", b"x"), ResponseCode.SYSTEM_ERROR, "illegal"),
+        (lambda: send_request("T" * 128, b"x"), ResponseCode.SYSTEM_ERROR, "127"),
+        (lambda: send_request("Big", b"x" * 2048), ResponseCode.MESSAGE_ILLEGAL, "2048"),
+        (lambda: send_request("Q", b"x", queue_id=99), ResponseCode.SYSTEM_ERROR, "queueId[99]"),
+        (
+            lambda: send_request("SCHEDULE_TOPIC_XXXX", b"x"),
+            ResponseCode.NO_PERMISSION,
+            "forbidden",
+        ),
+        (lambda: pull_request("NoSuchTopic", 0, 0), ResponseCode.TOPIC_NOT_EXIST, "NoSuchTopic"),
+        (
+            lambda: RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG"}, b"x"),
+            ResponseCode.SYSTEM_ERROR,
+            "SendMessageRequestHeaderV2",
+        ),
+        (
+            lambda: RemotingCommand.request(RequestCode.HEART_BEAT, {}, b"{not json"),
+            ResponseCode.SYSTEM_ERROR,
+            "HeartbeatData",
+        ),
+        (
+            lambda: RemotingCommand.request(9999, {}),
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+            "9999",
+        ),
+    ],
+)
+async def test_bad_requests_get_the_proper_code(broker, request_factory, code, remark_part) -> None:
+    async with RemotingClient.open() as client:
+        response = await call(client, broker.addr, request_factory())
+        assert response.code == code
+        assert remark_part in (response.remark or "")
+        # The same connection still works.
+        assert (await call(client, broker.addr, send_request("Fine", b"ok"))).code == 0
+
+
+async def test_garbage_and_a_half_sent_frame_drop_only_their_connection(broker) -> None:
+    host, port = broker.addr.split(":")
+    garbage = await trio.open_tcp_stream(host, int(port))
+    await garbage.send_all(struct.pack(">i", 2**31 - 1) + b"\x00" * 16)
+    half = await trio.open_tcp_stream(host, int(port))
+    frame = b"".join(bytes(b) for b in encode_command(send_request("Half", b"body")))
+    await half.send_all(frame[: len(frame) // 2])
+    await half.aclose()  # the client disconnects mid-request
+    with trio.fail_after(5):
+        assert await garbage.receive_some(1024) == b""  # closed by the broker
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request("Fine", b"ok"))).code == 0
+        half_written = await call(client, broker.addr, pull_request("Half", 0, 0))
+        assert half_written.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_slave_refuses_sends_and_sends_pulls_to_its_master(processes, tmp_path) -> None:
+    slave = start_broker(processes, broker_conf(tmp_path, brokerId=1))
+    async with RemotingClient.open() as client:
+        refused = await call(client, slave.addr, send_request("T", b"x"))
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        pulled = await call(client, slave.addr, pull_request("TBW102", 0, 0))
+        assert pulled.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        assert pulled.ext("suggestWhichBrokerId") == "0"
