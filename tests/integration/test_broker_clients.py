@@ -3,6 +3,8 @@ membership notifications, consumer lists, queue locks, connections and consume s
 
 from __future__ import annotations
 
+import json
+
 import trio
 
 from remoting.body import ConsumerConnection, ConsumeStats, LockBatchResponseBody
@@ -15,12 +17,30 @@ from tests.integration.brokerkit import broker_conf, call, send_request, start_b
 
 def cpp_heartbeat(client_id: str, group: str, expression: str = "TagA || TagB") -> RemotingCommand:
     """The body the official C++ client sends: enum ordinals, string subVersion, zero codes."""
-    body = (
-        '{"clientID":"%s","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,'
-        '"groupName":"%s","messageModel":1,"subscriptionDataSet":[{"subString":"*",'
-        '"subVersion":"1795","topic":"%%RETRY%%%s"},{"codeSet":[0,0],"subString":"%s",'
-        '"subVersion":"1795","tagsSet":["TagA","TagB"],"topic":"TopicTest"}]}]}'
-    ) % (client_id, group, group, expression)
+    retry = "%RETRY%" + group
+    body = json.dumps(
+        {
+            "clientID": client_id,
+            "consumerDataSet": [
+                {
+                    "consumeFromWhere": 0,
+                    "consumeType": 1,
+                    "groupName": group,
+                    "messageModel": 1,
+                    "subscriptionDataSet": [
+                        {"subString": "*", "subVersion": "1795", "topic": retry},
+                        {
+                            "codeSet": [0, 0],
+                            "subString": expression,
+                            "subVersion": "1795",
+                            "tagsSet": [t.strip() for t in expression.split("||")],
+                            "topic": "TopicTest",
+                        },
+                    ],
+                }
+            ],
+        }
+    )
     request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, body.encode(), language="CPP")
     request.version = 63
     return request
