@@ -129,3 +129,17 @@ async def pull_all(
             return out
         out += codec.decode_messages(response.body)
         offset = int(response.ext("nextBeginOffset"))
+
+
+def start_namesrv(
+    processes: ProcessPool, tmp_path: Path, name: str = "namesrv", **overrides: object
+) -> ServerProcess:
+    values: dict[str, object] = {
+        "listenPort": 0,
+        "listenHost": "127.0.0.1",
+        "kvConfigPath": tmp_path / f"{name}-kv" / "kvConfig.json",
+    }
+    values.update(overrides)
+    conf = tmp_path / f"{name}.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return processes.start(name, python_module("namesrv", "-c", str(conf)))

@@ -1,0 +1,64 @@
+"""``mqnamesrv [-c namesrv.conf] [-p]``: prints ``READY namesrv port=N`` once it serves and
+stops cleanly on SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+import trio
+
+from namesrv.config import ConfigError, config_lines, load_namesrv_config
+from namesrv.controller import NamesrvController
+from remoting import properties
+
+log = logging.getLogger("namesrv")
+
+
+async def serve(controller: NamesrvController) -> None:
+    async with trio.open_nursery() as nursery:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            port = await nursery.start(controller.run)
+            print(f"READY namesrv port={port}", flush=True)
+            async for signum in signals:
+                log.info("signal %s: shutting down", signal.Signals(signum).name)
+                controller.stop()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mqnamesrv", description="RocketMQ name server (Trio)")
+    parser.add_argument("-c", "--configFile", dest="config", help="namesrv.conf (properties)")
+    parser.add_argument("-p", "--printConfigItem", action="store_true", help="print config")
+    parser.add_argument("--listen-port", type=int, help="override listenPort (0: any free port)")
+    parser.add_argument("--host", help="address to bind (default all interfaces)")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        props = properties.load(args.config) if args.config else {}
+    except (OSError, properties.PropertiesError) as exc:
+        print(f"mqnamesrv: cannot read {args.config}: {exc}", file=sys.stderr)
+        return 2
+    if args.listen_port is not None:
+        props["listenPort"] = str(args.listen_port)
+    if args.host:
+        props["listenHost"] = args.host
+    try:
+        config = load_namesrv_config(props)
+    except ConfigError as exc:
+        print(f"mqnamesrv: {exc}", file=sys.stderr)
+        return 2
+    if args.printConfigItem:
+        print("\n".join(config_lines(config)))
+        return 0
+    trio.run(serve, NamesrvController(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

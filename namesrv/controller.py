@@ -1,0 +1,64 @@
+"""NamesrvController: the remoting server and the broker expiry scan in one nursery."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import trio
+
+from namesrv.config import NamesrvConfig
+from namesrv.kv_config import KVConfigManager
+from namesrv.processor import NamesrvProcessor
+from namesrv.route_info import RouteInfoManager
+from remoting.connection import Connection
+from remoting.server import RemotingServer, no_reply
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class NamesrvController:
+    def __init__(self, config: NamesrvConfig, *, clock: Callable[[], int] = now_ms) -> None:
+        self.config = config
+        self.routes = RouteInfoManager(clock, config.broker_channel_expired_time)
+        self.kv = KVConfigManager(config.kv_config_path)
+        self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        self.server = RemotingServer(
+            config.listen_host,
+            config.listen_port,
+            name="namesrv",
+            processors=self.processor.handlers(),
+            default_processor=no_reply,
+            idle_timeout_s=config.server_channel_max_idle_time_seconds,
+            on_connection_closed=self._on_connection_closed,
+        )
+        self._stop = trio.Event()
+
+    def _on_connection_closed(self, connection: Connection) -> None:
+        self.routes.on_channel_destroy(connection)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        self.kv.load()
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(self.server.run)
+            nursery.start_soon(self._scan_loop)
+            log.info("name server serving on %s:%d", self.config.listen_host, port)
+            task_status.started(port)
+            await self._stop.wait()
+            await self.server.stop_accepting()
+            nursery.cancel_scope.cancel()
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            for _, channel in self.routes.scan_not_active_broker():
+                if isinstance(channel, Connection):
+                    channel.close_soon("broker expired")
