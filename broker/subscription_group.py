@@ -29,6 +29,7 @@ class SubscriptionGroupManager:
         self.file = file
         self.auto_create = auto_create
         self.data_version = DataVersion()
+        self.loaded = False
         self.table: dict[str, SubscriptionGroupConfig] = {
             name: SubscriptionGroupConfig(group_name=name) for name in SYSTEM_GROUPS
         }
@@ -47,11 +48,15 @@ class SubscriptionGroupManager:
         if old != config:
             log.info("subscription group %s: %s", config.group_name, config)
             self.data_version = self.data_version.next_version()
+            if self.loaded:
+                self.persist_sync()
 
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False
         self.data_version = self.data_version.next_version()
+        if self.loaded:
+            self.persist_sync()
         return True
 
     def wrapper(self) -> SubscriptionGroupWrapper:
@@ -63,6 +68,7 @@ class SubscriptionGroupManager:
         return encode_body(self.wrapper(), pretty=pretty).decode()
 
     def load(self) -> None:
+        self.loaded = True
         data = self.file.load()
         if data is not None:
             wrapper = structure_body(SubscriptionGroupWrapper, data)

@@ -41,6 +41,7 @@ class TopicConfigManager:
         # Called after a change that the NameServers must learn about (RocketMQ registers
         # again at once when a topic is created by a send).
         self.on_change = on_change
+        self.loaded = False  # no persisting of the built-in topics before load()
         self._system_topics(
             cluster_name, broker_name, default_queue_nums, cluster_topic_enable, broker_topic_enable
         )
@@ -76,6 +77,7 @@ class TopicConfigManager:
         return encode_body(wrapper, pretty=pretty).decode()
 
     def load(self) -> None:
+        self.loaded = True
         data = self.file.load()
         if data is None:
             return
@@ -92,7 +94,12 @@ class TopicConfigManager:
     # ------------------------------------------------------------------------ changes
 
     def _changed(self) -> None:
+        """Persist before the change is acted on: a topic auto-created by a send must
+        survive a kill -9 together with the acknowledged message (Java persists here too).
+        Topic changes are rare, so the short blocking write is accepted on the loop."""
         self.data_version = self.data_version.next_version()
+        if self.loaded:
+            self.persist_sync()
         self.on_change()
 
     def get(self, topic: str) -> TopicConfig | None:

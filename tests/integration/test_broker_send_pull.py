@@ -170,3 +170,22 @@ async def test_consumer_offsets_survive_a_restart_and_a_new_group_starts_at_zero
         assert (await call(client, broker.addr, query("G2"))).ext("offset") == "4"
         pulled = await pull_all(client, broker.addr, "T", 0)
         assert len(pulled) == 5
+
+
+async def test_kill_9_keeps_acknowledged_messages_and_auto_created_topics(
+    processes, tmp_path
+) -> None:
+    conf = broker_conf(tmp_path)
+    broker = start_broker(processes, conf)
+    async with RemotingClient.open() as client:
+        acked = []
+        for i in range(200):
+            response = await call(client, broker.addr, send_request("Born", f"m{i}".encode()))
+            assert response.code == 0
+            acked.append(f"m{i}".encode())
+    broker.kill()
+    broker = start_broker(processes, conf, "broker-after-kill")
+    async with RemotingClient.open() as client:
+        assert [m.body for m in await pull_all(client, broker.addr, "Born", 0)] == acked
+        more = await call(client, broker.addr, send_request("Born", b"after"))
+        assert (more.code, more.ext("queueOffset")) == (0, "200")
