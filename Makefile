@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/mqnamesrv
+	$(BIN)/python -m deploy.local
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "$(PYTEST_MARKS)"
