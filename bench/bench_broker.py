@@ -1,0 +1,167 @@
+"""Broker over loopback, 1 KiB bodies, ASYNC_FLUSH, ASYNC_MASTER: sync sends (1 and 8
+connections), batch sends (32 x 1 KiB), consume (pull 32) of 1,000,000 stored messages, with
+the broker's CPU use beside each figure and its RSS at the end. Printed, never asserted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from bench import loadgen
+from remoting import message as codec
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand, encode_command
+from remoting.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.serde import encode_header_fields
+
+BODY = b"x" * 1024
+DURATION_S = float(os.environ.get("BENCH_SECONDS", "5"))
+CONSUME_MESSAGES = int(os.environ.get("BENCH_CONSUME_MESSAGES", "1000000"))
+QUEUES = 8
+
+
+def frame(command: RemotingCommand) -> bytes:
+    return b"".join(bytes(b) for b in encode_command(command))
+
+
+def send_frame(topic: str, queue_id: int, *, batch: int = 0) -> bytes:
+    props = "KEYS\x01k\x02TAGS\x01TagA\x02UNIQ_KEY\x010A0B0C0D00002A9F0000000000000001\x02WAIT\x01true"
+    header = SendMessageRequestHeaderV2(
+        a="PG", b=topic, c="TBW102", d=QUEUES, e=queue_id, f=0, g=int(time.time() * 1000),
+        h=0, i=props if not batch else "WAIT\x01true", m=bool(batch),
+    )
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    body = (
+        codec.encode_batch_body([(0, BODY, f"UNIQ_KEY\x01U{i}\x02TAGS\x01TagA") for i in range(batch)])
+        if batch
+        else BODY
+    )
+    return frame(RemotingCommand.request(code, encode_header_fields(header), body))
+
+
+def pull_frame(topic: str, queue_id: int, offset: int) -> bytes:
+    header = PullMessageRequestHeader(
+        consumer_group="BenchG", topic=topic, queue_id=queue_id, queue_offset=offset,
+        max_msg_nums=32, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0,
+        sub_version=0, subscription="*",
+    )
+    return frame(RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header)))
+
+
+class Broker:
+    def __init__(self, root: Path) -> None:
+        port = 31911
+        conf = root / "broker.conf"
+        conf.write_text(
+            f"brokerName=bench\nbrokerIP1=127.0.0.1\nlistenPort={port}\nstorePathRootDir={root}/store\n"
+            f"mappedFileSizeCommitLog={256 * 1024 * 1024}\ndefaultTopicQueueNums={QUEUES}\n"
+            "maxTransferCountOnMessageInMemory=32\nmaxTransferBytesOnMessageInMemory=262144\n"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            if line.startswith("READY"):
+                break
+        self.addr = ("127.0.0.1", port)
+        self.ps = psutil.Process(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        t = self.ps.cpu_times()
+        return t.user + t.system
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+
+
+def measure(broker: Broker, label: str, frames: list[list[bytes]], per_request: int, **kw) -> float:
+    cpu0, t0 = broker.cpu_s(), time.perf_counter()
+    results = loadgen.run(broker.addr, frames, duration_s=DURATION_S, **kw)
+    elapsed = time.perf_counter() - t0
+    cpu = (broker.cpu_s() - cpu0) / elapsed * 100
+    requests = sum(r.requests for r in results)
+    errors = sum(r.errors for r in results)
+    wall = max(r.elapsed_s for r in results)
+    rate = requests * per_request / wall
+    lat = [x for r in results for x in r.latencies_us]
+    print(
+        f"{label:<34} {rate:>10,.0f} msg/s  p50 {loadgen.percentile(lat, 0.5):>6} us  "
+        f"p99 {loadgen.percentile(lat, 0.99):>6} us  broker CPU {cpu:5.0f}%  "
+        f"CPU per 10k msg/s {cpu / max(rate, 1) * 10000:5.1f}%  errors {errors}",
+        flush=True,
+    )
+    return rate
+
+
+def consume(broker: Broker, topic: str, per_queue: int) -> None:
+    def make_next(queue_id: int):  # noqa: ANN202
+        state = {"offset": 0}
+
+        def next_frame(code: int, body: memoryview) -> bytes | None:
+            state["offset"] += loadgen.count_records(body) if code == 0 else 0
+            return pull_frame(topic, queue_id, state["offset"]) if state["offset"] < per_queue else None
+
+        return next_frame
+
+    cpu0, t0 = broker.cpu_s(), time.perf_counter()
+    results = []
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=loadgen._worker,
+            args=(broker.addr, [pull_frame(topic, q, 0)], 3600, 10**9, make_next(q), out),
+        )
+        for q in range(QUEUES)
+    ]
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    elapsed = time.perf_counter() - t0
+    records = sum(r.records for r in results)
+    cpu = (broker.cpu_s() - cpu0) / elapsed * 100
+    print(
+        f"{'consume, pull 32, 8 connections':<34} {records / elapsed:>10,.0f} msg/s  "
+        f"({records:,} records in {elapsed:.1f} s)  broker CPU {cpu:5.0f}%",
+        flush=True,
+    )
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-broker-"))
+    broker = Broker(root)
+    try:
+        warm = [[send_frame("SyncTopic", q) for q in range(QUEUES)]]
+        loadgen.run(broker.addr, warm, duration_s=1)
+        measure(broker, "sync send, 1 connection", [[send_frame("SyncTopic", q) for q in range(QUEUES)]], 1)
+        measure(broker, "sync send, 8 connections",
+                [[send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)], 1)
+        measure(broker, "batch send 32x1KiB, 8 connections",
+                [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32)
+        per_queue = CONSUME_MESSAGES // QUEUES
+        fill = [[send_frame("ConsumeTopic", q, batch=32)] for q in range(QUEUES)]
+        t0 = time.perf_counter()
+        loadgen.run(broker.addr, fill, duration_s=3600, max_requests=per_queue // 32)
+        print(f"filled {CONSUME_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s", flush=True)
+        consume(broker, "ConsumeTopic", per_queue)
+        print(f"broker RSS after {broker.ps.memory_info().rss / 2**20:,.0f} MiB", flush=True)
+    finally:
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""A minimal load generator: one OS process per connection, blocking sockets, frames encoded
+once up front, so the generator's per-request cost is a send and a receive. Used by the broker
+and NameServer benchmarks; it reports requests, elapsed time and per-request latencies."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+import attrs
+
+_LEN = struct.Struct(">i")
+
+
+@attrs.frozen
+class WorkerResult:
+    requests: int
+    elapsed_s: float
+    latencies_us: list[int]
+    errors: int
+    payload_bytes: int  # response bodies received (the consume benchmark counts records in it)
+    records: int
+
+
+def _recv_exact(sock: socket.socket, n: int, buf: bytearray) -> memoryview:
+    if len(buf) < n:
+        buf.extend(bytes(n - len(buf)))
+    view = memoryview(buf)[:n]
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionError("server closed the connection")
+        got += k
+    return view
+
+
+def read_frame(sock: socket.socket, buf: bytearray) -> tuple[int, memoryview]:
+    """(response code, body) of one response frame."""
+    (length,) = _LEN.unpack(_recv_exact(sock, 4, buf))
+    frame = _recv_exact(sock, length, buf)
+    (header_word,) = _LEN.unpack_from(frame, 0)
+    header_length = header_word & 0xFFFFFF
+    header = bytes(frame[4 : 4 + header_length])
+    at = header.find(b'"code":')
+    code = int(header[at + 7 : header.find(b",", at)]) if at >= 0 else -1
+    return code, frame[4 + header_length :]
+
+
+def count_records(body: memoryview) -> int:
+    """Records in a pull body, walking their TOTALSIZE fields (what a real consumer does first)."""
+    n = pos = 0
+    while pos + 4 <= len(body):
+        (size,) = _LEN.unpack_from(body, pos)
+        pos += size
+        n += 1
+    return n
+
+
+def _worker(
+    addr: tuple[str, int],
+    frames: list[bytes],
+    duration_s: float,
+    max_requests: int,
+    next_frame: Callable[[int, memoryview], bytes | None] | None,
+    out: mp.Queue,
+) -> None:
+    sock = socket.create_connection(addr)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray(1 << 20)
+    latencies, errors, payload, records, i = [], 0, 0, 0, 0
+    started = time.perf_counter()
+    deadline = started + duration_s
+    frame = frames[0]
+    while i < max_requests:
+        t0 = time.perf_counter_ns()
+        sock.sendall(frame)
+        code, body = read_frame(sock, buf)
+        latencies.append((time.perf_counter_ns() - t0) // 1000)
+        if code != 0:
+            errors += 1
+        payload += len(body)
+        if next_frame is not None:
+            records += count_records(body) if code == 0 else 0
+            frame = next_frame(code, body)
+            if frame is None:
+                break
+        else:
+            frame = frames[(i + 1) % len(frames)]
+        i += 1
+        if (i & 63) == 0 and time.perf_counter() > deadline:
+            break
+    out.put(WorkerResult(i, time.perf_counter() - started, latencies, errors, payload, records))
+    sock.close()
+
+
+def run(
+    addr: tuple[str, int],
+    frames_per_worker: list[list[bytes]],
+    *,
+    duration_s: float = 5.0,
+    max_requests: int = 10**9,
+    next_frame: Callable[[int, memoryview], bytes | None] | None = None,
+) -> list[WorkerResult]:
+    ctx = mp.get_context("fork")
+    out: mp.Queue = ctx.Queue()
+    workers = [
+        ctx.Process(target=_worker, args=(addr, f, duration_s, max_requests, next_frame, out))
+        for f in frames_per_worker
+    ]
+    for w in workers:
+        w.start()
+    results = [out.get() for _ in workers]
+    for w in workers:
+        w.join()
+    return results
+
+
+def percentile(values: list[int], p: float) -> int:
+    if not values:
+        return 0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
