@@ -32,14 +32,26 @@ def frame(command: RemotingCommand) -> bytes:
 
 
 def send_frame(topic: str, queue_id: int, *, batch: int = 0) -> bytes:
-    props = "KEYS\x01k\x02TAGS\x01TagA\x02UNIQ_KEY\x010A0B0C0D00002A9F0000000000000001\x02WAIT\x01true"
+    props = (
+        "KEYS\x01k\x02TAGS\x01TagA\x02UNIQ_KEY\x010A0B0C0D00002A9F0000000000000001\x02WAIT\x01true"
+    )
     header = SendMessageRequestHeaderV2(
-        a="PG", b=topic, c="TBW102", d=QUEUES, e=queue_id, f=0, g=int(time.time() * 1000),
-        h=0, i=props if not batch else "WAIT\x01true", m=bool(batch),
+        a="PG",
+        b=topic,
+        c="TBW102",
+        d=QUEUES,
+        e=queue_id,
+        f=0,
+        g=int(time.time() * 1000),
+        h=0,
+        i=props if not batch else "WAIT\x01true",
+        m=bool(batch),
     )
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
     body = (
-        codec.encode_batch_body([(0, BODY, f"UNIQ_KEY\x01U{i}\x02TAGS\x01TagA") for i in range(batch)])
+        codec.encode_batch_body(
+            [(0, BODY, f"UNIQ_KEY\x01U{i}\x02TAGS\x01TagA") for i in range(batch)]
+        )
         if batch
         else BODY
     )
@@ -48,9 +60,16 @@ def send_frame(topic: str, queue_id: int, *, batch: int = 0) -> bytes:
 
 def pull_frame(topic: str, queue_id: int, offset: int) -> bytes:
     header = PullMessageRequestHeader(
-        consumer_group="BenchG", topic=topic, queue_id=queue_id, queue_offset=offset,
-        max_msg_nums=32, sys_flag=0x4, commit_offset=0, suspend_timeout_millis=0,
-        sub_version=0, subscription="*",
+        consumer_group="BenchG",
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=0x4,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        sub_version=0,
+        subscription="*",
     )
     return frame(RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header)))
 
@@ -66,7 +85,8 @@ class Broker:
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for line in self.proc.stdout:  # type: ignore[union-attr]
             if line.startswith("READY"):
@@ -103,12 +123,16 @@ def measure(broker: Broker, label: str, frames: list[list[bytes]], per_request: 
 
 
 def consume(broker: Broker, topic: str, per_queue: int) -> None:
-    def make_next(queue_id: int):  # noqa: ANN202
+    def make_next(queue_id: int):
         state = {"offset": 0}
 
         def next_frame(code: int, body: memoryview) -> bytes | None:
             state["offset"] += loadgen.count_records(body) if code == 0 else 0
-            return pull_frame(topic, queue_id, state["offset"]) if state["offset"] < per_queue else None
+            return (
+                pull_frame(topic, queue_id, state["offset"])
+                if state["offset"] < per_queue
+                else None
+            )
 
         return next_frame
 
@@ -146,16 +170,31 @@ def main() -> None:
     try:
         warm = [[send_frame("SyncTopic", q) for q in range(QUEUES)]]
         loadgen.run(broker.addr, warm, duration_s=1)
-        measure(broker, "sync send, 1 connection", [[send_frame("SyncTopic", q) for q in range(QUEUES)]], 1)
-        measure(broker, "sync send, 8 connections",
-                [[send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)], 1)
-        measure(broker, "batch send 32x1KiB, 8 connections",
-                [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32)
+        measure(
+            broker,
+            "sync send, 1 connection",
+            [[send_frame("SyncTopic", q) for q in range(QUEUES)]],
+            1,
+        )
+        measure(
+            broker,
+            "sync send, 8 connections",
+            [[send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)],
+            1,
+        )
+        measure(
+            broker,
+            "batch send 32x1KiB, 8 connections",
+            [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
+            32,
+        )
         per_queue = CONSUME_MESSAGES // QUEUES
         fill = [[send_frame("ConsumeTopic", q, batch=32)] for q in range(QUEUES)]
         t0 = time.perf_counter()
         loadgen.run(broker.addr, fill, duration_s=3600, max_requests=per_queue // 32)
-        print(f"filled {CONSUME_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(
+            f"filled {CONSUME_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s", flush=True
+        )
         consume(broker, "ConsumeTopic", per_queue)
         print(f"broker RSS after {broker.ps.memory_info().rss / 2**20:,.0f} MiB", flush=True)
     finally:

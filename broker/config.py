@@ -291,6 +291,16 @@ def load_broker_config(
         raise ConfigError(
             f"bad value for brokerId={broker.broker_id}: a master must have brokerId 0"
         )
+    if broker.listen_port > 0:
+        # RocketMQ always overwrites haListenPort with listenPort + 1 at start-up.
+        configured = store_values.get("ha_listen_port")
+        if configured is not None and configured != broker.listen_port + 1 and warn:
+            log.warning(
+                "haListenPort=%s ignored: the HA port is always listenPort + 1 = %d",
+                configured,
+                broker.listen_port + 1,
+            )
+        store_values["ha_listen_port"] = broker.listen_port + 1
     store = _build(MessageStoreConfig, store_values, properties)
     return broker, store
 

@@ -8,6 +8,7 @@ the other way: stop accepting, answer held pulls, unregister, persist, flush and
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +18,9 @@ import trio
 
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
+from broker.ha.client import HAClient
+from broker.ha.service import HAService
+from broker.ha.slave_sync import SlaveSynchronize
 from broker.long_polling import PullRequestHoldService
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
@@ -101,6 +105,18 @@ class BrokerController:
             arrival_listener=self._on_arrival,
         )
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.ha_service: HAService | None = None
+        self.ha_client: HAClient | None = None
+        if store_config.broker_role is BrokerRole.SLAVE:
+            self.ha_client = HAClient(self.store, store_config, self.ha)
+        else:
+            self.ha_service = HAService(
+                self.store,
+                store_config,
+                self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
+                store_config.ha_listen_port,
+            )
+            self.store.put_listener = self.ha_service.notify_new_data
         self.schedule = ScheduleMessageService(
             self.store,
             self.delay_offsets,
@@ -118,6 +134,7 @@ class BrokerController:
         self.outer: BrokerOuterAPI | None = None
         self.boot_timestamp = clock()
         self.port: int | None = None
+        self.ha_port: int | None = None
 
     # ------------------------------------------------------------------------ wiring
 
@@ -181,10 +198,11 @@ class BrokerController:
     async def wait_replicated(self, end_offset: int) -> PutMessageStatus:
         """SYNC_MASTER: PUT_OK once a slave acked ``end_offset``. Without the HA service a
         SYNC_MASTER has no slave, which Java answers with SLAVE_NOT_AVAILABLE."""
-        ha = getattr(self, "ha_service", None)
-        if ha is None:
+        if self.ha_service is None:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return await ha.wait_replicated(end_offset)
+        return await self.ha_service.wait_replicated(
+            end_offset, self.store_config.sync_flush_timeout / 1000
+        )
 
     def delete_topics(self, topics: set[str]) -> None:
         self.topics.delete(topics)
@@ -204,7 +222,28 @@ class BrokerController:
                 "pullHeldCount": str(self.pull_hold.held),
             }
         )
+        info.update(self.ha_runtime_info())
         return info
+
+    def ha_runtime_info(self) -> dict[str, str]:
+        """Replication status (ours; RocketMQ 4.x shows none): per-slave acked offset and lag
+        on a master, the master it follows on a slave."""
+        if self.ha_service is not None:
+            service = self.ha_service
+            return {
+                "haConnectionCount": str(service.connection_count),
+                "haPush2SlaveMaxOffset": str(service.push2slave_max_offset),
+                "haSlaves": json.dumps(service.slaves(), separators=(",", ":")),
+            }
+        if self.ha_client is not None:
+            status = self.ha_client.status()
+            return {
+                "masterAddr": self.ha.master_addr or "",
+                "haMasterAddr": str(status["haMasterAddr"]),
+                "haConnected": str(status["connected"]).lower(),
+                "haLastChunkMillisAgo": str(status["lastChunkMillisAgo"]),
+            }
+        return {}
 
     # ------------------------------------------------------------------------ lifecycle
 
@@ -227,6 +266,10 @@ class BrokerController:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.store.run)
+                if self.ha_service is not None:
+                    self.ha_port = await nursery.start(self.ha_service.run)
+                if self.ha_client is not None:
+                    await nursery.start(self.ha_client.run)
                 if not self.is_slave:
                     await nursery.start(self.schedule.run)
                 self.port = await nursery.start(self.server.run)
@@ -238,6 +281,8 @@ class BrokerController:
                 nursery.start_soon(self._registration_loop)
                 nursery.start_soon(self._persist_loop)
                 nursery.start_soon(self._housekeeping_loop)
+                if self.is_slave:
+                    nursery.start_soon(SlaveSynchronize(self, client).run)
                 log.info(
                     "broker %s (id %d, %s) serving on port %d",
                     self.config.broker_name,

@@ -163,8 +163,9 @@ class PullMessageProcessor:
             and not (broker.store_config.offset_check_in_slave)
         ):
             code, next_offset = ResponseCode.PULL_RETRY_IMMEDIATELY, header.queue_offset
-        if slave and not broker.config.slave_read_enable:
-            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        # Java sets PULL_RETRY_IMMEDIATELY here for a slave without slaveReadEnable, then
+        # overwrites it with the status's code: a slave serves its messages either way and only
+        # the suggestion to go back to the master (brokerId 0) remains (spec/ha.md §7).
         if allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET and not slave:
             broker.offsets.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset

@@ -70,6 +70,8 @@ class DefaultMessageStore:
         self.clock = clock
         self.store_host = store_host
         self.arrival_listener = arrival_listener
+        # Called after every successful put (HA wakes its idle connection writers).
+        self.put_listener: Callable[[], None] | None = None
         self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
         self.commit_log = CommitLog(
             config,
@@ -326,6 +328,8 @@ class DefaultMessageStore:
         if not result.ok:
             return result
         self.stats.on_put(result.append.msg_num, result.append.wrote_bytes)
+        if self.put_listener is not None:
+            self.put_listener()
         if caught_up:
             for request in requests:
                 self.dispatch(request)

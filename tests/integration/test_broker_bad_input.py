@@ -80,11 +80,14 @@ async def test_garbage_and_a_half_sent_frame_drop_only_their_connection(broker) 
         assert half_written.code == ResponseCode.TOPIC_NOT_EXIST
 
 
-async def test_slave_refuses_sends_and_sends_pulls_to_its_master(processes, tmp_path) -> None:
+async def test_slave_refuses_sends_and_suggests_pulling_from_its_master(
+    processes, tmp_path
+) -> None:
     slave = start_broker(processes, broker_conf(tmp_path, brokerId=1))
     async with RemotingClient.open() as client:
         refused = await call(client, slave.addr, send_request("T", b"x"))
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
         pulled = await call(client, slave.addr, pull_request("TBW102", 0, 0))
-        assert pulled.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        # Served from the (empty) replica, as Java does; the suggestion points at the master.
+        assert pulled.code == ResponseCode.PULL_NOT_FOUND
         assert pulled.ext("suggestWhichBrokerId") == "0"

@@ -1,0 +1,141 @@
+"""HAClient: the slave's side of replication (spec/ha.md §2, §3.4, §3.5).
+
+It connects to the master's HA address (``haMasterAddress`` or what registration learned),
+reports its CommitLog max offset at once (RocketMQ waits for the first heartbeat, ~5 s; an
+immediate report is compatible and starts the stream sooner), appends every chunk at exactly the
+offset it belongs to and reports again. A chunk that does not start where the local log ends
+closes the connection; the next one resumes from the local max offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from broker.ha.protocol import ChunkDecoder, ProtocolError, encode_report
+
+if TYPE_CHECKING:
+    from broker.store.config import MessageStoreConfig
+    from broker.store.message_store import DefaultMessageStore
+
+log = logging.getLogger(__name__)
+
+RECEIVE_BYTES = 1 << 20
+MAX_CHUNK_BODY = 4 << 20  # RocketMQ's slave read buffer: no master sends more at once
+CONNECT_TIMEOUT_S = 5.0
+RECONNECT_MIN_S = 0.5
+RECONNECT_MAX_S = 5.0
+
+
+class MasterAddress(Protocol):
+    ha_master_addr: str | None
+    changed: trio.Event
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bad HA master address {addr!r}: expected host:port")
+    return host, int(port)
+
+
+class HAClient:
+    def __init__(
+        self, store: DefaultMessageStore, store_config: MessageStoreConfig, master: MasterAddress
+    ) -> None:
+        self.store = store
+        self.store_config = store_config
+        self.master = master
+        self.connected_to: str | None = None
+        self.last_chunk_at = 0
+        self.reported_offset = -1
+        self._progressed = False
+
+    def status(self) -> dict[str, object]:
+        return {
+            "haMasterAddr": self.master.ha_master_addr or "",
+            "connected": self.connected_to is not None,
+            "slaveMaxOffset": self.store.max_phys_offset,
+            "lastChunkMillisAgo": now_ms() - self.last_chunk_at if self.last_chunk_at else -1,
+        }
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        backoff = RECONNECT_MIN_S
+        while True:
+            addr = self.master.ha_master_addr
+            if not addr:
+                with trio.move_on_after(RECONNECT_MAX_S):
+                    await self.master.changed.wait()
+                continue
+            self._progressed = False
+            try:
+                await self._session(addr)
+            except ProtocolError as exc:
+                log.warning("HA master %s: %s", addr, exc)
+            except (
+                OSError,
+                ValueError,
+                trio.TooSlowError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+            ) as exc:
+                log.info("HA master %s unreachable: %s", addr, exc)
+            finally:
+                self.connected_to = None
+            backoff = RECONNECT_MIN_S if self._progressed else min(backoff * 2, RECONNECT_MAX_S)
+            await trio.sleep(backoff)
+
+    async def _session(self, addr: str) -> None:
+        """One connection, until it fails (``_progressed`` tells whether data arrived)."""
+        host, port = split_addr(addr)
+        with trio.fail_after(CONNECT_TIMEOUT_S):
+            stream = await trio.open_tcp_stream(host, port)
+        async with stream:
+            self.connected_to = addr
+            log.info("connected to HA master %s at offset %d", addr, self.store.max_phys_offset)
+            await self._stream(stream)
+
+    async def _stream(self, stream: trio.SocketStream) -> None:
+        store = self.store
+        config = self.store_config
+        heartbeat_s = config.ha_send_heartbeat_interval / 1000
+        idle_ms = config.ha_housekeeping_interval
+        decoder = ChunkDecoder(MAX_CHUNK_BODY)
+        await stream.send_all(encode_report(store.max_phys_offset))
+        self.reported_offset = store.max_phys_offset
+        last_heard = now_ms()
+        while True:
+            with trio.move_on_after(heartbeat_s) as timer:
+                data = await stream.receive_some(RECEIVE_BYTES)
+            if timer.cancelled_caught:
+                if now_ms() - last_heard > idle_ms:
+                    raise ProtocolError(f"nothing heard for {idle_ms} ms")
+                await stream.send_all(encode_report(store.max_phys_offset))
+                continue
+            if not data:
+                raise ProtocolError("master closed the connection")
+            last_heard = now_ms()
+            for chunk in decoder.feed(data):
+                own = store.max_phys_offset
+                if own != 0 and chunk.offset != own:
+                    raise ProtocolError(
+                        f"master pushed offset {chunk.offset} but the slave's log ends at {own}"
+                    )
+                if chunk.body and not store.append_to_commit_log(chunk.offset, chunk.body):
+                    raise ProtocolError(
+                        f"could not append {len(chunk.body)} bytes at {chunk.offset}"
+                    )
+                if chunk.body:
+                    self._progressed = True
+                    self.last_chunk_at = last_heard
+            if store.max_phys_offset != self.reported_offset:
+                self.reported_offset = store.max_phys_offset
+                await stream.send_all(encode_report(self.reported_offset))

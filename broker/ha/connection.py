@@ -1,0 +1,167 @@
+"""HAConnection: the master's side of one slave's socket (spec/ha.md §3.2-§3.5).
+
+The reader takes the slave's offset reports; the writer streams CommitLog bytes from where the
+slave said it stands. A slave's word is checked before it counts: the first report must name an
+offset this master holds, and every later ack must lie within what this connection actually
+sent. RocketMQ trusted any ack below its max offset, so a confused slave could make a
+SYNC_MASTER acknowledge bytes no slave had; here such a slave is refused and disconnected.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
+
+if TYPE_CHECKING:
+    from broker.ha.service import HAService
+
+log = logging.getLogger(__name__)
+
+RECEIVE_BYTES = 64 * 1024
+
+
+class SlaveRefused(ProtocolError):
+    """The slave's reported position cannot be a copy of this master's log."""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class HAConnection:
+    def __init__(self, service: HAService, stream: trio.SocketStream, peer: str) -> None:
+        self.service = service
+        self.stream = stream
+        self.peer = peer
+        self.verified = False
+        self.request_offset = -1
+        self.ack_offset = -1
+        self.next_offset = -1  # the first byte not yet sent
+        self.connected_at = now_ms()
+        self.caught_up_at = 0  # last time an ack covered the master's whole log
+        self._ready = trio.Event()
+
+    # ------------------------------------------------------------------ status
+
+    def lag_bytes(self) -> int:
+        return max(0, self.service.store.max_phys_offset - max(self.ack_offset, 0))
+
+    def lag_millis(self) -> int:
+        if self.lag_bytes() == 0:
+            return 0
+        return now_ms() - (self.caught_up_at or self.connected_at)
+
+    # ------------------------------------------------------------------ reports
+
+    def on_report(self, offset: int) -> None:
+        store = self.service.store
+        max_offset = store.max_phys_offset
+        if not self.verified:
+            self._handshake(offset, max_offset, store.min_phys_offset)
+        elif offset > self.next_offset:
+            raise SlaveRefused(
+                f"slave {self.peer} acked offset {offset} but was only sent up to "
+                f"{self.next_offset}: ack ignored, connection closed"
+            )
+        if offset > self.ack_offset:
+            self.ack_offset = offset
+        if offset >= max_offset:
+            self.caught_up_at = now_ms()
+        self.service.on_ack(offset)
+
+    def _handshake(self, offset: int, max_offset: int, min_offset: int) -> None:
+        if offset > max_offset:
+            raise SlaveRefused(
+                f"slave {self.peer} reports offset {offset} beyond this master's max offset "
+                f"{max_offset}: its CommitLog is not a copy of this master's (was the master's "
+                f"store replaced?); refusing it"
+            )
+        if offset and offset < min_offset:
+            raise SlaveRefused(
+                f"slave {self.peer} needs offset {offset} but this master's CommitLog starts at "
+                f"{min_offset} (older files were deleted); rebuild the slave from a fresh store"
+            )
+        self.request_offset = offset
+        if offset == 0:
+            # A new slave starts at the master's current segment (RocketMQ does the same).
+            size = self.service.store_config.mapped_file_size_commit_log
+            offset = max_offset - max_offset % size
+        self.next_offset = offset
+        self.verified = True
+        log.info(
+            "slave %s connected: reported %d, streaming from %d",
+            self.peer,
+            self.request_offset,
+            offset,
+        )
+        self._ready.set()
+
+    # ------------------------------------------------------------------ tasks
+
+    async def run(self) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read, nursery.cancel_scope)
+                nursery.start_soon(self._write)
+        except* SlaveRefused as group:
+            for exc in group.exceptions:
+                log.error("%s", exc)
+        except* ProtocolError as group:
+            for exc in group.exceptions:
+                log.warning("slave %s: %s", self.peer, exc)
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
+            log.info("slave %s disconnected: %s", self.peer, group.exceptions[0])
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.stream.aclose()
+
+    async def _read(self, scope: trio.CancelScope) -> None:
+        decoder = ReportDecoder()
+        idle_s = self.service.store_config.ha_housekeeping_interval / 1000
+        while True:
+            with trio.move_on_after(idle_s) as timer:
+                data = await self.stream.receive_some(RECEIVE_BYTES)
+            if timer.cancelled_caught:
+                raise ProtocolError(f"nothing heard for {idle_s:.0f}s: closing")
+            if not data:
+                log.info("slave %s closed the connection", self.peer)
+                scope.cancel()
+                return
+            offsets = decoder.feed(data)
+            if offsets:
+                self.on_report(offsets[-1])
+
+    async def _write(self) -> None:
+        await self._ready.wait()
+        service = self.service
+        store = service.store
+        batch = service.store_config.ha_transfer_batch_size
+        heartbeat_s = service.store_config.ha_send_heartbeat_interval / 1000
+        while True:
+            data = store.get_commit_log_data(self.next_offset)
+            if data is None and self.next_offset < store.min_phys_offset:
+                raise SlaveRefused(
+                    f"slave {self.peer} needs offset {self.next_offset}, already deleted here"
+                )
+            size = min(len(data), batch) if data is not None else 0
+            if size:
+                # One copy out of the mapped file before awaiting: the segment may be unmapped
+                # by cleanup while the send waits, and one buffer means one syscall.
+                frame = b"".join((encode_chunk_header(self.next_offset, size), data[:size]))
+                del data
+                # Advanced before the send returns: the slave may ack these bytes before this
+                # task runs again.
+                self.next_offset += size
+                await self.stream.send_all(frame)
+                continue
+            del data
+            arrived = service.new_data
+            with trio.move_on_after(heartbeat_s) as timer:
+                await arrived.wait()
+            if timer.cancelled_caught:
+                await self.stream.send_all(encode_chunk_header(self.next_offset, 0))

@@ -1,0 +1,117 @@
+"""HAService: the master's replication endpoint and SYNC_MASTER's group transfer
+(spec/ha.md §4, §5).
+
+``wait_replicated(end)`` parks a sender until some slave has acked ``end``. Waiters sit in a heap
+ordered by offset; each ack pops and wakes every waiter it covers at once, so a burst of sends
+costs one wake-up per ack, not a poll per message.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.ha.connection import HAConnection
+from broker.store.types import PutMessageStatus
+
+if TYPE_CHECKING:
+    from broker.store.config import MessageStoreConfig
+    from broker.store.message_store import DefaultMessageStore
+
+log = logging.getLogger(__name__)
+
+
+class HAService:
+    def __init__(
+        self, store: DefaultMessageStore, store_config: MessageStoreConfig, host: str, port: int
+    ) -> None:
+        self.store = store
+        self.store_config = store_config
+        self.host, self.port = host, port
+        self.connections: set[HAConnection] = set()
+        self.push2slave_max_offset = 0
+        self.new_data = trio.Event()
+        self._waiters: list[tuple[int, int, trio.Event]] = []
+        self._sequence = itertools.count()
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    @property
+    def connection_count(self) -> int:
+        """Slaves whose handshake offset was checked; only they can make a send wait."""
+        return sum(1 for connection in self.connections if connection.verified)
+
+    def notify_new_data(self) -> None:
+        """Called by the store after every put: wakes idle connection writers."""
+        if not self.new_data.is_set():
+            event, self.new_data = self.new_data, trio.Event()
+            event.set()
+
+    def on_ack(self, offset: int) -> None:
+        if offset <= self.push2slave_max_offset:
+            return
+        self.push2slave_max_offset = offset
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= offset:
+            heapq.heappop(waiters)[2].set()
+
+    def is_slave_ok(self, end_offset: int) -> bool:
+        return (
+            self.connection_count > 0
+            and end_offset - self.push2slave_max_offset < self.store_config.ha_slave_fallbehind_max
+        )
+
+    async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+        if self.push2slave_max_offset >= end_offset and self.connection_count > 0:
+            return PutMessageStatus.PUT_OK
+        if not self.is_slave_ok(end_offset):
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        event = trio.Event()
+        heapq.heappush(self._waiters, (end_offset, next(self._sequence), event))
+        with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
+            await event.wait()
+            return PutMessageStatus.PUT_OK
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+
+    def slaves(self) -> list[dict[str, object]]:
+        """Per-slave status for GET_BROKER_RUNTIME_INFO and ``mqadmin haStatus``."""
+        fall_behind_max = self.store_config.ha_slave_fallbehind_max
+        return [
+            {
+                "addr": connection.peer,
+                "ackOffset": connection.ack_offset,
+                "lagBytes": connection.lag_bytes(),
+                "lagMillis": connection.lag_millis(),
+                "inSync": connection.lag_bytes() < fall_behind_max,
+            }
+            for connection in sorted(self.connections, key=lambda c: c.peer)
+            if connection.verified
+        ]
+
+    # ------------------------------------------------------------------ serving
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
+        port = listeners[0].socket.getsockname()[1]
+        log.info("HA service listening on port %d", port)
+        async with trio.open_nursery() as nursery:
+            task_status.started(port)
+            await trio.serve_listeners(self._serve, listeners, handler_nursery=nursery)
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
+        try:
+            host, port = stream.socket.getpeername()[:2]
+        except OSError:
+            await stream.aclose()
+            return
+        connection = HAConnection(self, stream, f"{host}:{port}")
+        self.connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)

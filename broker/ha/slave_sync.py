@@ -1,0 +1,108 @@
+"""SlaveSynchronize: a slave copies its master's topics, consumer offsets, delay offsets and
+subscription groups every 10 s (spec/ha.md §6.1), and at once when it learns a new master
+(RocketMQ waits 3 s after start-up for the first round).
+
+Topic configs come over the master's VIP port (listenPort - 2) as RocketMQ does; the rest over
+the main port. Offsets are merged, never removed, so a consumer that committed on the slave while
+the master was away keeps its position until the master's newer value arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from broker.ha.client import split_addr
+from remoting.body import (
+    ConsumerOffsetSerializeWrapper,
+    DelayOffsetSerializeWrapper,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+)
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from remoting.serde import decode_body
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+    from remoting.client import RemotingClient
+
+log = logging.getLogger(__name__)
+
+FIRST_DELAY_S = 3.0
+INTERVAL_S = 10.0
+TIMEOUT_S = 3.0
+
+
+def vip_addr(addr: str) -> str:
+    host, port = split_addr(addr)
+    return f"{host}:{port - 2}"
+
+
+class SlaveSynchronize:
+    def __init__(self, broker: BrokerController, client: RemotingClient) -> None:
+        self.broker = broker
+        self.client = client
+        self.last_sync_ok = False
+
+    async def run(self) -> None:
+        if not self.broker.ha.master_addr:
+            await trio.sleep(FIRST_DELAY_S)
+        while True:
+            changed = self.broker.ha.changed
+            master = self.broker.ha.master_addr
+            if master and master != self.broker.config.broker_addr:
+                try:
+                    await self.sync_all(master)
+                    self.last_sync_ok = True
+                except (OSError, trio.TooSlowError, trio.BrokenResourceError, ValueError) as exc:
+                    self.last_sync_ok = False
+                    log.warning("config sync from master %s failed: %s", master, exc)
+            # A new master is synchronized at once, not at the next tick.
+            with trio.move_on_after(INTERVAL_S):
+                await changed.wait()
+
+    async def _fetch(self, addr: str, code: int) -> bytes:
+        response = await self.client.invoke(addr, RemotingCommand.request(code, {}), TIMEOUT_S)
+        if response.code != 0:
+            raise ValueError(f"request {code} answered {response.code}: {response.remark}")
+        return response.body or b"{}"
+
+    async def sync_all(self, master: str) -> None:
+        broker = self.broker
+        topics = decode_body(
+            TopicConfigSerializeWrapper,
+            await self._fetch(vip_addr(master), RequestCode.GET_ALL_TOPIC_CONFIG),
+        )
+        if topics.data_version != broker.topics.data_version:
+            broker.topics.table.clear()
+            broker.topics.table.update(topics.topic_config_table)
+            broker.topics.data_version = topics.data_version
+            broker.topics.persist_sync()
+            log.info("topic config synchronized from master %s", master)
+
+        offsets = decode_body(
+            ConsumerOffsetSerializeWrapper,
+            await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET),
+        )
+        for key, table in offsets.offset_table.items():
+            broker.offsets.table[key] = dict(table)
+        await broker.offsets.persist()
+
+        delays = decode_body(
+            DelayOffsetSerializeWrapper,
+            await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET),
+        )
+        broker.delay_offsets.table = dict(delays.offset_table)
+        await broker.delay_offsets.persist()
+
+        groups = decode_body(
+            SubscriptionGroupWrapper,
+            await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
+        )
+        if groups.data_version != broker.groups.data_version:
+            broker.groups.table.update(groups.subscription_group_table)
+            broker.groups.data_version = groups.data_version
+            broker.groups.persist_sync()
