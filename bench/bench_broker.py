@@ -75,13 +75,16 @@ def pull_frame(topic: str, queue_id: int, offset: int) -> bytes:
 
 
 class Broker:
-    def __init__(self, root: Path) -> None:
-        port = 31911
-        conf = root / "broker.conf"
+    def __init__(
+        self, root: Path, port: int = 31911, extra: str = "", name: str = "broker"
+    ) -> None:
+        conf = root / f"{name}.conf"
         conf.write_text(
-            f"brokerName=bench\nbrokerIP1=127.0.0.1\nlistenPort={port}\nstorePathRootDir={root}/store\n"
+            f"brokerName=bench\nbrokerIP1=127.0.0.1\nlistenPort={port}\n"
+            f"storePathRootDir={root}/store-{name}\n"
             f"mappedFileSizeCommitLog={256 * 1024 * 1024}\ndefaultTopicQueueNums={QUEUES}\n"
             "maxTransferCountOnMessageInMemory=32\nmaxTransferBytesOnMessageInMemory=262144\n"
+            + extra
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECEIVE_BYTES = 64 * 1024
+MAX_SEND_BYTES = 1 << 20
 
 
 class SlaveRefused(ProtocolError):
@@ -136,30 +137,43 @@ class HAConnection:
             if offsets:
                 self.on_report(offsets[-1])
 
-    async def _write(self) -> None:
-        await self._ready.wait()
-        service = self.service
-        store = service.store
-        batch = service.store_config.ha_transfer_batch_size
-        heartbeat_s = service.store_config.ha_send_heartbeat_interval / 1000
-        while True:
+    def _next_frames(self, batch: int) -> list[bytes | memoryview]:
+        """Header + body pairs for everything there is to send, up to ``MAX_SEND_BYTES``: each
+        chunk at most ``batch`` bytes and within one segment (spec/ha.md §3.3), several chunks
+        per send so the writer keeps up with eight producers while taking one turn of the loop."""
+        store = self.service.store
+        parts: list[bytes | memoryview] = []
+        total = 0
+        while total < MAX_SEND_BYTES:
             data = store.get_commit_log_data(self.next_offset)
             if data is None and self.next_offset < store.min_phys_offset:
                 raise SlaveRefused(
                     f"slave {self.peer} needs offset {self.next_offset}, already deleted here"
                 )
             size = min(len(data), batch) if data is not None else 0
-            if size:
-                # One copy out of the mapped file before awaiting: the segment may be unmapped
+            if not size:
+                break
+            parts += (encode_chunk_header(self.next_offset, size), data[:size])
+            # Advanced before the send returns: the slave may ack these bytes before this
+            # task runs again.
+            self.next_offset += size
+            total += size
+        return parts
+
+    async def _write(self) -> None:
+        await self._ready.wait()
+        service = self.service
+        batch = service.store_config.ha_transfer_batch_size
+        heartbeat_s = service.store_config.ha_send_heartbeat_interval / 1000
+        while True:
+            parts = self._next_frames(batch)
+            if parts:
+                # One copy out of the mapped files before awaiting: a segment may be unmapped
                 # by cleanup while the send waits, and one buffer means one syscall.
-                frame = b"".join((encode_chunk_header(self.next_offset, size), data[:size]))
-                del data
-                # Advanced before the send returns: the slave may ack these bytes before this
-                # task runs again.
-                self.next_offset += size
+                frame = b"".join(parts)
+                del parts
                 await self.stream.send_all(frame)
                 continue
-            del data
             arrived = service.new_data
             with trio.move_on_after(heartbeat_s) as timer:
                 await arrived.wait()
