@@ -1,0 +1,318 @@
+"""Admin API (DefaultMQAdminExt): cluster and topic views, topic and group changes, consumer
+progress, message lookups, HA status and ``diagnose_group``. ``mqadmin`` is its command line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from client.errors import MQBrokerError, MQClientError
+from client.instance import ClientConfig, MQClientInstance
+from client.route import MASTER_ID, all_broker_addrs, master_addr
+from remoting import constants as K
+from remoting import message as codec
+from remoting.body import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumeStats,
+    KVTable,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
+from remoting.headers import CreateTopicRequestHeader
+from remoting.serde import decode_body, encode_body, encode_header_fields
+
+
+class AdminClient:
+    def __init__(self, instance: MQClientInstance) -> None:
+        self.instance = instance
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, namesrv_addr: str) -> AsyncIterator[AdminClient]:
+        async with MQClientInstance.open(ClientConfig(namesrv_addr)) as instance:
+            yield cls(instance)
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _ok(self, addr: str, command: RemotingCommand, timeout_s: float = 5) -> Any:
+        response = await self.instance.invoke(addr, command, timeout_s)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(response.code, response.remark, addr)
+        return response
+
+    async def _ns(self, command: RemotingCommand) -> RemotingCommand:
+        response = await self.instance.invoke_namesrv(command)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(response.code, response.remark, "namesrv")
+        return response
+
+    def _req(self, code: int, fields: dict[str, str] | None = None, body: bytes = b""):
+        return self.instance.request(code, fields, body)
+
+    # ------------------------------------------------------------------ cluster and topics
+
+    async def cluster_info(self) -> ClusterInfo:
+        response = await self._ns(self._req(RequestCode.GET_BROKER_CLUSTER_INFO))
+        return decode_body(ClusterInfo, response.body)
+
+    async def masters(self, cluster: str | None = None) -> dict[str, str]:
+        """brokerName -> master address, of one cluster or all."""
+        info = await self.cluster_info()
+        names = (
+            info.cluster_addr_table.get(cluster, set()) if cluster else set(info.broker_addr_table)
+        )
+        if cluster and not names:
+            raise MQClientError(f"cluster {cluster!r} not found")
+        out = {}
+        for name in sorted(names):
+            addr = info.broker_addr_table[name].broker_addrs.get(MASTER_ID)
+            if addr:
+                out[name] = addr
+        return out
+
+    async def topic_list(self) -> list[str]:
+        response = await self._ns(self._req(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
+        return sorted(decode_body(TopicList, response.body).topic_list)
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        route = await self.instance.fetch_route(topic)
+        if route is None:
+            raise MQClientError(f"No topic route info in name server for the topic: {topic}")
+        return route
+
+    async def create_topic(self, addr: str, config: TopicConfig) -> None:
+        header = CreateTopicRequestHeader(
+            topic=config.topic_name,
+            default_topic=K.DEFAULT_TOPIC,
+            read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums,
+            perm=config.perm,
+            topic_filter_type=config.topic_filter_type.value,
+            topic_sys_flag=config.topic_sys_flag,
+            order=config.order,
+        )
+        await self._ok(
+            addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, encode_header_fields(header))
+        )
+
+    async def create_topic_in_cluster(self, cluster: str, config: TopicConfig) -> list[str]:
+        masters = await self.masters(cluster)
+        for addr in masters.values():
+            await self.create_topic(addr, config)
+        return sorted(masters.values())
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        for addr in (await self.masters(cluster)).values():
+            await self._ok(addr, self._req(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}))
+        for ns in self.instance.config.namesrv_addrs:
+            await self._ok(ns, self._req(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}))
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
+        route = await self.topic_route(topic)
+        table = {}
+        for data in route.broker_datas:
+            addr = master_addr(route, data.broker_name)
+            if addr is None:
+                continue
+            response = await self._ok(
+                addr, self._req(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+            )
+            table.update(decode_body(TopicStatsTable, response.body).offset_table)
+        return TopicStatsTable(offset_table=table)
+
+    # ------------------------------------------------------------------ brokers
+
+    async def runtime_info(self, addr: str) -> dict[str, str]:
+        response = await self._ok(addr, self._req(RequestCode.GET_BROKER_RUNTIME_INFO))
+        return decode_body(KVTable, response.body).table
+
+    async def broker_config(self, addr: str) -> str:
+        response = await self._ok(addr, self._req(RequestCode.GET_BROKER_CONFIG))
+        return bytes(response.body).decode()
+
+    async def ha_status(self, addr: str) -> dict[str, Any]:
+        info = await self.runtime_info(addr)
+        status: dict[str, Any] = {"brokerRole": info.get("brokerRole", "")}
+        status["commitLogMaxOffset"] = int(info.get("commitLogMaxOffset", "0"))
+        if "haSlaves" in info:
+            status["slaves"] = json.loads(info["haSlaves"])
+        for key in ("masterAddr", "haMasterAddr", "haConnected"):
+            if key in info:
+                status[key] = info[key]
+        return status
+
+    # ------------------------------------------------------------------ groups
+
+    async def update_sub_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        await self._ok(
+            addr,
+            self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=encode_body(config)),
+        )
+
+    async def delete_sub_group(self, addr: str, group: str) -> None:
+        await self._ok(addr, self._req(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group}))
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """Per-queue broker and consumer offsets, over every master of the group's topics."""
+        addrs: set[str] = set()
+        for t in {topic or "", K.retry_topic(group)} - {""}:
+            route = await self.instance.fetch_route(t)
+            if route is not None:
+                addrs |= {master_addr(route, d.broker_name) or "" for d in route.broker_datas} - {
+                    ""
+                }
+        table, tps = {}, 0.0
+        fields = {"consumerGroup": group, **({"topic": topic} if topic else {})}
+        for addr in sorted(addrs):
+            response = await self._ok(addr, self._req(RequestCode.GET_CONSUME_STATS, fields))
+            stats = decode_body(ConsumeStats, response.body)
+            table.update(stats.offset_table)
+            tps += stats.consume_tps
+        return ConsumeStats(offset_table=table, consume_tps=tps)
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        route = await self.instance.fetch_route(K.retry_topic(group))
+        if route is None:
+            raise MQClientError(f"the consumer group {group} is not online")
+        last: Exception | None = None
+        for addr in sorted(all_broker_addrs(route)):
+            try:
+                response = await self._ok(
+                    addr,
+                    self._req(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}),
+                )
+            except (MQBrokerError, RemotingError, OSError) as exc:
+                last = exc
+                continue
+            return decode_body(ConsumerConnection, response.body)
+        raise MQClientError(f"the consumer group {group} is not online: {last}")
+
+    # ------------------------------------------------------------------ messages
+
+    async def view_message(self, offset_msg_id: str) -> codec.MessageExt:
+        stored = codec.decode_offset_msg_id(offset_msg_id)
+        response = await self._ok(
+            stored.addr,
+            self._req(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(stored.phys_offset)}),
+        )
+        return codec.decode_message(response.body)
+
+    async def query_by_key(
+        self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: int = 2**62
+    ) -> list[codec.MessageExt]:
+        route = await self.topic_route(topic)
+        found: list[codec.MessageExt] = []
+        fields = {
+            "topic": topic,
+            "key": key,
+            "maxNum": str(max_num),
+            "beginTimestamp": str(begin),
+            "endTimestamp": str(end),
+        }
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            addr = master_addr(route, data.broker_name) or next(iter(data.broker_addrs.values()))
+            response = await self.instance.invoke(
+                addr, self._req(RequestCode.QUERY_MESSAGE, fields), 10
+            )
+            if response.code == ResponseCode.SUCCESS and response.body:
+                found += codec.decode_messages(response.body)
+        return [m for m in found if key in codec.split_keys(m.keys) or m.msg_id == key]
+
+    async def query_by_unique_key(self, topic: str, msg_id: str) -> list[codec.MessageExt]:
+        return [m for m in await self.query_by_key(topic, msg_id) if m.msg_id == msg_id]
+
+    # ------------------------------------------------------------------ diagnosis
+
+    async def diagnose_group(self, group: str, topic: str) -> dict[str, Any]:
+        """Why is a message not consumed? Route, members and their subscriptions, per-queue
+        lag, retry and dead-letter depth, in one report."""
+        report: dict[str, Any] = {"group": group, "topic": topic, "problems": []}
+        problems: list[str] = report["problems"]
+        try:
+            route = await self.topic_route(topic)
+            report["brokers"] = {
+                d.broker_name: {str(k): v for k, v in d.broker_addrs.items()}
+                for d in route.broker_datas
+            }
+            no_master = [
+                d.broker_name for d in route.broker_datas if MASTER_ID not in d.broker_addrs
+            ]
+            if no_master:
+                problems.append(f"brokers without a live master (no new messages): {no_master}")
+            unreadable = [q.broker_name for q in route.queue_datas if not K.is_readable(q.perm)]
+            if unreadable:
+                problems.append(f"topic not readable on {unreadable}")
+        except MQClientError as exc:
+            problems.append(str(exc))
+            return report
+        try:
+            connection = await self.consumer_connection(group)
+            report["members"] = sorted(c.client_id for c in connection.connection_set)
+            sub = connection.subscription_table.get(topic)
+            report["subscription"] = sub.sub_string if sub else None
+            if sub is None:
+                problems.append(f"no member of {group} subscribes to {topic}")
+            if connection.inconsistent_subscriptions:
+                report["inconsistentSubscriptions"] = connection.inconsistent_subscriptions
+                problems.append("members subscribe differently (messages may be filtered away)")
+        except MQClientError:
+            report["members"] = []
+            problems.append(f"no consumer of {group} is online")
+        queues, total_lag = [], 0
+        try:
+            stats = await self.consume_stats(group, topic)
+            for mq, w in sorted(stats.offset_table.items()):
+                if mq.topic != topic:
+                    continue
+                lag = max(0, w.broker_offset - w.consumer_offset)
+                total_lag += lag
+                queues.append(
+                    {
+                        "broker": mq.broker_name,
+                        "queueId": mq.queue_id,
+                        "brokerOffset": w.broker_offset,
+                        "consumerOffset": w.consumer_offset,
+                        "lag": lag,
+                        "lastConsumeTimestamp": w.last_timestamp,
+                    }
+                )
+        except (MQClientError, RemotingError) as exc:
+            problems.append(f"consume stats unavailable: {exc}")
+        report["queues"], report["totalLag"] = queues, total_lag
+        if total_lag and not report.get("members"):
+            problems.append(f"{total_lag} messages wait and nobody consumes them")
+        report["retryDepth"] = await self._depth(K.retry_topic(group))
+        report["dlqDepth"] = await self._depth(K.dlq_topic(group))
+        if report["dlqDepth"]:
+            problems.append(
+                f"{report['dlqDepth']} messages are in {K.dlq_topic(group)} (failed too often)"
+            )
+        return report
+
+    async def _depth(self, topic: str) -> int:
+        try:
+            stats = await self.topic_stats(topic)
+        except (MQClientError, MQBrokerError, RemotingError):
+            return 0
+        return sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
+
+
+def run_admin(namesrv_addr: str, fn) -> Any:
+    """Run ``await fn(admin)`` in a fresh Trio loop (the synchronous facade for scripts)."""
+
+    async def main() -> Any:
+        async with AdminClient.open(namesrv_addr) as admin:
+            return await fn(admin)
+
+    return trio.run(main)

@@ -1,0 +1,491 @@
+"""PushConsumer (DefaultMQPushConsumer): subscribe, rebalance, long-polling pulls per queue,
+concurrent or orderly consumption, retries through the broker, offsets committed every 5 s.
+
+Clustering splits the queues of each subscribed topic among the group's members with the
+chosen allocation strategy (averagely by default) and re-splits every 20 s and whenever a broker
+says the group changed; broadcasting gives every member every queue and keeps offsets locally.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from client.allocate import Strategy, averagely
+from client.errors import MQClientError
+from client.instance import ClientConfig, MQClientInstance
+from client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
+from client.process_queue import ProcessQueue
+from client.puller import Puller, PullTarget
+from client.route import MASTER_ID, broker_addr, master_addr, subscribe_queues
+from remoting import constants as K
+from remoting import message as codec
+from remoting.body import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    GetConsumerListByGroupResponseBody,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageModel,
+    MessageQueue,
+    ResetOffsetBody,
+    SubscriptionData,
+)
+from remoting.codes import RequestCode, ResponseCode
+from remoting.errors import RemotingError
+from remoting.message import MessageExt
+from remoting.serde import decode_body, encode_body
+
+log = logging.getLogger(__name__)
+
+REBALANCE_INTERVAL_S = 20.0
+LOCAL_RETRY_DELAY_S = 5.0
+ORDERLY_SUSPEND_S = 1.0
+
+
+class ConsumeStatus(enum.Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+    # orderly listeners
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+OK = {ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.SUCCESS}
+Listener = Callable[[list[MessageExt]], ConsumeStatus | Awaitable[ConsumeStatus]]
+
+
+def subscription(topic: str, expression: str) -> SubscriptionData:
+    expression = (expression or "*").strip() or "*"
+    tags = set() if expression == "*" else {t.strip() for t in expression.split("||") if t.strip()}
+    return SubscriptionData(
+        topic=topic,
+        sub_string=expression,
+        tags_set=tags,
+        code_set={codec.java_string_hash(t) for t in tags},
+        sub_version=int(time.time() * 1000),
+    )
+
+
+class PushConsumer:
+    def __init__(
+        self,
+        instance: MQClientInstance,
+        group: str,
+        listener: Listener,
+        *,
+        orderly: bool = False,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate: Strategy = averagely,
+        consume_thread_max: int = 20,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * 1024 * 1024,
+        max_reconsume_times: int = 16,
+        offset_dir: Path | None = None,
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.listener = listener
+        self.orderly = orderly
+        self.model = message_model
+        self.from_where = consume_from_where
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.allocate = allocate
+        self.threads = consume_thread_max
+        self.max_reconsume_times = max_reconsume_times
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.queues: dict[MessageQueue, ProcessQueue] = {}
+        self.puller = Puller(
+            instance,
+            group,
+            batch=pull_batch_size,
+            max_count=pull_threshold_for_queue,
+            max_bytes=pull_threshold_size_for_queue,
+        )
+        if message_model is MessageModel.BROADCASTING:
+            base = offset_dir or Path.home() / ".rocketmq_offsets"
+            self.offsets: OffsetStore = LocalFileOffsetStore(
+                base / instance.client_id / group / "offsets.json"
+            )
+        else:
+            self.offsets = RemoteBrokerOffsetStore(instance, group)
+        self._rebalance_now = trio.Event()
+        self._rebalance_lock = trio.Lock()
+        self._work_send, self._work_receive = trio.open_memory_channel[tuple](10_000)
+        self._nursery: trio.Nursery | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        namesrv_addr: str,
+        group: str,
+        listener: Listener,
+        subscriptions: dict[str, str],
+        *,
+        instance_name: str | None = None,
+        **kwargs: object,
+    ) -> AsyncIterator[PushConsumer]:
+        config = ClientConfig(namesrv_addr)
+        if instance_name:
+            config = ClientConfig(namesrv_addr, instance_name=instance_name)
+        async with MQClientInstance.open(config) as instance:
+            consumer = cls(instance, group, listener, **kwargs)  # type: ignore[arg-type]
+            for topic, expression in subscriptions.items():
+                consumer.subscribe(topic, expression)
+            async with trio.open_nursery() as nursery:
+                await consumer.start(nursery)
+                try:
+                    yield consumer
+                finally:
+                    await consumer.shutdown()
+                    nursery.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ Member
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.subscriptions[topic] = subscription(topic, expression)
+
+    def heartbeat_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_PASSIVELY,
+            message_model=self.model,
+            consume_from_where=self.from_where,
+            subscription_data_set=list(self.subscriptions.values()),
+        )
+
+    def topics(self) -> set[str]:
+        return set(self.subscriptions)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        if not self.subscriptions:
+            raise MQClientError("subscribe to at least one topic before starting")
+        if self.model is MessageModel.CLUSTERING:
+            retry = K.retry_topic(self.group)
+            self.subscriptions.setdefault(retry, subscription(retry, "*"))
+        self._nursery = nursery
+        instance = self.instance
+        instance.members.append(self)
+        instance.register_server_request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._notified)
+        instance.register_server_request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._reset_offset
+        )
+        instance.register_server_request(RequestCode.GET_CONSUMER_RUNNING_INFO, self._running_info)
+        for topic in self.subscriptions:
+            try:
+                await instance.fetch_route(topic)
+            except MQClientError as exc:
+                log.warning("no route for %s yet: %s", topic, exc)
+        await instance.send_heartbeat()
+        for _ in range(1 if self.orderly else self.threads):
+            nursery.start_soon(self._consume_worker)
+        nursery.start_soon(self._rebalance_loop)
+        nursery.start_soon(self._persist_loop)
+        await self.rebalance()
+
+    async def shutdown(self) -> None:
+        with trio.CancelScope(shield=True):
+            for pq in self.queues.values():
+                pq.drop()
+            await self.offsets.persist(set(self.queues))
+            if self.orderly:
+                await self._unlock(set(self.queues))
+            await self.instance.unregister(None, self.group)
+
+    # ------------------------------------------------------------------ broker requests
+
+    def _notified(self, connection: object, request: object) -> None:
+        self._rebalance_now.set()
+
+    async def _reset_offset(self, connection: object, request) -> None:
+        body = decode_body(ResetOffsetBody, request.body)
+        topic = request.ext("topic")
+        for mq, offset in body.offset_table.items():
+            pq = self.queues.pop(mq, None)
+            if pq is not None:
+                pq.drop()
+            self.offsets.update(mq, offset, increase_only=False)
+        await self.offsets.persist(set(body.offset_table))
+        log.info("offsets of %s reset by the broker for %d queues", topic, len(body.offset_table))
+        self._rebalance_now.set()
+
+    def _running_info(self, connection: object, request):
+        props = {
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+            "PROP_CONSUME_ORDERLY": str(self.orderly).lower(),
+            "PROP_THREADPOOL_CORE_SIZE": str(self.threads),
+            "PROP_CLIENT_VERSION": "V4_9_4",
+            "PROP_CONSUMER_START_TIMESTAMP": "0",
+        }
+        body = encode_body(
+            {
+                "properties": props,
+                "subscriptionSet": list(self.subscriptions.values()),
+                "mqTable": {},
+                "statusTable": {},
+            }
+        )
+        return request.make_response(body=body)
+
+    # ------------------------------------------------------------------ rebalance
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with trio.move_on_after(REBALANCE_INTERVAL_S):
+                await self._rebalance_now.wait()
+            self._rebalance_now = trio.Event()
+            await self.rebalance()
+
+    async def _member_ids(self, topic: str) -> list[str]:
+        route = await self.instance.route(topic)
+        if route is None:
+            return []
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            found = broker_addr(route, data.broker_name)
+            if found is None:
+                continue
+            request = self.instance.request(
+                RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group}
+            )
+            try:
+                response = await self.instance.invoke(found[0], request)
+            except (RemotingError, OSError):
+                continue
+            if response.code == ResponseCode.SUCCESS:
+                return sorted(
+                    decode_body(GetConsumerListByGroupResponseBody, response.body).consumer_id_list
+                )
+        return []
+
+    async def rebalance(self) -> None:
+        # One at a time: a notification arriving mid-rebalance must not start a second puller.
+        async with self._rebalance_lock:
+            await self._rebalance()
+
+    async def _rebalance(self) -> None:
+        for topic in list(self.subscriptions):
+            try:
+                route = await self.instance.fetch_route(topic)
+            except MQClientError as exc:
+                log.info("rebalance of %s: %s", topic, exc)
+                continue
+            if route is None:
+                continue
+            mqs = subscribe_queues(topic, route)
+            if self.model is MessageModel.BROADCASTING:
+                mine = set(mqs)
+            else:
+                cids = await self._member_ids(topic)
+                if not cids:
+                    continue
+                mine = set(self.allocate(self.instance.client_id, mqs, cids))
+            await self._update_queues(topic, mine)
+
+    async def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
+        current = {mq for mq in self.queues if mq.topic == topic}
+        gone = current - mine
+        for mq in gone:
+            pq = self.queues.pop(mq)
+            pq.drop()
+        if gone:
+            await self.offsets.persist(gone)
+            for mq in gone:
+                self.offsets.remove(mq)
+            if self.orderly:
+                await self._unlock(gone)
+        added = sorted(mine - current)
+        if self.orderly:
+            added = sorted(await self._lock(set(added)))
+        for mq in added:
+            try:
+                offset = await self._start_offset(mq)
+            except (RemotingError, OSError, MQClientError) as exc:
+                log.warning("cannot start %s: %s", mq, exc)
+                continue
+            pq = ProcessQueue(locked=self.orderly)
+            self.queues[mq] = pq
+            assert self._nursery is not None
+            self._nursery.start_soon(self._pull_queue, mq, pq, offset)
+            if self.orderly:
+                self._nursery.start_soon(self._consume_orderly, mq, pq)
+        if gone or added:
+            log.info("rebalance %s: -%d +%d -> %d queues", topic, len(gone), len(added), len(mine))
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        stored = await self.offsets.read_from_store(mq)
+        if stored >= 0:
+            return stored
+        retry = mq.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX)
+        where = self.from_where
+        if where in (
+            ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            ConsumeFromWhere.CONSUME_FROM_MIN_OFFSET,
+        ) or (retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET):
+            return 0
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not retry:
+            return await self.puller.search_offset(mq, self.consume_timestamp_ms or 0)
+        return await self.puller.max_offset(mq)
+
+    async def _lock(self, mqs: set[MessageQueue]) -> set[MessageQueue]:
+        return await self._lock_call(RequestCode.LOCK_BATCH_MQ, mqs)
+
+    async def _unlock(self, mqs: set[MessageQueue]) -> None:
+        await self._lock_call(RequestCode.UNLOCK_BATCH_MQ, mqs)
+
+    async def _lock_call(self, code: int, mqs: set[MessageQueue]) -> set[MessageQueue]:
+        locked: set[MessageQueue] = set()
+        by_broker: dict[tuple[str, str], set[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault((mq.topic, mq.broker_name), set()).add(mq)
+        for (topic, broker), group in by_broker.items():
+            route = await self.instance.route(topic)
+            addr = master_addr(route, broker) if route is not None else None
+            if addr is None:
+                continue
+            body = encode_body(
+                LockBatchRequestBody(
+                    consumer_group=self.group,
+                    client_id=self.instance.client_id,
+                    mq_set=sorted(group),
+                )
+            )
+            try:
+                response = await self.instance.invoke(addr, self.instance.request(code, body=body))
+            except (RemotingError, OSError):
+                continue
+            if code == RequestCode.LOCK_BATCH_MQ and response.code == ResponseCode.SUCCESS:
+                locked |= set(decode_body(LockBatchResponseBody, response.body).lock_ok_mq_set)
+        return locked
+
+    # ------------------------------------------------------------------ pulling
+
+    async def _pull_queue(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        sub = self.subscriptions[mq.topic]
+        target = PullTarget(mq, sub, commit=self.model is MessageModel.CLUSTERING)
+        with pq.cancel_scope:
+            async for msgs in self.puller.follow(target, pq, offset, self.offsets):
+                for msg in msgs:
+                    restore_retry_topic(msg, self.group)
+                pq.put(msgs)
+                if not self.orderly:
+                    for msg in msgs:
+                        await self._work_send.send((mq, pq, msg))
+
+    # ------------------------------------------------------------------ consuming
+
+    async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeStatus:
+        try:
+            status = self.listener(msgs)
+            if inspect.isawaitable(status):
+                status = await status
+        except Exception:
+            log.exception("listener raised: treated as RECONSUME_LATER")
+            return ConsumeStatus.RECONSUME_LATER
+        return status if isinstance(status, ConsumeStatus) else ConsumeStatus.RECONSUME_LATER
+
+    async def _consume_worker(self) -> None:
+        async for mq, pq, msg in self._work_receive:
+            if pq.dropped:
+                continue
+            status = await self._call_listener([msg])
+            if (
+                status not in OK
+                and self.model is MessageModel.CLUSTERING
+                and not await self.send_back(msg, 0)
+            ):
+                # Kept in the process queue (the offset stays below it) and tried here again.
+                self._later(mq, pq, msg)
+                continue
+            offset = pq.remove([msg])
+            if offset >= 0 and not pq.dropped:
+                self.offsets.update(mq, offset)
+
+    def _later(self, mq: MessageQueue, pq: ProcessQueue, msg: MessageExt) -> None:
+        async def resubmit() -> None:
+            await trio.sleep(LOCAL_RETRY_DELAY_S)
+            msg.reconsume_times += 1
+            await self._work_send.send((mq, pq, msg))
+
+        assert self._nursery is not None
+        self._nursery.start_soon(resubmit)
+
+    async def send_back(self, msg: MessageExt, delay_level: int) -> bool:
+        """CONSUMER_SEND_MSG_BACK to the broker that stored ``msg``: the broker re-delivers it
+        through %RETRY%group after a delay (and to %DLQ%group past max reconsume times)."""
+        fields = {
+            "offset": str(msg.commit_log_offset),
+            "group": self.group,
+            "delayLevel": str(delay_level),
+            "originMsgId": msg.msg_id,
+            "originTopic": msg.topic,
+            "unitMode": "false",
+            "maxReconsumeTimes": str(self.max_reconsume_times),
+        }
+        try:
+            response = await self.instance.invoke(
+                msg.store_host, self.instance.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields)
+            )
+        except (RemotingError, OSError) as exc:
+            log.info("send back of %s failed: %s", msg.msg_id, exc)
+            return False
+        return response.code == ResponseCode.SUCCESS
+
+    async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """One task per queue: messages in offset order, one at a time; a suspended message is
+        retried here until it succeeds or uses up its reconsume times (then it is sent back,
+        which the broker turns into a dead letter)."""
+        attempts = 0
+        with pq.consume_scope:
+            while not pq.dropped:
+                batch = pq.first(1)
+                if not batch:
+                    await pq.arrived.wait()
+                    continue
+                status = await self._call_listener(batch)
+                if status not in OK:
+                    attempts += 1
+                    if attempts <= self.max_reconsume_times:
+                        await trio.sleep(ORDERLY_SUSPEND_S)
+                        continue
+                    batch[0].reconsume_times = self.max_reconsume_times
+                    if not await self.send_back(batch[0], 3 + self.max_reconsume_times):
+                        await trio.sleep(ORDERLY_SUSPEND_S)
+                        continue
+                attempts = 0
+                offset = pq.remove(batch)
+                if offset >= 0:
+                    self.offsets.update(mq, offset)
+
+    async def _persist_loop(self) -> None:
+        interval = self.instance.config.persist_consumer_offset_interval / 1000
+        while True:
+            await trio.sleep(interval)
+            await self.offsets.persist(set(self.queues))
+            if self.orderly and self.queues:
+                locked = await self._lock(set(self.queues))
+                for mq, pq in self.queues.items():
+                    pq.locked = mq in locked
+
+
+def restore_retry_topic(msg: MessageExt, group: str) -> None:
+    """A re-delivered message shows its original topic, as Java's resetRetryAndNamespace."""
+    original = msg.properties.get(codec.MessageConst.RETRY_TOPIC)
+    if original and msg.topic == K.retry_topic(group):
+        msg.topic = original
+
+
+__all__ = ["MASTER_ID", "ConsumeStatus", "PushConsumer"]

@@ -1,0 +1,217 @@
+"""MQClientInstance: what producers, consumers and admin tools share: the NameServer list, route
+tables, broker connections, heartbeats, and answers to the broker's own requests.
+
+NameServer choice is RocketMQ's: start at a random one and stick to it until it fails. Routes are
+refreshed every ``poll_name_server_interval`` and on demand; heartbeats go to every broker of a
+known route every ``heartbeat_broker_interval``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from client.errors import MQClientError
+from client.route import all_broker_addrs
+from remoting.body import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
+from remoting.serde import decode_body, encode_body
+
+log = logging.getLogger(__name__)
+
+NAMESRV_TIMEOUT_S = 3.0
+
+
+def local_ip() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+@attrs.frozen
+class ClientConfig:
+    namesrv_addr: str
+    instance_name: str = attrs.Factory(lambda: str(os.getpid()))
+    client_ip: str = attrs.Factory(local_ip)
+    poll_name_server_interval: int = 30_000  # ms
+    heartbeat_broker_interval: int = 30_000
+    persist_consumer_offset_interval: int = 5_000
+    request_timeout_ms: int = 3_000
+
+    @property
+    def client_id(self) -> str:
+        return f"{self.client_ip}@{self.instance_name}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+
+class Member(Protocol):
+    """A producer or consumer registered with the instance."""
+
+    def heartbeat_data(self) -> ProducerData | ConsumerData: ...
+
+    def topics(self) -> set[str]: ...
+
+
+class MQClientInstance:
+    def __init__(self, config: ClientConfig, remoting: RemotingClient) -> None:
+        if not config.namesrv_addrs:
+            raise MQClientError("no NameServer address: set namesrvAddr (host:port;host:port)")
+        self.config = config
+        self.remoting = remoting
+        self.routes: dict[str, TopicRouteData] = {}
+        self.members: list[Member] = []
+        self._namesrv_index = random.randrange(len(config.namesrv_addrs))
+        self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: ClientConfig) -> AsyncIterator[MQClientInstance]:
+        async with RemotingClient.open() as remoting, trio.open_nursery() as nursery:
+            instance = cls(config, remoting)
+            nursery.start_soon(instance._route_loop)
+            nursery.start_soon(instance._heartbeat_loop)
+            try:
+                yield instance
+            finally:
+                nursery.cancel_scope.cancel()
+
+    @property
+    def client_id(self) -> str:
+        return self.config.client_id
+
+    def register_server_request(self, code: int, handler: Callable[..., Any]) -> None:
+        self.remoting.register(code, handler)
+
+    # ------------------------------------------------------------------ calls
+
+    @staticmethod
+    def request(
+        code: int, fields: dict[str, str] | None = None, body: bytes = b"", *, oneway: bool = False
+    ) -> RemotingCommand:
+        return RemotingCommand.request(code, fields or {}, body, oneway=oneway, language="PYTHON")
+
+    async def invoke(
+        self, addr: str, command: RemotingCommand, timeout_s: float | None = None
+    ) -> RemotingCommand:
+        timeout = timeout_s if timeout_s is not None else self.config.request_timeout_ms / 1000
+        return await self.remoting.invoke(addr, command, timeout)
+
+    async def invoke_oneway(self, addr: str, command: RemotingCommand) -> None:
+        await self.remoting.invoke_oneway(addr, command)
+
+    async def invoke_namesrv(self, command: RemotingCommand) -> RemotingCommand:
+        """Current NameServer first; on failure the next one, which then becomes current."""
+        addrs = self.config.namesrv_addrs
+        last: Exception | None = None
+        for attempt in range(len(addrs)):
+            index = (self._namesrv_index + attempt) % len(addrs)
+            try:
+                response = await self.invoke(addrs[index], command, NAMESRV_TIMEOUT_S)
+            except (RemotingError, OSError) as exc:
+                last = exc
+                continue
+            self._namesrv_index = index
+            return response
+        raise MQClientError(f"no NameServer answered ({';'.join(addrs)}): {last}")
+
+    # ------------------------------------------------------------------ routes
+
+    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """The NameServer's route for ``topic`` (None if it has none); cached when found."""
+        response = await self.invoke_namesrv(
+            self.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        )
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise MQClientError(f"route of {topic}: code {response.code} {response.remark}")
+        route = decode_body(TopicRouteData, response.body)
+        old = self.routes.get(topic)
+        self.routes[topic] = route
+        if old != route:
+            for listener in self.route_listeners:
+                listener(topic, route)
+        return route
+
+    async def route(self, topic: str) -> TopicRouteData | None:
+        route = self.routes.get(topic)
+        return route if route is not None else await self.fetch_route(topic)
+
+    def topics(self) -> set[str]:
+        out = set(self.routes)
+        for member in self.members:
+            out |= member.topics()
+        return out
+
+    async def refresh_routes(self) -> None:
+        for topic in sorted(self.topics()):
+            try:
+                await self.fetch_route(topic)
+            except MQClientError as exc:
+                log.warning("route refresh of %s failed: %s", topic, exc)
+
+    async def _route_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.poll_name_server_interval / 1000)
+            await self.refresh_routes()
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def heartbeat(self) -> HeartbeatData:
+        producers, consumers = [], []
+        for member in self.members:
+            data = member.heartbeat_data()
+            (producers if isinstance(data, ProducerData) else consumers).append(data)
+        return HeartbeatData(
+            client_id=self.client_id, producer_data_set=producers, consumer_data_set=consumers
+        )
+
+    def broker_addrs(self) -> set[str]:
+        addrs: set[str] = set()
+        for route in self.routes.values():
+            addrs |= all_broker_addrs(route)
+        return addrs
+
+    async def send_heartbeat(self) -> None:
+        if not self.members:
+            return
+        body = encode_body(self.heartbeat())
+        for addr in sorted(self.broker_addrs()):
+            try:
+                response = await self.invoke(addr, self.request(RequestCode.HEART_BEAT, body=body))
+                if response.code != ResponseCode.SUCCESS:
+                    log.warning("heartbeat to %s: %s %s", addr, response.code, response.remark)
+            except (RemotingError, OSError) as exc:
+                log.info("heartbeat to %s failed: %s", addr, exc)
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await trio.sleep(self.config.heartbeat_broker_interval / 1000)
+            await self.send_heartbeat()
+
+    async def unregister(self, producer_group: str | None, consumer_group: str | None) -> None:
+        fields = {"clientID": self.client_id}
+        if producer_group:
+            fields["producerGroup"] = producer_group
+        if consumer_group:
+            fields["consumerGroup"] = consumer_group
+        for addr in sorted(self.broker_addrs()):
+            try:
+                await self.invoke(addr, self.request(RequestCode.UNREGISTER_CLIENT, fields), 1.0)
+            except (RemotingError, OSError):
+                pass

@@ -1,0 +1,291 @@
+"""Our Python client against real mqnamesrv + mqbroker processes."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+import trio
+
+from client.admin import AdminClient
+from client.consumer import ConsumeStatus, PushConsumer
+from client.message import Message, SendStatus
+from client.producer import Producer
+from remoting.body import MessageModel, TopicConfig
+from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+
+FAST_LEVELS = " ".join(["1s"] * 18)
+
+
+@pytest.fixture
+def cluster(processes, tmp_path):
+    ns = start_namesrv(processes, tmp_path)
+    broker = start_broker(
+        processes,
+        broker_conf(tmp_path, namesrvAddr=ns.addr, messageDelayLevel=FAST_LEVELS),
+    )
+    return ns, broker
+
+
+class Inbox:
+    """Collects deliveries; ``wait_for(n)`` returns once n distinct keys arrived."""
+
+    def __init__(self) -> None:
+        self.keys: Counter[str] = Counter()
+        self.by_queue: dict[int, list[str]] = defaultdict(list)
+        self.changed = trio.Event()
+
+    def add(self, msgs) -> ConsumeStatus:
+        for msg in msgs:
+            self.keys[msg.keys] += 1
+            self.by_queue[msg.queue_id].append(msg.keys)
+        self.changed.set()
+        self.changed = trio.Event()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def wait_for(self, n: int, timeout_s: float = 60) -> None:
+        with trio.fail_after(timeout_s):
+            while len(self.keys) < n:
+                await self.changed.wait()
+
+
+async def test_sync_async_oneway_batch_sends_are_all_consumed_once(cluster) -> None:
+    ns, _ = cluster
+    inbox = Inbox()
+    sent: list[str] = []
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(100):
+            result = await producer.send(Message("Mixed", f"s{i}".encode(), tags="A", keys=f"s{i}"))
+            assert result.status is SendStatus.SEND_OK and len(result.msg_id) == 32
+            sent.append(f"s{i}")
+        done = trio.Event()
+        acked: list[str] = []
+
+        def ok(result) -> None:
+            acked.append(result.msg_id)
+            if len(acked) == 50:
+                done.set()
+
+        for i in range(50):
+            producer.send_async(Message("Mixed", b"a", tags="A", keys=f"a{i}"), ok)
+            sent.append(f"a{i}")
+        with trio.fail_after(30):
+            await done.wait()
+        for i in range(20):
+            await producer.send_oneway(Message("Mixed", b"o", tags="A", keys=f"o{i}"))
+            sent.append(f"o{i}")
+        batch = await producer.send_batch(
+            [Message("Mixed", b"b" * 10_000, tags="A", keys=f"b{i}") for i in range(30)]
+        )
+        assert len(batch.msg_id.split(",")) == 30
+        sent += [f"b{i}" for i in range(30)]
+        big = await producer.send(Message("Mixed", b"z" * 100_000, tags="A", keys="big"))
+        assert big.status is SendStatus.SEND_OK
+        sent.append("big")
+
+    bodies: dict[str, bytes] = {}
+
+    def record(msgs):
+        for m in msgs:
+            bodies[m.keys] = m.body
+        return inbox.add(msgs)
+
+    async with PushConsumer.open(
+        ns.addr, "CG-mixed", record, {"Mixed": "A"}, consume_from_where=_first()
+    ):
+        await inbox.wait_for(len(sent))
+    assert set(inbox.keys) == set(sent) and max(inbox.keys.values()) == 1
+    assert bodies["big"] == b"z" * 100_000  # compressed on the wire, inflated for the listener
+
+
+def _first():
+    from remoting.body import ConsumeFromWhere
+
+    return ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+
+
+async def test_tag_filter_and_unknown_topic_auto_created(cluster) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(20):
+            await producer.send(Message("Tagged", b"x", tags="A" if i % 2 else "B", keys=f"k{i}"))
+    inbox = Inbox()
+    async with PushConsumer.open(
+        ns.addr, "CG-tags", inbox.add, {"Tagged": "B"}, consume_from_where=_first()
+    ):
+        await inbox.wait_for(10)
+    assert set(inbox.keys) == {f"k{i}" for i in range(0, 20, 2)}
+
+
+async def test_three_consumers_share_queues_and_rebalance_when_one_leaves(cluster) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG", default_topic_queue_nums=8) as producer:
+        for i in range(8):
+            await producer.send(Message("Shared", b"warm", keys=f"w{i}"))
+        inbox = Inbox()
+        members = []
+        async with trio.open_nursery() as nursery:
+            stops = []
+            for n in range(3):
+                stop = trio.Event()
+                stops.append(stop)
+
+                async def member(n=n, stop=stop, task_status=trio.TASK_STATUS_IGNORED):
+                    async with PushConsumer.open(
+                        ns.addr,
+                        "CG-shared",
+                        inbox.add,
+                        {"Shared": "*"},
+                        instance_name=f"member{n}",
+                        consume_from_where=_first(),
+                    ) as consumer:
+                        members.append(consumer)
+                        task_status.started()
+                        await stop.wait()
+
+                await nursery.start(member)
+
+            async def split() -> list[int]:
+                return sorted(len([mq for mq in c.queues if mq.topic == "Shared"]) for c in members)
+
+            with trio.fail_after(45):
+                while await split() != [2, 3, 3]:
+                    for c in members:
+                        c._rebalance_now.set()
+                    await trio.sleep(0.2)
+            stops[0].set()
+            with trio.fail_after(45):
+                while sorted(
+                    len([q for q in c.queues if q.topic == "Shared"]) for c in members[1:]
+                ) != [4, 4]:
+                    await trio.sleep(0.2)
+            for i in range(200):
+                await producer.send(Message("Shared", b"m", keys=f"m{i}"))
+            await inbox.wait_for(208)
+            for stop in stops[1:]:
+                stop.set()
+    assert {f"m{i}" for i in range(200)} <= set(inbox.keys)
+
+
+async def test_broadcasting_delivers_every_message_to_every_member(cluster, tmp_path) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        await producer.send(Message("Bcast", b"warm", keys="warm"))
+        inboxes = [Inbox(), Inbox()]
+        async with (
+            PushConsumer.open(
+                ns.addr,
+                "CG-b",
+                inboxes[0].add,
+                {"Bcast": "*"},
+                instance_name="b0",
+                message_model=MessageModel.BROADCASTING,
+                consume_from_where=_first(),
+                offset_dir=tmp_path / "off0",
+            ),
+            PushConsumer.open(
+                ns.addr,
+                "CG-b",
+                inboxes[1].add,
+                {"Bcast": "*"},
+                instance_name="b1",
+                message_model=MessageModel.BROADCASTING,
+                consume_from_where=_first(),
+                offset_dir=tmp_path / "off1",
+            ),
+        ):
+            for i in range(50):
+                await producer.send(Message("Bcast", b"m", keys=f"m{i}"))
+            for inbox in inboxes:
+                await inbox.wait_for(51)
+    for inbox in inboxes:
+        assert {f"m{i}" for i in range(50)} <= set(inbox.keys)
+
+
+async def test_orderly_keeps_per_key_order(cluster) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(300):
+            key = f"order{i % 5}"
+            await producer.send_orderly(Message("Ordered", f"{i}".encode(), keys=f"{key}:{i}"), key)
+    seen: dict[str, list[int]] = defaultdict(list)
+    inbox = Inbox()
+
+    async def listener(msgs):
+        for m in msgs:
+            key, i = m.keys.split(":")
+            seen[key].append(int(i))
+        await trio.sleep(0)
+        return inbox.add(msgs) and ConsumeStatus.SUCCESS
+
+    async with PushConsumer.open(
+        ns.addr, "CG-order", listener, {"Ordered": "*"}, orderly=True, consume_from_where=_first()
+    ):
+        await inbox.wait_for(300)
+    for key, values in seen.items():
+        assert values == sorted(values), key
+
+
+async def test_reconsume_later_redelivers_through_the_retry_topic(cluster) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(10):
+            await producer.send(Message("Flaky", b"x", keys=f"f{i}"))
+    attempts: Counter[str] = Counter()
+    inbox = Inbox()
+
+    def listener(msgs):
+        for m in msgs:
+            attempts[m.keys] += 1
+            if attempts[m.keys] == 1:
+                return ConsumeStatus.RECONSUME_LATER
+            assert m.topic == "Flaky" and m.reconsume_times == 1
+        return inbox.add(msgs)
+
+    async with PushConsumer.open(
+        ns.addr, "CG-flaky", listener, {"Flaky": "*"}, consume_from_where=_first()
+    ):
+        await inbox.wait_for(10)
+    assert all(v == 2 for v in attempts.values())
+
+
+async def test_offsets_resume_after_a_consumer_restart(cluster) -> None:
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(50):
+            await producer.send(Message("Resume", b"x", keys=f"first{i}"))
+        inbox = Inbox()
+        async with PushConsumer.open(
+            ns.addr, "CG-resume", inbox.add, {"Resume": "*"}, consume_from_where=_first()
+        ):
+            await inbox.wait_for(50)
+        for i in range(30):
+            await producer.send(Message("Resume", b"x", keys=f"second{i}"))
+    again = Inbox()
+    async with PushConsumer.open(ns.addr, "CG-resume", again.add, {"Resume": "*"}):
+        await again.wait_for(30)
+        await trio.sleep(0.5)  # a grace period in which a wrongly rewound offset would show
+    assert set(again.keys) == {f"second{i}" for i in range(30)}
+
+
+async def test_producer_moves_to_the_other_master_when_one_is_killed(processes, tmp_path) -> None:
+    ns = start_namesrv(processes, tmp_path)
+    a = start_broker(processes, broker_conf(tmp_path, "broker-a", namesrvAddr=ns.addr))
+    start_broker(processes, broker_conf(tmp_path, "broker-b", namesrvAddr=ns.addr), "broker-b")
+    async with AdminClient.open(ns.addr) as admin:
+        created = await admin.create_topic_in_cluster(
+            "TestCluster",
+            TopicConfig(topic_name="TwoMasters", read_queue_nums=4, write_queue_nums=4),
+        )
+        assert len(created) == 2
+    async with Producer.open(ns.addr, "PG", send_msg_timeout_ms=1000) as producer:
+        brokers = set()
+        for _ in range(40):
+            brokers.add(
+                (await producer.send(Message("TwoMasters", b"x"))).message_queue.broker_name
+            )
+        assert brokers == {"broker-a", "broker-b"}
+        a.kill()
+        results = [await producer.send(Message("TwoMasters", b"y")) for _ in range(20)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert {r.message_queue.broker_name for r in results[5:]} == {"broker-b"}
