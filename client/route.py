@@ -3,6 +3,8 @@ which address serves a broker group."""
 
 from __future__ import annotations
 
+import random
+
 import attrs
 
 from remoting import constants as K
@@ -18,7 +20,8 @@ class TopicPublishInfo:
 
     queues: list[MessageQueue]
     order_topic: bool = False
-    _next: int = 0
+    # Java's ThreadLocalIndex starts at a random value: short-lived producers spread too.
+    _next: int = attrs.Factory(lambda: random.randrange(1 << 16))
 
     def select(self, avoid_broker: str | None = None) -> MessageQueue:
         """Round-robin; on a retry, the next queue on another broker when there is one."""

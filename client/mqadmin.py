@@ -1,0 +1,401 @@
+"""``mqadmin``: RocketMQ's admin command line (subcommand and flag names as in Java's tool).
+Tables for people by default, ``--json`` for scripts. Exit 1 with a message on any error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from client.admin import AdminClient
+from client.errors import MQClientError
+from client.message import Message
+from client.producer import Producer
+from remoting import constants as K
+from remoting.body import SubscriptionGroupConfig, TopicConfig
+from remoting.errors import RemotingError
+from remoting.message import MessageExt
+from remoting.serde import unstructure_body
+
+Command = Callable[[AdminClient, argparse.Namespace], Awaitable[Any]]
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Command]] = {}
+
+
+def command(
+    name: str, help: str, setup: Callable[[argparse.ArgumentParser], None] = lambda p: None
+):
+    def register(fn: Command) -> Command:
+        COMMANDS[name] = (help, setup, fn)
+        return fn
+
+    return register
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [headers] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def message_view(m: MessageExt) -> dict[str, Any]:
+    return {
+        "msgId": m.msg_id,
+        "offsetMsgId": m.offset_msg_id,
+        "topic": m.topic,
+        "tags": m.tags,
+        "keys": m.keys,
+        "queueId": m.queue_id,
+        "queueOffset": m.queue_offset,
+        "commitLogOffset": m.commit_log_offset,
+        "reconsumeTimes": m.reconsume_times,
+        "bornTimestamp": m.born_timestamp,
+        "storeTimestamp": m.store_timestamp,
+        "bornHost": m.born_host,
+        "storeHost": m.store_host,
+        "properties": m.properties,
+        "body": m.body.decode("utf-8", "replace"),
+    }
+
+
+def where(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("-c", "--clusterName")
+    group.add_argument("-b", "--brokerAddr")
+
+
+async def targets(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+    if args.brokerAddr:
+        return [args.brokerAddr]
+    return list((await admin.masters(args.clusterName)).values())
+
+
+# ---------------------------------------------------------------------- cluster and brokers
+
+
+@command("clusterList", "list clusters, brokers and their load")
+async def cluster_list(admin: AdminClient, args: argparse.Namespace) -> Any:
+    info = await admin.cluster_info()
+    rows = []
+    for cluster, names in sorted(info.cluster_addr_table.items()):
+        for name in sorted(names):
+            for bid, addr in sorted(info.broker_addr_table[name].broker_addrs.items()):
+                try:
+                    rt = await admin.runtime_info(addr)
+                except (MQClientError, RemotingError, OSError):
+                    rt = {}
+                rows.append(
+                    [
+                        cluster,
+                        name,
+                        bid,
+                        addr,
+                        rt.get("brokerVersionDesc", "?"),
+                        rt.get("commitLogMaxOffset", "?"),
+                        rt.get("brokerRole", "?"),
+                    ]
+                )
+    headers = ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#MaxOffset", "#Role"]
+    return {"headers": headers, "rows": rows}
+
+
+@command("brokerStatus", "a broker's runtime info", lambda p: where(p))
+async def broker_status(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return {addr: await admin.runtime_info(addr) for addr in await targets(admin, args)}
+
+
+@command("getBrokerConfig", "a broker's configuration", lambda p: where(p))
+async def get_broker_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return {addr: await admin.broker_config(addr) for addr in await targets(admin, args)}
+
+
+@command("haStatus", "replication status of masters (per slave) and slaves", lambda p: where(p))
+async def ha_status(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return {addr: await admin.ha_status(addr) for addr in await targets(admin, args)}
+
+
+# ---------------------------------------------------------------------- topics
+
+
+def _topic_setup(p: argparse.ArgumentParser) -> None:
+    where(p)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-r", "--readQueueNums", type=int, default=8)
+    p.add_argument("-w", "--writeQueueNums", type=int, default=8)
+    p.add_argument("-p", "--perm", type=int, default=6)
+    p.add_argument("-o", "--order", choices=["true", "false"], default="false")
+
+
+@command("updateTopic", "create or update a topic", _topic_setup)
+async def update_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
+    problem = K.topic_name_problem(args.topic)
+    if problem:
+        raise MQClientError(f"invalid topic {args.topic!r}: {problem}")
+    config = TopicConfig(
+        topic_name=args.topic,
+        read_queue_nums=args.readQueueNums,
+        write_queue_nums=args.writeQueueNums,
+        perm=args.perm,
+        order=args.order == "true",
+    )
+    done = []
+    for addr in await targets(admin, args):
+        await admin.create_topic(addr, config)
+        done.append(addr)
+    return {"created": args.topic, "brokers": done, "config": unstructure_body(config)}
+
+
+@command(
+    "deleteTopic",
+    "delete a topic from a cluster's brokers and the NameServers",
+    lambda p: (
+        p.add_argument("-t", "--topic", required=True),
+        p.add_argument("-c", "--clusterName", required=True),
+    ),
+)
+async def delete_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
+    await admin.delete_topic(args.topic, args.clusterName)
+    return {"deleted": args.topic, "cluster": args.clusterName}
+
+
+@command("topicList", "every topic the NameServers know")
+async def topic_list(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return await admin.topic_list()
+
+
+@command("topicRoute", "a topic's route", lambda p: p.add_argument("-t", "--topic", required=True))
+async def topic_route(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return unstructure_body(await admin.topic_route(args.topic))
+
+
+@command(
+    "topicStatus",
+    "min/max offset per queue",
+    lambda p: p.add_argument("-t", "--topic", required=True),
+)
+async def topic_status(admin: AdminClient, args: argparse.Namespace) -> Any:
+    stats = await admin.topic_stats(args.topic)
+    rows = [
+        [mq.broker_name, mq.queue_id, o.min_offset, o.max_offset, o.last_update_timestamp]
+        for mq, o in sorted(stats.offset_table.items())
+    ]
+    return {
+        "headers": ["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"],
+        "rows": rows,
+    }
+
+
+# ---------------------------------------------------------------------- groups
+
+
+def _group_setup(p: argparse.ArgumentParser) -> None:
+    where(p)
+    p.add_argument("-g", "--groupName", required=True)
+    p.add_argument("-r", "--retryQueueNums", type=int, default=1)
+    p.add_argument("-q", "--retryMaxTimes", type=int, default=16)
+    p.add_argument("-i", "--brokerId", type=int, default=0)
+    p.add_argument("-w", "--whichBrokerWhenConsumeSlowly", type=int, default=1)
+    p.add_argument("-s", "--consumeEnable", choices=["true", "false"], default="true")
+    p.add_argument("-d", "--consumeBroadcastEnable", choices=["true", "false"], default="true")
+
+
+@command("updateSubGroup", "create or update a subscription group", _group_setup)
+async def update_sub_group(admin: AdminClient, args: argparse.Namespace) -> Any:
+    config = SubscriptionGroupConfig(
+        group_name=args.groupName,
+        consume_enable=args.consumeEnable == "true",
+        consume_broadcast_enable=args.consumeBroadcastEnable == "true",
+        retry_queue_nums=args.retryQueueNums,
+        retry_max_times=args.retryMaxTimes,
+        broker_id=args.brokerId,
+        which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
+    )
+    addrs = await targets(admin, args)
+    for addr in addrs:
+        await admin.update_sub_group(addr, config)
+    return {"updated": args.groupName, "brokers": addrs}
+
+
+@command(
+    "deleteSubGroup",
+    "delete a subscription group",
+    lambda p: (where(p), p.add_argument("-g", "--groupName", required=True)),
+)
+async def delete_sub_group(admin: AdminClient, args: argparse.Namespace) -> Any:
+    addrs = await targets(admin, args)
+    for addr in addrs:
+        await admin.delete_sub_group(addr, args.groupName)
+    return {"deleted": args.groupName, "brokers": addrs}
+
+
+@command(
+    "consumerProgress",
+    "per-queue broker offset, consumer offset and lag of a group",
+    lambda p: (p.add_argument("-g", "--groupName", required=True), p.add_argument("-t", "--topic")),
+)
+async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Any:
+    stats = await admin.consume_stats(args.groupName, args.topic)
+    rows = [
+        [
+            mq.topic,
+            mq.broker_name,
+            mq.queue_id,
+            w.broker_offset,
+            w.consumer_offset,
+            max(0, w.broker_offset - w.consumer_offset),
+        ]
+        for mq, w in sorted(stats.offset_table.items())
+    ]
+    total = sum(r[-1] for r in rows)
+    return {
+        "headers": [
+            "#Topic",
+            "#Broker Name",
+            "#QID",
+            "#Broker Offset",
+            "#Consumer Offset",
+            "#Diff",
+        ],
+        "rows": rows,
+        "footer": f"Consume TPS: {stats.consume_tps:.2f}\nDiff Total: {total}",
+    }
+
+
+@command(
+    "consumerConnection",
+    "a group's online members",
+    lambda p: p.add_argument("-g", "--consumerGroup", required=True),
+)
+async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return unstructure_body(await admin.consumer_connection(args.consumerGroup))
+
+
+@command(
+    "diagnoseGroup",
+    "why is this message not consumed? route, members, lag, retries and DLQ in one report",
+    lambda p: (
+        p.add_argument("-g", "--groupName", required=True),
+        p.add_argument("-t", "--topic", required=True),
+    ),
+)
+async def diagnose_group(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return await admin.diagnose_group(args.groupName, args.topic)
+
+
+# ---------------------------------------------------------------------- messages
+
+
+@command(
+    "queryMsgById",
+    "a message by its offsetMsgId",
+    lambda p: p.add_argument("-i", "--msgId", required=True),
+)
+async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return message_view(await admin.view_message(args.msgId))
+
+
+@command(
+    "queryMsgByKey",
+    "messages by key",
+    lambda p: (
+        p.add_argument("-t", "--topic", required=True),
+        p.add_argument("-k", "--msgKey", required=True),
+    ),
+)
+async def query_msg_by_key(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return [message_view(m) for m in await admin.query_by_key(args.topic, args.msgKey)]
+
+
+@command(
+    "queryMsgByUniqueKey",
+    "a message by its client msgId (UNIQ_KEY)",
+    lambda p: (
+        p.add_argument("-t", "--topic", required=True),
+        p.add_argument("-i", "--msgId", required=True),
+    ),
+)
+async def query_msg_by_unique_key(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return [message_view(m) for m in await admin.query_by_unique_key(args.topic, args.msgId)]
+
+
+def _send_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-p", "--body", required=True)
+    p.add_argument("-k", "--key")
+    p.add_argument("-c", "--tags")
+
+
+@command("sendMessage", "send one message", _send_setup)
+async def send_message(admin: AdminClient, args: argparse.Namespace) -> Any:
+    producer = Producer(admin.instance, "TOOLS_PRODUCER")
+    result = await producer.send(
+        Message(args.topic, args.body.encode(), tags=args.tags, keys=args.key)
+    )
+    return {
+        "brokerName": result.message_queue.broker_name,
+        "queueId": result.message_queue.queue_id,
+        "sendStatus": result.status.name,
+        "msgId": result.msg_id,
+        "offsetMsgId": result.offset_msg_id,
+        "queueOffset": result.queue_offset,
+    }
+
+
+# ---------------------------------------------------------------------- main
+
+
+def render(result: Any, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(result, indent=2, sort_keys=True, default=str)
+    if isinstance(result, dict) and "headers" in result:
+        out = table(result["headers"], result["rows"])
+        return out + ("\n\n" + result["footer"] if result.get("footer") else "")
+    if isinstance(result, list) and all(isinstance(x, str) for x in result):
+        return "\n".join(result)
+    if isinstance(result, dict) and all(isinstance(v, str) for v in result.values()):
+        return "\n\n".join(f"== {k}\n{v}" for k, v in result.items())
+    return json.dumps(result, indent=2, sort_keys=True, default=str)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="mqadmin", description="RocketMQ admin tool (rocketmq-trio)"
+    )
+    sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, setup, _) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("-n", "--namesrvAddr", default=None, help="host:port;host:port")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        setup(p)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    namesrv = args.namesrvAddr or os.environ.get("NAMESRV_ADDR")
+    if not namesrv:
+        print("mqadmin: no NameServer: pass -n host:port or set NAMESRV_ADDR", file=sys.stderr)
+        return 1
+    _, _, fn = COMMANDS[args.command]
+
+    async def run() -> Any:
+        async with AdminClient.open(namesrv) as admin:
+            return await fn(admin, args)
+
+    try:
+        result = trio.run(run)
+    except (MQClientError, RemotingError, OSError) as exc:
+        print(f"mqadmin {args.command}: {exc}", file=sys.stderr)
+        return 1
+    print(render(result, args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""``mqadmin`` subcommands against a live NameServer + broker, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+
+
+@pytest.fixture
+def cluster(processes, tmp_path):
+    ns = start_namesrv(processes, tmp_path)
+    broker = start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr))
+    return ns, broker
+
+
+def mqadmin(ns, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "client.mqadmin", *args, "-n", ns.addr],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode == 0) == ok, done.stderr
+    return done
+
+
+def as_json(ns, *args: str):
+    return json.loads(mqadmin(ns, *args, "--json").stdout)
+
+
+def test_topic_lifecycle_and_status_table(cluster) -> None:
+    ns, broker = cluster
+    created = as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Admin", "-r", "2", "-w", "2")
+    assert created["brokers"] == [broker.addr]
+    assert "Admin" in mqadmin(ns, "topicList").stdout.split()
+    route = as_json(ns, "topicRoute", "-t", "Admin")
+    assert route["queueDatas"][0]["writeQueueNums"] == 2
+    for i in range(3):
+        sent = as_json(ns, "sendMessage", "-t", "Admin", "-p", f"hello {i}", "-k", f"key{i}")
+        assert sent["sendStatus"] == "SEND_OK"
+    table = mqadmin(ns, "topicStatus", "-t", "Admin").stdout.splitlines()
+    assert table[0].split() == [
+        "#Broker",
+        "Name",
+        "#QID",
+        "#Min",
+        "Offset",
+        "#Max",
+        "Offset",
+        "#Last",
+        "Updated",
+    ]
+    assert len(table) == 3 and sum(int(line.split()[3]) for line in table[1:]) == 3
+    [found] = as_json(ns, "queryMsgByKey", "-t", "Admin", "-k", "key1")
+    assert found["body"] == "hello 1"
+    by_id = as_json(ns, "queryMsgById", "-i", found["offsetMsgId"])
+    assert by_id["keys"] == "key1"
+    mqadmin(ns, "deleteTopic", "-t", "Admin", "-c", "TestCluster")
+    assert "Admin" not in mqadmin(ns, "topicList").stdout.split()
+
+
+def test_bad_topic_name_and_unknown_cluster_are_clear_errors(cluster) -> None:
+    ns, _ = cluster
+    bad = mqadmin(ns, "updateTopic", "-c", "TestCluster", "-t", "no spaces", ok=False)
+    assert "invalid topic" in bad.stderr
+    missing = mqadmin(ns, "updateTopic", "-c", "Nope", "-t", "T", ok=False)
+    assert "cluster 'Nope' not found" in missing.stderr
+
+
+def test_cluster_list_and_diagnose_group_without_consumers(cluster) -> None:
+    ns, broker = cluster
+    rows = mqadmin(ns, "clusterList").stdout.splitlines()
+    assert rows[1].split()[:4] == ["TestCluster", "broker-a", "0", broker.addr]
+    as_json(ns, "sendMessage", "-t", "Orphan", "-p", "waiting")
+    as_json(ns, "updateSubGroup", "-c", "TestCluster", "-g", "Nobody")
+    report = as_json(ns, "diagnoseGroup", "-g", "Nobody", "-t", "Orphan")
+    assert report["members"] == []
+    assert any("no consumer of Nobody is online" in p for p in report["problems"])
+    status = as_json(ns, "haStatus", "-b", broker.addr)
+    assert status[broker.addr]["brokerRole"] == "ASYNC_MASTER"
+    assert status[broker.addr]["slaves"] == []
