@@ -1,0 +1,77 @@
+"""Our Python client and the official C++ client on the same topics, both ways: same keys,
+tags and bodies on the other side."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from client.consumer import ConsumeStatus, PushConsumer
+from client.message import Message
+from client.producer import Producer
+from remoting.body import ConsumeFromWhere
+from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+from tests.interop.cppkit import acked_keys, run_driver
+
+pytestmark = pytest.mark.interop
+
+BIG = "x" * 10_000  # above the 4 KiB compression threshold
+
+
+@pytest.fixture
+def cluster(processes, tmp_path):
+    ns = start_namesrv(processes, tmp_path)
+    start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr))
+    return ns
+
+
+def test_python_producer_to_cpp_consumer(cluster) -> None:
+    ns = cluster
+    expected = {}
+
+    async def produce() -> None:
+        async with Producer.open(ns.addr, "PyPG") as producer:
+            for i in range(300):
+                tag = "TagA" if i % 2 else "TagB"
+                body = BIG if i == 7 else f"body-{i}"
+                await producer.send(Message("PyToCpp", body.encode(), tags=tag, keys=f"key-{i}"))
+                expected[f"key-{i}"] = (tag, body)
+
+    trio.run(produce)
+    events = run_driver(
+        "consume", "--ns", ns.addr, "--topic", "PyToCpp", "--group", "CppG", "--expect", "300"
+    )
+    got = {e["received"]: (e["tag"], e["body"]) for e in events if "received" in e}
+    assert got == expected
+
+
+def test_cpp_producer_to_python_consumer(cluster) -> None:
+    ns = cluster
+    acked = acked_keys(
+        run_driver("produce", "--ns", ns.addr, "--topic", "CppToPy", "--count", "300")
+    )
+    assert len(acked) == 300
+    got: dict[str, tuple[str | None, bytes]] = {}
+    done = trio.Event()
+
+    def listener(msgs):
+        for m in msgs:
+            got[m.keys] = (m.tags, m.body)
+        if len(got) >= 300:
+            done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async def consume() -> None:
+        async with PushConsumer.open(
+            ns.addr,
+            "PyG",
+            listener,
+            {"CppToPy": "*"},
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        ):
+            with trio.fail_after(60):
+                await done.wait()
+
+    trio.run(consume)
+    tags = ["TagA", "TagB"]
+    assert got == {f"key-{i}": (tags[i % 2], f"body-{i}".encode()) for i in range(300)}
