@@ -88,9 +88,13 @@ class RemoteBrokerOffsetStore(OffsetStore):
             "queueId": str(mq.queue_id),
             "commitOffset": str(offset),
         }
-        await self.instance.invoke_oneway(
-            addr, self.instance.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields, oneway=True)
+        # Answered, not oneway: a commit at shutdown must have landed before the next member
+        # (or this one restarted) reads the offset back.
+        response = await self.instance.invoke(
+            addr, self.instance.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         )
+        if response.code != ResponseCode.SUCCESS:
+            raise RemotingError(f"commit offset of {mq}: {response.code} {response.remark}")
 
 
 class LocalFileOffsetStore(OffsetStore):

@@ -289,3 +289,32 @@ async def test_producer_moves_to_the_other_master_when_one_is_killed(processes, 
         results = [await producer.send(Message("TwoMasters", b"y")) for _ in range(20)]
     assert all(r.status is SendStatus.SEND_OK for r in results)
     assert {r.message_queue.broker_name for r in results[5:]} == {"broker-b"}
+
+
+async def test_lite_pull_consumer_assign_poll_seek_commit(cluster) -> None:
+    from client.lite_pull import LitePullConsumer
+
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(40):
+            await producer.send(Message("Lite", b"x", keys=f"l{i}"))
+    async with LitePullConsumer.open(ns.addr, "CG-lite") as consumer:
+        mqs = await consumer.fetch_queues("Lite")
+        await consumer.assign(mqs)
+        got: list[str] = []
+        with trio.fail_after(30):
+            while len(got) < 40:
+                got += [m.keys for m in await consumer.poll(timeout_s=1)]
+        assert sorted(got) == sorted(f"l{i}" for i in range(40))
+        target = next(mq for mq in mqs if consumer.positions[mq] > 1)
+        end = consumer.positions[target]
+        await consumer.seek(target, 1)
+        again: list = []
+        with trio.fail_after(30):
+            while consumer.positions[target] < end:
+                again += await consumer.poll(timeout_s=1)
+        assert sorted(m.queue_offset for m in again) == list(range(1, end))
+        await consumer.commit()
+    async with LitePullConsumer.open(ns.addr, "CG-lite") as consumer:
+        await consumer.assign(mqs)
+        assert await consumer.poll(timeout_s=1) == []  # everything committed
