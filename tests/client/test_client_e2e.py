@@ -318,3 +318,28 @@ async def test_lite_pull_consumer_assign_poll_seek_commit(cluster) -> None:
     async with LitePullConsumer.open(ns.addr, "CG-lite") as consumer:
         await consumer.assign(mqs)
         assert await consumer.poll(timeout_s=1) == []  # everything committed
+
+
+def test_synchronous_facade_for_scripts(cluster) -> None:
+    import threading
+
+    from client.sync import SyncProducer, SyncPushConsumer
+
+    ns, _ = cluster
+    with SyncProducer(ns.addr, "PG-sync") as producer:
+        results = [producer.send(Message("Scripted", b"x", keys=f"k{i}")) for i in range(10)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def listener(msgs):
+        seen.update(m.keys for m in msgs)
+        if len(seen) == 10:
+            done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    with SyncPushConsumer(
+        ns.addr, "CG-sync", listener, {"Scripted": "*"}, consume_from_where=_first()
+    ):
+        assert done.wait(30)
+    assert seen == {f"k{i}" for i in range(10)}
