@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m deploy.local
+	$(BIN)/python -m deploy.mqcluster up deploy/$(LAYOUT) --foreground
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "$(PYTEST_MARKS)"

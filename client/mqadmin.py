@@ -347,6 +347,38 @@ async def send_message(admin: AdminClient, args: argparse.Namespace) -> Any:
     }
 
 
+def _consume_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-b", "--brokerName")
+    p.add_argument("-i", "--queueId", type=int)
+    p.add_argument("-o", "--offset", type=int, default=0)
+    p.add_argument("-c", "--messageCount", type=int, default=128)
+    p.add_argument("-g", "--consumerGroup", default="TOOLS_CONSUMER")
+
+
+@command("consumeMessage", "print messages of a topic (pulls; commits nothing)", _consume_setup)
+async def consume_message(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from client.puller import Puller, PullTarget
+    from client.route import subscribe_queues
+    from remoting.body import SubscriptionData
+
+    route = await admin.topic_route(args.topic)
+    puller = Puller(admin.instance, args.consumerGroup)
+    out: list[dict[str, Any]] = []
+    for mq in subscribe_queues(args.topic, route):
+        if args.brokerName not in (None, mq.broker_name) or args.queueId not in (None, mq.queue_id):
+            continue
+        target = PullTarget(mq, SubscriptionData(topic=args.topic), commit=False)
+        offset = args.offset
+        while len(out) < args.messageCount:
+            _, msgs, next_offset = await puller.pull_once(target, offset, suspend_ms=0)
+            out += [message_view(m) for m in msgs]
+            if not msgs or next_offset <= offset:
+                break
+            offset = next_offset
+    return out[: args.messageCount]
+
+
 # ---------------------------------------------------------------------- main
 
 

@@ -15,7 +15,7 @@ from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
 from remoting import constants as K
 from remoting import message as codec
-from remoting.body import MessageModel
+from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
@@ -98,6 +98,18 @@ class PullMessageProcessor:
             )
         return tags_filter(sub.sub_string)
 
+    def _replicated_topic(self, topic: str) -> TopicConfig | None:
+        """A slave holds messages of a topic its config sync has not brought yet (created on
+        the master less than 10 s before it died): serve them rather than answer
+        TOPIC_NOT_EXIST as RocketMQ would; the queues are those the replica has."""
+        if not self.broker.is_slave:
+            return None
+        queues = self.broker.store.consume_queue_table.get(topic)
+        if not queues:
+            return None
+        count = max(queues) + 1
+        return TopicConfig(topic_name=topic, read_queue_nums=count, write_queue_nums=count)
+
     def _checks(self, header: PullMessageRequestHeader) -> tuple[Any, Any]:
         broker = self.broker
         if not K.is_readable(broker.config.broker_permission):
@@ -116,7 +128,7 @@ class PullMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"subscription group no permission, {header.consumer_group}",
             )
-        topic_config = broker.topics.get(header.topic)
+        topic_config = broker.topics.get(header.topic) or self._replicated_topic(header.topic)
         if topic_config is None:
             raise RequestError(
                 ResponseCode.TOPIC_NOT_EXIST,

@@ -1,0 +1,178 @@
+"""``mqcluster`` with real processes: every layout comes up in order and goes down completely,
+refusals are clear, and the 2m-2s-sync layout survives losing a master."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import trio
+
+from client.admin import AdminClient
+from client.consumer import ConsumeStatus, PushConsumer
+from client.message import Message, SendStatus
+from client.producer import Producer
+from deploy.manifest import load_manifest
+from remoting.body import ConsumeFromWhere, TopicConfig
+
+REPO = Path(__file__).resolve().parents[2]
+LAYOUTS = ["single", "2m-2s-async", "2m-2s-sync"]
+
+
+def mqcluster(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "deploy.mqcluster", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    assert (done.returncode == 0) == ok, done.stdout + done.stderr
+    return done
+
+
+def free_offset(layout: str) -> int:
+    """A port offset that puts the whole layout on free ports below the ephemeral range."""
+    ports = [p for spec in load_manifest(REPO / "deploy" / layout).processes for p in spec.ports]
+    for _ in range(100):
+        offset = (
+            random.randint(12000, 31000 - max(ports))
+            if max(ports) < 19000
+            else random.randint(-9000, 0)
+        )
+        try:
+            for port in ports:
+                with socket.socket() as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    probe.bind(("127.0.0.1", port + offset))
+        except OSError:
+            continue
+        return offset
+    raise RuntimeError("no free ports for the layout")
+
+
+@pytest.fixture
+def layout_up(tmp_path):
+    started = []
+
+    def up(layout: str) -> tuple[list[str], list[str]]:
+        args = [
+            f"deploy/{layout}",
+            "--base-dir",
+            str(tmp_path / layout),
+            "--port-offset",
+            str(free_offset(layout)),
+        ]
+        started.append(args)
+        out = mqcluster("up", *args).stdout
+        return args, out.splitlines()
+
+    yield up
+    for args in started:
+        mqcluster("down", *args)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_layout_up_status_down(layout_up, layout) -> None:
+    args, lines = layout_up(layout)
+    manifest = load_manifest(REPO / "deploy" / layout)
+    steps = [line for line in lines if line.startswith("[") and " up, pid " in line]
+    assert len(steps) == len(manifest.processes)
+    # NameServers first, then masters, then slaves.
+    roles = [next(p.role for p in manifest.processes if f"] {p.name} up" in line) for line in steps]
+    assert roles == sorted(roles, key=["namesrv", "master", "slave"].index)
+    status = json.loads(mqcluster("status", *args, "--json").stdout)
+    assert {row["state"] for row in status} == {"up"}
+    assert all(row["lag"] == "0 B" for row in status if row["role"] == "slave")
+    pids = [row["pid"] for row in status]
+
+    again = mqcluster("up", *args, ok=False)
+    assert "already running" in again.stderr
+
+    mqcluster("down", *args)
+    assert not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids
+    )
+    assert {row["state"] for row in json.loads(mqcluster("status", *args, "--json").stdout)} == {
+        "down"
+    }
+
+
+def test_a_taken_port_is_named(tmp_path) -> None:
+    offset = free_offset("single")
+    port = 9876 + offset
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        failed = mqcluster(
+            "up",
+            "deploy/single",
+            "--base-dir",
+            str(tmp_path),
+            "--port-offset",
+            str(offset),
+            ok=False,
+        )
+    assert f"port {port} (needed by namesrv-1) is already in use" in failed.stderr
+
+
+def test_bad_layout_is_a_clear_error(tmp_path) -> None:
+    failed = mqcluster("up", str(tmp_path), ok=False)
+    assert "no cluster.toml" in failed.stderr
+
+
+def test_sync_pair_layout_survives_losing_a_master(layout_up, tmp_path) -> None:
+    args, _ = layout_up("2m-2s-sync")
+    status = json.loads(mqcluster("status", *args, "--json").stdout)
+    addr = {row["process"]: row["address"] for row in status}
+    pid = {row["process"]: row["pid"] for row in status}
+    ns = f"{addr['namesrv-1']};{addr['namesrv-2']}"
+
+    async def scenario() -> None:
+        async with AdminClient.open(ns) as admin:
+            await admin.create_topic_in_cluster(
+                "DefaultCluster",
+                TopicConfig(topic_name="Orders", read_queue_nums=4, write_queue_nums=4),
+            )
+        on_a: set[str] = set()
+        async with Producer.open(ns, "PG", send_msg_timeout_ms=2000) as producer:
+            for i in range(200):
+                result = await producer.send(Message("Orders", b"x", keys=f"before{i}"))
+                assert result.status is SendStatus.SEND_OK  # SYNC_MASTER: on the slave too
+                if result.message_queue.broker_name == "broker-a":
+                    on_a.add(f"before{i}")
+            assert on_a
+            psutil.Process(pid["broker-a-m"]).send_signal(signal.SIGKILL)
+            after = [
+                await producer.send(Message("Orders", b"y", keys=f"after{i}")) for i in range(50)
+            ]
+            assert all(r.status is SendStatus.SEND_OK for r in after)
+            assert {r.message_queue.broker_name for r in after[5:]} == {"broker-b"}
+        seen: set[str] = set()
+        done = trio.Event()
+
+        def listener(msgs):
+            seen.update(m.keys for m in msgs)
+            if on_a <= seen:
+                done.set()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async with PushConsumer.open(
+            ns,
+            "Drain",
+            listener,
+            {"Orders": "*"},
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        ):
+            with trio.fail_after(90):
+                await done.wait()
+
+    trio.run(scenario)
