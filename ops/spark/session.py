@@ -1,0 +1,31 @@
+"""A SparkSession set up the way this job needs it: local[*] by default, loopback only, the
+workers on this interpreter (so they import the project), the commitlog source registered."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def spark_session(master: str | None = None, app: str = "rocketmq-reconcile", quiet: bool = False):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from ops.spark.datasource import CommitLogDataSource
+
+    builder = SparkSession.builder.appName(app)
+    # Under spark-submit (it starts this driver with PYSPARK_GATEWAY_PORT) the cluster manager
+    # and addresses come from spark-submit; run directly, it is local mode on loopback.
+    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        builder = builder.master(master or "local[*]").config("spark.driver.host", "127.0.0.1")
+    builder = builder.config("spark.sql.session.timeZone", "UTC")
+    if quiet:
+        builder = builder.config("spark.ui.enabled", "false").config(
+            "spark.ui.showConsoleProgress", "false"
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(CommitLogDataSource)
+    return spark
