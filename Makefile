@@ -8,14 +8,19 @@ LAYOUT ?= single
 # Suites too heavy for every run: `make test-all` runs them too.
 PYTEST_MARKS ?= not slow
 
-.PHONY: run test test-all bench lint clean install
+.PHONY: run test test-all bench lint clean install reconcile
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
+	@# Spark needs Java 17+: install Debian's JRE when it is missing and we may (else the
+	@# Spark tests skip, saying why).
+	@command -v java >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } || \
+	  echo "note: no Java found: the Spark job and its tests need openjdk-17-jre-headless"
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -29,6 +34,10 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# make reconcile MASTER_BACKUP=/backups/commitlog SLAVE_STORE=/data/slave-store OUT=/tmp/reconcile
+reconcile: $(STAMP)
+	$(BIN)/python -m ops.spark run --backup $(MASTER_BACKUP) --slave-store $(SLAVE_STORE) --out $(OUT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

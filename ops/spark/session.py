@@ -7,7 +7,12 @@ import os
 import sys
 
 
-def spark_session(master: str | None = None, app: str = "rocketmq-reconcile", quiet: bool = False):
+def spark_session(
+    master: str | None = None,
+    app: str = "rocketmq-reconcile",
+    quiet: bool = False,
+    shuffle_partitions: int = 8,
+):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -18,9 +23,14 @@ def spark_session(master: str | None = None, app: str = "rocketmq-reconcile", qu
     builder = SparkSession.builder.appName(app)
     # Under spark-submit (it starts this driver with PYSPARK_GATEWAY_PORT) the cluster manager
     # and addresses come from spark-submit; run directly, it is local mode on loopback.
-    if master or not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        builder = builder.master(master or "local[*]").config("spark.driver.host", "127.0.0.1")
+    if not master and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        master = "local[*]"
+    if master:
+        builder = builder.master(master).config("spark.driver.host", "127.0.0.1")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
+    if master and master.startswith("local"):
+        # 200 shuffle partitions (Spark's default) cost more than the joins themselves here.
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     if quiet:
         builder = builder.config("spark.ui.enabled", "false").config(
             "spark.ui.showConsoleProgress", "false"
