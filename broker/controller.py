@@ -28,6 +28,7 @@ from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.client import ClientManageProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
+from broker.processor.reset_offset import ResetOffsetProcessor
 from broker.processor.send import SendMessageProcessor
 from broker.processor.send_back import SendBackProcessor
 from broker.rebalance_lock import RebalanceLockManager
@@ -151,6 +152,7 @@ class BrokerController:
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)
         AdminBrokerProcessor(self).register(server)
+        ResetOffsetProcessor(self).register(server)
         return server
 
     def _on_arrival(

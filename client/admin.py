@@ -198,6 +198,50 @@ class AdminClient:
             return decode_body(ConsumerConnection, response.body)
         raise MQClientError(f"the consumer group {group} is not online: {last}")
 
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict:
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of ``topic``: queue -> new offset."""
+        from remoting.body import ResetOffsetBody
+
+        route = await self.topic_route(topic)
+        fields = {
+            "topic": topic,
+            "group": group,
+            "timestamp": str(timestamp_ms),
+            "isForce": "true" if force else "false",
+        }
+        table = {}
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            addr = master_addr(route, data.broker_name)
+            if addr is None:
+                continue
+            response = await self._ok(
+                addr, self._req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+            )
+            table.update(decode_body(ResetOffsetBody, response.body).offset_table)
+        return table
+
+    async def producer_connection(self, group: str, topic: str) -> dict[str, list]:
+        from remoting.body import ProducerConnection
+
+        route = await self.topic_route(topic)
+        out: dict[str, list] = {}
+        for data in route.broker_datas:
+            addr = master_addr(route, data.broker_name)
+            if addr is None:
+                continue
+            response = await self._ok(
+                addr, self._req(RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
+            )
+            body = decode_body(ProducerConnection, response.body)
+            out[addr] = [c.client_id for c in body.connection_set]
+        return out
+
+    async def update_broker_config(self, addr: str, values: dict[str, str]) -> None:
+        body = "".join(f"{k}={v}\n" for k, v in values.items()).encode()
+        await self._ok(addr, self._req(RequestCode.UPDATE_BROKER_CONFIG, body=body))
+
     # ------------------------------------------------------------------ messages
 
     async def view_message(self, offset_msg_id: str) -> codec.MessageExt:

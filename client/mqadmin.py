@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -377,6 +378,98 @@ async def consume_message(admin: AdminClient, args: argparse.Namespace) -> Any:
                 break
             offset = next_offset
     return out[: args.messageCount]
+
+
+def parse_time(text: str) -> int:
+    """ms since the epoch, ``now``, or RocketMQ's ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time)."""
+    import datetime
+
+    if text == "now":
+        return int(time.time() * 1000)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
+    except ValueError:
+        raise MQClientError(
+            f"bad time {text!r}: use ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS"
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
+def _reset_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-g", "--group", required=True)
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-s", "--timestamp", required=True, help="ms, now, or yyyy-MM-dd#HH:mm:ss:SSS")
+    p.add_argument("-f", "--force", choices=["true", "false"], default="true")
+
+
+@command("resetOffsetByTime", "move a group's offsets on a topic to a point in time", _reset_setup)
+async def reset_offset_by_time(admin: AdminClient, args: argparse.Namespace) -> Any:
+    table = await admin.reset_offset_by_time(
+        args.group, args.topic, parse_time(args.timestamp), force=args.force == "true"
+    )
+    rows = [[mq.broker_name, mq.queue_id, offset] for mq, offset in sorted(table.items())]
+    return {"headers": ["#brokerName", "#queueId", "#offset"], "rows": rows}
+
+
+@command(
+    "producerConnection",
+    "a producer group's connections",
+    lambda p: (
+        p.add_argument("-g", "--producerGroup", required=True),
+        p.add_argument("-t", "--topic", required=True),
+    ),
+)
+async def producer_connection(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return await admin.producer_connection(args.producerGroup, args.topic)
+
+
+@command(
+    "topicClusterList",
+    "the clusters a topic lives in",
+    lambda p: p.add_argument("-t", "--topic", required=True),
+)
+async def topic_cluster_list(admin: AdminClient, args: argparse.Namespace) -> Any:
+    route = await admin.topic_route(args.topic)
+    return sorted({d.cluster for d in route.broker_datas})
+
+
+@command(
+    "updateBrokerConfig",
+    "change a broker setting at run time (if the broker supports it)",
+    lambda p: (
+        where(p),
+        p.add_argument("-k", "--key", required=True),
+        p.add_argument("-v", "--value", required=True),
+    ),
+)
+async def update_broker_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    addrs = await targets(admin, args)
+    for addr in addrs:
+        await admin.update_broker_config(addr, {args.key: args.value})
+    return {"updated": {args.key: args.value}, "brokers": addrs}
+
+
+def _offset_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument("-b", "--brokerName", required=True)
+    p.add_argument("-i", "--queueId", type=int, required=True)
+    p.add_argument("-o", "--offset", type=int, required=True)
+
+
+@command("queryMsgByOffset", "the message at a queue offset", _offset_setup)
+async def query_msg_by_offset(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from client.puller import Puller, PullTarget
+    from remoting.body import MessageQueue, SubscriptionData
+
+    mq = MessageQueue(topic=args.topic, broker_name=args.brokerName, queue_id=args.queueId)
+    puller = Puller(admin.instance, "TOOLS_CONSUMER", batch=1)
+    target = PullTarget(mq, SubscriptionData(topic=args.topic), commit=False)
+    _, msgs, _ = await puller.pull_once(target, args.offset, suspend_ms=0)
+    if not msgs or msgs[0].queue_offset != args.offset:
+        raise MQClientError(f"no message at offset {args.offset} of {mq}")
+    return message_view(msgs[0])
 
 
 # ---------------------------------------------------------------------- main

@@ -85,3 +85,42 @@ def test_cluster_list_and_diagnose_group_without_consumers(cluster) -> None:
     status = as_json(ns, "haStatus", "-b", broker.addr)
     assert status[broker.addr]["brokerRole"] == "ASYNC_MASTER"
     assert status[broker.addr]["slaves"] == []
+
+
+def test_reset_offset_by_time_rewinds_an_offline_group(cluster) -> None:
+    ns, _ = cluster
+    as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Rewind", "-r", "1", "-w", "1")
+    for i in range(5):
+        as_json(ns, "sendMessage", "-t", "Rewind", "-p", f"m{i}")
+    import trio
+
+    from client.consumer import ConsumeStatus, PushConsumer
+    from remoting.body import ConsumeFromWhere
+
+    async def consume_all() -> None:
+        done = trio.Event()
+        seen = []
+
+        def listener(msgs):
+            seen.extend(msgs)
+            if len(seen) >= 5:
+                done.set()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async with PushConsumer.open(
+            ns.addr,
+            "Rewinder",
+            listener,
+            {"Rewind": "*"},
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        ):
+            with trio.fail_after(30):
+                await done.wait()
+
+    trio.run(consume_all)
+    progress = as_json(ns, "consumerProgress", "-g", "Rewinder", "-t", "Rewind")
+    assert [row[4] for row in progress["rows"]] == [5]
+    reset = as_json(ns, "resetOffsetByTime", "-g", "Rewinder", "-t", "Rewind", "-s", "0")
+    assert [row[2] for row in reset["rows"]] == [0]
+    progress = as_json(ns, "consumerProgress", "-g", "Rewinder", "-t", "Rewind")
+    assert [row[4] for row in progress["rows"]] == [0]

@@ -1,4 +1,4 @@
-"""Frames the official C++ client really sent (shared/interop/frames) decode as it meant them."""
+"""Frames the official C++ client really sent (tests/data/interop-frames) decode as it meant them."""
 
 from __future__ import annotations
 
