@@ -41,6 +41,7 @@ from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
 from broker.topic_config import TopicConfigManager
 from remoting import constants as K
+from remoting.body import TopicConfig
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
@@ -136,6 +137,9 @@ class BrokerController:
         self.boot_timestamp = clock()
         self.port: int | None = None
         self.ha_port: int | None = None
+        # Set when a NameServer refuses us as master after our slave was promoted: split-brain
+        # writes are refused (the remark says how to rejoin).
+        self.fenced: str | None = None
 
     # ------------------------------------------------------------------------ wiring
 
@@ -256,6 +260,21 @@ class BrokerController:
         self.delay_offsets.load()
         report = self.store.load()
         log.info("store loaded: %s", report)
+        if not self.is_slave:
+            self._recover_topics_from_store()
+
+    def _recover_topics_from_store(self) -> None:
+        """Topics the store holds queues for but the topic config lacks: a slave promoted to
+        master before its 10 s config sync brought a new topic, or a lost topics.json. Without
+        this, their messages would be unreachable and new sends would skip this broker."""
+        for topic, queues in sorted(self.store.consume_queue_table.items()):
+            if topic in self.topics.table or not queues:
+                continue
+            count = max(queues) + 1
+            log.warning("topic %s found in the store but not in the config: recreated", topic)
+            self.topics.update(
+                TopicConfig(topic_name=topic, read_queue_nums=count, write_queue_nums=count)
+            )
 
     def request_registration(self) -> None:
         self._register_now.set()
@@ -351,6 +370,11 @@ class BrokerController:
             self._apply(result)
 
     def _apply(self, result: RegisterResult) -> None:
+        if result.fenced:
+            if self.fenced is None:
+                log.critical("%s: refusing every write from now on", result.fenced)
+            self.fenced = result.fenced
+            return
         if self.is_slave and result.master_addr and result.master_addr != self.ha.master_addr:
             log.info(
                 "master of %s is %s (HA %s)",

@@ -12,6 +12,7 @@ import zlib
 import attrs
 import trio
 
+from remoting import constants as K
 from remoting.body import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
@@ -34,6 +35,7 @@ class RegisterResult:
     master_addr: str | None
     ha_server_addr: str | None
     order_topics: dict[str, str] | None  # ORDER_TOPIC_CONFIG, when the NameServer sent it
+    fenced: str | None = None  # the NameServer's refusal after a promotion of our slave
 
 
 @attrs.frozen
@@ -76,6 +78,11 @@ class BrokerOuterAPI:
                     response = await self.client.invoke(addr, request, timeout_s)
             except (RemotingError, trio.TooSlowError) as exc:
                 log.warning("register to name server %s failed: %s", addr, exc)
+                return
+            if response.code != ResponseCode.SUCCESS and (response.remark or "").startswith(
+                K.FENCED_REMARK
+            ):
+                results.append(RegisterResult(addr, None, None, None, fenced=response.remark))
                 return
             if response.code != ResponseCode.SUCCESS:
                 log.warning(

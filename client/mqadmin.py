@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -470,6 +471,32 @@ async def query_msg_by_offset(admin: AdminClient, args: argparse.Namespace) -> A
     if not msgs or msgs[0].queue_offset != args.offset:
         raise MQClientError(f"no message at offset {args.offset} of {mq}")
     return message_view(msgs[0])
+
+
+def _promote_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--brokerName", required=True)
+    p.add_argument("--layout", type=Path, required=True, help="the mqcluster layout folder")
+    p.add_argument("--base-dir", type=Path, help="as given to mqcluster (default .run/<layout>)")
+    p.add_argument("--port-offset", type=int, default=0)
+    p.add_argument("--force", action="store_true", help="stop a master that still answers")
+
+
+@command("promoteSlave", "make a pair's slave its master, fencing the old master", _promote_setup)
+async def promote_slave(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from deploy.cluster import Cluster, ClusterError
+    from deploy.manifest import load_manifest
+
+    manifest = load_manifest(args.layout).shifted(args.port_offset)
+    base = args.base_dir or Path(".run") / (
+        manifest.name + (f"+{args.port_offset}" if args.port_offset else "")
+    )
+    lines: list[str] = []
+    cluster = Cluster(manifest, base, out=lines.append)
+    try:
+        await trio.to_thread.run_sync(lambda: cluster.promote(args.brokerName, force=args.force))
+    except ClusterError as exc:
+        raise MQClientError(str(exc)) from None
+    return lines
 
 
 # ---------------------------------------------------------------------- main

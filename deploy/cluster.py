@@ -4,6 +4,7 @@ status, stop in reverse (SIGTERM, then SIGKILL after a grace period)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -17,6 +18,8 @@ import psutil
 import trio
 
 from deploy.manifest import Manifest, ProcessSpec
+from remoting import constants as K
+from remoting import properties
 from remoting.body import KVTable
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
@@ -36,9 +39,37 @@ class ClusterError(RuntimeError):
 
 class Cluster:
     def __init__(self, manifest: Manifest, base_dir: Path, out: Callable[[str], None] = print):
-        self.manifest = manifest
         self.base = base_dir.resolve()
+        self.layout = manifest
+        self.manifest = manifest.with_promotions(self.promotions())
         self.out = out
+
+    # ------------------------------------------------------------------ promotions
+
+    @property
+    def promotions_path(self) -> Path:
+        return self.base / "promotions.json"
+
+    def promotions(self) -> dict[str, dict[str, str]]:
+        try:
+            return json.loads(self.promotions_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def role_overrides(self, spec: ProcessSpec) -> dict[str, str]:
+        """brokerId/brokerRole when a promotion swapped a pair's roles."""
+        original = next(p for p in self.layout.processes if p.name == spec.name)
+        if original.role == spec.role:
+            return {}
+        if spec.role == "master":
+            old_master = next(
+                p
+                for p in self.layout.processes
+                if p.broker_name == spec.broker_name and p.role == "master"
+            )
+            role = properties.loads(old_master.conf.read_text()).get("brokerRole", "ASYNC_MASTER")
+            return {"brokerId": "0", "brokerRole": role}
+        return {"brokerId": "1", "brokerRole": "SLAVE"}
 
     # ------------------------------------------------------------------ files
 
@@ -127,7 +158,9 @@ class Cluster:
     def _start(self, spec: ProcessSpec) -> None:
         for path in (self.log_path(spec), self.pid_path(spec), self.conf_path(spec)):
             path.parent.mkdir(parents=True, exist_ok=True)
-        self.conf_path(spec).write_text(self.manifest.effective_conf(spec, self.base))
+        self.conf_path(spec).write_text(
+            self.manifest.effective_conf(spec, self.base, self.role_overrides(spec))
+        )
         with self.log_path(spec).open("ab") as log:
             process = subprocess.Popen(
                 self.argv(spec),
@@ -209,6 +242,81 @@ class Cluster:
             child.wait(10)  # reap our own child
         return True
 
+    def spec(self, name: str) -> ProcessSpec:
+        for spec in self.manifest.processes:
+            if spec.name == name:
+                return spec
+        raise ClusterError(f"no process {name!r} in {self.manifest.name}")
+
+    def start_one(self, name: str) -> None:
+        spec = self.spec(name)
+        if self.pid(spec):
+            raise ClusterError(f"{name} is already running (pid {self.pid(spec)})")
+        self._start(spec)
+        self._wait_ready(spec)
+        detail = (
+            f", in sync ({self._wait_in_sync(spec)} bytes behind)" if spec.role == "slave" else ""
+        )
+        self.out(f"{name} up as {spec.role}, pid {self.pid(spec)}{detail}")
+
+    def stop_one(self, name: str) -> None:
+        if not self._stop(self.spec(name)):
+            raise ClusterError(f"{name} is not running")
+        self.out(f"stopped {name}")
+
+    def promote(self, broker_name: str, *, force: bool = False) -> None:
+        """Make ``broker_name``'s slave its master: refuse while the master answers (unless
+        ``force``, which stops it), wait until the slave dispatched all it received, fence the
+        name at every NameServer, restart the slave as master. The old master's store is set
+        aside: it may only rejoin as a slave, from scratch."""
+        pair = [p for p in self.manifest.processes if p.broker_name == broker_name]
+        master = next((p for p in pair if p.role == "master"), None)
+        slave = next((p for p in pair if p.role == "slave"), None)
+        if master is None or slave is None:
+            raise ClusterError(f"{broker_name} has no master/slave pair in {self.manifest.name}")
+        if runtime_infos([master.addr]):
+            if not force:
+                raise ClusterError(
+                    f"the master {master.name} ({master.addr}) still answers: promoting now would "
+                    "make two masters; stop it first, or pass --force to stop it"
+                )
+            self.out(f"stopping {master.name} (--force)")
+            self._stop(master)
+        deadline = time.monotonic() + SYNC_TIMEOUT_S
+        while True:
+            info = runtime_infos([slave.addr]).get(slave.addr)
+            if info is None:
+                raise ClusterError(f"the slave {slave.name} ({slave.addr}) does not answer")
+            if info.get("dispatchBehindBytes") == "0":
+                break
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{slave.name} still has undispatched bytes; try again")
+            time.sleep(POLL_S)
+        self.out(
+            f"{slave.name} holds the CommitLog up to {info['commitLogMaxOffset']} "
+            "(anything the old master had beyond it is lost in ASYNC mode)"
+        )
+        fenced = put_kv_everywhere(self.manifest, K.FENCE_NAMESPACE, broker_name, slave.addr)
+        if not fenced:
+            raise ClusterError("no NameServer accepted the fence: not promoting")
+        self.out(f"fenced {broker_name} to {slave.addr} on {', '.join(fenced)}")
+        promotions = self.promotions()
+        promotions[broker_name] = {"master": slave.name, "slave": master.name}
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.promotions_path.write_text(json.dumps(promotions, indent=2))
+        old_store = self.base / "store" / master.name
+        if old_store.exists():
+            aside = old_store.with_name(f"{master.name}.replaced-{int(time.time())}")
+            old_store.rename(aside)
+            self.out(f"old master's store set aside: {aside}")
+        self._stop(slave)
+        self.manifest = self.layout.with_promotions(promotions)
+        self._processes = getattr(self, "_processes", {})
+        self.start_one(slave.name)
+        self.out(
+            f"{broker_name}: {slave.name} is the master now; {master.name} may rejoin as a slave"
+        )
+
     # ------------------------------------------------------------------ status
 
     def status(self) -> list[dict[str, object]]:
@@ -255,6 +363,28 @@ def _repo_path() -> str:
     here = str(Path(__file__).resolve().parents[1])
     existing = os.environ.get("PYTHONPATH")
     return f"{here}{os.pathsep}{existing}" if existing else here
+
+
+def put_kv_everywhere(manifest: Manifest, namespace: str, key: str, value: str) -> list[str]:
+    """PUT_KV_CONFIG on every NameServer of the layout; the ones that accepted it."""
+    names = [p.addr for p in manifest.processes if p.role == "namesrv"]
+
+    async def main() -> list[str]:
+        done = []
+        async with RemotingClient.open() as client:
+            for addr in names:
+                request = RemotingCommand.request(
+                    RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value}
+                )
+                try:
+                    response = await client.invoke(addr, request, 3.0)
+                except (RemotingError, OSError):
+                    continue
+                if response.code == 0:
+                    done.append(addr)
+        return done
+
+    return trio.run(main)
 
 
 def runtime_infos(addrs: list[str], timeout_s: float = 2.0) -> dict[str, dict[str, str]]:

@@ -74,8 +74,23 @@ class Manifest:
                 return p
         return None
 
-    def effective_conf(self, spec: ProcessSpec, base_dir: Path) -> str:
+    def with_promotions(self, promotions: dict[str, dict[str, str]]) -> Manifest:
+        """Roles after ``mqcluster promote``: per brokerName, which process is now the master."""
+        processes = []
+        for p in self.processes:
+            done = promotions.get(p.broker_name or "")
+            if done and p.name == done["master"]:
+                p = attrs.evolve(p, role="master")
+            elif done and p.name == done["slave"]:
+                p = attrs.evolve(p, role="slave")
+            processes.append(p)
+        return attrs.evolve(self, processes=processes)
+
+    def effective_conf(
+        self, spec: ProcessSpec, base_dir: Path, overrides: dict[str, str] | None = None
+    ) -> str:
         values = properties.loads(spec.conf.read_text())
+        values.update(overrides or {})
         if spec.kind == "namesrv":
             values["listenPort"] = str(spec.port)
             values["kvConfigPath"] = str(base_dir / "store" / spec.name / "kvConfig.json")

@@ -51,9 +51,12 @@ def example(cluster: Cluster) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mqcluster", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["up", "down", "status", "logs"])
+    parser.add_argument(
+        "command", choices=["up", "down", "status", "logs", "start", "stop", "promote"]
+    )
     parser.add_argument("layout", type=Path, help="a layout folder, e.g. deploy/single")
-    parser.add_argument("name", nargs="?", help="logs: only this process")
+    parser.add_argument("name", nargs="?", help="logs/start/stop: a process; promote: a brokerName")
+    parser.add_argument("--force", action="store_true", help="promote: stop a live master first")
     parser.add_argument("--base-dir", type=Path)
     parser.add_argument("--foreground", action="store_true", help="up: stay attached; Ctrl-C stops")
     parser.add_argument("--json", action="store_true", help="status: machine-readable")
@@ -61,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "--port-offset", type=int, default=0, help="move every port by N (two copies side by side)"
     )
     parser.add_argument("-n", "--lines", type=int, default=40, help="logs: lines per process")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     try:
         manifest = load_manifest(args.layout).shifted(args.port_offset)
     except ManifestError as exc:
@@ -86,8 +89,18 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "status":
             rows = cluster.status()
             print(json.dumps(rows, indent=2) if args.json else table(rows))
+        elif args.command in ("start", "stop", "promote"):
+            if not args.name:
+                print(f"mqcluster {args.command}: name a process (or brokerName)", file=sys.stderr)
+                return 1
+            if args.command == "start":
+                cluster.start_one(args.name)
+            elif args.command == "stop":
+                cluster.stop_one(args.name)
+            else:
+                cluster.promote(args.name, force=args.force)
         else:
-            for spec in manifest.start_order():
+            for spec in cluster.manifest.start_order():
                 if args.name in (None, spec.name):
                     print(f"==> {cluster.log_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
     except ClusterError as exc:

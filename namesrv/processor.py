@@ -141,6 +141,20 @@ class NamesrvProcessor:
             )
         except RegisterBodyError as exc:
             raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+        fenced_to = self.kv.get(K.FENCE_NAMESPACE, header.broker_name)
+        if fenced_to and header.broker_id == K.MASTER_ID and header.broker_addr != fenced_to:
+            log.warning(
+                "refusing %s as master of %s: fenced to %s",
+                header.broker_addr,
+                header.broker_name,
+                fenced_to,
+            )
+            return request.error_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"{K.FENCED_REMARK}: {header.broker_name}'s master is {fenced_to} since a "
+                f"promotion; {header.broker_addr} may only rejoin as a slave (brokerId > 0, "
+                "brokerRole=SLAVE, fresh store)",
+            )
         result = self.routes.register_broker(
             BrokerRegistration(
                 cluster_name=header.cluster_name,

@@ -37,6 +37,10 @@ DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 TRANS_CHECK_GROUP = "CID_RMQ_SYS_TRANS"
 
 ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
+# Ours: brokerName -> the address of its promoted master. A NameServer refuses any other
+# brokerId-0 registration for that name, so an old master cannot return as a second master.
+FENCE_NAMESPACE = "ROCKETMQ_TRIO_FENCE"
+FENCED_REMARK = "FENCED"
 MASTER_ID = 0
 TOPIC_MAX_LENGTH = 127
 

@@ -123,6 +123,8 @@ class SendMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
+        if broker.fenced is not None:
+            raise RequestError(ResponseCode.NO_PERMISSION, broker.fenced)
         topic = header.topic
         problem = K.topic_name_problem(topic)
         if problem is not None:

@@ -4,12 +4,8 @@ refusals are clear, and the 2m-2s-sync layout survives losing a master."""
 from __future__ import annotations
 
 import json
-import random
 import signal
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import psutil
 import pytest
@@ -21,63 +17,9 @@ from client.message import Message, SendStatus
 from client.producer import Producer
 from deploy.manifest import load_manifest
 from remoting.body import ConsumeFromWhere, TopicConfig
+from tests.deploy.clusterkit import REPO, free_offset, mqcluster
 
-REPO = Path(__file__).resolve().parents[2]
 LAYOUTS = ["single", "2m-2s-async", "2m-2s-sync"]
-
-
-def mqcluster(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "deploy.mqcluster", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=REPO,
-    )
-    assert (done.returncode == 0) == ok, done.stdout + done.stderr
-    return done
-
-
-def free_offset(layout: str) -> int:
-    """A port offset that puts the whole layout on free ports below the ephemeral range."""
-    ports = [p for spec in load_manifest(REPO / "deploy" / layout).processes for p in spec.ports]
-    for _ in range(100):
-        offset = (
-            random.randint(12000, 31000 - max(ports))
-            if max(ports) < 19000
-            else random.randint(-9000, 0)
-        )
-        try:
-            for port in ports:
-                with socket.socket() as probe:
-                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    probe.bind(("127.0.0.1", port + offset))
-        except OSError:
-            continue
-        return offset
-    raise RuntimeError("no free ports for the layout")
-
-
-@pytest.fixture
-def layout_up(tmp_path):
-    started = []
-
-    def up(layout: str) -> tuple[list[str], list[str]]:
-        args = [
-            f"deploy/{layout}",
-            "--base-dir",
-            str(tmp_path / layout),
-            "--port-offset",
-            str(free_offset(layout)),
-        ]
-        started.append(args)
-        out = mqcluster("up", *args).stdout
-        return args, out.splitlines()
-
-    yield up
-    for args in started:
-        mqcluster("down", *args)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -1,0 +1,1 @@
+from tests.deploy.clusterkit import layout_up  # noqa: F401  (fixture)
