@@ -499,6 +499,41 @@ async def promote_slave(admin: AdminClient, args: argparse.Namespace) -> Any:
     return lines
 
 
+def _kv_setup(p: argparse.ArgumentParser, with_value: bool) -> None:
+    p.add_argument("-s", "--namespace", required=True)
+    p.add_argument("-k", "--key", required=True)
+    if with_value:
+        p.add_argument("-v", "--value", required=True)
+
+
+async def _every_namesrv(admin: AdminClient, code: int, fields: dict[str, str]) -> list[str]:
+    done = []
+    for addr in admin.instance.config.namesrv_addrs:
+        await admin._ok(addr, admin.instance.request(code, fields))
+        done.append(addr)
+    return done
+
+
+@command(
+    "updateKvConfig", "put a KV config entry on every NameServer", lambda p: _kv_setup(p, True)
+)
+async def update_kv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.codes import RequestCode
+
+    fields = {"namespace": args.namespace, "key": args.key, "value": args.value}
+    return {"namesrvs": await _every_namesrv(admin, RequestCode.PUT_KV_CONFIG, fields)}
+
+
+@command(
+    "deleteKvConfig", "delete a KV config entry on every NameServer", lambda p: _kv_setup(p, False)
+)
+async def delete_kv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.codes import RequestCode
+
+    fields = {"namespace": args.namespace, "key": args.key}
+    return {"namesrvs": await _every_namesrv(admin, RequestCode.DELETE_KV_CONFIG, fields)}
+
+
 # ---------------------------------------------------------------------- main
 
 

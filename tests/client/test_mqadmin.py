@@ -124,3 +124,26 @@ def test_reset_offset_by_time_rewinds_an_offline_group(cluster) -> None:
     assert [row[2] for row in reset["rows"]] == [0]
     progress = as_json(ns, "consumerProgress", "-g", "Rewinder", "-t", "Rewind")
     assert [row[4] for row in progress["rows"]] == [0]
+
+
+def test_kv_config_fences_a_broker_name(cluster, processes, tmp_path) -> None:
+    ns, _ = cluster
+    as_json(ns, "updateKvConfig", "-s", "ROCKETMQ_TRIO_FENCE", "-k", "broker-f", "-v", "1.2.3.4:1")
+    intruder = start_broker(
+        processes, broker_conf(tmp_path, "broker-f", namesrvAddr=ns.addr), "intruder"
+    )
+    route = as_json(ns, "clusterList")["rows"]
+    assert [r[1] for r in route] == ["broker-a"]  # the fenced master never registered
+    import trio
+
+    from remoting.client import RemotingClient
+    from tests.integration.brokerkit import call, send_request
+
+    async def send() -> int:
+        async with RemotingClient.open() as client:
+            response = await call(client, intruder.addr, send_request("T", b"x"))
+            assert "FENCED" in (response.remark or "")
+            return response.code
+
+    assert trio.run(send) == 16  # NO_PERMISSION
+    as_json(ns, "deleteKvConfig", "-s", "ROCKETMQ_TRIO_FENCE", "-k", "broker-f")
