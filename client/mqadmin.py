@@ -534,6 +534,78 @@ async def delete_kv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
     return {"namesrvs": await _every_namesrv(admin, RequestCode.DELETE_KV_CONFIG, fields)}
 
 
+def _print_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--topic", required=True)
+    p.add_argument(
+        "-b", "--beginTimestamp", default="0", help="ms, now, or yyyy-MM-dd#HH:mm:ss:SSS"
+    )
+    p.add_argument("-e", "--endTimestamp", default="now")
+    p.add_argument("-s", "--subExpression", default="*")
+    p.add_argument("-d", "--printBody", choices=["true", "false"], default="true")
+
+
+@command("printMsg", "messages of a topic stored in a time range", _print_setup)
+async def print_msg(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from client.consumer import subscription
+    from client.puller import Puller, PullTarget
+    from client.route import subscribe_queues
+
+    begin, end = parse_time(args.beginTimestamp), parse_time(args.endTimestamp)
+    route = await admin.topic_route(args.topic)
+    puller = Puller(admin.instance, "TOOLS_CONSUMER")
+    sub = subscription(args.topic, args.subExpression)
+    out: list[dict[str, Any]] = []
+    for mq in subscribe_queues(args.topic, route):
+        offset = await puller.search_offset(mq, begin)
+        target = PullTarget(mq, sub, commit=False)
+        while True:
+            _, msgs, next_offset = await puller.pull_once(target, offset, suspend_ms=0)
+            kept = [m for m in msgs if begin <= m.store_timestamp <= end]
+            for m in kept:
+                view = message_view(m)
+                if args.printBody == "false":
+                    view.pop("body")
+                out.append(view)
+            if next_offset <= offset or (msgs and msgs[-1].store_timestamp > end):
+                break
+            offset = next_offset
+    return out
+
+
+@command(
+    "clusterRT",
+    "send round-trip time to every master of a cluster",
+    lambda p: (
+        p.add_argument("-c", "--clusterName"),
+        p.add_argument("-a", "--amount", type=int, default=100),
+        p.add_argument("-s", "--size", type=int, default=128),
+    ),
+)
+async def cluster_rt(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.body import MessageQueue
+
+    producer = Producer(admin.instance, "PID_SMSC")
+    rows = []
+    info = await admin.cluster_info()
+    clusters = [args.clusterName] if args.clusterName else sorted(info.cluster_addr_table)
+    for cluster in clusters:
+        masters = await admin.masters(cluster)
+        for name, addr in masters.items():
+            mq = MessageQueue(topic=name, broker_name=name, queue_id=0)  # the broker's own topic
+            times, failed = [], 0
+            for _ in range(args.amount):
+                t0 = time.perf_counter()
+                try:
+                    await producer.send(Message(name, b"x" * args.size), mq)
+                    times.append((time.perf_counter() - t0) * 1000)
+                except (MQClientError, RemotingError):
+                    failed += 1
+            avg = sum(times) / len(times) if times else float("nan")
+            rows.append([cluster, name, addr, f"{avg:.2f}", f"{max(times, default=0):.2f}", failed])
+    headers = ["#Cluster Name", "#Broker Name", "#Addr", "#RT avg ms", "#RT max ms", "#Failed"]
+    return {"headers": headers, "rows": rows}
+
+
 # ---------------------------------------------------------------------- main
 
 

@@ -147,3 +147,16 @@ def test_kv_config_fences_a_broker_name(cluster, processes, tmp_path) -> None:
 
     assert trio.run(send) == 16  # NO_PERMISSION
     as_json(ns, "deleteKvConfig", "-s", "ROCKETMQ_TRIO_FENCE", "-k", "broker-f")
+
+
+def test_print_msg_in_a_time_range_and_cluster_rt(cluster) -> None:
+    ns, _ = cluster
+    for i in range(3):
+        as_json(ns, "sendMessage", "-t", "Printed", "-p", f"p{i}", "-c", "A" if i else "B")
+    shown = as_json(ns, "printMsg", "-t", "Printed", "-b", "0", "-e", "now")
+    assert sorted(m["body"] for m in shown) == ["p0", "p1", "p2"]
+    only_a = as_json(ns, "printMsg", "-t", "Printed", "-s", "A", "-d", "false")
+    assert len(only_a) == 2 and all("body" not in m for m in only_a)
+    assert as_json(ns, "printMsg", "-t", "Printed", "-b", "now") == []
+    rt = as_json(ns, "clusterRT", "-a", "5")
+    assert [(r[1], r[5]) for r in rt["rows"]] == [("broker-a", 0)]
