@@ -184,3 +184,45 @@ def test_damaged_bundle_changes_nothing(spark, master, offsets, tmp_path) -> Non
     with pytest.raises(BundleError, match="checksum"):
         apply_bundle(slave, bundle)
     assert log_bytes(slave, 10**9) == before
+
+
+def test_repaired_slave_catches_up_over_ha_without_gaps_or_duplicates(
+    spark, master, offsets, tmp_path, processes
+) -> None:
+    """The full story: a master that kept running, a slave far behind, the job, the bundle, and
+    a real slave broker that then replicates only what came after the backup."""
+    import trio
+
+    from remoting.client import RemotingClient
+    from tests.integration.brokerkit import broker_conf, start_broker
+    from tests.integration.hakit import (
+        commit_log_bytes,
+        produce_batches,
+        wait_converged,
+    )
+
+    live_master = tmp_path / "store-broker-a-0"
+    shutil.copytree(master, live_master)
+    slave = tmp_path / "store-broker-a-1"
+    copy_store(master, slave)
+    cut_slave(slave, offsets[300])
+    report = run(spark, live_master, slave, tmp_path / "out")
+    apply_bundle(slave, tmp_path / "out" / "bundle")
+
+    sizes = {"mappedFileSizeCommitLog": 64 * 1024, "mappedFileSizeConsumeQueue": 20 * 1000}
+    m = start_broker(processes, broker_conf(tmp_path, **sizes), "master")
+    conf = broker_conf(tmp_path, brokerId=1, brokerRole="SLAVE", **sizes)
+    text = conf.read_text()
+    conf.write_text(text + f"haMasterAddress=127.0.0.1:{int(m.addr.rsplit(':', 1)[1]) + 1}\n")
+    s = start_broker(processes, conf, "slave")
+
+    async def scenario() -> None:
+        async with RemotingClient.open() as client:
+            await produce_batches(client, m.addr, "After", 200, batch=20, prefix="late")
+            end = await wait_converged(client, m.addr, s.addr)
+            assert end > report["master"]["endOffset"]
+            assert commit_log_bytes(slave, 0, end) == commit_log_bytes(live_master, 0, end)
+
+    trio.run(scenario)
+    log_text = s.log_tail(400)
+    assert f"at offset {report['master']['endOffset']}" in log_text  # resumed, not from zero
