@@ -343,3 +343,44 @@ def test_synchronous_facade_for_scripts(cluster) -> None:
     ):
         assert done.wait(30)
     assert seen == {f"k{i}" for i in range(10)}
+
+
+async def test_message_failing_too_often_lands_in_the_dead_letter_queue(cluster) -> None:
+    from client.admin import AdminClient
+    from client.errors import MQClientError
+
+    ns, _ = cluster
+    async with Producer.open(ns.addr, "PG") as producer:
+        await producer.send(Message("Doomed", b"x", keys="doomed"))
+    attempts: Counter[str] = Counter()
+    done = trio.Event()
+
+    def listener(msgs):
+        for m in msgs:
+            attempts[m.keys] += 1
+            if attempts[m.keys] == 3:  # first delivery + 2 retries = maxReconsumeTimes reached
+                done.set()
+        return ConsumeStatus.RECONSUME_LATER
+
+    async with PushConsumer.open(
+        ns.addr,
+        "CG-doomed",
+        listener,
+        {"Doomed": "*"},
+        consume_from_where=_first(),
+        max_reconsume_times=2,
+    ):
+        with trio.fail_after(60):
+            await done.wait()
+        async with AdminClient.open(ns.addr) as admin:
+            with trio.fail_after(30):
+                while True:
+                    try:
+                        found = await admin.query_by_key("%DLQ%CG-doomed", "doomed")
+                    except MQClientError:  # no route for the DLQ topic yet
+                        found = []
+                    if found:
+                        break
+                    await trio.sleep(0.2)
+    assert found[0].keys == "doomed"
+    assert attempts["doomed"] == 3
