@@ -161,6 +161,10 @@ class Cluster:
         self.conf_path(spec).write_text(
             self.manifest.effective_conf(spec, self.base, self.role_overrides(spec))
         )
+        # READY lines of earlier runs in the same log must not count for this one.
+        self._log_start = getattr(self, "_log_start", {})
+        log_path = self.log_path(spec)
+        self._log_start[spec.name] = log_path.stat().st_size if log_path.exists() else 0
         with self.log_path(spec).open("ab") as log:
             process = subprocess.Popen(
                 self.argv(spec),
@@ -178,11 +182,11 @@ class Cluster:
     def _wait_ready(self, spec: ProcessSpec) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         needle = f"port={spec.port}".encode()
-        offset = self.log_path(spec).stat().st_size if self.log_path(spec).exists() else 0
+        offset = self._log_start[spec.name]
         process = self._processes[spec.name]
         while time.monotonic() < deadline:
             with self.log_path(spec).open("rb") as log:
-                log.seek(max(0, offset - 4096))
+                log.seek(offset)
                 for line in log.read().splitlines():
                     if line.startswith(b"READY") and needle in line:
                         return

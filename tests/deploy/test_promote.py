@@ -11,10 +11,11 @@ import sys
 import psutil
 import trio
 
+from client.admin import AdminClient
 from client.consumer import ConsumeStatus, PushConsumer
 from client.message import Message, SendStatus
 from client.producer import Producer
-from remoting.body import ConsumeFromWhere
+from remoting.body import ConsumeFromWhere, TopicConfig
 from remoting.client import RemotingClient
 from tests.deploy.clusterkit import REPO, mqcluster
 from tests.integration.brokerkit import call, send_request
@@ -25,6 +26,14 @@ def test_promote_fence_and_rejoin(layout_up, tmp_path) -> None:
     rows = {r["process"]: r for r in json.loads(mqcluster("status", *args, "--json").stdout)}
     ns = f"{rows['namesrv-1']['address']};{rows['namesrv-2']['address']}"
 
+    async def create_topic() -> None:
+        async with AdminClient.open(ns) as admin:
+            await admin.create_topic_in_cluster(
+                "DefaultCluster",
+                TopicConfig(topic_name="Promo", read_queue_nums=4, write_queue_nums=4),
+            )
+
+    trio.run(create_topic)
     refused = mqcluster("promote", *args, "broker-a", ok=False)
     assert "still answers" in refused.stderr
 
