@@ -168,6 +168,11 @@ class ClientManager:
     def register_producer(self, group: str, info: ClientChannelInfo) -> None:
         self.producer_groups.setdefault(group, {})[info.channel] = info
 
+    def producer_channels(self, group: str) -> list[Any]:
+        """Live connections of a producer group, most recently heard first."""
+        members = self.producer_groups.get(group, {})
+        return [i.channel for i in sorted(members.values(), key=lambda i: -i.last_update)]
+
     def unregister_producer(self, group: str, channel: Any) -> None:
         members = self.producer_groups.get(group)
         if members is not None:

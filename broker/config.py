@@ -71,6 +71,12 @@ class BrokerConfig:
     channel_expired_timeout: int = attrs.field(default=120_000, validator=ge(1000))
     max_delay_time: int = attrs.field(default=40, validator=ge(0))
     reject_transaction_message: bool = False
+    # Transaction check-back: a half message older than transactionTimeOut without commit or
+    # rollback is checked with its producer every transactionCheckInterval, at most
+    # transactionCheckMax times (then dropped to TRANS_CHECK_MAX_TIME_TOPIC).
+    transaction_time_out: int = attrs.field(default=6000, validator=ge(0))
+    transaction_check_max: int = attrs.field(default=15, validator=ge(1))
+    transaction_check_interval: int = attrs.field(default=60_000, validator=ge(100))
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
@@ -161,9 +167,6 @@ IGNORED_KEYS = frozenset(
         "enablePropertyFilter",
         "compressedRegister",
         "forceRegister",
-        "transactionTimeOut",
-        "transactionCheckMax",
-        "transactionCheckInterval",
         "aclEnable",
         "storeReplyMessageEnable",
         "autoDeleteUnusedStats",

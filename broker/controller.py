@@ -40,6 +40,7 @@ from broker.store.message_store import DefaultMessageStore
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
 from broker.topic_config import TopicConfigManager
+from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting.body import TopicConfig
 from remoting.client import RemotingClient
@@ -126,6 +127,7 @@ class BrokerController:
             clock=clock,
         )
         self.send_back = SendBackProcessor(self)
+        self.transactions = TransactionalMessageService(self)
         self.server = self._server("broker", config.listen_port)
         # RocketMQ's VIP channel: clients with vipChannelEnabled dial listenPort - 2.
         self.vip_server = (
@@ -157,6 +159,7 @@ class BrokerController:
         ClientManageProcessor(self).register(server)
         AdminBrokerProcessor(self).register(server)
         ResetOffsetProcessor(self).register(server)
+        server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         return server
 
     def _on_arrival(
@@ -304,6 +307,8 @@ class BrokerController:
                 nursery.start_soon(self._housekeeping_loop)
                 if self.is_slave:
                     nursery.start_soon(SlaveSynchronize(self, client).run)
+                else:
+                    nursery.start_soon(self.transactions.run)
                 log.info(
                     "broker %s (id %d, %s) serving on port %d",
                     self.config.broker_name,

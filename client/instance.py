@@ -77,6 +77,8 @@ class MQClientInstance:
         self.members: list[Member] = []
         self._namesrv_index = random.randrange(len(config.namesrv_addrs))
         self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []
+        self._heartbeat_now = trio.Event()
+        self._heartbeated: set[str] = set()
 
     @classmethod
     @asynccontextmanager
@@ -143,6 +145,10 @@ class MQClientInstance:
         route = decode_body(TopicRouteData, response.body)
         old = self.routes.get(topic)
         self.routes[topic] = route
+        if all_broker_addrs(route) - self._heartbeated:
+            # A broker we never heartbeated: tell it about us soon (a transaction check-back or a
+            # consumer list needs it), not in 30 s.
+            self._heartbeat_now.set()
         if old != route:
             for listener in self.route_listeners:
                 listener(topic, route)
@@ -181,6 +187,15 @@ class MQClientInstance:
             client_id=self.client_id, producer_data_set=producers, consumer_data_set=consumers
         )
 
+    def find_master(self, broker_name: str) -> str | None:
+        """The master of a broker group from any known route (Java's brokerAddrTable): a topic
+        sent through TBW102 has no route of its own yet, but its broker is known."""
+        for route in self.routes.values():
+            for data in route.broker_datas:
+                if data.broker_name == broker_name and 0 in data.broker_addrs:
+                    return data.broker_addrs[0]
+        return None
+
     def broker_addrs(self) -> set[str]:
         addrs: set[str] = set()
         for route in self.routes.values():
@@ -192,6 +207,7 @@ class MQClientInstance:
             return
         body = encode_body(self.heartbeat())
         for addr in sorted(self.broker_addrs()):
+            self._heartbeated.add(addr)
             try:
                 response = await self.invoke(addr, self.request(RequestCode.HEART_BEAT, body=body))
                 if response.code != ResponseCode.SUCCESS:
@@ -201,7 +217,9 @@ class MQClientInstance:
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            await trio.sleep(self.config.heartbeat_broker_interval / 1000)
+            with trio.move_on_after(self.config.heartbeat_broker_interval / 1000):
+                await self._heartbeat_now.wait()
+            self._heartbeat_now = trio.Event()
             await self.send_heartbeat()
 
     async def unregister(self, producer_group: str | None, consumer_group: str | None) -> None:

@@ -143,10 +143,12 @@ class Producer:
                 f"the message body is {len(msg.body)} bytes, max {MAX_MESSAGE_SIZE}"
             )
 
-    def _single_request(self, msg: Message, mq: MessageQueue, uniq: str, *, oneway: bool = False):
-        body, sys_flag = msg.body, 0
+    def _single_request(
+        self, msg: Message, mq: MessageQueue, uniq: str, *, oneway: bool = False, sys_flag: int = 0
+    ):
+        body = msg.body
         if len(body) > self.compress_over:
-            body, sys_flag = zlib.compress(body, 5), COMPRESSED_FLAG
+            body, sys_flag = zlib.compress(body, 5), sys_flag | COMPRESSED_FLAG
         props = msg.wire_properties()
         props[codec.MessageConst.UNIQ_KEY] = uniq
         return self._request(
@@ -196,7 +198,9 @@ class Producer:
 
     # ------------------------------------------------------------------ sends
 
-    async def send(self, msg: Message, mq: MessageQueue | None = None) -> SendResult:
+    async def send(
+        self, msg: Message, mq: MessageQueue | None = None, *, sys_flag: int = 0
+    ) -> SendResult:
         """Sync send; retried on another broker when it fails (not when a queue is given)."""
         self.check(msg)
         uniq = create_uniq_id()
@@ -210,7 +214,7 @@ class Producer:
             try:
                 addr = await self._broker(target)
                 response = await self.instance.invoke(
-                    addr, self._single_request(msg, target, uniq), self.timeout_s
+                    addr, self._single_request(msg, target, uniq, sys_flag=sys_flag), self.timeout_s
                 )
             except (RemotingError, OSError, MQClientError) as exc:
                 self._latency(target, started, isolation=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting import message as codec
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
@@ -195,6 +196,13 @@ class SendMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
             )
+        if properties.get(MessageConst.TRAN_MSG) == "true" and not batch:
+            if self.broker.config.reject_transaction_message:
+                raise RequestError(
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
+                )
+            TransactionalMessageService.prepare(msg)
         store = self.broker.store
         result = store.put_messages(msg) if batch else store.put_message(msg)
         result.queue_id = msg.queue_id
