@@ -130,7 +130,9 @@ def consume(broker: Broker, topic: str, per_queue: int) -> None:
         state = {"offset": 0}
 
         def next_frame(code: int, body: memoryview) -> bytes | None:
-            state["offset"] += loadgen.count_records(body) if code == 0 else 0
+            if code != 0:
+                return None  # PULL_NOT_FOUND: the queue is drained
+            state["offset"] += loadgen.count_records(body)
             return (
                 pull_frame(topic, queue_id, state["offset"])
                 if state["offset"] < per_queue
@@ -191,7 +193,7 @@ def main() -> None:
             [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
             32,
         )
-        per_queue = CONSUME_MESSAGES // QUEUES
+        per_queue = CONSUME_MESSAGES // QUEUES // 32 * 32  # what the batches below store
         fill = [[send_frame("ConsumeTopic", q, batch=32)] for q in range(QUEUES)]
         t0 = time.perf_counter()
         loadgen.run(broker.addr, fill, duration_s=3600, max_requests=per_queue // 32)

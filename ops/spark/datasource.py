@@ -5,6 +5,7 @@ through ``segments.read_range`` (bounded memory, whatever the segment size)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -16,6 +17,23 @@ SCHEMA = (
     "store_host string"
 )
 DEFAULT_SPLIT = 256 << 20
+BATCH_ROWS = 8192
+FIELDS = [part.split()[0] for part in SCHEMA.split(", ")]
+
+
+def _arrow_types() -> list[Any]:
+    import pyarrow as pa
+
+    kinds = {"long": pa.int64(), "int": pa.int32(), "string": pa.string(), "boolean": pa.bool_()}
+    return [kinds[part.split()[1]] for part in SCHEMA.split(", ")]
+
+
+class _Types:
+    def __iter__(self):
+        return iter(_arrow_types())
+
+
+ARROW_TYPES = _Types()
 
 
 class RangePartition(InputPartition):
@@ -32,9 +50,28 @@ class CommitLogReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         return [RangePartition(r) for r in ranges(list_segments(self.path), self.split)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Arrow record batches of BATCH_ROWS rows: much cheaper than pickling one tuple per
+        record into the JVM."""
+        import pyarrow as pa
+
+        columns: list[list[Any]] = [[] for _ in FIELDS]
+        appends = [c.append for c in columns]
         for row in read_range(partition.rng):  # type: ignore[attr-defined]
-            yield tuple(row)
+            for append, value in zip(appends, row, strict=True):
+                append(value)
+            if len(columns[0]) >= BATCH_ROWS:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=t) for c, t in zip(columns, ARROW_TYPES, strict=True)],
+                    names=FIELDS,
+                )
+                for c in columns:
+                    c.clear()
+        if columns[0]:
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(c, type=t) for c, t in zip(columns, ARROW_TYPES, strict=True)],
+                names=FIELDS,
+            )
 
 
 class CommitLogDataSource(DataSource):

@@ -23,6 +23,7 @@ from remoting import message as codec
 from remoting.message import RecordKind
 
 BUFFER_BYTES = 8 << 20
+MAX_RECORD_GUESS = 64 << 10  # below this many buffered bytes, refill before scanning
 NAME_DIGITS = 20
 _HEAD = struct.Struct(">ii")
 _PHYS = struct.Struct(">q")
@@ -158,10 +159,17 @@ def read_range(rng: Range, *, buffer_bytes: int = BUFFER_BYTES) -> Iterator[Row]
             if position < 0:
                 return
         while window.base + position < min(rng.end, file_end):
-            position = window.ensure(position, 8)
-            position = window.ensure(position, max(_record_size(window.buffer, position), 8))
+            if len(window.buffer) - position < MAX_RECORD_GUESS:
+                position = window.ensure(position, 8)
+                position = window.ensure(position, max(_record_size(window.buffer, position), 8))
             view = memoryview(window.buffer)
             scan = codec.scan_record(view, position, check_crc=True)
+            if scan.kind is not RecordKind.MESSAGE and not window.eof:
+                needed = max(_record_size(window.buffer, position), 8)
+                if len(window.buffer) - position < needed:  # cut by the window, not corrupt
+                    del view
+                    position = window.ensure(position, needed)
+                    continue
             absolute = window.base + position
             if scan.kind is RecordKind.MESSAGE:
                 yield _row(view, position, absolute, scan)
@@ -182,15 +190,34 @@ def _record_size(buffer: bytes | memoryview, position: int) -> int:
     return total if magic == codec.MESSAGE_MAGIC_CODE and total > 0 else 0
 
 
+_HOSTS: dict[bytes, str] = {}
+
+
 def _store_host(view: memoryview, position: int, sys_flag: int) -> str:
     at = position + 48 + (20 if sys_flag & codec.BORNHOST_V6_FLAG else 8) + 8
     width = 16 if sys_flag & codec.STOREHOSTADDRESS_V6_FLAG else 4
-    (port,) = struct.unpack_from(">i", view, at + width)
-    return codec.host_string(bytes(view[at : at + width]), port)
+    raw = bytes(view[at : at + width + 4])
+    host = _HOSTS.get(raw)
+    if host is None:
+        (port,) = struct.unpack_from(">i", raw, width)
+        host = _HOSTS[raw] = codec.host_string(raw[:width], port)
+    return host
+
+
+def _property(text: str, name: str) -> str:
+    """One property's value without parsing them all (keys and UNIQ_KEY per record)."""
+    at = text.find(name + "\x01")
+    while at > 0 and text[at - 1] != "\x02":
+        at = text.find(name + "\x01", at + 1)
+    if at < 0:
+        return ""
+    start = at + len(name) + 1
+    end = text.find("\x02", start)
+    return text[start:] if end < 0 else text[start:end]
 
 
 def _row(view: memoryview, position: int, absolute: int, scan: codec.RecordScan) -> Row:
-    props = codec.string_to_properties(scan.properties)
+    props = scan.properties
     return Row(
         absolute,
         scan.size,
@@ -199,8 +226,8 @@ def _row(view: memoryview, position: int, absolute: int, scan: codec.RecordScan)
         scan.queue_id,
         scan.queue_offset,
         scan.store_timestamp,
-        props.get(codec.MessageConst.KEYS, ""),
-        props.get(codec.MessageConst.UNIQ_KEY, ""),
+        _property(props, codec.MessageConst.KEYS),
+        _property(props, codec.MessageConst.UNIQ_KEY),
         True,
         zlib.crc32(view[position : position + scan.size]),
         _store_host(view, position, scan.sys_flag),

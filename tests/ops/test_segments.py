@@ -68,3 +68,20 @@ def test_a_stray_file_is_refused(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("hi")
     with pytest.raises(BackupError, match="not a CommitLog segment"):
         list_segments(tmp_path)
+
+
+def test_records_larger_than_the_read_ahead_are_read_whole(tmp_path) -> None:
+    from broker.store.message_store import DefaultMessageStore
+    from tests.ops.storekit import config, message
+
+    store = DefaultMessageStore(
+        config(tmp_path, mapped_file_size_commit_log=4 << 20), store_host=("10.0.0.1", 10911)
+    )
+    store.load()
+    for i in range(12):
+        body = bytes([i]) * (300_000 if i % 3 == 0 else 700)
+        assert store.put_message(message("Big", 0, body, f"b{i}")).ok
+    store.shutdown()
+    found = rows(tmp_path / "commitlog", buffer_bytes=100_000)
+    assert [r.keys for r in found if r.kind == "MESSAGE"] == [f"b{i}" for i in range(12)]
+    assert all(r.crc_ok for r in found)
