@@ -70,7 +70,7 @@ def test_bad_topic_name_and_unknown_cluster_are_clear_errors(cluster) -> None:
     bad = mqadmin(ns, "updateTopic", "-c", "TestCluster", "-t", "no spaces", ok=False)
     assert "invalid topic" in bad.stderr
     missing = mqadmin(ns, "updateTopic", "-c", "Nope", "-t", "T", ok=False)
-    assert "cluster 'Nope' not found" in missing.stderr
+    assert missing.stderr.strip() == "mqadmin updateTopic: cluster 'Nope' not found"
 
 
 def test_cluster_list_and_diagnose_group_without_consumers(cluster) -> None:

@@ -1,0 +1,3 @@
+from client.mqadmin import main
+
+raise SystemExit(main())
