@@ -169,7 +169,8 @@ def java_hash_concat(prefix_hash: int, text: str) -> int:
     """hash(prefix + text) from hash(prefix): String.hashCode is linear, so the index can hash a
     topic once and each key only by its own characters."""
     units = len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
-    h = ((prefix_hash & _MASK32) * pow(31, units, 1 << 32) + _unsigned_hash(text)) & _MASK32
+    power = _POWERS_DESC[_MAX_FAST - 1 - units] if units < _MAX_FAST else pow(31, units, 1 << 32)
+    h = ((prefix_hash & _MASK32) * power + _unsigned_hash(text)) & _MASK32
     return _signed32(h)
 
 

@@ -23,6 +23,7 @@ from remoting.body import (
 )
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
 from remoting.serde import decode_body
 
 if TYPE_CHECKING:
@@ -57,7 +58,15 @@ class SlaveSynchronize:
                 try:
                     await self.sync_all(master)
                     self.last_sync_ok = True
-                except (OSError, trio.TooSlowError, trio.BrokenResourceError, ValueError) as exc:
+                except (
+                    OSError,
+                    RemotingError,
+                    trio.TooSlowError,
+                    trio.BrokenResourceError,
+                    ValueError,
+                ) as exc:
+                    # The master went away mid-sync (it is being killed or restarted): a slave
+                    # keeps serving and tries again at the next round.
                     self.last_sync_ok = False
                     log.warning("config sync from master %s failed: %s", master, exc)
             # A new master is synchronized at once, not at the next tick.
