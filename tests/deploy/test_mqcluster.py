@@ -118,3 +118,23 @@ def test_sync_pair_layout_survives_losing_a_master(layout_up, tmp_path) -> None:
                 await done.wait()
 
     trio.run(scenario)
+
+
+def test_a_process_dying_during_up_fails_it_with_its_log(tmp_path) -> None:
+    layout = tmp_path / "broken"
+    layout.mkdir()
+    (layout / "namesrv.conf").write_text("")
+    (layout / "broker.conf").write_text("brokerName=broker-x\nflushDiskType=SOMETIMES\n")
+    offset = free_offset("single")
+    (layout / "cluster.toml").write_text(
+        f'name = "broken"\n\n[[process]]\nname = "ns"\nrole = "namesrv"\nconf = "namesrv.conf"\n'
+        f'port = {9876 + offset}\n\n[[process]]\nname = "bx"\nrole = "master"\n'
+        f'conf = "broker.conf"\nport = {10911 + offset}\n'
+    )
+    failed = mqcluster("up", str(layout), "--base-dir", str(tmp_path / "run"), ok=False)
+    assert "bx exited with code" in failed.stderr
+    assert "flushDiskType" in failed.stderr  # the broker's own complaint, from its log
+    status = json.loads(
+        mqcluster("status", str(layout), "--base-dir", str(tmp_path / "run"), "--json").stdout
+    )
+    assert {row["state"] for row in status} == {"down"}  # what had started was stopped again
