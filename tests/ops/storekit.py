@@ -21,6 +21,8 @@ def config(root: Path, **overrides: object) -> MessageStoreConfig:
         store_path_root_dir=root,
         mapped_file_size_commit_log=SEGMENT,
         mapped_file_size_consume_queue=20 * 1000,
+        max_hash_slot_num=5_000,
+        max_index_num=20_000,
     )
     values.update(overrides)
     return MessageStoreConfig(**values)  # type: ignore[arg-type]

@@ -209,7 +209,12 @@ def test_repaired_slave_catches_up_over_ha_without_gaps_or_duplicates(
     report = run(spark, live_master, slave, tmp_path / "out")
     apply_bundle(slave, tmp_path / "out" / "bundle")
 
-    sizes = {"mappedFileSizeCommitLog": 64 * 1024, "mappedFileSizeConsumeQueue": 20 * 1000}
+    sizes = {
+        "mappedFileSizeCommitLog": 64 * 1024,
+        "mappedFileSizeConsumeQueue": 20 * 1000,
+        "maxHashSlotNum": 5_000,
+        "maxIndexNum": 20_000,
+    }
     m = start_broker(processes, broker_conf(tmp_path, **sizes), "master")
     conf = broker_conf(tmp_path, brokerId=1, brokerRole="SLAVE", **sizes)
     text = conf.read_text()
