@@ -363,9 +363,11 @@ class BrokerController:
     # ------------------------------------------------------------------------ registration
 
     async def register_all(self) -> None:
+        # Reset first: a broker without NameServers used to return with the event still set and
+        # spin this loop (a third of its CPU) after the first topic change.
+        self._register_now = trio.Event()
         if self.outer is None or not self.outer.namesrv_addrs:
             return
-        self._register_now = trio.Event()
         results = await self.outer.register_all(
             self.identity(),
             self.topics.with_permission(self.config.broker_permission),
