@@ -94,30 +94,9 @@ def test_reset_offset_by_time_rewinds_an_offline_group(cluster) -> None:
         as_json(ns, "sendMessage", "-t", "Rewind", "-p", f"m{i}")
     import trio
 
-    from client.consumer import ConsumeStatus, PushConsumer
-    from remoting.body import ConsumeFromWhere
+    from tests.consumekit import consume_until
 
-    async def consume_all() -> None:
-        done = trio.Event()
-        seen = []
-
-        def listener(msgs):
-            seen.extend(msgs)
-            if len(seen) >= 5:
-                done.set()
-            return ConsumeStatus.CONSUME_SUCCESS
-
-        async with PushConsumer.open(
-            ns.addr,
-            "Rewinder",
-            listener,
-            {"Rewind": "*"},
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        ):
-            with trio.fail_after(30):
-                await done.wait()
-
-    trio.run(consume_all)
+    trio.run(consume_until, ns.addr, "Rewinder", "Rewind", lambda got: len(got) >= 5)
     progress = as_json(ns, "consumerProgress", "-g", "Rewinder", "-t", "Rewind")
     assert [row[4] for row in progress["rows"]] == [5]
     reset = as_json(ns, "resetOffsetByTime", "-g", "Rewinder", "-t", "Rewind", "-s", "0")

@@ -12,11 +12,11 @@ import pytest
 import trio
 
 from client.admin import AdminClient
-from client.consumer import ConsumeStatus, PushConsumer
 from client.message import Message, SendStatus
 from client.producer import Producer
 from deploy.manifest import load_manifest
-from remoting.body import ConsumeFromWhere, TopicConfig
+from remoting.body import TopicConfig
+from tests.consumekit import consume_until, keys_of
 from tests.deploy.clusterkit import REPO, free_offset, mqcluster
 
 LAYOUTS = ["single", "2m-2s-async", "2m-2s-sync"]
@@ -98,24 +98,7 @@ def test_sync_pair_layout_survives_losing_a_master(layout_up, tmp_path) -> None:
             ]
             assert all(r.status is SendStatus.SEND_OK for r in after)
             assert {r.message_queue.broker_name for r in after[5:]} == {"broker-b"}
-        seen: set[str] = set()
-        done = trio.Event()
-
-        def listener(msgs):
-            seen.update(m.keys for m in msgs)
-            if on_a <= seen:
-                done.set()
-            return ConsumeStatus.CONSUME_SUCCESS
-
-        async with PushConsumer.open(
-            ns,
-            "Drain",
-            listener,
-            {"Orders": "*"},
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        ):
-            with trio.fail_after(90):
-                await done.wait()
+        await consume_until(ns, "Drain", "Orders", lambda got: on_a <= keys_of(got), timeout_s=90)
 
     trio.run(scenario)
 

@@ -12,11 +12,11 @@ import psutil
 import trio
 
 from client.admin import AdminClient
-from client.consumer import ConsumeStatus, PushConsumer
 from client.message import Message, SendStatus
 from client.producer import Producer
-from remoting.body import ConsumeFromWhere, TopicConfig
+from remoting.body import TopicConfig
 from remoting.client import RemotingClient
+from tests.consumekit import consume_until, keys_of
 from tests.deploy.clusterkit import REPO, mqcluster
 from tests.integration.brokerkit import call, send_request
 
@@ -70,27 +70,8 @@ def test_promote_fence_and_rejoin(layout_up, tmp_path) -> None:
     rejoined = {r["process"]: r for r in json.loads(mqcluster("status", *args, "--json").stdout)}
     assert rejoined["broker-a-m"]["role"] == "slave" and rejoined["broker-a-m"]["lag"] == "0 B"
 
-    seen: set[str] = set()
-    done = trio.Event()
-
-    def listener(msgs):
-        seen.update(m.keys for m in msgs)
-        if set(before_on_a) | set(on_new_a) <= seen:
-            done.set()
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    async def consume() -> None:
-        async with PushConsumer.open(
-            ns,
-            "PromoG",
-            listener,
-            {"Promo": "*"},
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        ):
-            with trio.fail_after(60):
-                await done.wait()
-
-    trio.run(consume)
+    wanted = set(before_on_a) | set(on_new_a)
+    trio.run(consume_until, ns, "PromoG", "Promo", lambda got: wanted <= keys_of(got))
 
 
 def _wait_lag_zero(args: list[str]) -> None:

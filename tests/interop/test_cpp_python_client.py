@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from client.consumer import ConsumeStatus, PushConsumer
 from client.message import Message
 from client.producer import Producer
-from remoting.body import ConsumeFromWhere
+from tests.consumekit import consume_until, keys_of
 from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import acked_keys, run_driver
 
@@ -51,27 +50,9 @@ def test_cpp_producer_to_python_consumer(cluster) -> None:
         run_driver("produce", "--ns", ns.addr, "--topic", "CppToPy", "--count", "300")
     )
     assert len(acked) == 300
-    got: dict[str, tuple[str | None, bytes]] = {}
-    done = trio.Event()
-
-    def listener(msgs):
-        for m in msgs:
-            got[m.keys] = (m.tags, m.body)
-        if len(got) >= 300:
-            done.set()
-        return ConsumeStatus.CONSUME_SUCCESS
-
-    async def consume() -> None:
-        async with PushConsumer.open(
-            ns.addr,
-            "PyG",
-            listener,
-            {"CppToPy": "*"},
-            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        ):
-            with trio.fail_after(60):
-                await done.wait()
-
-    trio.run(consume)
+    delivered = trio.run(
+        consume_until, ns.addr, "PyG", "CppToPy", lambda got: len(keys_of(got)) >= 300
+    )
+    got = {m.keys: (m.tags, m.body) for m in delivered}
     tags = ["TagA", "TagB"]
     assert got == {f"key-{i}": (tags[i % 2], f"body-{i}".encode()) for i in range(300)}
