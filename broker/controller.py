@@ -42,7 +42,6 @@ from broker.subscription_group import SubscriptionGroupManager
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
-from remoting.body import TopicConfig
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
@@ -270,14 +269,11 @@ class BrokerController:
         """Topics the store holds queues for but the topic config lacks: a slave promoted to
         master before its 10 s config sync brought a new topic, or a lost topics.json. Without
         this, their messages would be unreachable and new sends would skip this broker."""
-        for topic, queues in sorted(self.store.consume_queue_table.items()):
-            if topic in self.topics.table or not queues:
-                continue
-            count = max(queues) + 1
-            log.warning("topic %s found in the store but not in the config: recreated", topic)
-            self.topics.update(
-                TopicConfig(topic_name=topic, read_queue_nums=count, write_queue_nums=count)
-            )
+        for topic in sorted(set(self.store.consume_queue_table) - set(self.topics.table)):
+            config = self.topics.from_queues(topic, self.store.queue_count(topic))
+            if config is not None:
+                log.warning("topic %s found in the store but not in the config: recreated", topic)
+                self.topics.update(config)
 
     def request_registration(self) -> None:
         self._register_now.set()

@@ -102,6 +102,13 @@ class TopicConfigManager:
             self.persist_sync()
         self.on_change()
 
+    @staticmethod
+    def from_queues(topic: str, count: int) -> TopicConfig | None:
+        """The config a store's queues imply for a topic the config lacks (None: no queues)."""
+        if count <= 0:
+            return None
+        return TopicConfig(topic_name=topic, read_queue_nums=count, write_queue_nums=count)
+
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 

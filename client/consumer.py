@@ -25,7 +25,6 @@ from client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerO
 from client.process_queue import ProcessQueue
 from client.puller import Puller, PullTarget
 from client.rebalance import RebalanceImpl
-from client.route import MASTER_ID
 from remoting import constants as K
 from remoting import message as codec
 from remoting.body import (
@@ -355,6 +354,3 @@ def restore_retry_topic(msg: MessageExt, group: str) -> None:
     original = msg.properties.get(codec.MessageConst.RETRY_TOPIC)
     if original and msg.topic == K.retry_topic(group):
         msg.topic = original
-
-
-__all__ = ["MASTER_ID", "ConsumeStatus", "PushConsumer"]

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import trio
+
 from client.route import MASTER_ID, broker_addr
 from remoting.body import MessageQueue
 from remoting.codes import RequestCode, ResponseCode
@@ -123,7 +125,13 @@ class LocalFileOffsetStore(OffsetStore):
         for mq in mqs:
             if mq in self.table:
                 self._saved[self.key(mq)] = self.table[mq]
+        await trio.to_thread.run_sync(
+            self._write, json.dumps({"offsetTable": self._saved}, sort_keys=True)
+        )
+
+    def _write(self, text: str) -> None:
+        """Blocking file work, run in a worker thread (never on the Trio loop)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"offsetTable": self._saved}, sort_keys=True))
+        tmp.write_text(text)
         os.replace(tmp, self.path)

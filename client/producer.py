@@ -13,6 +13,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -81,12 +82,15 @@ class Producer:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, namesrv_addr: str, group: str, **kwargs: object) -> AsyncIterator[Producer]:
+    async def open(
+        cls, namesrv_addr: str, group: str, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """A started producer of ``cls`` (subclasses take their own extra arguments)."""
         async with (
             MQClientInstance.open(ClientConfig(namesrv_addr)) as instance,
             trio.open_nursery() as nursery,
         ):
-            producer = cls(instance, group, **kwargs)  # type: ignore[arg-type]
+            producer = cls(instance, group, *args, **kwargs)
             producer._nursery = nursery
             instance.members.append(producer)
             instance.route_listeners.append(producer._on_route)

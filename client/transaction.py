@@ -7,14 +7,11 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
-import trio
 
-from client.instance import ClientConfig, MQClientInstance
+from client.instance import MQClientInstance
 from client.message import Message, SendResult, SendStatus
 from client.producer import Producer
 from remoting import message as codec
@@ -63,25 +60,6 @@ class TransactionProducer(Producer):
         super().__init__(instance, group, **kw)
         self.listener = listener
         instance.register_server_request(RequestCode.CHECK_TRANSACTION_STATE, self._check)
-
-    @classmethod
-    @asynccontextmanager
-    async def open(  # type: ignore[override]
-        cls, namesrv_addr: str, group: str, listener: TransactionListener, **kwargs: Any
-    ) -> AsyncIterator[TransactionProducer]:
-        async with (
-            MQClientInstance.open(ClientConfig(namesrv_addr)) as instance,
-            trio.open_nursery() as nursery,
-        ):
-            producer = cls(instance, group, listener, **kwargs)
-            producer._nursery = nursery
-            instance.members.append(producer)
-            instance.route_listeners.append(producer._on_route)
-            try:
-                yield producer
-            finally:
-                await instance.unregister(group, None)
-                nursery.cancel_scope.cancel()
 
     async def send_message_in_transaction(
         self, msg: Message, arg: Any = None

@@ -43,6 +43,8 @@ class Cluster:
         self.layout = manifest
         self.manifest = manifest.with_promotions(self.promotions())
         self.out = out
+        self._processes: dict[str, subprocess.Popen] = {}  # started by this invocation
+        self._log_start: dict[str, int] = {}  # log size before each start: its READY comes after
 
     # ------------------------------------------------------------------ promotions
 
@@ -162,7 +164,6 @@ class Cluster:
             self.manifest.effective_conf(spec, self.base, self.role_overrides(spec))
         )
         # READY lines of earlier runs in the same log must not count for this one.
-        self._log_start = getattr(self, "_log_start", {})
         log_path = self.log_path(spec)
         self._log_start[spec.name] = log_path.stat().st_size if log_path.exists() else 0
         with self.log_path(spec).open("ab") as log:
@@ -176,7 +177,6 @@ class Cluster:
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _repo_path()},
             )
         self.pid_path(spec).write_text(str(process.pid))
-        self._processes = getattr(self, "_processes", {})
         self._processes[spec.name] = process
 
     def _wait_ready(self, spec: ProcessSpec) -> None:
@@ -241,7 +241,7 @@ class Cluster:
                 _gone(process, 10)
         except psutil.NoSuchProcess:
             pass
-        child = getattr(self, "_processes", {}).get(spec.name)
+        child = self._processes.get(spec.name)
         if child is not None:
             child.wait(10)  # reap our own child
         return True
@@ -315,7 +315,6 @@ class Cluster:
             self.out(f"old master's store set aside: {aside}")
         self._stop(slave)
         self.manifest = self.layout.with_promotions(promotions)
-        self._processes = getattr(self, "_processes", {})
         self.start_one(slave.name)
         self.out(
             f"{broker_name}: {slave.name} is the master now; {master.name} may rejoin as a slave"

@@ -104,11 +104,7 @@ class PullMessageProcessor:
         TOPIC_NOT_EXIST as RocketMQ would; the queues are those the replica has."""
         if not self.broker.is_slave:
             return None
-        queues = self.broker.store.consume_queue_table.get(topic)
-        if not queues:
-            return None
-        count = max(queues) + 1
-        return TopicConfig(topic_name=topic, read_queue_nums=count, write_queue_nums=count)
+        return self.broker.topics.from_queues(topic, self.broker.store.queue_count(topic))
 
     def _checks(self, header: PullMessageRequestHeader) -> tuple[Any, Any]:
         broker = self.broker

@@ -395,6 +395,11 @@ class DefaultMessageStore:
 
     # ================================================================ queues and reads
 
+    def queue_count(self, topic: str) -> int:
+        """1 + the highest queue id this store holds for ``topic`` (0: none)."""
+        queues = self.consume_queue_table.get(topic)
+        return max(queues) + 1 if queues else 0
+
     def _all_queues(self) -> list[ConsumeQueue]:
         return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
 

@@ -45,17 +45,16 @@ def read_manifest(bundle: Path) -> dict[str, Any]:
 
 
 def _same_bytes(store: DefaultMessageStore, bundle: Path, manifest: dict[str, Any]) -> bool:
+    """The store already holds the bundle's bytes (compared a chunk at a time: bundles can be
+    gigabytes)."""
     for entry in manifest["files"]:
-        data = (bundle / entry["file"]).read_bytes()
         offset = entry["start"]
-        while data:
-            view = store.get_commit_log_data(offset)
-            if view is None or not len(view):
-                return False
-            n = min(len(view), len(data))
-            if bytes(view[:n]) != data[:n]:
-                return False
-            data, offset = data[n:], offset + n
+        with open(bundle / entry["file"], "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                view = store.get_commit_log_data(offset)
+                if view is None or len(view) < len(chunk) or view[: len(chunk)] != chunk:
+                    return False
+                offset += len(chunk)
     return True
 
 

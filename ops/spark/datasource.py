@@ -28,14 +28,6 @@ def _arrow_types() -> list[Any]:
     return [kinds[part.split()[1]] for part in SCHEMA.split(", ")]
 
 
-class _Types:
-    def __iter__(self):
-        return iter(_arrow_types())
-
-
-ARROW_TYPES = _Types()
-
-
 class RangePartition(InputPartition):
     def __init__(self, rng: Range) -> None:
         super().__init__(rng)
@@ -53,25 +45,24 @@ class CommitLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow record batches of BATCH_ROWS rows: much cheaper than pickling one tuple per
         record into the JVM."""
-        import pyarrow as pa
-
-        columns: list[list[Any]] = [[] for _ in FIELDS]
-        appends = [c.append for c in columns]
+        types = _arrow_types()
+        rows: list[tuple] = []
         for row in read_range(partition.rng):  # type: ignore[attr-defined]
-            for append, value in zip(appends, row, strict=True):
-                append(value)
-            if len(columns[0]) >= BATCH_ROWS:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=t) for c, t in zip(columns, ARROW_TYPES, strict=True)],
-                    names=FIELDS,
-                )
-                for c in columns:
-                    c.clear()
-        if columns[0]:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(c, type=t) for c, t in zip(columns, ARROW_TYPES, strict=True)],
-                names=FIELDS,
-            )
+            rows.append(row)
+            if len(rows) >= BATCH_ROWS:
+                yield _record_batch(rows, types)
+                rows = []
+        if rows:
+            yield _record_batch(rows, types)
+
+
+def _record_batch(rows: list[tuple], types: list[Any]) -> Any:
+    import pyarrow as pa
+
+    columns = zip(*rows, strict=True)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)], names=FIELDS
+    )
 
 
 class CommitLogDataSource(DataSource):
