@@ -18,7 +18,7 @@ import orjson
 from remoting import fastjson
 from remoting.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from remoting.errors import RemoteProtocolError
-from remoting.frame import Frame, frame_prefix
+from remoting.frame import PREFIX, Frame
 
 RPC_RESPONSE = 1  # flag bit 0
 RPC_ONEWAY = 2  # flag bit 1
@@ -29,6 +29,8 @@ _LANGUAGE_BY_CODE = {member.value: member.name for member in LanguageCode}
 _ROCKETMQ_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+_ONLY_STR = frozenset((str,))
+_JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
 
 _opaque_counter = itertools.count()
 
@@ -92,14 +94,17 @@ class RemotingCommand:
         body: BodyType = b"",
     ) -> RemotingCommand:
         """A response to this request: same opaque, same serialize type (spec §3.3)."""
+        # Positional: this runs for every reply, and keywords cost 2.5x as much here.
         return RemotingCommand(
-            code=int(code),
-            opaque=self.opaque,
-            flag=RPC_RESPONSE,
-            remark=remark,
-            ext_fields=ext_fields,
-            body=body,
-            serialize_type=self.serialize_type,
+            int(code),
+            "JAVA",
+            CURRENT_VERSION,
+            self.opaque,
+            RPC_RESPONSE,
+            remark,
+            ext_fields,
+            body,
+            self.serialize_type,
         )
 
     def error_response(self, code: int, remark: str) -> RemotingCommand:
@@ -111,31 +116,26 @@ class RemotingCommand:
 
 def decode_command(frame: Frame) -> RemotingCommand:
     """One frame to one command. Raises RemoteProtocolError for a header that won't parse."""
-    if frame.serialize_type == SerializeType.JSON:
-        command = _decode_json_header(frame.header)
-    else:
-        command = _decode_rocketmq_header(frame.header)
-    command.body = frame.body
-    command.serialize_type = frame.serialize_type
-    return command
+    if frame.serialize_type == _JSON:
+        return _decode_json_header(frame.header, frame.body)
+    return _decode_rocketmq_header(frame.header, frame.body)
 
 
-def _decode_json_header(header: bytes) -> RemotingCommand:
+def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     try:
         data = _json_loads(header)
     except orjson.JSONDecodeError:
         data = fastjson.loads(header)  # raises FastjsonDecodeError (a RemoteProtocolError)
     if not isinstance(data, dict):
         raise RemoteProtocolError("command header is not a JSON object")
-    try:
-        code = int(data["code"])
-        opaque = int(data.get("opaque", 0))
-        flag = int(data.get("flag", 0))
-        version = int(data.get("version", 0) or 0)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RemoteProtocolError(f"bad command header field: {exc!r}") from None
+    code = data.get("code")
+    opaque = data.get("opaque", 0)
+    flag = data.get("flag", 0)
+    version = data.get("version", 0)
+    if not (type(code) is type(opaque) is type(flag) is type(version) is int):
+        code, opaque, flag, version = _header_ints(code, opaque, flag, version)
     language = data.get("language", "JAVA")
-    if not isinstance(language, str):
+    if type(language) is not str:
         language = (
             _LANGUAGE_BY_CODE.get(language, "OTHER") if isinstance(language, int) else "OTHER"
         )
@@ -146,19 +146,19 @@ def _decode_json_header(header: bytes) -> RemotingCommand:
     if ext is not None:
         if not isinstance(ext, dict):
             raise RemoteProtocolError("extFields is not a JSON object")
-        for value in ext.values():
-            if type(value) is not str:
-                ext = _java_strings(ext)
-                break
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext,
-    )
+        if not _ONLY_STR.issuperset(map(type, ext.values())):
+            ext = _java_strings(ext)
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+
+
+def _header_ints(code: Any, opaque: Any, flag: Any, version: Any) -> tuple[int, int, int, int]:
+    """Numbers sent as strings (or a null version) by lenient peers."""
+    if code is None:
+        raise RemoteProtocolError("bad command header field: no code")
+    try:
+        return int(code), int(opaque), int(flag), int(version or 0)
+    except (TypeError, ValueError) as exc:
+        raise RemoteProtocolError(f"bad command header field: {exc!r}") from None
 
 
 def _java_strings(ext: dict[Any, Any]) -> dict[str, str]:
@@ -182,7 +182,7 @@ def _java_strings(ext: dict[Any, Any]) -> dict[str, str]:
     return out
 
 
-def _decode_rocketmq_header(header: bytes) -> RemotingCommand:
+def _decode_rocketmq_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     try:
         code, language, version, opaque, flag, remark_length = _ROCKETMQ_FIXED.unpack_from(
             header, 0
@@ -200,13 +200,15 @@ def _decode_rocketmq_header(header: bytes) -> RemotingCommand:
     except struct.error as exc:
         raise RemoteProtocolError(f"truncated ROCKETMQ header: {exc}") from None
     return RemotingCommand(
-        code=code,
-        language=_LANGUAGE_BY_CODE.get(language, "OTHER"),
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext,
+        code,
+        _LANGUAGE_BY_CODE.get(language, "OTHER"),
+        version,
+        opaque,
+        flag,
+        remark,
+        ext,
+        body,
+        _ROCKETMQ,
     )
 
 
@@ -254,12 +256,18 @@ def encode_header(command: RemotingCommand) -> bytes:
 
 def encode_command(command: RemotingCommand) -> list[BodyType]:
     """The frame as buffers to write in order (the body is not copied)."""
-    header = encode_header(command)
+    if command.serialize_type == _ROCKETMQ:
+        header = _encode_rocketmq_header(command)
+    else:
+        header = _encode_json_header(command)
     body = command.body
-    prefix = frame_prefix(command.serialize_type, len(header), len(body))
+    header_length = len(header)
+    head = PREFIX.pack(
+        4 + header_length + len(body), (command.serialize_type << 24) | header_length
+    )
     if body:
-        return [prefix + header, body]
-    return [prefix + header]
+        return [head + header, body]
+    return [head + header]
 
 
 def encode_command_bytes(command: RemotingCommand) -> bytes:
@@ -298,18 +306,35 @@ def _ext_str(value: object) -> str:
 
 def _encode_rocketmq_header(command: RemotingCommand) -> bytes:
     remark = command.remark.encode("utf-8") if command.remark else b""
-    language = LanguageCode.__members__.get(command.language, LanguageCode.OTHER).value
-    entries = bytearray()
+    language = _LANGUAGE_VALUES.get(command.language, _LANGUAGE_OTHER)
+    parts: list[bytes] = []
+    append = parts.append
     for key, value in (command.ext_fields or {}).items():
         if key is None or value is None:
             continue
-        key_bytes = key.encode("utf-8")
+        key_part = _KEY_PARTS.get(key)
+        if key_part is None:
+            key_part = _key_part(key)
         value_bytes = (value if type(value) is str else _ext_str(value)).encode("utf-8")
-        entries += len(key_bytes).to_bytes(2, "big")
-        entries += key_bytes
-        entries += len(value_bytes).to_bytes(4, "big")
-        entries += value_bytes
+        append(key_part)
+        append(_I32.pack(len(value_bytes)))
+        append(value_bytes)
+    entries = b"".join(parts)
     fixed = _ROCKETMQ_FIXED.pack(
         command.code, language, command.version, command.opaque, command.flag, len(remark)
     )
-    return b"".join((fixed, remark, len(entries).to_bytes(4, "big"), entries))
+    return b"".join((fixed, remark, _I32.pack(len(entries)), entries))
+
+
+def _key_part(key: str) -> bytes:
+    """length(2) + UTF-8 of an extFields key; header keys repeat, so they are kept."""
+    key_bytes = key.encode("utf-8")
+    part = _I16.pack(len(key_bytes)) + key_bytes
+    if len(_KEY_PARTS) < 4096:
+        _KEY_PARTS[key] = part
+    return part
+
+
+_KEY_PARTS: dict[str, bytes] = {}
+_LANGUAGE_VALUES = {member.name: member.value for member in LanguageCode}
+_LANGUAGE_OTHER = LanguageCode.OTHER.value

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from remoting.errors import RemoteProtocolError
 
-_PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | headerLength)
+PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | headerLength)
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # Java's com.rocketmq.remoting.frameMaxLength default
 _HEADER_LENGTH_MASK = 0x00FFFFFF
 
@@ -25,22 +25,29 @@ class Frame(NamedTuple):
 class FrameDecoder:
     """Bytes in, frames out.
 
-    Complete frames are parsed straight out of one buffer with a moving read position; the
-    consumed prefix is dropped once per ``receive_data`` call, not once per frame.
+    Complete frames are parsed straight out of one buffer with a moving read position. When the
+    previous data was used up, the new chunk itself becomes the buffer (no copy), and frames
+    are sliced out of it once; only a partial frame is carried over into a bytearray.
     """
 
     __slots__ = ("_buffer", "_max_frame_bytes", "_pos")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
-        self._buffer = bytearray()
+        self._buffer: bytes | bytearray = b""
         self._pos = 0
         self._max_frame_bytes = max_frame_bytes
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        if self._pos:
-            del self._buffer[: self._pos]
-            self._pos = 0
-        self._buffer += data
+        buffer, pos = self._buffer, self._pos
+        if pos >= len(buffer):
+            self._buffer = data if type(data) is bytes else bytes(data)
+        elif type(buffer) is bytearray:
+            if pos:
+                del buffer[:pos]
+            buffer += data
+        else:
+            self._buffer = bytearray(buffer[pos:]) + data
+        self._pos = 0
 
     @property
     def buffered_bytes(self) -> int:
@@ -50,16 +57,15 @@ class FrameDecoder:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos
         available = len(buffer) - pos
-        if available < 4:
+        if available < 8:
+            if available >= 4:
+                self._check_length(int.from_bytes(buffer[pos : pos + 4], "big", signed=True))
             return None
-        length = int.from_bytes(buffer[pos : pos + 4], "big", signed=True)
+        length, mark = PREFIX.unpack_from(buffer, pos)
         if length < 4 or length > self._max_frame_bytes:
-            raise RemoteProtocolError(
-                f"frame length {length} out of range [4, {self._max_frame_bytes}]"
-            )
+            self._check_length(length)
         if available < 4 + length:
             return None
-        _, mark = _PREFIX.unpack_from(buffer, pos)
         serialize_type, header_length = mark >> 24, mark & _HEADER_LENGTH_MASK
         if serialize_type > 1:
             raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
@@ -68,9 +74,18 @@ class FrameDecoder:
         if header_end > frame_end:
             raise RemoteProtocolError(f"header length {header_length} > frame length {length}")
         self._pos = frame_end
-        return Frame(
-            serialize_type, bytes(buffer[pos + 8 : header_end]), bytes(buffer[header_end:frame_end])
-        )
+        if type(buffer) is bytes:
+            return Frame(serialize_type, buffer[pos + 8 : header_end], buffer[header_end:frame_end])
+        with memoryview(buffer) as view:  # one copy per part, and no export left behind
+            return Frame(
+                serialize_type, bytes(view[pos + 8 : header_end]), bytes(view[header_end:frame_end])
+            )
+
+    def _check_length(self, length: int) -> None:
+        if length < 4 or length > self._max_frame_bytes:
+            raise RemoteProtocolError(
+                f"frame length {length} out of range [4, {self._max_frame_bytes}]"
+            )
 
     def frames(self) -> list[Frame]:
         """Every complete frame buffered now."""
@@ -82,7 +97,7 @@ class FrameDecoder:
 
 def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:
     """The 8 bytes before the header: frame length and header info."""
-    return _PREFIX.pack(4 + header_length + body_length, (serialize_type << 24) | header_length)
+    return PREFIX.pack(4 + header_length + body_length, (serialize_type << 24) | header_length)
 
 
 def encode_frame(serialize_type: int, header: bytes, body: bytes = b"") -> bytes:
