@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECEIVE_BYTES = 1 << 20
+RECEIVE_BYTES = 64 * 1024  # larger recv() sizes cost more in allocation than they save
 MAX_CHUNK_BODY = 4 << 20  # RocketMQ's slave read buffer: no master sends more at once
 CONNECT_TIMEOUT_S = 5.0
 RECONNECT_MIN_S = 0.5
