@@ -21,24 +21,6 @@ def _correct(store: DefaultMessageStore, old: int, new: int) -> int:
     return new
 
 
-def _batch_full(
-    config: object, size: int, max_msgs: int, total_bytes: int, count: int, in_disk: bool
-) -> bool:
-    if count == 0:
-        return False
-    if count >= max_msgs:
-        return True
-    if in_disk:
-        return (
-            total_bytes + size > config.max_transfer_bytes_on_message_in_disk
-            or count > config.max_transfer_count_on_message_in_disk - 1
-        )
-    return (
-        total_bytes + size > config.max_transfer_bytes_on_message_in_memory
-        or count > config.max_transfer_count_on_message_in_memory - 1
-    )
-
-
 def get_message(
     store: DefaultMessageStore,
     topic: str,
@@ -101,6 +83,14 @@ def _scan(
     next_phy_file_start = -1
     max_phys_pulling = 0
     scanned = 0
+    # Limits and the current segment are hoisted out of the loop: this runs per message.
+    memory_threshold = store.memory_threshold
+    disk_bytes = config.max_transfer_bytes_on_message_in_disk
+    disk_count = config.max_transfer_count_on_message_in_disk
+    memory_bytes = config.max_transfer_bytes_on_message_in_memory
+    memory_count = config.max_transfer_count_on_message_in_memory
+    segment_view, segment_start, segment_end = None, 0, 0
+    count = 0
     for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(units):
         scanned += 1
         if size == _FILLER_SIZE:
@@ -108,19 +98,34 @@ def _scan(
         max_phys_pulling = phys_offset
         if next_phy_file_start >= 0 and phys_offset < next_phy_file_start:
             continue
-        in_disk = max_phys - phys_offset > store.memory_threshold
-        if _batch_full(config, size, max_msgs, total_bytes, len(buffers), in_disk):
-            scanned -= 1
-            break
+        if count:
+            if count >= max_msgs:
+                scanned -= 1
+                break
+            if max_phys - phys_offset > memory_threshold:
+                full = total_bytes + size > disk_bytes or count >= disk_count
+            else:
+                full = total_bytes + size > memory_bytes or count >= memory_count
+            if full:
+                scanned -= 1
+                break
         if matched is not None and not matched(tags_code):
             continue
-        record = commit_log.get_message(phys_offset, size)
-        if record is None:
-            if not buffers:
-                result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-            next_phy_file_start = commit_log.roll_next_file(phys_offset)
-            continue
+        if segment_start <= phys_offset and phys_offset + size <= segment_end:
+            position = phys_offset - segment_start
+            record = segment_view[position : position + size]
+        else:
+            record = commit_log.get_message(phys_offset, size)
+            if record is None:
+                if not buffers:
+                    result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = commit_log.roll_next_file(phys_offset)
+                continue
+            segment = commit_log.queue.find(phys_offset)
+            segment_view, segment_start = segment.view, segment.start_offset
+            segment_end = segment_start + segment.wrote_position
         buffers.append(record)
+        count += 1
         total_bytes += size
         result.status = GetMessageStatus.FOUND
         next_phy_file_start = -1

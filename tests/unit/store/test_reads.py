@@ -97,3 +97,19 @@ def test_query_by_key_and_unique_key_within_a_time_range(stores: StoreFactory) -
     assert store.query_message("T", "order-7", 64, 0, 1).buffers == []
     assert store.query_message("Other", "order-7", 64, 0, 2**62).buffers == []
     assert len(store.index_service.files) > 1
+
+
+def test_a_batch_spans_commit_log_segments_and_respects_the_byte_cap(stores: StoreFactory) -> None:
+    store = stores.open(max_transfer_bytes_on_message_in_memory=4000)
+    bodies = [bytes([65 + i % 26]) * 300 for i in range(40)]
+    for body in bodies:
+        assert store.put_message(message(body=body)).ok
+    assert len(store.commit_log.queue.files) > 1  # the reads below cross segment boundaries
+    got, offset = [], 0
+    while offset < 40:
+        result = store.get_message("G", "T", 0, offset, 32, None)
+        assert result.status is S.FOUND
+        assert 0 < result.buffer_total_size <= 4000
+        got += [codec.decode_message(b).body for b in result.buffers]
+        offset = result.next_begin_offset
+    assert got == bodies
