@@ -13,7 +13,6 @@ import socket
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
-from operator import mul
 from typing import NamedTuple
 
 import attrs
@@ -133,10 +132,14 @@ def body_crc(body: bytes | bytearray | memoryview) -> int:
 
 _hash_cache: dict[str, int] = {}
 _MASK32 = 0xFFFFFFFF
-_MAX_FAST = 4096
-# 31^k mod 2^32 for k = _MAX_FAST-1 .. 0: the hash of an ASCII string is then a sum of products
-# computed in C (sum/map), not a Python loop per character.
-_POWERS_DESC = [pow(31, k, 1 << 32) for k in range(_MAX_FAST - 1, -1, -1)]
+# Java's hash of an ASCII string is the string read as a base-31 number whose "digits" are the
+# character codes (mod 2^32). Splitting each code c into c // 31 and c % 31 gives two strings
+# of real base-31 digits, so int(..., 31) does the whole sum in C: 3x faster than a sum of
+# products. int() refuses more than 4300 digits; longer strings take the loop.
+_MAX_DIGITS = 4000
+_DIGITS = b"0123456789abcdefghijklmnopqrstu"
+_LOW_DIGITS = bytes(_DIGITS[c % 31] for c in range(256))
+_HIGH_DIGITS = bytes(_DIGITS[c // 31] for c in range(256))
 
 
 def _signed32(h: int) -> int:
@@ -144,14 +147,21 @@ def _signed32(h: int) -> int:
 
 
 def _unsigned_hash(text: str) -> int:
-    if text.isascii() and len(text) <= _MAX_FAST:
+    if text.isascii() and 0 < len(text) <= _MAX_DIGITS:
         data = text.encode("ascii")
-        return sum(map(mul, data, _POWERS_DESC[_MAX_FAST - len(data) :])) & _MASK32
+        low, high = data.translate(_LOW_DIGITS), data.translate(_HIGH_DIGITS)
+        return (int(low, 31) + 31 * int(high, 31)) & _MASK32
     h = 0
     data = text.encode("utf-16-be")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return h
+
+
+def java_hash(text: str) -> int:
+    """Java String.hashCode as a signed 32-bit int, not cached (unique keys)."""
+    h = _unsigned_hash(text)
+    return h - 0x100000000 if h >= 0x80000000 else h
 
 
 def java_string_hash(text: str) -> int:
@@ -169,8 +179,7 @@ def java_hash_concat(prefix_hash: int, text: str) -> int:
     """hash(prefix + text) from hash(prefix): String.hashCode is linear, so the index can hash a
     topic once and each key only by its own characters."""
     units = len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
-    power = _POWERS_DESC[_MAX_FAST - 1 - units] if units < _MAX_FAST else pow(31, units, 1 << 32)
-    h = ((prefix_hash & _MASK32) * power + _unsigned_hash(text)) & _MASK32
+    h = ((prefix_hash & _MASK32) * pow(31, units, 1 << 32) + _unsigned_hash(text)) & _MASK32
     return _signed32(h)
 
 

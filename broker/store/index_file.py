@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker.store.mapped_file import MappedFile
@@ -27,6 +27,7 @@ ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous 
 assert ENTRY.size == 20
 SLOT = struct.Struct(">i")
 INT_MAX = 2**31 - 1
+_INT_MIN = -(2**31)
 
 
 def index_key_hash(key_hash: int) -> int:
@@ -82,35 +83,41 @@ class IndexFile:
 
     def put_key(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
         """Add one entry; False when the file is full."""
-        if self.index_count >= self.max_entries:
-            return False
-        key_hash = index_key_hash(key_hash)
-        slot_at = HEADER.size + (key_hash % self.slots) * SLOT.size
+        return self.put_keys((key_hash,), phy_offset, store_timestamp) == 1
+
+    def put_keys(self, key_hashes: Sequence[int], phy_offset: int, store_timestamp: int) -> int:
+        """Add one entry per hash for one message; returns how many fit (the file may fill).
+        The header is written once at the end: this runs for every key of every message."""
         mm = self.file.mmap
-        (previous,) = SLOT.unpack_from(mm, slot_at)
-        if previous <= 0 or previous > self.index_count:
-            previous = 0
+        slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
+        count = self.index_count
         if self.begin_timestamp <= 0:
             time_diff = 0
         else:
             time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), INT_MAX)
-        ENTRY.pack_into(
-            mm,
-            self._entries_at + self.index_count * ENTRY.size,
-            key_hash,
-            phy_offset,
-            time_diff,
-            previous,
-        )
-        SLOT.pack_into(mm, slot_at, self.index_count)
-        if self.index_count <= 1:
-            self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
-        if previous == 0:
-            self.hash_slot_count += 1
-        self.index_count += 1
-        self.end_phy_offset, self.end_timestamp = phy_offset, store_timestamp
-        self._write_header()
-        return True
+        written = 0
+        for key_hash in key_hashes:
+            if count >= max_entries:
+                break
+            key_hash = 0 if key_hash == _INT_MIN else abs(key_hash)
+            slot_at = HEADER.size + (key_hash % slots) * SLOT.size
+            (previous,) = SLOT.unpack_from(mm, slot_at)
+            if previous <= 0 or previous > count:
+                previous = 0
+                self.hash_slot_count += 1
+            ENTRY.pack_into(
+                mm, entries_at + count * ENTRY.size, key_hash, phy_offset, time_diff, previous
+            )
+            SLOT.pack_into(mm, slot_at, count)
+            if count <= 1:
+                self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
+            count += 1
+            written += 1
+        if written:
+            self.index_count = count
+            self.end_phy_offset, self.end_timestamp = phy_offset, store_timestamp
+            self._write_header()
+        return written
 
     def overlaps(self, begin: int, end: int) -> bool:
         return begin <= self.end_timestamp and end >= self.begin_timestamp
@@ -156,7 +163,6 @@ class IndexService:
         self.directory = directory
         self.slots, self.entries = slots, entries
         self.files: list[IndexFile] = []
-        self._topic_hashes: dict[str, int] = {}
         self.on_file_full: Callable[[IndexFile], None] | None = None  # checkpoint + flush
 
     def load(self) -> None:
@@ -200,23 +206,16 @@ class IndexService:
             # Indexed before the crash: recovery re-dispatches idempotently. (Java compares
             # with <, which indexes the last record twice after every crash.)
             return
-        topic_hash = self._topic_hashes.get(request.topic)
-        if topic_hash is None:
-            topic_hash = self._topic_hashes[request.topic] = codec.java_string_hash(
-                request.topic + "#"
-            )
-        if request.uniq_key:
-            index = self._put(index, codec.java_hash_concat(topic_hash, request.uniq_key), request)
+        prefix = request.topic + "#"
+        hashes = [codec.java_hash(prefix + request.uniq_key)] if request.uniq_key else []
         if request.keys:
-            for key in request.keys.split(" "):
-                if key:
-                    index = self._put(index, codec.java_hash_concat(topic_hash, key), request)
-
-    def _put(self, index: IndexFile, key_hash: int, request: DispatchRequest) -> IndexFile:
-        if not index.put_key(key_hash, request.commit_log_offset, request.store_timestamp):
-            index = self._writable()
-            index.put_key(key_hash, request.commit_log_offset, request.store_timestamp)
-        return index
+            hashes += [codec.java_hash(prefix + key) for key in request.keys.split(" ") if key]
+        phy_offset, timestamp = request.commit_log_offset, request.store_timestamp
+        while hashes:
+            written = index.put_keys(hashes, phy_offset, timestamp)
+            del hashes[:written]
+            if hashes:
+                index = self._writable()
 
     def query(
         self, topic: str, key: str, max_num: int, begin: int, end: int

@@ -226,3 +226,11 @@ def test_long_and_non_ascii_strings_hash_like_java() -> None:
 
     for text in ("x" * 5000, "TopicTest#" + "0A" * 16, "é" * 10 + "abc", "a😀b"):
         assert m.java_string_hash(text) == reference(text)
+
+
+@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=4100))
+def test_ascii_strings_of_any_length_hash_like_java(text: str) -> None:
+    h = 0
+    for char in text:
+        h = (31 * h + ord(char)) & 0xFFFFFFFF
+    assert m.java_hash(text) == (h - 2**32 if h >= 2**31 else h)
