@@ -311,7 +311,7 @@ def pack_record_into(
         buffer,
         pos,
         total_size,
-        MESSAGE_MAGIC_CODE,
+        0,  # the magic code goes in last
         body_crc,
         queue_id,
         flag,
@@ -342,6 +342,76 @@ def pack_record_into(
     assert end - pos == total_size, f"record size {end - pos} != declared {total_size}"
     _I32.pack_into(buffer, pos + 4, MESSAGE_MAGIC_CODE)
     return total_size
+
+
+def pack_batch_into(
+    buffer: bytearray | memoryview,
+    pos: int,
+    records: list[tuple[int, bytes | memoryview, bytes, int]],
+    topic: bytes,
+    *,
+    queue_id: int,
+    queue_offset: int,
+    phys_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_address: bytes,
+    born_port: int,
+    store_timestamp: int,
+    store_address: bytes,
+    store_port: int,
+    reconsume_times: int,
+) -> None:
+    """Write the records of one batch back to back from ``pos``: ``records`` are
+    (flag, body, properties, total size) and share everything else, with consecutive queue
+    offsets. One call per batch, not per message; each record's magic code still goes in last."""
+    header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
+    header_size, pack_header, pack_i16 = header.size, header.pack_into, _I16.pack_into
+    if len(born_address) == 16:
+        sys_flag |= BORNHOST_V6_FLAG
+    if len(store_address) == 16:
+        sys_flag |= STOREHOSTADDRESS_V6_FLAG
+    topic_length, crc32 = len(topic), zlib.crc32
+    for flag, body, properties, size in records:
+        body_length = len(body)
+        pack_header(
+            buffer,
+            pos,
+            size,
+            0,
+            crc32(body) & 0x7FFFFFFF,
+            queue_id,
+            flag,
+            queue_offset,
+            phys_offset,
+            sys_flag,
+            born_timestamp,
+            born_address,
+            born_port,
+            store_timestamp,
+            store_address,
+            store_port,
+            reconsume_times,
+            0,
+            body_length,
+        )
+        at = pos + header_size
+        end = at + body_length
+        buffer[at:end] = body
+        buffer[end] = topic_length
+        at = end + 1
+        end = at + topic_length
+        buffer[at:end] = topic
+        pack_i16(buffer, end, len(properties))
+        at = end + 2
+        end = at + len(properties)
+        buffer[at:end] = properties
+        if end - pos != size:
+            raise AssertionError(f"record size {end - pos} != declared {size}")
+        _I32.pack_into(buffer, pos + 4, MESSAGE_MAGIC_CODE)
+        pos = end
+        phys_offset += size
+        queue_offset += 1
 
 
 def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:

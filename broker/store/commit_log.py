@@ -306,39 +306,37 @@ class CommitLog:
         store_ts = self.clock()
         position = mapped.wrote_position
         first_phys = mapped.start_offset + position
+        codec.pack_batch_into(
+            mapped.mmap,
+            position,
+            [(entry.flag, entry.body, properties, size) for entry, _, properties, size in encoded],
+            topic,
+            queue_id=msg.queue_id,
+            queue_offset=queue_offset,
+            phys_offset=first_phys,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_address=msg.born_host[0],
+            born_port=msg.born_host[1],
+            store_timestamp=store_ts,
+            store_address=self.store_address,
+            store_port=self.store_port,
+            reconsume_times=msg.reconsume_times,
+        )
         msg_ids, requests = [], []
-        prefix, mmap = self._msg_id_prefix, mapped.mmap
-        born_address, born_port = msg.born_host
-        for entry, text, properties, size in encoded:
-            phys_offset = mapped.start_offset + position
-            codec.pack_record_into(
-                mmap,
-                position,
-                total_size=size,
-                body_crc=codec.body_crc(entry.body),
-                queue_id=msg.queue_id,
-                flag=entry.flag,
-                queue_offset=queue_offset,
-                phys_offset=phys_offset,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_address=born_address,
-                born_port=born_port,
-                store_timestamp=store_ts,
-                store_address=self.store_address,
-                store_port=self.store_port,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=0,
-                body=entry.body,
-                topic=topic,
-                properties=properties,
-            )
-            position += size
+        prefix, topic_name, queue_id, sys_flag = (
+            self._msg_id_prefix,
+            msg.topic,
+            msg.queue_id,
+            msg.sys_flag,
+        )
+        phys_offset = first_phys
+        for _, text, _, size in encoded:
             msg_ids.append(f"{prefix}{phys_offset:016X}")
             requests.append(
                 DispatchRequest(
-                    msg.topic,
-                    msg.queue_id,
+                    topic_name,
+                    queue_id,
                     phys_offset,
                     size,
                     codec.tags_code(property_value(text, MessageConst.TAGS)),
@@ -346,11 +344,13 @@ class CommitLog:
                     queue_offset,
                     property_value(text, MessageConst.KEYS) or "",
                     property_value(text, MessageConst.UNIQ_KEY) or "",
-                    msg.sys_flag,
+                    sys_flag,
                     {},
                 )
             )
+            phys_offset += size
             queue_offset += 1
+        position += total
         mapped.wrote_position = position
         self.topic_queue_table[key] = queue_offset
         self.last_put_timestamp = store_ts

@@ -331,8 +331,10 @@ class DefaultMessageStore:
         if self.put_listener is not None:
             self.put_listener()
         if caught_up:
-            for request in requests:
-                self.dispatch(request)
+            if len(requests) == 1:
+                self.dispatch(requests[0])
+            else:
+                self._dispatch_batch(requests)
             self.reput.reput_from_offset = self.commit_log.max_offset
         else:
             self.reput.wake()
@@ -370,6 +372,38 @@ class DefaultMessageStore:
         if self.config.message_index_enable:
             self.index_service.build_index(request)
         self.reput.last_dispatched_timestamp = request.store_timestamp
+
+    def _dispatch_batch(self, requests: list[DispatchRequest]) -> None:
+        """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
+        the queue is looked up once and the checks made once."""
+        first = requests[0]
+        if codec.transaction_type(first.sys_flag) in (
+            codec.TRANSACTION_NOT_TYPE,
+            codec.TRANSACTION_COMMIT_TYPE,
+        ):
+            put = self.find_consume_queue(first.topic, first.queue_id, create=True).put
+            listener = None if self.is_slave else self.arrival_listener
+            for request in requests:
+                put(
+                    request.commit_log_offset,
+                    request.msg_size,
+                    request.tags_code,
+                    request.consume_queue_offset,
+                )
+                if listener is not None:
+                    listener(
+                        request.topic,
+                        request.queue_id,
+                        request.consume_queue_offset + 1,
+                        request.tags_code,
+                        request.store_timestamp,
+                        request.properties,
+                    )
+        if self.config.message_index_enable:
+            build_index = self.index_service.build_index
+            for request in requests:
+                build_index(request)
+        self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
 
     # ================================================================ replication and repair
 
