@@ -1,6 +1,6 @@
 """``spark.read.format("commitlog").load(folder)``: a Spark 4 Python data source over CommitLog
 segments. Partitions are the driver's (path, start, end) ranges; each task streams its range
-through ``segments.read_range`` (bounded memory, whatever the segment size)."""
+through ``reader.read_range`` (bounded memory, whatever the segment size)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ops.spark.segments import Range, list_segments, ranges, read_range
+from ops.spark.reader import read_range
+from ops.spark.segments import Range, list_segments, ranges
 
 SCHEMA = (
     "phys_offset long, size int, kind string, topic string, queue_id int, queue_offset long, "
