@@ -73,23 +73,27 @@ def measure(path: Path, size: int, master: str) -> None:
         stop, peak = threading.Event(), [0]
         sampler = threading.Thread(target=python_workers_peak, args=(stop, peak), daemon=True)
         sampler.start()
-        t0 = time.perf_counter()
-        row = (
-            spark.read.format("commitlog")
-            .option("splitBytes", str(128 << 20))
-            .load(str(path))
-            .agg(F.count("*").alias("n"), F.sum(F.col("crc_ok").cast("int")).alias("ok"))
-            .first()
-        )
-        elapsed = time.perf_counter() - t0
+        # The first full pass pays the JVM's JIT warm-up; the second is what a job over a
+        # large backup runs at for most of its life. Both are printed.
+        for label in ("first pass", "second pass"):
+            t0 = time.perf_counter()
+            row = (
+                spark.read.format("commitlog")
+                .option("splitBytes", str(128 << 20))
+                .load(str(path))
+                .agg(F.count("*").alias("n"), F.sum(F.col("crc_ok").cast("int")).alias("ok"))
+                .first()
+            )
+            elapsed = time.perf_counter() - t0
+            print(
+                f"{master:<9} {label:<11} {size / 2**20 / elapsed:7.1f} MiB/s  "
+                f"{row['n'] / elapsed:10,.0f} records/s  ({row['n']:,} records, "
+                f"{row['ok']:,} CRC ok, {elapsed:.1f} s)  python worker peak RSS "
+                f"{peak[0] / 2**20:,.0f} MiB",
+                flush=True,
+            )
         stop.set()
         sampler.join()
-        print(
-            f"{master:<9} {size / 2**20 / elapsed:7.1f} MiB/s  {row['n'] / elapsed:10,.0f} records/s"
-            f"  ({row['n']:,} records, {row['ok']:,} CRC ok, {elapsed:.1f} s)"
-            f"  python worker peak RSS {peak[0] / 2**20:,.0f} MiB",
-            flush=True,
-        )
     finally:
         spark.stop()
 
