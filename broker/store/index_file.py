@@ -86,8 +86,13 @@ class IndexFile:
         return self.put_keys((key_hash,), phy_offset, store_timestamp) == 1
 
     def put_keys(self, key_hashes: Sequence[int], phy_offset: int, store_timestamp: int) -> int:
-        """Add one entry per hash for one message; returns how many fit (the file may fill).
-        The header is written once at the end: this runs for every key of every message."""
+        """Add one entry per hash for one message; returns how many fit."""
+        return self.put_entries([(h, phy_offset) for h in key_hashes], store_timestamp)
+
+    def put_entries(self, entries: Sequence[tuple[int, int]], store_timestamp: int) -> int:
+        """Add (key hash, phy offset) entries stored at one time (one message's keys, or a
+        batch's); returns how many fit (the file may fill). The header is written once at the
+        end: this runs for every key of every message."""
         mm = self.file.mmap
         slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
         count = self.index_count
@@ -95,27 +100,30 @@ class IndexFile:
             time_diff = 0
         else:
             time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), INT_MAX)
+        unpack_slot, pack_slot, pack_entry = SLOT.unpack_from, SLOT.pack_into, ENTRY.pack_into
         written = 0
-        for key_hash in key_hashes:
+        phy_offset = 0
+        for key_hash, phy_offset in entries:
             if count >= max_entries:
                 break
             key_hash = 0 if key_hash == _INT_MIN else abs(key_hash)
             slot_at = HEADER.size + (key_hash % slots) * SLOT.size
-            (previous,) = SLOT.unpack_from(mm, slot_at)
+            (previous,) = unpack_slot(mm, slot_at)
             if previous <= 0 or previous > count:
                 previous = 0
                 self.hash_slot_count += 1
-            ENTRY.pack_into(
+            pack_entry(
                 mm, entries_at + count * ENTRY.size, key_hash, phy_offset, time_diff, previous
             )
-            SLOT.pack_into(mm, slot_at, count)
+            pack_slot(mm, slot_at, count)
             if count <= 1:
                 self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
             count += 1
             written += 1
         if written:
             self.index_count = count
-            self.end_phy_offset, self.end_timestamp = phy_offset, store_timestamp
+            self.end_phy_offset = entries[written - 1][1]
+            self.end_timestamp = store_timestamp
             self._write_header()
         return written
 
@@ -197,24 +205,36 @@ class IndexService:
         return index
 
     def build_index(self, request: DispatchRequest) -> None:
-        if codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
-            return
-        if not request.uniq_key and not request.keys:
+        self.build_index_batch((request,))
+
+    def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
+        """Index the keys of consecutive records stored together (one message, or the entries
+        of one batch: one topic, one store time), written in one pass."""
+        first = requests[0]
+        if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
             return
         index = self._writable()
-        if request.commit_log_offset <= index.end_phy_offset and index.index_count > 1:
-            # Indexed before the crash: recovery re-dispatches idempotently. (Java compares
-            # with <, which indexes the last record twice after every crash.)
-            return
-        prefix = request.topic + "#"
-        hashes = [codec.java_hash(prefix + request.uniq_key)] if request.uniq_key else []
-        if request.keys:
-            hashes += [codec.java_hash(prefix + key) for key in request.keys.split(" ") if key]
-        phy_offset, timestamp = request.commit_log_offset, request.store_timestamp
-        while hashes:
-            written = index.put_keys(hashes, phy_offset, timestamp)
-            del hashes[:written]
-            if hashes:
+        # Indexed before the crash: recovery re-dispatches idempotently. (Java compares with
+        # <, which indexes the last record twice after every crash.)
+        done = index.end_phy_offset if index.index_count > 1 else -1
+        prefix = first.topic + "#"
+        java_hash = codec.java_hash
+        entries: list[tuple[int, int]] = []
+        for request in requests:
+            phy_offset = request.commit_log_offset
+            if phy_offset <= done:
+                continue
+            if request.uniq_key:
+                entries.append((java_hash(prefix + request.uniq_key), phy_offset))
+            if request.keys:
+                for key in request.keys.split(" "):
+                    if key:
+                        entries.append((java_hash(prefix + key), phy_offset))
+        timestamp = requests[-1].store_timestamp
+        while entries:
+            written = index.put_entries(entries, timestamp)
+            del entries[:written]
+            if entries:
                 index = self._writable()
 
     def query(

@@ -400,9 +400,7 @@ class DefaultMessageStore:
                         request.properties,
                     )
         if self.config.message_index_enable:
-            build_index = self.index_service.build_index
-            for request in requests:
-                build_index(request)
+            self.index_service.build_index_batch(requests)
         self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
 
     # ================================================================ replication and repair

@@ -69,3 +69,20 @@ def test_thousands_of_mixed_puts_across_topics_and_queues(stores: StoreFactory) 
         if key in topic_of_key:
             found = store.query_message(topic_of_key[key], key, 8, 0, 2**62).buffers
             assert [codec.decode_message(b).keys for b in found] == [key]
+
+
+def test_batch_keys_are_indexed_across_index_files(stores: StoreFactory) -> None:
+    store = stores.open(max_index_num=50)  # every batch below outgrows the current index file
+    for batch in range(6):
+        entries = [
+            (0, b"x", f"KEYS\x01b{batch}-{i} shared\x02UNIQ_KEY\x01U{batch}-{i}") for i in range(12)
+        ]
+        body = codec.encode_batch_body(entries)
+        assert store.put_messages(MessageExtBrokerInner(topic="B", queue_id=0, body=body)).ok
+    assert len(store.index_service.files) > 1
+    for batch in range(6):
+        for i in (0, 11):
+            found = store.query_message("B", f"b{batch}-{i}", 8, 0, 2**62).buffers
+            assert [codec.decode_message(b).keys for b in found] == [f"b{batch}-{i} shared"]
+    newest = store.query_message("B", "shared", 64, 0, 2**62).buffers
+    assert len(newest) == 64 and len({bytes(b) for b in newest}) == 64
