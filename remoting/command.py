@@ -19,6 +19,7 @@ from remoting import fastjson
 from remoting.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from remoting.errors import RemoteProtocolError
 from remoting.frame import PREFIX, Frame
+from remoting.serde import ExtFields
 
 RPC_RESPONSE = 1  # flag bit 0
 RPC_ONEWAY = 2  # flag bit 1
@@ -279,10 +280,8 @@ def _encode_json_header(command: RemotingCommand) -> bytes:
     # orjson keeps insertion order and writes UTF-8 as is, like fastjson.
     ext = command.ext_fields
     if ext:
-        for value in ext.values():
-            if type(value) is not str:
-                ext = {k: _ext_str(v) for k, v in ext.items() if v is not None}
-                break
+        if type(ext) is not ExtFields and not _ONLY_STR.issuperset(map(type, ext.values())):
+            ext = {k: _ext_str(v) for k, v in ext.items() if v is not None}
         header = {"code": command.code, "extFields": ext}
     else:
         header = {"code": command.code}

@@ -174,9 +174,16 @@ def _compile_header_decoder(cls: type) -> Callable[[dict[str, str]], Any] | None
     return namespace["decode"]
 
 
+class ExtFields(dict):
+    """extFields whose values are all strings already (what the header encoders build): the
+    JSON writer then skips its per-value check."""
+
+    __slots__ = ()
+
+
 def _compile_header_encoder(cls: type) -> Callable[[Any], dict[str, str]] | None:
     hints = typing.get_type_hints(cls)
-    lines = ["def encode(h):", "    out = {}"]
+    lines = ["def encode(h):", "    out = _ExtFields()"]
     for a in attrs.fields(cls):
         typ = hints[a.name]
         inner = _optional_inner(typ)
@@ -195,7 +202,7 @@ def _compile_header_encoder(cls: type) -> Callable[[Any], dict[str, str]] | None
         lines.append("    if _v is not None:")
         lines.append(f"        out[{wire_name(a)!r}] = {render}")
     lines.append("    return out")
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"_ExtFields": ExtFields}
     exec("\n".join(lines), namespace)
     return namespace["encode"]
 
