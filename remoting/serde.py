@@ -148,6 +148,7 @@ def _compile_header_decoder(cls: type) -> Callable[[dict[str, str]], Any] | None
     hints = typing.get_type_hints(cls)
     lines = ["def decode(ext):"]
     args = []
+    positional = all(a.init and not a.kw_only for a in attrs.fields(cls))
     for index, a in enumerate(attrs.fields(cls)):
         typ = hints[a.name]
         inner = _optional_inner(typ)
@@ -162,7 +163,7 @@ def _compile_header_decoder(cls: type) -> Callable[[dict[str, str]], Any] | None
         else:
             lines.append(f"    _v = ext.get({wire_name(a)!r})")
             lines.append(f"    {local} = _d{index} if _v is None else {value}")
-        args.append(f"{a.name}={local}")
+        args.append(local if positional else f"{a.name}={local}")
     lines.append(f"    return _cls({', '.join(args)})")
     # int() also takes "1_000" and " 7 ", which Java's parseLong refuses; harmless, and the
     # check would cost more than the parse.
