@@ -169,22 +169,12 @@ class SendMessageRequestHeaderV2:
     n: str | None = None  # bname
 
     def to_v1(self) -> SendMessageRequestHeader:
+        # Positional (every send goes through here), in SendMessageRequestHeader's field order:
+        # its batch comes before maxReconsumeTimes.
         return SendMessageRequestHeader(
-            producer_group=self.a,
-            topic=self.b,
-            default_topic=self.c,
-            default_topic_queue_nums=self.d,
-            queue_id=self.e,
-            sys_flag=self.f,
-            born_timestamp=self.g,
-            flag=self.h,
-            properties=self.i,
-            reconsume_times=self.j,
-            unit_mode=self.k,
-            max_reconsume_times=self.l,
-            batch=self.m,
-            bname=self.n,
-        )
+            self.a, self.b, self.c, self.d, self.e, self.f, self.g, self.h,
+            self.i, self.j, self.k, self.m, self.l, self.n,
+        )  # fmt: skip
 
     @classmethod
     def from_v1(cls, v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
