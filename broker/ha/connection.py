@@ -175,7 +175,11 @@ class HAConnection:
                 await self.stream.send_all(frame)
                 continue
             arrived = service.new_data
-            with trio.move_on_after(heartbeat_s) as timer:
-                await arrived.wait()
+            service.new_data_waiters += 1
+            try:
+                with trio.move_on_after(heartbeat_s) as timer:
+                    await arrived.wait()
+            finally:
+                service.new_data_waiters -= 1
             if timer.cancelled_caught:
                 await self.stream.send_all(encode_chunk_header(self.next_offset, 0))

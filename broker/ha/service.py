@@ -36,6 +36,7 @@ class HAService:
         self.connections: set[HAConnection] = set()
         self.push2slave_max_offset = 0
         self.new_data = trio.Event()
+        self.new_data_waiters = 0  # Event.statistics() per put cost more than a counter
         self._waiters: list[tuple[int, int, trio.Event]] = []
         self._sequence = itertools.count()
 
@@ -49,7 +50,7 @@ class HAService:
     def notify_new_data(self) -> None:
         """Called by the store after every put: wakes idle connection writers (and costs
         nothing when none waits, the usual case under load and on a master without slaves)."""
-        if self.new_data.statistics().tasks_waiting:
+        if self.new_data_waiters:
             event, self.new_data = self.new_data, trio.Event()
             event.set()
 
