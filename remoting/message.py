@@ -642,6 +642,7 @@ class BatchEntry(NamedTuple):
 def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
     """The MessageBatch encoding a client sends (message-format.md §6)."""
     view, pos, out = memoryview(body), 0, []
+    new_entry = tuple.__new__  # a BatchEntry without NamedTuple's Python-level __new__
     while pos < len(view):
         if len(view) - pos < _BATCH_ENTRY.size + 2:
             raise MessageDecodeError(f"truncated batch entry at {pos}")
@@ -666,7 +667,7 @@ def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
         at += props_length
         if total != at - pos:
             raise MessageDecodeError(f"batch entry at {pos}: TOTALSIZE {total} != {at - pos}")
-        out.append(BatchEntry(flag, entry_body, props))
+        out.append(new_entry(BatchEntry, (flag, entry_body, props)))
         pos = at
     return out
 

@@ -12,6 +12,7 @@ master never parses its own records back.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 from broker.store.config import MessageStoreConfig
@@ -36,22 +37,16 @@ MAX_PROPERTIES_BYTES = 32767
 _NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
 
 
-def property_value(text: str, name: str) -> str | None:
-    """One property out of an encoded string without building the dict. The last occurrence
-    wins, as when Java parses the whole string."""
-    key = name + codec.NAME_VALUE_SEPARATOR
-    index = text.rfind(codec.PROPERTY_SEPARATOR + key)
-    if index >= 0:
-        start = index + 1 + len(key)
-    elif text.startswith(key):
-        start = len(key)
-    else:
-        return None
-    end = text.find(codec.PROPERTY_SEPARATOR, start)
-    value = text[start:] if end < 0 else text[start:end]
-    if not value:  # Java drops empty values: an earlier occurrence may count
-        return codec.string_to_properties(text).get(name)
-    return value
+# The properties dispatch needs, found in one C-level scan. A match needs the name at a segment
+# start and a non-empty value, and findall keeps the last: exactly what Java's
+# string2messageProperties ends up holding for these names (empty names and values dropped,
+# later duplicates win).
+_DISPATCH_PROPERTIES = re.compile("(?:^|\x02)(TAGS|KEYS|UNIQ_KEY|DELAY)\x01([^\x02]+)")
+
+
+def dispatch_properties(text: str) -> dict[str, str]:
+    """TAGS, KEYS, UNIQ_KEY and DELAY of an encoded properties string, where present."""
+    return dict(_DISPATCH_PROPERTIES.findall(text)) if text else {}
 
 
 class CommitLog:
@@ -333,17 +328,18 @@ class CommitLog:
         phys_offset = first_phys
         for _, text, _, size in encoded:
             msg_ids.append(f"{prefix}{phys_offset:016X}")
+            found = dispatch_properties(text)
             requests.append(
                 DispatchRequest(
                     topic_name,
                     queue_id,
                     phys_offset,
                     size,
-                    codec.tags_code(property_value(text, MessageConst.TAGS)),
+                    codec.tags_code(found.get(MessageConst.TAGS)),
                     store_ts,
                     queue_offset,
-                    property_value(text, MessageConst.KEYS) or "",
-                    property_value(text, MessageConst.UNIQ_KEY) or "",
+                    found.get(MessageConst.KEYS, ""),
+                    found.get(MessageConst.UNIQ_KEY, ""),
                     sys_flag,
                     {},
                 )
@@ -373,9 +369,9 @@ class CommitLog:
 
     def dispatch_request(self, scan: codec.RecordScan) -> DispatchRequest:
         """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
-        text = scan.properties
-        tags = codec.tags_code(property_value(text, MessageConst.TAGS)) if text else 0
-        delay = property_value(text, MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
+        found = dispatch_properties(scan.properties)
+        tags = codec.tags_code(found.get(MessageConst.TAGS))
+        delay = found.get(MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
         return DispatchRequest(
             scan.topic,
             scan.queue_id,
@@ -384,8 +380,8 @@ class CommitLog:
             self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
             scan.store_timestamp,
             scan.queue_offset,
-            property_value(text, MessageConst.KEYS) or "" if text else "",
-            property_value(text, MessageConst.UNIQ_KEY) or "" if text else "",
+            found.get(MessageConst.KEYS, ""),
+            found.get(MessageConst.UNIQ_KEY, ""),
             scan.sys_flag,
             {},
         )

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.store.commit_log import dispatch_properties
 from broker.store.consume_queue import CQ_UNIT
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from remoting import message as codec
@@ -122,3 +126,21 @@ def test_prepared_transaction_records_take_no_queue_offset(stores: StoreFactory)
     unit = store.find_consume_queue("T", 0).unit(0)
     assert unit == (normal.append.wrote_offset, normal.append.wrote_bytes, 0)
     assert CQ_UNIT.size == 20
+
+
+_NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "XKEYS", "TAG", ""]
+
+
+@given(
+    segments=st.lists(
+        st.tuples(st.sampled_from(_NAMES), st.text(alphabet="ab\x01 ", max_size=3)), max_size=8
+    ),
+    trailing=st.booleans(),
+)
+def test_dispatch_properties_agree_with_javas_full_parse(segments, trailing) -> None:
+    text = "\x02".join(f"{name}\x01{value}" for name, value in segments) + (
+        "\x02" if trailing else ""
+    )
+    full = codec.string_to_properties(text)
+    expected = {n: full[n] for n in ("TAGS", "KEYS", "UNIQ_KEY", "DELAY") if n in full}
+    assert dispatch_properties(text) == expected
