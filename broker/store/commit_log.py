@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_BYTES = 127
 MAX_PROPERTIES_BYTES = 32767
 _NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
+_new_request = tuple.__new__  # a DispatchRequest per message: skip NamedTuple's Python __new__
 
 
 # The properties dispatch needs, found in one C-level scan. A match needs the name at a segment
@@ -225,18 +226,21 @@ class CommitLog:
             if msg.tags_code is not None
             else codec.tags_code(props.get(MessageConst.TAGS))
         )
-        request = DispatchRequest(
-            msg.topic,
-            msg.queue_id,
-            phys_offset,
-            size,
-            self._tags_code(msg.topic, tags, props.get(MessageConst.DELAY), store_ts),
-            store_ts,
-            queue_offset,
-            props.get(MessageConst.KEYS) or "",
-            props.get(MessageConst.UNIQ_KEY) or "",
-            msg.sys_flag,
-            props,
+        request = _new_request(
+            DispatchRequest,
+            (
+                msg.topic,
+                msg.queue_id,
+                phys_offset,
+                size,
+                self._tags_code(msg.topic, tags, props.get(MessageConst.DELAY), store_ts),
+                store_ts,
+                queue_offset,
+                props.get(MessageConst.KEYS) or "",
+                props.get(MessageConst.UNIQ_KEY) or "",
+                msg.sys_flag,
+                props,
+            ),
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), [request]
 
@@ -330,18 +334,21 @@ class CommitLog:
             msg_ids.append(f"{prefix}{phys_offset:016X}")
             found = dispatch_properties(text)
             requests.append(
-                DispatchRequest(
-                    topic_name,
-                    queue_id,
-                    phys_offset,
-                    size,
-                    codec.tags_code(found.get(MessageConst.TAGS)),
-                    store_ts,
-                    queue_offset,
-                    found.get(MessageConst.KEYS, ""),
-                    found.get(MessageConst.UNIQ_KEY, ""),
-                    sys_flag,
-                    {},
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic_name,
+                        queue_id,
+                        phys_offset,
+                        size,
+                        codec.tags_code(found.get(MessageConst.TAGS)),
+                        store_ts,
+                        queue_offset,
+                        found.get(MessageConst.KEYS, ""),
+                        found.get(MessageConst.UNIQ_KEY, ""),
+                        sys_flag,
+                        {},
+                    ),
                 )
             )
             phys_offset += size
@@ -372,18 +379,21 @@ class CommitLog:
         found = dispatch_properties(scan.properties)
         tags = codec.tags_code(found.get(MessageConst.TAGS))
         delay = found.get(MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
-        return DispatchRequest(
-            scan.topic,
-            scan.queue_id,
-            scan.phys_offset,
-            scan.size,
-            self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
-            scan.store_timestamp,
-            scan.queue_offset,
-            found.get(MessageConst.KEYS, ""),
-            found.get(MessageConst.UNIQ_KEY, ""),
-            scan.sys_flag,
-            {},
+        return _new_request(
+            DispatchRequest,
+            (
+                scan.topic,
+                scan.queue_id,
+                scan.phys_offset,
+                scan.size,
+                self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
+                scan.store_timestamp,
+                scan.queue_offset,
+                found.get(MessageConst.KEYS, ""),
+                found.get(MessageConst.UNIQ_KEY, ""),
+                scan.sys_flag,
+                {},
+            ),
         )
 
     # --------------------------------------------------------------------- replication
