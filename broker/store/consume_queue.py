@@ -23,6 +23,7 @@ CQ_UNIT = struct.Struct(">qiq")  # commit log offset, size, tags code
 assert CQ_UNIT.size == 20
 UNIT = CQ_UNIT.size
 _FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
+_UNIT_RUNS: dict[int, struct.Struct] = {}  # ">qiqqiq...": a batch's units in one pack
 
 
 class ConsumeQueue:
@@ -80,6 +81,32 @@ class ConsumeQueue:
         mapped.wrote_position += UNIT
         self.max_phys_offset = phys_offset + size
         return True
+
+    def put_batch(self, units: list[tuple[int, int, int]], first_queue_offset: int) -> None:
+        """Units of consecutive queue offsets (one batch's messages). When they follow the
+        queue's end and fit in its current file, one pack writes them all; anything else
+        (a file boundary, a re-dispatch) goes unit by unit through ``put``."""
+        mapped = self.queue.last
+        count = len(units)
+        if (
+            mapped is not None
+            and count
+            and units[0][0] + units[0][1] > self.max_phys_offset
+            and mapped.start_offset + mapped.wrote_position == first_queue_offset * UNIT
+            and mapped.wrote_position + count * UNIT <= mapped.file_size
+        ):
+            layout = _UNIT_RUNS.get(count)
+            if layout is None:
+                layout = _UNIT_RUNS[count] = struct.Struct(">" + "qiq" * count)
+            layout.pack_into(
+                mapped.mmap, mapped.wrote_position, *[field for unit in units for field in unit]
+            )
+            mapped.wrote_position += count * UNIT
+            last_phys, last_size, _ = units[-1]
+            self.max_phys_offset = last_phys + last_size
+            return
+        for index, (phys_offset, size, tags_code) in enumerate(units):
+            self.put(phys_offset, size, tags_code, first_queue_offset + index)
 
     def _fill_before(self, mapped: MappedFile, expected: int) -> None:
         """A queue whose first unit is not offset 0 (a slave starting mid-log) pads the file's

@@ -381,17 +381,19 @@ class DefaultMessageStore:
             codec.TRANSACTION_NOT_TYPE,
             codec.TRANSACTION_COMMIT_TYPE,
         ):
-            put = self.find_consume_queue(first.topic, first.queue_id, create=True).put
-            listener = None if self.is_slave else self.arrival_listener
-            for request in requests:
-                put(
-                    request.commit_log_offset,
-                    request.msg_size,
-                    request.tags_code,
-                    request.consume_queue_offset,
-                )
-                if listener is not None:
-                    listener(
+            queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
+            queue.put_batch(
+                [(r.commit_log_offset, r.msg_size, r.tags_code) for r in requests],
+                first.consume_queue_offset,
+            )
+            if not self.is_slave and self.arrival_listener is not None:
+                # Once per tag, with the newest offset carrying it: the same wake-ups as a
+                # call per message (a held pull wakes for a matching message past its offset).
+                newest: dict[int, DispatchRequest] = {}
+                for request in requests:
+                    newest[request.tags_code] = request
+                for request in newest.values():
+                    self.arrival_listener(
                         request.topic,
                         request.queue_id,
                         request.consume_queue_offset + 1,

@@ -80,6 +80,8 @@ def test_batch_keys_are_indexed_across_index_files(stores: StoreFactory) -> None
         body = codec.encode_batch_body(entries)
         assert store.put_messages(MessageExtBrokerInner(topic="B", queue_id=0, body=body)).ok
     assert len(store.index_service.files) > 1
+    assert len(store.find_consume_queue("B", 0).queue.files) > 1  # a batch crossed a CQ file
+    assert {k: len(v) for k, v in check_queues_match_log(store).items()} == {("B", 0): 72}
     for batch in range(6):
         for i in (0, 11):
             found = store.query_message("B", f"b{batch}-{i}", 8, 0, 2**62).buffers
