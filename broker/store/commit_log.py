@@ -264,18 +264,23 @@ class CommitLog:
         born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
         encoded = []
         total = 0
+        # Per entry: only what differs between entries is checked and sized (this loop runs for
+        # every message of a batch); the rest once, with the first entry.
+        fixed_size = codec.record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
+        max_body = self.config.max_message_size
+        separator = codec.PROPERTY_SEPARATOR
+        refused = self._check(topic, b"", len(entries[0].body))
+        if refused is not None:
+            return refused, []
         for entry in entries:
             text = entry.properties
-            if text and batch_properties and not text.endswith(codec.PROPERTY_SEPARATOR):
-                text += codec.PROPERTY_SEPARATOR
+            if text and batch_properties and not text.endswith(separator):
+                text += separator
             text += batch_properties
             properties = text.encode("utf-8")
-            refused = self._check(topic, properties, len(entry.body))
-            if refused is not None:
-                return refused, []
-            size = codec.record_size(
-                len(entry.body), len(topic), len(properties), born_v6=born6, store_v6=store6
-            )
+            if len(properties) > MAX_PROPERTIES_BYTES or len(entry.body) > max_body:
+                return self._check(topic, properties, len(entry.body)), []
+            size = fixed_size + len(entry.body) + len(properties)
             encoded.append((entry, text, properties, size))
             total += size
         if total > self.config.max_message_size + 64 * 1024 * len(entries):

@@ -107,6 +107,19 @@ def test_limits_are_refused_with_their_status(stores: StoreFactory) -> None:
     assert store.put_message(huge).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
     assert store.put_message(message(body=b"ok")).ok
 
+    def batch(*entries: tuple[bytes, str], topic: str = "T", **props: str) -> MessageExtBrokerInner:
+        body = codec.encode_batch_body([(0, b, p) for b, p in entries])
+        return MessageExtBrokerInner(topic=topic, queue_id=0, body=body, properties=props)
+
+    ok, big = (b"ok", "A\x01a"), (b"x" * 101, "A\x01a")
+    assert store.put_messages(batch(ok, big)).status is PutMessageStatus.MESSAGE_ILLEGAL
+    # batch-level properties are appended to every entry's own
+    too_long = batch(ok, ok, K="v" * 40000)
+    assert store.put_messages(too_long).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert store.put_messages(batch(ok, topic="t" * 128)).status is PutMessageStatus.MESSAGE_ILLEGAL
+    before = store.max_phys_offset
+    assert store.put_messages(batch(ok, ok)).ok and store.max_phys_offset > before
+
 
 def test_a_record_larger_than_a_segment_is_refused_not_written(stores: StoreFactory) -> None:
     store = stores.open(max_message_size=64 * 1024)
