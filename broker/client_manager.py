@@ -18,7 +18,6 @@ from typing import Any
 
 import attrs
 
-from remoting import message as codec
 from remoting.body import (
     ConsumeFromWhere,
     ConsumerData,
@@ -26,6 +25,7 @@ from remoting.body import (
     MessageModel,
     SubscriptionData,
 )
+from remoting.java_hash import java_string_hash
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class ClientChannelInfo:
 
 def with_tag_codes(sub: SubscriptionData) -> SubscriptionData:
     """The C++ client sends codeSet all zeros: the broker computes the hash codes itself."""
-    codes = {codec.java_string_hash(tag) for tag in sub.tags_set}
+    codes = {java_string_hash(tag) for tag in sub.tags_set}
     if codes == sub.code_set:
         return sub
     return attrs.evolve(sub, code_set=codes)

@@ -38,6 +38,7 @@ from remoting.body import (
 )
 from remoting.codes import RequestCode, ResponseCode
 from remoting.errors import RemotingError
+from remoting.java_hash import java_string_hash
 from remoting.message import MessageExt
 from remoting.serde import decode_body, encode_body
 
@@ -66,7 +67,7 @@ def subscription(topic: str, expression: str) -> SubscriptionData:
         topic=topic,
         sub_string=expression,
         tags_set=tags,
-        code_set={codec.java_string_hash(t) for t in tags},
+        code_set={java_string_hash(t) for t in tags},
         sub_version=int(time.time() * 1000),
     )
 

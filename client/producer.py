@@ -29,6 +29,7 @@ from remoting.body import MessageQueue, ProducerData
 from remoting.codes import RequestCode, ResponseCode
 from remoting.errors import RemotingError
 from remoting.headers import SendMessageRequestHeaderV2
+from remoting.java_hash import java_string_hash
 from remoting.serde import encode_header_fields
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ Selector = Callable[[list[MessageQueue], Message, object], MessageQueue]
 
 def select_by_hash(mqs: list[MessageQueue], msg: Message, arg: object) -> MessageQueue:
     """SelectMessageQueueByHash: abs(arg.hashCode()) % queues, Java's String.hashCode for str."""
-    key = codec.java_string_hash(arg) if isinstance(arg, str) else hash(arg)
+    key = java_string_hash(arg) if isinstance(arg, str) else hash(arg)
     return mqs[abs(key) % len(mqs)]
 
 

@@ -130,64 +130,6 @@ def body_crc(body: bytes | bytearray | memoryview) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF
 
 
-_hash_cache: dict[str, int] = {}
-_MASK32 = 0xFFFFFFFF
-# Java's hash of an ASCII string is the string read as a base-31 number whose "digits" are the
-# character codes (mod 2^32). Splitting each code c into c // 31 and c % 31 gives two strings
-# of real base-31 digits, so int(..., 31) does the whole sum in C: 3x faster than a sum of
-# products. int() refuses more than 4300 digits; longer strings take the loop.
-_MAX_DIGITS = 4000
-_DIGITS = b"0123456789abcdefghijklmnopqrstu"
-_LOW_DIGITS = bytes(_DIGITS[c % 31] for c in range(256))
-_HIGH_DIGITS = bytes(_DIGITS[c // 31] for c in range(256))
-
-
-def _signed32(h: int) -> int:
-    return h - 0x100000000 if h >= 0x80000000 else h
-
-
-def _unsigned_hash(text: str) -> int:
-    if text.isascii() and 0 < len(text) <= _MAX_DIGITS:
-        data = text.encode("ascii")
-        low, high = data.translate(_LOW_DIGITS), data.translate(_HIGH_DIGITS)
-        return (int(low, 31) + 31 * int(high, 31)) & _MASK32
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    return h
-
-
-def java_hash(text: str) -> int:
-    """Java String.hashCode as a signed 32-bit int, not cached (unique keys)."""
-    h = _unsigned_hash(text)
-    return h - 0x100000000 if h >= 0x80000000 else h
-
-
-def java_string_hash(text: str) -> int:
-    """Java String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    cached = _hash_cache.get(text)
-    if cached is not None:
-        return cached
-    h = _signed32(_unsigned_hash(text))
-    if len(text) <= 64 and len(_hash_cache) < 65536:  # tags repeat; unique keys would not
-        _hash_cache[text] = h
-    return h
-
-
-def java_hash_concat(prefix_hash: int, text: str) -> int:
-    """hash(prefix + text) from hash(prefix): String.hashCode is linear, so the index can hash a
-    topic once and each key only by its own characters."""
-    units = len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
-    h = ((prefix_hash & _MASK32) * pow(31, units, 1 << 32) + _unsigned_hash(text)) & _MASK32
-    return _signed32(h)
-
-
-def tags_code(tags: str | None) -> int:
-    """The ConsumeQueue tags code: the tag's Java hashCode (0 for no tag)."""
-    return java_string_hash(tags) if tags else 0
-
-
 def properties_to_string(properties: Mapping[str, str]) -> str:
     """``name\\x01value\\x02...`` without the final separator, as Java writes it."""
     return PROPERTY_SEPARATOR.join(

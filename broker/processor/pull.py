@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
 from remoting import constants as K
-from remoting import message as codec
 from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.headers import PullMessageRequestHeader
+from remoting.java_hash import java_string_hash
 from remoting.serde import decode_header
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def tags_filter(sub_string: str | None) -> TagsFilter:
     tags = [t.strip() for t in sub_string.split("||") if t.strip()]
     if not tags:
         raise ValueError(f"subscription {sub_string!r} names no tag")
-    return TagsFilter(frozenset(codec.java_string_hash(t) for t in tags))
+    return TagsFilter(frozenset(java_string_hash(t) for t in tags))
 
 
 class PullMessageProcessor:

@@ -28,6 +28,7 @@ from broker.store.types import (
 )
 from remoting import message as codec
 from remoting.constants import SCHEDULE_TOPIC
+from remoting.java_hash import tags_code
 from remoting.message import MessageConst
 
 log = logging.getLogger(__name__)
@@ -222,9 +223,7 @@ class CommitLog:
             queue_offset=queue_offset,
         )
         tags = (
-            msg.tags_code
-            if msg.tags_code is not None
-            else codec.tags_code(props.get(MessageConst.TAGS))
+            msg.tags_code if msg.tags_code is not None else tags_code(props.get(MessageConst.TAGS))
         )
         request = _new_request(
             DispatchRequest,
@@ -346,7 +345,7 @@ class CommitLog:
                         queue_id,
                         phys_offset,
                         size,
-                        codec.tags_code(found.get(MessageConst.TAGS)),
+                        tags_code(found.get(MessageConst.TAGS)),
                         store_ts,
                         queue_offset,
                         found.get(MessageConst.KEYS, ""),
@@ -382,7 +381,7 @@ class CommitLog:
     def dispatch_request(self, scan: codec.RecordScan) -> DispatchRequest:
         """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
         found = dispatch_properties(scan.properties)
-        tags = codec.tags_code(found.get(MessageConst.TAGS))
+        tags = tags_code(found.get(MessageConst.TAGS))
         delay = found.get(MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
         return _new_request(
             DispatchRequest,

@@ -18,6 +18,7 @@ from pathlib import Path
 from broker.store.mapped_file import MappedFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
+from remoting.java_hash import java_hash, java_string_hash
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +219,6 @@ class IndexService:
         # <, which indexes the last record twice after every crash.)
         done = index.end_phy_offset if index.index_count > 1 else -1
         prefix = first.topic + "#"
-        java_hash = codec.java_hash
         entries: list[tuple[int, int]] = []
         for request in requests:
             phy_offset = request.commit_log_offset
@@ -242,7 +242,7 @@ class IndexService:
     ) -> tuple[list[int], int, int]:
         """(offsets, last update timestamp, last update phy offset), newest file first."""
         offsets: list[int] = []
-        key_hash = codec.java_string_hash(f"{topic}#{key}")
+        key_hash = java_string_hash(f"{topic}#{key}")
         last_ts = last_phy = 0
         for index in reversed(self.files):
             if not last_ts:

@@ -10,27 +10,6 @@ from hypothesis import strategies as st
 
 from remoting import message as m
 
-# String.hashCode() values printed by OpenJDK 17 for these strings.
-JAVA_HASHES = {
-    "": 0,
-    "TagA": 2598919,
-    "TagB": 2598920,
-    "hello": 99162322,
-    "TopicTest": -1902610879,
-    "中文": 646394,
-    "😀": 1772899,  # a surrogate pair: two UTF-16 code units
-    "polygenelubricants": -2147483648,
-}
-
-
-@pytest.mark.parametrize(("text", "expected"), JAVA_HASHES.items())
-def test_java_string_hash(text: str, expected: int) -> None:
-    assert m.java_string_hash(text) == expected
-
-
-def test_tags_code_of_no_tag_is_zero() -> None:
-    assert m.tags_code(None) == 0 and m.tags_code("") == 0
-
 
 def test_body_crc_clears_the_top_bit_of_java_crc32() -> None:
     body = b"Hello RocketMQ"
@@ -209,28 +188,3 @@ def test_every_field_round_trips(body: bytes, topic: str, props: dict[str, str],
     message = m.decode_message(buffer)
     assert (message.body, message.topic, message.properties) == (body, topic, props)
     assert m.scan_record(memoryview(buffer), 0, check_crc=True).size == size
-
-
-@given(prefix=st.text(max_size=40), text=st.text(max_size=80))
-def test_hash_of_a_concatenation_from_the_prefix_hash(prefix: str, text: str) -> None:
-    assert m.java_hash_concat(m.java_string_hash(prefix), text) == m.java_string_hash(prefix + text)
-
-
-def test_long_and_non_ascii_strings_hash_like_java() -> None:
-    def reference(text: str) -> int:
-        h = 0
-        data = text.encode("utf-16-be")
-        for i in range(0, len(data), 2):
-            h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
-        return h - 2**32 if h >= 2**31 else h
-
-    for text in ("x" * 5000, "TopicTest#" + "0A" * 16, "é" * 10 + "abc", "a😀b"):
-        assert m.java_string_hash(text) == reference(text)
-
-
-@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=4100))
-def test_ascii_strings_of_any_length_hash_like_java(text: str) -> None:
-    h = 0
-    for char in text:
-        h = (31 * h + ord(char)) & 0xFFFFFFFF
-    assert m.java_hash(text) == (h - 2**32 if h >= 2**31 else h)

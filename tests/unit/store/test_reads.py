@@ -7,11 +7,12 @@ import pytest
 from broker.store.types import GetMessageStatus as S
 from broker.store.types import TagsFilter
 from remoting import message as codec
+from remoting.java_hash import tags_code
 from tests.unit.store.conftest import StoreFactory, message
 
 
 def tags(*names: str) -> TagsFilter:
-    return TagsFilter(frozenset(codec.tags_code(n) for n in names))
+    return TagsFilter(frozenset(tags_code(n) for n in names))
 
 
 @pytest.fixture
