@@ -239,57 +239,32 @@ def pack_record_into(
     properties: bytes,
 ) -> int:
     """Write one record at ``pos``; returns its size. ``total_size`` must equal ``record_size``
-    (the caller computed it to decide where the record goes).
-
-    The magic code is written last, as a commit marker: a process killed halfway through leaves
-    a record without it, which recovery stops at. (RocketMQ's CRC covers only the body, so a
-    record torn inside its properties would otherwise look valid.)"""
-    header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
-    if len(born_address) == 16:
-        sys_flag |= BORNHOST_V6_FLAG
-    if len(store_address) == 16:
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG
-    header.pack_into(
+    (the caller computed it to decide where the record goes)."""
+    pack_records_into(
         buffer,
         pos,
-        total_size,
-        0,  # the magic code goes in last
-        body_crc,
-        queue_id,
-        flag,
-        queue_offset,
-        phys_offset,
-        sys_flag,
-        born_timestamp,
-        born_address,
-        born_port,
-        store_timestamp,
-        store_address,
-        store_port,
-        reconsume_times,
-        prepared_transaction_offset,
-        len(body),
+        [(flag, body, properties, total_size, body_crc)],
+        topic,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        phys_offset=phys_offset,
+        sys_flag=sys_flag,
+        born_timestamp=born_timestamp,
+        born_address=born_address,
+        born_port=born_port,
+        store_timestamp=store_timestamp,
+        store_address=store_address,
+        store_port=store_port,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
     )
-    at = pos + header.size
-    end = at + len(body)
-    buffer[at:end] = body
-    buffer[end] = len(topic)
-    at = end + 1
-    end = at + len(topic)
-    buffer[at:end] = topic
-    _I16.pack_into(buffer, end, len(properties))
-    at = end + 2
-    end = at + len(properties)
-    buffer[at:end] = properties
-    assert end - pos == total_size, f"record size {end - pos} != declared {total_size}"
-    _I32.pack_into(buffer, pos + 4, MESSAGE_MAGIC_CODE)
     return total_size
 
 
-def pack_batch_into(
+def pack_records_into(
     buffer: bytearray | memoryview,
     pos: int,
-    records: list[tuple[int, bytes | memoryview, bytes, int]],
+    records: list[tuple[int, bytes | bytearray | memoryview, bytes, int, int]],
     topic: bytes,
     *,
     queue_id: int,
@@ -303,25 +278,30 @@ def pack_batch_into(
     store_address: bytes,
     store_port: int,
     reconsume_times: int,
+    prepared_transaction_offset: int = 0,
 ) -> None:
-    """Write the records of one batch back to back from ``pos``: ``records`` are
-    (flag, body, properties, total size) and share everything else, with consecutive queue
-    offsets. One call per batch, not per message; each record's magic code still goes in last."""
+    """Write records back to back from ``pos``: ``records`` are (flag, body, properties, total
+    size, body CRC) and share everything else, with consecutive queue offsets (one message, or
+    the entries of a batch: one call per batch, not per message).
+
+    Each record's magic code is written last, as a commit marker: a process killed halfway
+    through leaves a record without it, which recovery stops at. (RocketMQ's CRC covers only the
+    body, so a record torn inside its properties would otherwise look valid.)"""
     header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
     header_size, pack_header, pack_i16 = header.size, header.pack_into, _I16.pack_into
     if len(born_address) == 16:
         sys_flag |= BORNHOST_V6_FLAG
     if len(store_address) == 16:
         sys_flag |= STOREHOSTADDRESS_V6_FLAG
-    topic_length, crc32 = len(topic), zlib.crc32
-    for flag, body, properties, size in records:
+    topic_length = len(topic)
+    for flag, body, properties, size, body_crc in records:
         body_length = len(body)
         pack_header(
             buffer,
             pos,
             size,
-            0,
-            crc32(body) & 0x7FFFFFFF,
+            0,  # the magic code goes in last
+            body_crc,
             queue_id,
             flag,
             queue_offset,
@@ -334,7 +314,7 @@ def pack_batch_into(
             store_address,
             store_port,
             reconsume_times,
-            0,
+            prepared_transaction_offset,
             body_length,
         )
         at = pos + header_size

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
@@ -155,6 +156,38 @@ class CommitLog:
                 self.on_segment_rolled(mapped)
         return mapped
 
+    def _write_records(
+        self,
+        mapped: MappedFile,
+        records: list[tuple[int, Any, bytes, int, int]],
+        msg: MessageExtBrokerInner,
+        topic: bytes,
+        queue_offset: int,
+        store_ts: int,
+        prepared_transaction_offset: int,
+    ) -> None:
+        """Pack records (flag, body, properties, size, body CRC) at the segment's write
+        position; the caller moves the position once they are all in."""
+        position = mapped.wrote_position
+        codec.pack_records_into(
+            mapped.mmap,
+            position,
+            records,
+            topic,
+            queue_id=msg.queue_id,
+            queue_offset=queue_offset,
+            phys_offset=mapped.start_offset + position,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_address=msg.born_host[0],
+            born_port=msg.born_host[1],
+            store_timestamp=store_ts,
+            store_address=self.store_address,
+            store_port=self.store_port,
+            reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        )
+
     def put_message(
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
@@ -187,27 +220,14 @@ class CommitLog:
         store_ts = self.clock()
         position = mapped.wrote_position
         phys_offset = mapped.start_offset + position
-        codec.pack_record_into(
-            mapped.mmap,
-            position,
-            total_size=size,
-            body_crc=codec.body_crc(body),
-            queue_id=msg.queue_id,
-            flag=msg.flag,
-            queue_offset=queue_offset,
-            phys_offset=phys_offset,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_address=msg.born_host[0],
-            born_port=msg.born_host[1],
-            store_timestamp=store_ts,
-            store_address=self.store_address,
-            store_port=self.store_port,
-            reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-            body=body,
-            topic=topic,
-            properties=properties,
+        self._write_records(
+            mapped,
+            [(msg.flag, body, properties, size, codec.body_crc(body))],
+            msg,
+            topic,
+            queue_offset,
+            store_ts,
+            msg.prepared_transaction_offset,
         )
         mapped.wrote_position = position + size
         if queued:
@@ -309,22 +329,17 @@ class CommitLog:
         store_ts = self.clock()
         position = mapped.wrote_position
         first_phys = mapped.start_offset + position
-        codec.pack_batch_into(
-            mapped.mmap,
-            position,
-            [(entry.flag, entry.body, properties, size) for entry, _, properties, size in encoded],
+        self._write_records(
+            mapped,
+            [
+                (entry.flag, entry.body, properties, size, codec.body_crc(entry.body))
+                for entry, _, properties, size in encoded
+            ],
+            msg,
             topic,
-            queue_id=msg.queue_id,
-            queue_offset=queue_offset,
-            phys_offset=first_phys,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_address=msg.born_host[0],
-            born_port=msg.born_host[1],
-            store_timestamp=store_ts,
-            store_address=self.store_address,
-            store_port=self.store_port,
-            reconsume_times=msg.reconsume_times,
+            queue_offset,
+            store_ts,
+            0,
         )
         msg_ids, requests = [], []
         prefix, topic_name, queue_id, sys_flag = (
@@ -357,8 +372,7 @@ class CommitLog:
             )
             phys_offset += size
             queue_offset += 1
-        position += total
-        mapped.wrote_position = position
+        mapped.wrote_position = position + total
         self.topic_queue_table[key] = queue_offset
         self.last_put_timestamp = store_ts
         append = AppendMessageResult(

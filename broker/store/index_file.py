@@ -82,14 +82,6 @@ class IndexFile:
             self.index_count,
         )
 
-    def put_key(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
-        """Add one entry; False when the file is full."""
-        return self.put_keys((key_hash,), phy_offset, store_timestamp) == 1
-
-    def put_keys(self, key_hashes: Sequence[int], phy_offset: int, store_timestamp: int) -> int:
-        """Add one entry per hash for one message; returns how many fit."""
-        return self.put_entries([(h, phy_offset) for h in key_hashes], store_timestamp)
-
     def put_entries(self, entries: Sequence[tuple[int, int]], store_timestamp: int) -> int:
         """Add (key hash, phy offset) entries stored at one time (one message's keys, or a
         batch's); returns how many fit (the file may fill). The header is written once at the

@@ -360,14 +360,7 @@ class DefaultMessageStore:
                 request.consume_queue_offset,
             )
             if notify and self.arrival_listener is not None and not self.is_slave:
-                self.arrival_listener(
-                    request.topic,
-                    request.queue_id,
-                    request.consume_queue_offset + 1,
-                    request.tags_code,
-                    request.store_timestamp,
-                    request.properties,
-                )
+                self._notify_arrival(request)
         if self.config.message_index_enable:
             self.index_service.build_index(request)
         self.reput.last_dispatched_timestamp = request.store_timestamp
@@ -392,17 +385,21 @@ class DefaultMessageStore:
                 for request in requests:
                     newest[request.tags_code] = request
                 for request in newest.values():
-                    self.arrival_listener(
-                        request.topic,
-                        request.queue_id,
-                        request.consume_queue_offset + 1,
-                        request.tags_code,
-                        request.store_timestamp,
-                        request.properties,
-                    )
+                    self._notify_arrival(request)
         if self.config.message_index_enable:
             self.index_service.build_index_batch(requests)
         self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
+
+    def _notify_arrival(self, request: DispatchRequest) -> None:
+        """Long polling and the schedule service learn the queue has ``request``'s message."""
+        self.arrival_listener(  # type: ignore[misc]
+            request.topic,
+            request.queue_id,
+            request.consume_queue_offset + 1,
+            request.tags_code,
+            request.store_timestamp,
+            request.properties,
+        )
 
     # ================================================================ replication and repair
 
