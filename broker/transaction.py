@@ -35,6 +35,7 @@ TYPE_MASK = 0xC
 COMMIT, ROLLBACK = codec.TRANSACTION_COMMIT_TYPE, codec.TRANSACTION_ROLLBACK_TYPE
 OP_TAG = "d"
 SCAN_LIMIT = 10_000
+DECIDED_KEPT = 1_000_000
 
 
 def now_ms() -> int:
@@ -103,6 +104,11 @@ class TransactionalMessageService:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         self._done: set[int] = set()  # half queue offsets with an op record
+        # Transactions decided, by the queue offset of their first half: a check-back re-appends
+        # a half, so one transaction can have several copies and be answered once per copy
+        # (the producer's own late END and the check's answer). Java commits each answer; we
+        # commit the first and only record the others, so a commit is consumed once.
+        self._decided: set[int] = set()
         self._op_read = -1  # op queue offset read up to (-1: not loaded)
 
     # ------------------------------------------------------------------ half messages
@@ -127,17 +133,36 @@ class TransactionalMessageService:
     def _put(self, inner: MessageExtBrokerInner) -> Any:
         return self.broker.store.put_message(inner)
 
-    def _op(self, half_queue_offset: int) -> None:
+    @staticmethod
+    def transaction_of(half: MessageExt) -> int:
+        """The queue offset of a transaction's first half, which its copies carry along."""
+        first = half.properties.get(MessageConst.TRAN_PREPARED_QUEUE_OFFSET, "")
+        return int(first) if first.isdigit() else half.queue_offset
+
+    def _op(self, half: MessageExt) -> None:
+        """Record that ``half`` is dealt with. The body is the half's queue offset, as Java
+        writes and reads it; the first half's offset rides in a property Java ignores."""
+        transaction = self.transaction_of(half)
         self._put(
             MessageExtBrokerInner(
                 topic=K.TRANS_OP_HALF_TOPIC,
                 queue_id=0,
-                body=str(half_queue_offset).encode(),
-                properties={MessageConst.TAGS: OP_TAG},
+                body=str(half.queue_offset).encode(),
+                properties={
+                    MessageConst.TAGS: OP_TAG,
+                    MessageConst.TRAN_PREPARED_QUEUE_OFFSET: str(transaction),
+                },
                 born_timestamp=now_ms(),
             )
         )
-        self._done.add(half_queue_offset)
+        self._done.add(half.queue_offset)
+        self._remember(transaction)
+
+    def _remember(self, transaction: int) -> None:
+        self._decided.add(transaction)
+        if len(self._decided) > DECIDED_KEPT:
+            # the oldest transactions: their copies were checked long ago
+            self._decided = set(sorted(self._decided)[len(self._decided) // 2 :])
 
     # ------------------------------------------------------------------ END_TRANSACTION
 
@@ -165,6 +190,14 @@ class TransactionalMessageService:
             log.warning("END_TRANSACTION refused: %s", problem)
             return request.error_response(ResponseCode.SYSTEM_ERROR, problem)
         assert half is not None
+        self._read_ops()
+        if self.transaction_of(half) in self._decided:
+            log.info(
+                "END_TRANSACTION for %s: already decided by an earlier answer; recorded only",
+                half.msg_id,
+            )
+            self._op(half)
+            return request.make_response()
         if decision == COMMIT:
             props = {
                 k: v
@@ -192,7 +225,7 @@ class TransactionalMessageService:
                 return request.error_response(
                     ResponseCode.SYSTEM_ERROR, f"commit failed: {result.status.name}"
                 )
-        self._op(half.queue_offset)
+        self._op(half)
         return request.make_response()
 
     @staticmethod
@@ -224,10 +257,11 @@ class TransactionalMessageService:
                 break
             for raw in result.buffers:
                 msg = codec.decode_message(bytes(raw))
-                try:
-                    self._done.add(int(msg.body))
-                except ValueError:
-                    pass
+                body = msg.body.decode(errors="replace")
+                if body.isdigit():
+                    self._done.add(int(body))
+                    first = msg.properties.get(MessageConst.TRAN_PREPARED_QUEUE_OFFSET, body)
+                    self._remember(int(first) if first.isdigit() else int(body))
                 self._op_read = msg.queue_offset + 1
 
     async def check_once(self, *, now: int | None = None) -> int:
@@ -270,6 +304,9 @@ class TransactionalMessageService:
 
     def _resolve(self, half: MessageExt) -> None:
         """Re-append ``half`` (so the scan can move past it) and ask its producer about it."""
+        if self.transaction_of(half) in self._decided:
+            self._op(half)  # a copy of a transaction answered meanwhile
+            return
         times = int(half.properties.get(MessageConst.TRANSACTION_CHECK_TIMES, "0") or 0) + 1
         props = dict(half.properties)
         props[MessageConst.TRANSACTION_CHECK_TIMES] = str(times)

@@ -21,6 +21,7 @@ import trio
 
 from client.errors import MQClientError
 from client.route import all_broker_addrs
+from remoting import constants as K
 from remoting.body import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
@@ -169,7 +170,9 @@ class MQClientInstance:
             try:
                 await self.fetch_route(topic)
             except MQClientError as exc:
-                log.warning("route refresh of %s failed: %s", topic, exc)
+                # TBW102 is only routed while some broker auto-creates topics
+                level = logging.DEBUG if topic == K.DEFAULT_TOPIC else logging.WARNING
+                log.log(level, "route refresh of %s failed: %s", topic, exc)
 
     async def _route_loop(self) -> None:
         while True:

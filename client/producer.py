@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import trio
 
 from client.errors import MQBrokerError, MQClientError
@@ -84,17 +85,29 @@ class Producer:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, namesrv_addr: str, group: str, *args: Any, **kwargs: Any
+        cls,
+        namesrv_addr: str,
+        group: str,
+        *args: Any,
+        client_config: ClientConfig | None = None,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        """A started producer of ``cls`` (subclasses take their own extra arguments)."""
+        """A started producer of ``cls`` (subclasses take their own extra arguments);
+        ``client_config`` overrides the instance's intervals (its address wins over it)."""
+        config = attrs.evolve(
+            client_config or ClientConfig(namesrv_addr), namesrv_addr=namesrv_addr
+        )
         async with (
-            MQClientInstance.open(ClientConfig(namesrv_addr)) as instance,
+            MQClientInstance.open(config) as instance,
             trio.open_nursery() as nursery,
         ):
             producer = cls(instance, group, *args, **kwargs)
             producer._nursery = nursery
             instance.members.append(producer)
             instance.route_listeners.append(producer._on_route)
+            # As Java's producer: learn TBW102's brokers now, so they hear our heartbeat (a
+            # transaction check-back needs it) before we ever send.
+            nursery.start_soon(instance.refresh_routes)
             try:
                 yield producer
             finally:
@@ -107,7 +120,7 @@ class Producer:
         return ProducerData(group_name=self.group)
 
     def topics(self) -> set[str]:
-        return set(self.publish)
+        return {*self.publish, K.DEFAULT_TOPIC}
 
     # ------------------------------------------------------------------ routes
 
