@@ -219,15 +219,18 @@ def _store_host(view: memoryview, position: int, sys_flag: int) -> str:
 
 
 def _property(text: str, name: str) -> str:
-    """One property's value without parsing them all (keys and UNIQ_KEY per record)."""
-    at = text.find(name + "\x01")
-    while at > 0 and text[at - 1] != "\x02":
-        at = text.find(name + "\x01", at + 1)
-    if at < 0:
-        return ""
-    start = at + len(name) + 1
-    end = text.find("\x02", start)
-    return text[start:] if end < 0 else text[start:end]
+    """One property's value without parsing them all (keys and UNIQ_KEY per record), as Java's
+    string2messageProperties leaves it: the last non-empty value of that name."""
+    key = name + "\x01"
+    at = len(text)
+    while (at := text.rfind(key, 0, at)) >= 0:
+        if at == 0 or text[at - 1] == "\x02":
+            start = at + len(key)
+            end = text.find("\x02", start)
+            value = text[start:] if end < 0 else text[start:end]
+            if value:
+                return value
+    return ""
 
 
 def _row(view: memoryview, position: int, absolute: int, scan: codec.RecordScan) -> Row:
