@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -110,6 +111,10 @@ class TransactionalMessageService:
         # commit the first and only record the others, so a commit is consumed once.
         self._decided: set[int] = set()
         self._op_read = -1  # op queue offset read up to (-1: not loaded)
+        # Op records read, as (op offset, half offset), not yet behind the op progress. As in
+        # Java, the op progress passes an op once the half scan has passed its half, so a
+        # restart reads only the ops that still matter.
+        self._ops: deque[tuple[int, int]] = deque()
 
     # ------------------------------------------------------------------ half messages
 
@@ -247,7 +252,8 @@ class TransactionalMessageService:
     def _read_ops(self) -> None:
         store = self.broker.store
         if self._op_read < 0:
-            self._op_read = 0
+            progress = self.broker.offsets.query(K.TRANS_CHECK_GROUP, K.TRANS_OP_HALF_TOPIC, 0)
+            self._op_read = max(progress, store.get_min_offset_in_queue(K.TRANS_OP_HALF_TOPIC, 0))
         top = store.get_max_offset_in_queue(K.TRANS_OP_HALF_TOPIC, 0)
         while self._op_read < top:
             result = store.get_message(
@@ -260,6 +266,7 @@ class TransactionalMessageService:
                 body = msg.body.decode(errors="replace")
                 if body.isdigit():
                     self._done.add(int(body))
+                    self._ops.append((msg.queue_offset, int(body)))
                     first = msg.properties.get(MessageConst.TRAN_PREPARED_QUEUE_OFFSET, body)
                     self._remember(int(first) if first.isdigit() else int(body))
                 self._op_read = msg.queue_offset + 1
@@ -300,7 +307,18 @@ class TransactionalMessageService:
         if offset != progress:
             offsets.commit(K.TRANS_CHECK_GROUP, K.TRANS_HALF_TOPIC, 0, offset)
         self._done = {o for o in self._done if o >= offset}
+        self._advance_op_progress(offset)
         return asked
+
+    def _advance_op_progress(self, half_progress: int) -> None:
+        ops = self._ops
+        passed = False
+        while ops and ops[0][1] < half_progress:
+            ops.popleft()
+            passed = True
+        if passed:
+            op_progress = ops[0][0] if ops else self._op_read
+            self.broker.offsets.commit(K.TRANS_CHECK_GROUP, K.TRANS_OP_HALF_TOPIC, 0, op_progress)
 
     def _resolve(self, half: MessageExt) -> None:
         """Re-append ``half`` (so the scan can move past it) and ask its producer about it."""

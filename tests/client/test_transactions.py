@@ -87,6 +87,12 @@ async def test_commit_rollback_and_check_back(cluster) -> None:
         await decisions_recorded(broker.addr, 3)
     assert sorted(received) == ["c1", "u1"]
     assert await stored_keys(broker.addr, "Payments") == ["c1", "u1"]
+    # once the check has passed every half, it passes their op records too (persisted, so a
+    # restart does not read them again)
+    async with RemotingClient.open() as client:
+        with trio.fail_after(30):
+            while await op_progress(client, broker.addr) < 3:
+                await trio.sleep(0.05)
     assert bank.checked == ["u1"]  # only the undecided half was checked, once
 
 
@@ -154,6 +160,15 @@ async def max_offset(client: RemotingClient, addr: str, topic: str, queue_id: in
     )
     response = await call(client, addr, request)
     return int(response.ext("offset") or 0) if response.code == ResponseCode.SUCCESS else 0
+
+
+async def op_progress(client: RemotingClient, addr: str) -> int:
+    request = RemotingCommand.request(
+        RequestCode.QUERY_CONSUMER_OFFSET,
+        {"consumerGroup": K.TRANS_CHECK_GROUP, "topic": K.TRANS_OP_HALF_TOPIC, "queueId": "0"},
+    )
+    response = await call(client, addr, request)
+    return int(response.ext("offset") or -1) if response.code == ResponseCode.SUCCESS else -1
 
 
 async def decisions_recorded(addr: str, count: int, timeout_s: float = 30) -> None:
@@ -252,3 +267,37 @@ async def test_decisions_survive_a_broker_crash_and_a_late_end_commits_once(
         await decisions_recorded(broker.addr, 3)
     assert "ok-before" not in app.checked
     assert await stored_keys(broker.addr, "Ledger") == ["ok-before", "ok-late"]
+
+
+async def test_a_half_never_decided_is_dropped_after_transaction_check_max(
+    processes, tmp_path
+) -> None:
+    ns = start_namesrv(processes, tmp_path)
+    conf = broker_conf(
+        tmp_path,
+        namesrvAddr=ns.addr,
+        transactionTimeOut=100,
+        transactionCheckInterval=100,
+        transactionCheckMax=2,
+    )
+    broker = start_broker(processes, conf)
+    checked: list[str] = []
+
+    class Undecided:
+        def execute_local_transaction(self, msg, arg):
+            return LocalTransactionState.UNKNOW
+
+        def check_local_transaction(self, msg):
+            checked.append(msg.keys)
+            return LocalTransactionState.UNKNOW
+
+    async with (
+        TransactionProducer.open(ns.addr, "TxLimbo", Undecided()) as producer,
+        RemotingClient.open() as client,
+    ):
+        await producer.send_message_in_transaction(Message("Limbo", b"x", keys="limbo"))
+        with trio.fail_after(30):
+            while await max_offset(client, broker.addr, K.TRANS_CHECK_MAX_TIME_TOPIC, 0) < 1:
+                await trio.sleep(0.05)
+    assert checked == ["limbo", "limbo"]
+    assert await stored_keys(broker.addr, "Limbo") == []
