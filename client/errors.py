@@ -14,3 +14,16 @@ class MQBrokerError(MQClientError):
         super().__init__(f"broker {broker} answered code {code}: {remark or ''}".strip())
         self.code = code
         self.remark = remark
+
+
+def sole_exception(group: BaseExceptionGroup) -> BaseException | None:
+    """The one exception a (nested) group holds, or None when it holds several."""
+    found: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending and len(found) < 2:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            found.append(exc)
+    return found[0] if len(found) == 1 else None

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from client.errors import MQClientError
+from client.errors import MQClientError, sole_exception
 from client.route import all_broker_addrs
 from remoting import constants as K
 from remoting.body import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
@@ -84,14 +84,22 @@ class MQClientInstance:
     @classmethod
     @asynccontextmanager
     async def open(cls, config: ClientConfig) -> AsyncIterator[MQClientInstance]:
-        async with RemotingClient.open() as remoting, trio.open_nursery() as nursery:
-            instance = cls(config, remoting)
-            nursery.start_soon(instance._route_loop)
-            nursery.start_soon(instance._heartbeat_loop)
-            try:
-                yield instance
-            finally:
-                nursery.cancel_scope.cancel()
+        try:
+            async with RemotingClient.open() as remoting, trio.open_nursery() as nursery:
+                instance = cls(config, remoting)
+                nursery.start_soon(instance._route_loop)
+                nursery.start_soon(instance._heartbeat_loop)
+                try:
+                    yield instance
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # Our nurseries wrap whatever the caller's block (or a client's start) raised:
+            # hand back the one exception there was, so `except MQClientError` works.
+            sole = sole_exception(group)
+            if sole is None:
+                raise
+            raise sole from None
 
     @property
     def client_id(self) -> str:

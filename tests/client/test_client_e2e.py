@@ -9,6 +9,7 @@ import trio
 
 from client.admin import AdminClient
 from client.consumer import ConsumeStatus, PushConsumer
+from client.errors import MQClientError
 from client.message import Message, SendStatus
 from client.producer import Producer
 from remoting.body import MessageModel, TopicConfig
@@ -102,6 +103,17 @@ def _first():
     from remoting.body import ConsumeFromWhere
 
     return ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+
+
+async def test_a_client_error_reaches_the_caller_as_itself(cluster) -> None:
+    """Not wrapped in the exception groups of the client's own nurseries."""
+    ns, _ = cluster
+    with pytest.raises(MQClientError, match="invalid topic"):
+        async with Producer.open(ns.addr, "PG") as producer:
+            await producer.send(Message("no spaces allowed", b"x"))
+    with pytest.raises(MQClientError, match="subscribe to at least one topic"):
+        async with PushConsumer.open(ns.addr, "CG-none", lambda msgs: None, {}):
+            pass
 
 
 async def test_tag_filter_and_unknown_topic_auto_created(cluster) -> None:
