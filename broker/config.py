@@ -77,6 +77,10 @@ class BrokerConfig:
     transaction_time_out: int = attrs.field(default=6000, validator=ge(0))
     transaction_check_max: int = attrs.field(default=15, validator=ge(1))
     transaction_check_interval: int = attrs.field(default=60_000, validator=ge(100))
+    # SQL92 subscriptions are evaluated against message properties only when this is on, as
+    # in RocketMQ; filterSupportRetry applies a group's SQL92 filter to its retry topic too.
+    enable_property_filter: bool = False
+    filter_support_retry: bool = False
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
@@ -163,8 +167,6 @@ IGNORED_KEYS = frozenset(
         "expectConsumerNumUseFilter",
         "maxErrorRateOfBloomFilter",
         "filterDataCleanTimeSpan",
-        "filterSupportRetry",
-        "enablePropertyFilter",
         "compressedRegister",
         "forceRegister",
         "aclEnable",

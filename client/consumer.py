@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
 import trio
 
 from client.allocate import Strategy, averagely
@@ -25,9 +26,11 @@ from client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerO
 from client.process_queue import ProcessQueue
 from client.puller import Puller, PullTarget
 from client.rebalance import RebalanceImpl
+from client.route import all_broker_addrs
 from remoting import constants as K
 from remoting import message as codec
 from remoting.body import (
+    CheckClientRequestBody,
     ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
@@ -60,7 +63,33 @@ OK = {ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.SUCCESS}
 Listener = Callable[[list[MessageExt]], ConsumeStatus | Awaitable[ConsumeStatus]]
 
 
-def subscription(topic: str, expression: str) -> SubscriptionData:
+@attrs.frozen
+class MessageSelector:
+    """Java's MessageSelector: a tag expression (``TagA || TagB``) or, where the broker has
+    ``enablePropertyFilter=true``, a SQL92 expression over message properties."""
+
+    expression: str
+    type: str = "TAG"
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls(sql, "SQL92")
+
+    @classmethod
+    def by_tag(cls, tags: str) -> MessageSelector:
+        return cls(tags)
+
+
+def subscription(topic: str, expression: str | MessageSelector) -> SubscriptionData:
+    if isinstance(expression, MessageSelector):
+        if expression.type != "TAG":
+            return SubscriptionData(
+                topic=topic,
+                sub_string=expression.expression,
+                expression_type=expression.type,
+                sub_version=int(time.time() * 1000),
+            )
+        expression = expression.expression
     expression = (expression or "*").strip() or "*"
     tags = set() if expression == "*" else {t.strip() for t in expression.split("||") if t.strip()}
     return SubscriptionData(
@@ -129,7 +158,7 @@ class PushConsumer(RebalanceImpl):
         namesrv_addr: str,
         group: str,
         listener: Listener,
-        subscriptions: dict[str, str],
+        subscriptions: dict[str, str | MessageSelector],
         *,
         instance_name: str | None = None,
         **kwargs: object,
@@ -151,7 +180,7 @@ class PushConsumer(RebalanceImpl):
 
     # ------------------------------------------------------------------ Member
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self.subscriptions[topic] = subscription(topic, expression)
 
     def heartbeat_data(self) -> ConsumerData:
@@ -187,12 +216,34 @@ class PushConsumer(RebalanceImpl):
                 await instance.fetch_route(topic)
             except MQClientError as exc:
                 log.warning("no route for %s yet: %s", topic, exc)
+        await self._check_in_broker()
         await instance.send_heartbeat()
         for _ in range(1 if self.orderly else self.threads):
             nursery.start_soon(self._consume_worker)
         nursery.start_soon(self._rebalance_loop)
         nursery.start_soon(self._persist_loop)
         await self.rebalance()
+
+    async def _check_in_broker(self) -> None:
+        """Java's checkClientInBroker: a SQL92 subscription is shown to a broker of its topic
+        at start, so an expression the brokers refuse fails the start, not every pull."""
+        for sub in self.subscriptions.values():
+            route = self.instance.routes.get(sub.topic)
+            if sub.expression_type == "TAG" or route is None or not all_broker_addrs(route):
+                continue
+            addr = min(all_broker_addrs(route))
+            body = CheckClientRequestBody(
+                client_id=self.instance.client_id, group=self.group, subscription_data=sub
+            )
+            request = self.instance.request(
+                RequestCode.CHECK_CLIENT_CONFIG, None, encode_body(body)
+            )
+            response = await self.instance.invoke(addr, request)
+            if response.code != ResponseCode.SUCCESS:
+                raise MQClientError(
+                    f"broker {addr} refuses the {sub.expression_type} subscription "
+                    f"{sub.sub_string!r} to {sub.topic}: {response.remark}"
+                )
 
     async def shutdown(self) -> None:
         with trio.CancelScope(shield=True):

@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from broker.client_manager import ClientChannelInfo
+from broker.processor.message_filter import TAG_TYPES, expression_problem
 from remoting import constants as K
 from remoting.body import (
     CheckClientRequestBody,
@@ -39,6 +40,7 @@ RW = K.PERM_READ | K.PERM_WRITE
 class ClientManageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        self._reported: set[tuple[str, str, str]] = set()
 
     def register(self, server: Any) -> None:
         for code, handler in (
@@ -70,10 +72,32 @@ class ClientManageProcessor:
                 broker.topics.create_in_send_back(
                     K.retry_topic(consumer.group_name), group_config.retry_queue_nums, perm=RW
                 )
+            self._check_expressions(consumer)
             broker.clients.register_consumer(info, consumer)
         for producer in data.producer_data_set:
             broker.clients.register_producer(producer.group_name, info)
         return request.make_response()
+
+    def _check_expressions(self, consumer: Any) -> None:
+        """A SQL92 subscription that does not compile: Java answers the heartbeat with success
+        and its pulls find no filter data; say why in the log, once per expression."""
+        if not self.broker.config.enable_property_filter:
+            return
+        for sub in consumer.subscription_data_set:
+            if sub.expression_type in TAG_TYPES:
+                continue
+            problem = expression_problem(sub.sub_string, sub.expression_type)
+            key = (consumer.group_name, sub.topic, sub.sub_string)
+            if problem and key not in self._reported:
+                self._reported.add(key)
+                log.error(
+                    "consumer group %s subscribes to %s with a %s expression its pulls will be "
+                    "refused for: %s",
+                    consumer.group_name,
+                    sub.topic,
+                    sub.expression_type,
+                    problem,
+                )
 
     def unregister_client(
         self, connection: Connection, request: RemotingCommand
@@ -89,13 +113,20 @@ class ClientManageProcessor:
     def check_client_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
+        """What a Java consumer asks every broker at start about a non-tag subscription:
+        refused here, its start fails with our remark."""
         body = decode_body(CheckClientRequestBody, request.body)
         sub = body.subscription_data
-        if sub is not None and sub.expression_type not in ("", "TAG"):
+        if sub is None or sub.expression_type in TAG_TYPES:
+            return request.make_response()
+        if not self.broker.config.enable_property_filter:
             return request.error_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {sub.expression_type}",
             )
+        problem = expression_problem(sub.sub_string, sub.expression_type)
+        if problem:
+            return request.error_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, problem)
         return request.make_response()
 
     def consumer_list(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:

@@ -8,18 +8,25 @@ answered when a message arrives or the suspend timeout passes.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from broker.filter import FilterSyntaxError
+from broker.processor.message_filter import (
+    SQL92,
+    TAG_TYPES,
+    ExpressionMessageFilter,
+    RetryMessageFilter,
+    is_retry_topic,
+    tags_filter,
+)
 from broker.store.config import BrokerRole
-from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
+from broker.store.types import GetMessageResult, GetMessageStatus
 from remoting import constants as K
 from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.headers import PullMessageRequestHeader
-from remoting.java_hash import java_string_hash
 from remoting.serde import decode_header
 
 if TYPE_CHECKING:
@@ -44,18 +51,6 @@ _CODES = {
 }
 
 
-@lru_cache(maxsize=4096)
-def tags_filter(sub_string: str | None) -> TagsFilter:
-    """FilterAPI.buildSubscriptionData for TAG expressions: ``*`` or blank is everything,
-    else the ``||``-separated tags' hash codes. Cached: most clients send it on every pull."""
-    if sub_string is None or not sub_string.strip() or sub_string.strip() == "*":
-        return TagsFilter(None)
-    tags = [t.strip() for t in sub_string.split("||") if t.strip()]
-    if not tags:
-        raise ValueError(f"subscription {sub_string!r} names no tag")
-    return TagsFilter(frozenset(java_string_hash(t) for t in tags))
-
-
 class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -64,17 +59,18 @@ class PullMessageProcessor:
         header = decode_header(PullMessageRequestHeader, request.ext_fields)
         return self.process(connection, request, header, allow_suspend=True)
 
-    def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> TagsFilter:
+    def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> Any:
+        """The subscription of this pull (from the request, or the group's heartbeat) as a
+        filter; the checks and their order are PullMessageProcessor's."""
         if header.sys_flag & FLAG_SUBSCRIPTION:
-            if header.expression_type not in (None, "", "TAG"):
-                raise RequestError(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"The broker does not support consumer to filter message by {header.expression_type}",
-                )
-            try:
-                return tags_filter(header.subscription)
-            except ValueError as exc:
-                raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+            return self.message_filter(
+                header.consumer_group,
+                header.topic,
+                header.subscription,
+                header.expression_type,
+                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                "parse the consumer's subscription failed",
+            )
         group = self.broker.clients.consumer_groups.get(header.consumer_group)
         if group is None:
             raise RequestError(
@@ -96,7 +92,54 @@ class PullMessageProcessor:
             raise RequestError(
                 ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
             )
-        return tags_filter(sub.sub_string)
+        return self.message_filter(
+            header.consumer_group,
+            header.topic,
+            sub.sub_string,
+            sub.expression_type,
+            ResponseCode.FILTER_DATA_NOT_EXIST,
+            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+        )
+
+    def message_filter(
+        self,
+        group: str,
+        topic: str,
+        expression: str | None,
+        expression_type: str | None,
+        refusal: int,
+        remark: str,
+    ) -> Any:
+        config = self.broker.config
+        if expression_type in TAG_TYPES:
+            try:
+                tags = tags_filter(expression)
+            except ValueError as exc:
+                raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+            if config.filter_support_retry and is_retry_topic(topic):
+                return RetryMessageFilter(tags, self._sql_expression_of(group))
+            return tags
+        if not config.enable_property_filter:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}",
+            )
+        if expression_type != SQL92:
+            raise RequestError(refusal, f"{remark} (unknown expression type {expression_type})")
+        try:
+            return ExpressionMessageFilter(expression or "")
+        except FilterSyntaxError as exc:
+            raise RequestError(refusal, f"{remark} ({exc})") from None
+
+    def _sql_expression_of(self, group: str) -> Any:
+        def expression_of(topic: str) -> str | None:
+            members = self.broker.clients.consumer_groups.get(group)
+            sub = members.subscriptions.get(topic) if members is not None else None
+            if sub is None or sub.expression_type != SQL92:
+                return None
+            return sub.sub_string
+
+        return expression_of
 
     def _replicated_topic(self, topic: str) -> TopicConfig | None:
         """A slave holds messages of a topic its config sync has not brought yet (created on
@@ -215,7 +258,7 @@ class PullMessageProcessor:
         connection: Connection,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
-        message_filter: TagsFilter,
+        message_filter: Any,
         timeout_ms: int,
     ) -> RemotingCommand:
         await self.broker.pull_hold.hold(

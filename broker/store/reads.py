@@ -77,7 +77,10 @@ def _scan(
         return
     commit_log = store.commit_log
     max_phys = commit_log.max_offset
-    matched = message_filter.is_matched_by_consume_queue if message_filter is not None else None
+    matched = by_record = None
+    if message_filter is not None:
+        matched = message_filter.is_matched_by_consume_queue
+        by_record = message_filter.is_matched_by_commit_log
     result.status = GetMessageStatus.NO_MATCHED_MESSAGE
     buffers, total_bytes = result.buffers, 0
     next_phy_file_start = -1
@@ -124,6 +127,8 @@ def _scan(
             segment = commit_log.queue.find(phys_offset)
             segment_view, segment_start = segment.view, segment.start_offset
             segment_end = segment_start + segment.wrote_position
+        if by_record is not None and not by_record(record):
+            continue
         buffers.append(record)
         count += 1
         total_bytes += size

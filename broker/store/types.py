@@ -123,6 +123,8 @@ class TagsFilter:
     """ConsumeQueue-level tag filter: a set of Java hash codes, or None for every tag ("*")."""
 
     __slots__ = ("codes",)
+    # the record itself is never needed to decide on tags (an SQL92 filter has a method here)
+    is_matched_by_commit_log = None
 
     def __init__(self, codes: frozenset[int] | None) -> None:
         self.codes = codes

@@ -98,6 +98,7 @@ def pull_request(
     subscription: str = "*",
     suspend_ms: int = 0,
     commit_offset: int = 0,
+    expression_type: str | None = None,
 ) -> RemotingCommand:
     sys_flag = 0x4 | (0x2 if suspend_ms else 0) | (0x1 if commit_offset else 0)
     header = PullMessageRequestHeader(
@@ -111,6 +112,7 @@ def pull_request(
         suspend_timeout_millis=suspend_ms,
         sub_version=0,
         subscription=subscription,
+        expression_type=expression_type,
     )
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header))
 
