@@ -27,6 +27,31 @@ def test_properties_like_java() -> None:
     assert m.string_to_properties(None) == {} and m.string_to_properties("") == {}
 
 
+def java_string2message_properties(text: str) -> dict[str, str]:
+    """MessageDecoder.string2messageProperties, step by step."""
+    out = {}
+    for item in text.split("\x02"):
+        index = item.find("\x01")
+        if 0 < index < len(item) - 1:
+            out[item[:index]] = item[index + 1 :]
+    return out
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "A", "KEYS", "a\x01b", "x y"]),
+            st.text(alphabet="ab\x01 é", max_size=4),
+        ),
+        max_size=8,
+    ),
+    st.sampled_from(["", "\x02", "\x02\x02", "\x01"]),
+)
+def test_properties_parse_as_java_does_for_any_string(pairs, tail) -> None:
+    text = "\x02".join(f"{name}\x01{value}" for name, value in pairs) + tail
+    assert m.string_to_properties(text) == java_string2message_properties(text)
+
+
 def test_offset_msg_id_round_trip_ipv4_and_ipv6() -> None:
     v4 = m.create_offset_msg_id(m.host_bytes("10.0.0.1"), 10911, 123456789)
     assert v4 == "0A00000100002A9F00000000075BCD15" and len(v4) == 32
