@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import attrs
+import trio
+
 from broker.filter import FilterSyntaxError
 from broker.processor.message_filter import (
     SQL92,
@@ -261,11 +264,21 @@ class PullMessageProcessor:
         message_filter: Any,
         timeout_ms: int,
     ) -> RemotingCommand:
-        await self.broker.pull_hold.hold(
-            header.topic,
-            header.queue_id,
-            header.queue_offset,
-            message_filter,
-            max(0, timeout_ms) / 1000,
-        )
-        return self.process(connection, request, header, allow_suspend=False)
+        deadline = trio.current_time() + max(0, timeout_ms) / 1000
+        while True:
+            await self.broker.pull_hold.hold(
+                header.topic,
+                header.queue_id,
+                header.queue_offset,
+                message_filter,
+                max(0.0, deadline - trio.current_time()),
+            )
+            response = self.process(connection, request, header, allow_suspend=False)
+            if response.code != ResponseCode.PULL_RETRY_IMMEDIATELY:
+                return response
+            # Woken by messages the filter refused on their records (SQL92 only decides there):
+            # hold on past them, as Java's hold re-checks an arrival's properties first.
+            next_offset = int(response.ext_fields["nextBeginOffset"])
+            if next_offset <= header.queue_offset or trio.current_time() >= deadline:
+                return response
+            header = attrs.evolve(header, queue_offset=next_offset)

@@ -12,11 +12,11 @@ from client.errors import MQClientError
 from client.message import Message
 from client.producer import Producer
 from remoting import message as codec
-from remoting.body import CheckClientRequestBody, ConsumeFromWhere, SubscriptionData
+from remoting.body import CheckClientRequestBody, ConsumeFromWhere, KVTable, SubscriptionData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from remoting.serde import encode_body
+from remoting.serde import decode_body, encode_body
 from tests.integration.brokerkit import (
     broker_conf,
     call,
@@ -170,3 +170,36 @@ async def test_a_broker_without_property_filter_refuses_sql92(processes, tmp_pat
             ns.addr, "SqlOff", lambda m: None, {"Filtered": MessageSelector.by_sql(MATCH)}
         ):
             pass
+
+
+async def test_a_held_pull_waits_past_messages_its_expression_refuses(cluster) -> None:
+    _, broker = cluster
+    async with RemotingClient.open() as client, trio.open_nursery() as nursery:
+        await call(client, broker.addr, send_request("Held", b"x", keys="old", properties=props(1)))
+        answer: list[RemotingCommand] = []
+
+        async def held_pull() -> None:
+            request = pull_request(
+                "Held", 0, 1, subscription=MATCH, expression_type="SQL92", suspend_ms=20_000
+            )
+            answer.append(await call(client, broker.addr, request, timeout_s=30))
+
+        nursery.start_soon(held_pull)
+        with trio.fail_after(10):  # the pull is held once the broker counts it
+            while not await broker_holds_a_pull(client, broker.addr):
+                await trio.sleep(0.02)
+        for i in (1, 3, 5):  # b = 'y' or a absent: refused
+            await call(
+                client, broker.addr, send_request("Held", b"x", keys=f"no{i}", properties=props(i))
+            )
+        await call(client, broker.addr, send_request("Held", b"x", keys="yes", properties=props(8)))
+    (response,) = answer
+    assert response.code == ResponseCode.SUCCESS
+    assert [m.keys for m in codec.decode_messages(response.body)] == ["yes"]
+    assert response.ext("nextBeginOffset") == "5"
+
+
+async def broker_holds_a_pull(client: RemotingClient, addr: str) -> bool:
+    request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})
+    info = decode_body(KVTable, (await call(client, addr, request)).body).table
+    return int(info["pullHeldCount"]) > 0
