@@ -24,7 +24,7 @@ from collections.abc import Callable
 import psutil
 import trio
 
-from broker.store import reads
+from broker.store import reads, startup
 from broker.store.allocate import AllocateMappedFileService
 from broker.store.checkpoint import AbortFile, StoreCheckpoint, StoreLock
 from broker.store.clean import CleanService, DiskUsage, psutil_disk_usage
@@ -35,7 +35,7 @@ from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, 
 from broker.store.index_file import IndexService
 from broker.store.mapped_file import StoreError
 from broker.store.mapped_file_queue import now_ms
-from broker.store.recovery import RecoveryReport, abnormal_start_index, scan_commit_log
+from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
 from broker.store.stats import StoreStats
 from broker.store.types import (
@@ -113,11 +113,11 @@ class DefaultMessageStore:
         try:
             last_exit_ok = not self.abort_file.exists()
             self.commit_log.queue.load()
-            self._load_consume_queues()
+            startup.load_consume_queues(self)
             self.checkpoint = StoreCheckpoint(config.checkpoint_path)
             self.index_service.load()
             self.index_service.on_file_full = self._index_file_full
-            report = self._recover(last_exit_ok)
+            report = startup.recover(self, last_exit_ok)
         except BaseException:
             self.lock.release()
             raise
@@ -125,113 +125,6 @@ class DefaultMessageStore:
         self.loaded = True
         self.recovery_report = report
         return report
-
-    def _load_consume_queues(self) -> None:
-        root = self.config.consume_queue_dir
-        if not root.is_dir():
-            return
-        for topic_dir in sorted(root.iterdir()):
-            if not topic_dir.is_dir():
-                continue
-            for queue_dir in sorted(topic_dir.iterdir()):
-                if not queue_dir.name.isdigit():
-                    continue  # RocketMQ skips non-numeric directories too
-                consume_queue = ConsumeQueue(
-                    topic_dir.name,
-                    int(queue_dir.name),
-                    root,
-                    self.config.mapped_file_size_consume_queue,
-                )
-                consume_queue.queue.load()
-                self.consume_queue_table.setdefault(topic_dir.name, {})[int(queue_dir.name)] = (
-                    consume_queue
-                )
-
-    def _recover(self, last_exit_ok: bool) -> RecoveryReport:
-        queues = [cq for qs in self.consume_queue_table.values() for cq in qs.values()]
-        for consume_queue in queues:
-            consume_queue.recover()
-        max_cq_phys = max((cq.max_phys_offset for cq in queues), default=0)
-        segments = [(mf.start_offset, mf.view) for mf in self.commit_log.queue.files]
-        if not segments:
-            for consume_queue in queues:
-                consume_queue.destroy()
-            self.consume_queue_table.clear()
-            self.index_service.destroy()
-            return scan_commit_log([], 0, mode="empty", check_crc=False)
-
-        def progress(done: int, total: int) -> None:
-            log.info("recovering commit log: %d / %d MiB", done >> 20, total >> 20)
-
-        if last_exit_ok:
-            report = scan_commit_log(
-                segments,
-                max(0, len(segments) - 3),
-                mode="normal",
-                check_crc=self.config.check_crc_on_recover,
-                progress=progress,
-            )
-        else:
-            start = abnormal_start_index(
-                segments, self.checkpoint.min_timestamp(index_safe=self.config.message_index_safe)
-            )
-
-            def redispatch(scan: object) -> None:
-                self.dispatch(self.commit_log.dispatch_request(scan), notify=False)
-
-            report = scan_commit_log(
-                segments,
-                start,
-                mode="abnormal",
-                check_crc=self.config.check_crc_on_recover,
-                visit=redispatch,
-                progress=progress,
-            )
-        log.info("commit log recovered: %s", report.describe())
-        self._cut(report.valid_end, max_cq_phys)
-        return report
-
-    def _cut(self, valid_end: int, max_cq_phys: int) -> None:
-        """Truncate the log at its valid end and make the queues and the index agree."""
-        self.commit_log.queue.truncate_dirty(valid_end)
-        if max_cq_phys >= valid_end:
-            for consume_queue in self._all_queues():
-                if consume_queue.max_phys_offset > valid_end:
-                    consume_queue.truncate_to_phys(valid_end)
-        rebuild_from = self.index_service.truncate_from(valid_end)
-        if rebuild_from is not None and self.config.message_index_enable:
-            log.info("rebuilding index from %d to %d", rebuild_from, valid_end)
-            self._rebuild_index(max(rebuild_from, self.commit_log.min_offset), valid_end)
-        for mapped in self.commit_log.queue.files[-2:]:
-            mapped.flush()  # what survived the crash in the page cache is made durable now
-        self.commit_log.queue.flushed_where = self.commit_log.max_offset
-        self._rebuild_offset_tables()
-
-    def _rebuild_index(self, start: int, end: int) -> None:
-        offset = start
-        while offset < end:
-            data = self.commit_log.get_data(offset)
-            if not data:
-                break
-            for _, scan in codec.iter_records(data):
-                if scan.phys_offset >= end:
-                    return
-                self.index_service.build_index(self.commit_log.dispatch_request(scan))
-            offset = self.commit_log.roll_next_file(offset)
-
-    def _rebuild_offset_tables(self) -> None:
-        table = self.commit_log.topic_queue_table
-        table.clear()
-        commit_log_min = self.commit_log.min_offset
-        max_phys = 0
-        for topic, queues in self.consume_queue_table.items():
-            for queue_id, consume_queue in queues.items():
-                table[(topic, queue_id)] = consume_queue.max_offset
-                consume_queue.correct_min_offset(commit_log_min)
-                max_phys = max(max_phys, consume_queue.max_phys_offset)
-        self.reput.reput_from_offset = min(
-            max(max_phys, commit_log_min), self.commit_log.max_offset
-        )
 
     def _index_file_full(self, index: object) -> None:
         self.checkpoint.index_msg_timestamp = getattr(index, "end_timestamp", 0)
@@ -421,7 +314,7 @@ class DefaultMessageStore:
     def truncate_dirty_tail(self, phys_offset: int) -> None:
         """Cut the log (and queues and index with it) at ``phys_offset``."""
         max_cq_phys = max((cq.max_phys_offset for cq in self._all_queues()), default=0)
-        self._cut(phys_offset, max_cq_phys)
+        startup.cut(self, phys_offset, max_cq_phys)
 
     # ================================================================ queues and reads
 

@@ -1,0 +1,129 @@
+"""Start-up of the message store: open the ConsumeQueues, recover the CommitLog (recovery.py
+scans it), then cut the log, queues and index to its valid end and rebuild the offset tables.
+``truncate_dirty_tail`` (a slave rejoining, the repair tool) reuses the cut."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.recovery import RecoveryReport, abnormal_start_index, scan_commit_log
+from remoting import message as codec
+
+if TYPE_CHECKING:
+    from broker.store.message_store import DefaultMessageStore
+
+log = logging.getLogger(__name__)
+
+
+def load_consume_queues(store: DefaultMessageStore) -> None:
+    """Open every ConsumeQueue directory the store holds (RocketMQ's layout)."""
+    root = store.config.consume_queue_dir
+    if not root.is_dir():
+        return
+    for topic_dir in sorted(root.iterdir()):
+        if not topic_dir.is_dir():
+            continue
+        for queue_dir in sorted(topic_dir.iterdir()):
+            if not queue_dir.name.isdigit():
+                continue  # RocketMQ skips non-numeric directories too
+            consume_queue = ConsumeQueue(
+                topic_dir.name,
+                int(queue_dir.name),
+                root,
+                store.config.mapped_file_size_consume_queue,
+            )
+            consume_queue.queue.load()
+            store.consume_queue_table.setdefault(topic_dir.name, {})[int(queue_dir.name)] = (
+                consume_queue
+            )
+
+
+def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
+    """Scan the CommitLog as the last exit calls for, then cut everything to its valid end."""
+    queues = [cq for qs in store.consume_queue_table.values() for cq in qs.values()]
+    for consume_queue in queues:
+        consume_queue.recover()
+    max_cq_phys = max((cq.max_phys_offset for cq in queues), default=0)
+    segments = [(mf.start_offset, mf.view) for mf in store.commit_log.queue.files]
+    if not segments:
+        for consume_queue in queues:
+            consume_queue.destroy()
+        store.consume_queue_table.clear()
+        store.index_service.destroy()
+        return scan_commit_log([], 0, mode="empty", check_crc=False)
+
+    def progress(done: int, total: int) -> None:
+        log.info("recovering commit log: %d / %d MiB", done >> 20, total >> 20)
+
+    if last_exit_ok:
+        report = scan_commit_log(
+            segments,
+            max(0, len(segments) - 3),
+            mode="normal",
+            check_crc=store.config.check_crc_on_recover,
+            progress=progress,
+        )
+    else:
+        start = abnormal_start_index(
+            segments, store.checkpoint.min_timestamp(index_safe=store.config.message_index_safe)
+        )
+
+        def redispatch(scan: object) -> None:
+            store.dispatch(store.commit_log.dispatch_request(scan), notify=False)
+
+        report = scan_commit_log(
+            segments,
+            start,
+            mode="abnormal",
+            check_crc=store.config.check_crc_on_recover,
+            visit=redispatch,
+            progress=progress,
+        )
+    log.info("commit log recovered: %s", report.describe())
+    cut(store, report.valid_end, max_cq_phys)
+    return report
+
+
+def cut(store: DefaultMessageStore, valid_end: int, max_cq_phys: int) -> None:
+    """Truncate the log at its valid end and make the queues and the index agree."""
+    store.commit_log.queue.truncate_dirty(valid_end)
+    if max_cq_phys >= valid_end:
+        for consume_queue in store._all_queues():
+            if consume_queue.max_phys_offset > valid_end:
+                consume_queue.truncate_to_phys(valid_end)
+    rebuild_from = store.index_service.truncate_from(valid_end)
+    if rebuild_from is not None and store.config.message_index_enable:
+        log.info("rebuilding index from %d to %d", rebuild_from, valid_end)
+        _rebuild_index(store, max(rebuild_from, store.commit_log.min_offset), valid_end)
+    for mapped in store.commit_log.queue.files[-2:]:
+        mapped.flush()  # what survived the crash in the page cache is made durable now
+    store.commit_log.queue.flushed_where = store.commit_log.max_offset
+    _rebuild_offset_tables(store)
+
+
+def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
+    offset = start
+    while offset < end:
+        data = store.commit_log.get_data(offset)
+        if not data:
+            break
+        for _, scan in codec.iter_records(data):
+            if scan.phys_offset >= end:
+                return
+            store.index_service.build_index(store.commit_log.dispatch_request(scan))
+        offset = store.commit_log.roll_next_file(offset)
+
+
+def _rebuild_offset_tables(store: DefaultMessageStore) -> None:
+    table = store.commit_log.topic_queue_table
+    table.clear()
+    commit_log_min = store.commit_log.min_offset
+    max_phys = 0
+    for topic, queues in store.consume_queue_table.items():
+        for queue_id, consume_queue in queues.items():
+            table[(topic, queue_id)] = consume_queue.max_offset
+            consume_queue.correct_min_offset(commit_log_min)
+            max_phys = max(max_phys, consume_queue.max_phys_offset)
+    store.reput.reput_from_offset = min(max(max_phys, commit_log_min), store.commit_log.max_offset)
