@@ -26,6 +26,7 @@ from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.message import MessageConst, MessageExt
+from remoting.record import pack_record_into, record_size
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -68,7 +69,7 @@ def encode_record(msg: MessageExt, topic: str, queue_id: int) -> bytes:
     born_ip, _, born_port = msg.born_host.rpartition(":")
     store_ip, _, store_port = msg.store_host.rpartition(":")
     born, store = codec.host_bytes(born_ip.strip("[]")), codec.host_bytes(store_ip.strip("[]"))
-    size = codec.record_size(
+    size = record_size(
         len(msg.body),
         len(topic_bytes),
         len(props),
@@ -76,7 +77,7 @@ def encode_record(msg: MessageExt, topic: str, queue_id: int) -> bytes:
         store_v6=len(store) == 16,
     )
     buffer = bytearray(size)
-    codec.pack_record_into(
+    pack_record_into(
         buffer,
         0,
         total_size=size,

@@ -1,26 +1,28 @@
-"""The stored-message record: one layout for the CommitLog, pull/query bodies, the HA stream and
-the Spark job (spec/message-format.md §1-§9).
+"""Messages as clients and the broker's processors see them (spec/message-format.md §5-§9):
+sysflags, property keys and their encoding, hosts and message ids, MessageExt decoding from a
+stored record, and SEND_BATCH_MESSAGE bodies. Pure: no Trio, no logging, no clock.
 
-Pure: no Trio, no logging, no clock. Records are packed with one precompiled ``Struct`` straight
-into the caller's buffer (``pack_record_into``) and read back from memoryviews: fully for clients
-(``decode_message``), or only the few fields dispatch and recovery need (``scan_record``).
+The record layout itself (sizes, packing, scanning) is remoting.record.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 import socket
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import attrs
 
-MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
-BLANK_MAGIC_CODE = -875286124  # 0xCBD43194: end of a CommitLog file
-END_FILE_MIN_BLANK_LENGTH = 8
+from remoting.record import (
+    BORNHOST_V6_FLAG,
+    HEADERS,
+    MESSAGE_MAGIC_CODE,
+    STOREHOSTADDRESS_V6_FLAG,
+    SYS_FLAG_POS,
+)
 
 # MessageSysFlag
 COMPRESSED_FLAG = 0x1
@@ -29,8 +31,6 @@ TRANSACTION_NOT_TYPE = 0x0
 TRANSACTION_PREPARED_TYPE = 0x4
 TRANSACTION_COMMIT_TYPE = 0x8
 TRANSACTION_ROLLBACK_TYPE = 0xC
-BORNHOST_V6_FLAG = 0x10
-STOREHOSTADDRESS_V6_FLAG = 0x20
 COMPRESSION_TYPE_MASK = 0x700
 
 
@@ -74,54 +74,8 @@ class MessageConst:
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 
-# Fixed part of a record, by (born host IPv6, store host IPv6). Fields in order: TOTALSIZE,
-# MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP,
-# BORNHOST (addr, port), STORETIMESTAMP, STOREHOSTADDRESS (addr, port), RECONSUMETIMES,
-# PREPAREDTRANSACTIONOFFSET, BODYLENGTH.
-_HEADERS = {
-    (born6, store6): struct.Struct(f">iiiiiqqiq{16 if born6 else 4}siq{16 if store6 else 4}siiqi")
-    for born6 in (False, True)
-    for store6 in (False, True)
-}
-HEADER_V4 = _HEADERS[(False, False)]
-assert HEADER_V4.size == 88
-_PREFIX = struct.Struct(">iiiii")  # total size, magic, crc, queue id, flag
-_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_BLANK = struct.Struct(">ii")
-QUEUE_OFFSET_POS = 20
-PHYS_OFFSET_POS = 28
-SYS_FLAG_POS = 36
-BORN_TIMESTAMP_POS = 40
-BORN_HOST_POS = 48
-
-
-class RecordKind(enum.Enum):
-    MESSAGE = "MESSAGE"
-    BLANK = "BLANK"  # the end-of-file filler: jump to the next segment
-    END = "END"  # zeros: nothing was ever written here
-    CORRUPT = "CORRUPT"
-
-
-def record_size(
-    body_length: int,
-    topic_length: int,
-    properties_length: int,
-    *,
-    born_v6: bool = False,
-    store_v6: bool = False,
-) -> int:
-    """TOTALSIZE = 91 + body + topic + properties (+12 per IPv6 host)."""
-    return (
-        91
-        + body_length
-        + topic_length
-        + properties_length
-        + (12 if born_v6 else 0)
-        + (12 if store_v6 else 0)
-    )
-
 
 # ------------------------------------------------------------------- small Java-compatible helpers
 
@@ -211,135 +165,6 @@ def decode_offset_msg_id(msg_id: str) -> OffsetMsgId:
     )
 
 
-# ------------------------------------------------------------------- encoding
-
-
-def pack_record_into(
-    buffer: bytearray | memoryview,
-    pos: int,
-    *,
-    total_size: int,
-    body_crc: int,
-    queue_id: int,
-    flag: int,
-    queue_offset: int,
-    phys_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_address: bytes,
-    born_port: int,
-    store_timestamp: int,
-    store_address: bytes,
-    store_port: int,
-    reconsume_times: int,
-    prepared_transaction_offset: int,
-    body: bytes | bytearray | memoryview,
-    topic: bytes,
-    properties: bytes,
-) -> int:
-    """Write one record at ``pos``; returns its size. ``total_size`` must equal ``record_size``
-    (the caller computed it to decide where the record goes)."""
-    pack_records_into(
-        buffer,
-        pos,
-        [(flag, body, properties, total_size, body_crc)],
-        topic,
-        queue_id=queue_id,
-        queue_offset=queue_offset,
-        phys_offset=phys_offset,
-        sys_flag=sys_flag,
-        born_timestamp=born_timestamp,
-        born_address=born_address,
-        born_port=born_port,
-        store_timestamp=store_timestamp,
-        store_address=store_address,
-        store_port=store_port,
-        reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset,
-    )
-    return total_size
-
-
-def pack_records_into(
-    buffer: bytearray | memoryview,
-    pos: int,
-    records: list[tuple[int, bytes | bytearray | memoryview, bytes, int, int]],
-    topic: bytes,
-    *,
-    queue_id: int,
-    queue_offset: int,
-    phys_offset: int,
-    sys_flag: int,
-    born_timestamp: int,
-    born_address: bytes,
-    born_port: int,
-    store_timestamp: int,
-    store_address: bytes,
-    store_port: int,
-    reconsume_times: int,
-    prepared_transaction_offset: int = 0,
-) -> None:
-    """Write records back to back from ``pos``: ``records`` are (flag, body, properties, total
-    size, body CRC) and share everything else, with consecutive queue offsets (one message, or
-    the entries of a batch: one call per batch, not per message).
-
-    Each record's magic code is written last, as a commit marker: a process killed halfway
-    through leaves a record without it, which recovery stops at. (RocketMQ's CRC covers only the
-    body, so a record torn inside its properties would otherwise look valid.)"""
-    header = _HEADERS[(len(born_address) == 16, len(store_address) == 16)]
-    header_size, pack_header, pack_i16 = header.size, header.pack_into, _I16.pack_into
-    if len(born_address) == 16:
-        sys_flag |= BORNHOST_V6_FLAG
-    if len(store_address) == 16:
-        sys_flag |= STOREHOSTADDRESS_V6_FLAG
-    topic_length = len(topic)
-    for flag, body, properties, size, body_crc in records:
-        body_length = len(body)
-        pack_header(
-            buffer,
-            pos,
-            size,
-            0,  # the magic code goes in last
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            phys_offset,
-            sys_flag,
-            born_timestamp,
-            born_address,
-            born_port,
-            store_timestamp,
-            store_address,
-            store_port,
-            reconsume_times,
-            prepared_transaction_offset,
-            body_length,
-        )
-        at = pos + header_size
-        end = at + body_length
-        buffer[at:end] = body
-        buffer[end] = topic_length
-        at = end + 1
-        end = at + topic_length
-        buffer[at:end] = topic
-        pack_i16(buffer, end, len(properties))
-        at = end + 2
-        end = at + len(properties)
-        buffer[at:end] = properties
-        if end - pos != size:
-            raise AssertionError(f"record size {end - pos} != declared {size}")
-        _I32.pack_into(buffer, pos + 4, MESSAGE_MAGIC_CODE)
-        pos = end
-        phys_offset += size
-        queue_offset += 1
-
-
-def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:
-    """The end-of-file filler: only 8 bytes are written, TOTALSIZE claims the rest of the file."""
-    _BLANK.pack_into(buffer, pos, remaining, BLANK_MAGIC_CODE)
-
-
 @attrs.define(kw_only=True, slots=True)
 class MessageExt:
     """A decoded record (what a consumer sees). ``msg_id`` is UNIQ_KEY when present, else the
@@ -393,9 +218,7 @@ def decode_message(
     if total < 91 or pos + total > len(view):
         raise MessageDecodeError(f"record size {total} at {pos} does not fit in {len(view)} bytes")
     (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
-    header = _HEADERS[
-        (bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))
-    ]
+    header = HEADERS[(bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))]
     try:
         (
             _,
@@ -469,86 +292,6 @@ def decode_messages(
     return out
 
 
-# ------------------------------------------------------------------- scanning (dispatch, recovery)
-
-
-class RecordScan(NamedTuple):
-    kind: RecordKind
-    size: int  # bytes to skip; for BLANK the rest of the segment
-    topic: str = ""
-    queue_id: int = 0
-    queue_offset: int = 0
-    phys_offset: int = 0
-    sys_flag: int = 0
-    store_timestamp: int = 0
-    properties: str = ""
-    reason: str = ""
-
-
-def scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> RecordScan:
-    """What dispatch and recovery need from the record at ``pos``, without the body.
-
-    A record is accepted only if its magic, its TOTALSIZE (against the sum of its fields and the
-    bytes available) and, with ``check_crc``, its body CRC all hold: Java's
-    checkMessageAndReturnSize.
-    """
-    available = len(view) - pos
-    if available < 8:
-        return RecordScan(RecordKind.END, 0, reason="segment ends")
-    total, magic = _BLANK.unpack_from(view, pos)
-    if magic == BLANK_MAGIC_CODE:
-        return RecordScan(RecordKind.BLANK, total)
-    if magic != MESSAGE_MAGIC_CODE:
-        if total == 0 and magic == 0:
-            return RecordScan(RecordKind.END, 0, reason="zeros")
-        return RecordScan(RecordKind.CORRUPT, 0, reason=f"bad magic code {magic & 0xFFFFFFFF:#x}")
-    if total < 91 or total > available:
-        return RecordScan(
-            RecordKind.CORRUPT, 0, reason=f"size {total} does not fit ({available} bytes left)"
-        )
-    (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
-    born6, store6 = bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)
-    header = _HEADERS[(born6, store6)]
-    fields = header.unpack_from(view, pos)
-    crc, queue_id, body_length = fields[2], fields[3], fields[16]
-    store_ts = fields[11]
-    at = pos + header.size + body_length
-    if body_length < 0 or at >= pos + total:
-        return RecordScan(RecordKind.CORRUPT, 0, reason=f"body length {body_length} does not fit")
-    topic_length = view[at]
-    props_at = at + 1 + topic_length
-    if props_at + 2 > pos + total:
-        return RecordScan(RecordKind.CORRUPT, 0, reason="topic runs past the record")
-    (props_length,) = _I16.unpack_from(view, props_at)
-    if (
-        record_size(body_length, topic_length, props_length, born_v6=born6, store_v6=store6)
-        != total
-    ):
-        return RecordScan(
-            RecordKind.CORRUPT, 0, reason=f"fields do not add up to TOTALSIZE {total}"
-        )
-    if check_crc:
-        body_at = pos + header.size
-        if crc != zlib.crc32(view[body_at : body_at + body_length]) & 0x7FFFFFFF:
-            return RecordScan(RecordKind.CORRUPT, 0, reason="body CRC mismatch")
-    try:
-        topic = bytes(view[at + 1 : props_at]).decode("utf-8")
-        properties = bytes(view[props_at + 2 : props_at + 2 + props_length]).decode("utf-8")
-    except UnicodeDecodeError:
-        return RecordScan(RecordKind.CORRUPT, 0, reason="topic or properties not UTF-8")
-    return RecordScan(
-        RecordKind.MESSAGE,
-        total,
-        topic,
-        queue_id,
-        fields[5],
-        fields[6],
-        sys_flag,
-        store_ts,
-        properties,
-    )
-
-
 # ------------------------------------------------------------------- batches (SEND_BATCH_MESSAGE)
 
 _BATCH_ENTRY = struct.Struct(">iiiii")  # total size, magic (0), body CRC (0), flag, body length
@@ -604,13 +347,3 @@ def encode_batch_body(entries: list[tuple[int, bytes, str]]) -> bytes:
         parts.append(_I16.pack(len(props)))
         parts.append(props)
     return b"".join(parts)
-
-
-def iter_records(view: memoryview, pos: int = 0) -> Iterator[tuple[int, RecordScan]]:
-    """(position, scan) for every MESSAGE record until the first BLANK, END or CORRUPT one."""
-    while pos < len(view):
-        scan = scan_record(view, pos)
-        if scan.kind is not RecordKind.MESSAGE:
-            return
-        yield pos, scan
-        pos += scan.size

@@ -19,6 +19,7 @@ from remoting import constants as K
 from remoting import message as codec
 from remoting.java_hash import java_string_hash
 from remoting.message import MessageConst
+from remoting.record import SYS_FLAG_POS, record_size
 
 TAG_TYPES = (None, "", "TAG")
 SQL92 = "SQL92"
@@ -26,7 +27,7 @@ SQL92 = "SQL92"
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 # Where the body starts, by (born host is IPv6, store host is IPv6): the fixed fields before it.
 _BODY_AT = {
-    (born6, store6): codec.record_size(0, 0, 0, born_v6=born6, store_v6=store6) - 3
+    (born6, store6): record_size(0, 0, 0, born_v6=born6, store_v6=store6) - 3
     for born6 in (False, True)
     for store6 in (False, True)
 }
@@ -34,7 +35,7 @@ _BODY_AT = {
 
 def record_properties(record: memoryview) -> dict[str, str]:
     """The properties of one stored record (already checked when it was stored)."""
-    (sys_flag,) = _I32.unpack_from(record, codec.SYS_FLAG_POS)
+    (sys_flag,) = _I32.unpack_from(record, SYS_FLAG_POS)
     body_at = _BODY_AT[
         bool(sys_flag & codec.BORNHOST_V6_FLAG), bool(sys_flag & codec.STOREHOSTADDRESS_V6_FLAG)
     ]

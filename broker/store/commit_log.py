@@ -31,6 +31,15 @@ from remoting import message as codec
 from remoting.constants import SCHEDULE_TOPIC
 from remoting.java_hash import tags_code
 from remoting.message import MessageConst
+from remoting.record import (
+    END_FILE_MIN_BLANK_LENGTH,
+    RecordKind,
+    RecordScan,
+    pack_blank_into,
+    pack_records_into,
+    record_size,
+    scan_record,
+)
 
 log = logging.getLogger(__name__)
 
@@ -144,12 +153,12 @@ class CommitLog:
         """The segment the next ``size`` bytes go into, padding the current one with a BLANK
         when they (plus the 8-byte filler) do not fit."""
         mapped = self.queue.writable()
-        if size + codec.END_FILE_MIN_BLANK_LENGTH > mapped.remaining:
-            if size + codec.END_FILE_MIN_BLANK_LENGTH > mapped.file_size:
+        if size + END_FILE_MIN_BLANK_LENGTH > mapped.remaining:
+            if size + END_FILE_MIN_BLANK_LENGTH > mapped.file_size:
                 raise StoreError(
                     f"a record of {size} bytes cannot fit in a {mapped.file_size}-byte segment"
                 )
-            codec.pack_blank_into(mapped.mmap, mapped.wrote_position, mapped.remaining)
+            pack_blank_into(mapped.mmap, mapped.wrote_position, mapped.remaining)
             mapped.wrote_position = mapped.file_size
             mapped = self.queue.next_segment()
             if self.on_segment_rolled is not None:
@@ -169,7 +178,7 @@ class CommitLog:
         """Pack records (flag, body, properties, size, body CRC) at the segment's write
         position; the caller moves the position once they are all in."""
         position = mapped.wrote_position
-        codec.pack_records_into(
+        pack_records_into(
             mapped.mmap,
             position,
             records,
@@ -200,7 +209,7 @@ class CommitLog:
         refused = self._check(topic, properties, len(body))
         if refused is not None:
             return refused, []
-        size = codec.record_size(
+        size = record_size(
             len(body),
             len(topic),
             len(properties),
@@ -285,7 +294,7 @@ class CommitLog:
         total = 0
         # Per entry: only what differs between entries is checked and sized (this loop runs for
         # every message of a batch); the rest once, with the first entry.
-        fixed_size = codec.record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
+        fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
         max_body = self.config.max_message_size
         separator = codec.PROPERTY_SEPARATOR
         refused = self._check(topic, b"", len(entries[0].body))
@@ -392,7 +401,7 @@ class CommitLog:
             return store_ts + self.delay_levels_ms[level - 1]
         return tags_code
 
-    def dispatch_request(self, scan: codec.RecordScan) -> DispatchRequest:
+    def dispatch_request(self, scan: RecordScan) -> DispatchRequest:
         """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
         found = dispatch_properties(scan.properties)
         tags = tags_code(found.get(MessageConst.TAGS))
@@ -443,5 +452,5 @@ class CommitLog:
         mapped = self.queue.find(phys_offset)
         if mapped is None:
             return -1
-        scan = codec.scan_record(mapped.view, phys_offset - mapped.start_offset)
-        return scan.store_timestamp if scan.kind is codec.RecordKind.MESSAGE else -1
+        scan = scan_record(mapped.view, phys_offset - mapped.start_offset)
+        return scan.store_timestamp if scan.kind is RecordKind.MESSAGE else -1

@@ -47,6 +47,7 @@ from broker.store.types import (
     QueryMessageResult,
 )
 from remoting import message as codec
+from remoting.record import RecordKind, scan_record
 
 log = logging.getLogger(__name__)
 
@@ -407,8 +408,8 @@ class DefaultMessageStore:
             head = self.commit_log.get_message(phys_offset, 8)
             if head is None:
                 return None
-            scan = codec.scan_record(self.commit_log.get_data(phys_offset), 0)
-            if scan.kind is not codec.RecordKind.MESSAGE:
+            scan = scan_record(self.commit_log.get_data(phys_offset), 0)
+            if scan.kind is not RecordKind.MESSAGE:
                 return None
             size = scan.size
         return self.commit_log.get_message(phys_offset, size)

@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from remoting import message as codec
-from remoting.message import RecordKind, RecordScan
+from remoting.record import RecordKind, RecordScan, scan_record
 
 Segment = tuple[int, memoryview]  # (start offset, mapped bytes)
 PROGRESS_EVERY_BYTES = 256 * 1024 * 1024
@@ -42,7 +41,7 @@ class RecoveryReport:
 
 def first_record_timestamp(view: memoryview) -> int | None:
     """STORETIMESTAMP of a segment's first record, if it starts with a message."""
-    scan = codec.scan_record(view, 0)
+    scan = scan_record(view, 0)
     return scan.store_timestamp if scan.kind is RecordKind.MESSAGE else None
 
 
@@ -82,7 +81,7 @@ def scan_commit_log(
     start_offset, view = segments[index]
     reason = "end of data"
     while True:
-        scan = codec.scan_record(view, position, check_crc=check_crc)
+        scan = scan_record(view, position, check_crc=check_crc)
         if scan.kind is RecordKind.MESSAGE:
             if visit is not None:
                 visit(scan)

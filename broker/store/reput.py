@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from remoting import message as codec
-from remoting.message import RecordKind
+from remoting.record import RecordKind, scan_record
 
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
@@ -55,7 +54,7 @@ class ReputMessageService:
                 return done
             position = 0
             while position < len(data) and done < max_records:
-                scan = codec.scan_record(data, position)
+                scan = scan_record(data, position)
                 if scan.kind is RecordKind.MESSAGE:
                     request = commit_log.dispatch_request(scan)
                     store.dispatch(request)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.recovery import RecoveryReport, abnormal_start_index, scan_commit_log
-from remoting import message as codec
+from remoting.record import iter_records
 
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
@@ -109,7 +109,7 @@ def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
         data = store.commit_log.get_data(offset)
         if not data:
             break
-        for _, scan in codec.iter_records(data):
+        for _, scan in iter_records(data):
             if scan.phys_offset >= end:
                 return
             store.index_service.build_index(store.commit_log.dispatch_request(scan))

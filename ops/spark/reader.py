@@ -7,7 +7,7 @@ PHYSICALOFFSET field equals its own position (a body containing the magic bytes 
 that), and finishes the last record that crosses its end.
 
 Records with IPv4 hosts that are whole in the buffer take a fused path (one header unpack, the
-checks of ``codec.scan_record`` inline, topic and host strings cached): this runs per record
+checks of ``scan_record`` inline, topic and host strings cached): this runs per record
 and is most of a task's time. Anything else (IPv6 hosts, BLANK, a suspect record, a record cut
 by the window) goes through ``scan_record``, which decides.
 """
@@ -22,13 +22,20 @@ from typing import NamedTuple
 
 from ops.spark.segments import Range
 from remoting import message as codec
-from remoting.message import RecordKind
+from remoting.record import (
+    HEADER_V4,
+    MESSAGE_MAGIC_CODE,
+    PHYS_OFFSET_POS,
+    RecordKind,
+    RecordScan,
+    scan_record,
+)
 
 BUFFER_BYTES = 8 << 20
 MAX_RECORD_GUESS = 64 << 10  # below this many buffered bytes, refill before scanning
 _HEAD = struct.Struct(">ii")
 _PHYS = struct.Struct(">q")
-_V4 = codec.HEADER_V4
+_V4 = HEADER_V4
 _V6_FLAGS = codec.BORNHOST_V6_FLAG | codec.STOREHOSTADDRESS_V6_FLAG
 _MIN_RECORD = _V4.size + 3  # header, topic length byte, properties length
 _KEYS = codec.MessageConst.KEYS
@@ -55,7 +62,7 @@ class Row(NamedTuple):
 def _resync(buffer: memoryview, base: int, limit: int) -> int:
     """Position of the first plausible record at or after 0 whose PHYSICALOFFSET field equals
     its own absolute offset; -1 if none in the buffer."""
-    magic = struct.pack(">i", codec.MESSAGE_MAGIC_CODE)
+    magic = struct.pack(">i", MESSAGE_MAGIC_CODE)
     data = buffer.obj if isinstance(buffer.obj, bytes | bytearray) else bytes(buffer)
     at = 4
     while True:
@@ -63,8 +70,8 @@ def _resync(buffer: memoryview, base: int, limit: int) -> int:
         if at < 0:
             return -1
         pos = at - 4
-        if pos + codec.PHYS_OFFSET_POS + 8 <= len(data):
-            (phys,) = _PHYS.unpack_from(data, pos + codec.PHYS_OFFSET_POS)
+        if pos + PHYS_OFFSET_POS + 8 <= len(data):
+            (phys,) = _PHYS.unpack_from(data, pos + PHYS_OFFSET_POS)
             if phys == base + pos:
                 return pos
         at += 1
@@ -111,7 +118,7 @@ def read_range(rng: Range, *, buffer_bytes: int = BUFFER_BYTES) -> Iterator[Row]
         limit = min(rng.end, file_end)
         topics: dict[bytes, str] = {}
         hosts: dict[tuple[bytes, int], str] = {}
-        unpack, crc32, magic_code = _V4.unpack_from, zlib.crc32, codec.MESSAGE_MAGIC_CODE
+        unpack, crc32, magic_code = _V4.unpack_from, zlib.crc32, MESSAGE_MAGIC_CODE
         new_row = tuple.__new__  # a Row without NamedTuple's Python-level __new__
         buffer = window.buffer
         view = memoryview(buffer)
@@ -176,7 +183,7 @@ def read_range(rng: Range, *, buffer_bytes: int = BUFFER_BYTES) -> Iterator[Row]
                             )
                             position = end
                             continue
-            scan = codec.scan_record(view, position, check_crc=True)
+            scan = scan_record(view, position, check_crc=True)
             if scan.kind is not RecordKind.MESSAGE and not window.eof:
                 needed = max(_record_size(buffer, position), 8)
                 if len(buffer) - position < needed:  # cut by the window, not corrupt
@@ -201,7 +208,7 @@ def _record_size(buffer: bytes | memoryview, position: int) -> int:
     if len(buffer) - position < 8:
         return 0
     total, magic = _HEAD.unpack_from(buffer, position)
-    return total if magic == codec.MESSAGE_MAGIC_CODE and total > 0 else 0
+    return total if magic == MESSAGE_MAGIC_CODE and total > 0 else 0
 
 
 _HOSTS: dict[bytes, str] = {}
@@ -233,7 +240,7 @@ def _property(text: str, name: str) -> str:
     return ""
 
 
-def _row(view: memoryview, position: int, absolute: int, scan: codec.RecordScan) -> Row:
+def _row(view: memoryview, position: int, absolute: int, scan: RecordScan) -> Row:
     props = scan.properties
     return Row(
         absolute,

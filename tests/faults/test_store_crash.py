@@ -13,6 +13,7 @@ import pytest
 
 from broker.store.message_store import DefaultMessageStore
 from remoting import message as codec
+from remoting.record import MESSAGE_MAGIC_CODE
 from tests.faults.store_writer import body, config
 from tests.unit.store.test_queues import check_queues_match_log
 
@@ -110,11 +111,7 @@ def test_torn_tail_after_kill_is_cut_and_appending_continues(tmp_path: Path) -> 
     (root / "abort").touch()
     with open(last.path, "r+b") as f:  # garbage, zeros and half a record after the last good one
         f.seek(end - last.start_offset)
-        f.write(
-            os.urandom(64)
-            + bytes(32)
-            + codec.MESSAGE_MAGIC_CODE.to_bytes(4, "big", signed=True)[:2]
-        )
+        f.write(os.urandom(64) + bytes(32) + MESSAGE_MAGIC_CODE.to_bytes(4, "big", signed=True)[:2])
     assert verify(root, "ASYNC_FLUSH", acked) == count
     (root / "abort").touch()
     more = {seq: phys for seq, _, phys in run_and_kill(root, "ASYNC_FLUSH", rng)}

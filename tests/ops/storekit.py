@@ -11,7 +11,7 @@ from pathlib import Path
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import MessageExtBrokerInner
-from remoting import message as codec
+from remoting.record import MESSAGE_MAGIC_CODE, RecordKind, scan_record
 
 SEGMENT = 64 * 1024
 
@@ -41,7 +41,7 @@ def message(topic: str, queue_id: int, body: bytes, key: str) -> MessageExtBroke
 
 def tricky_body(rng: random.Random, phys_guess: int) -> bytes:
     """A body holding the message magic and a plausible offset, to tempt a naive re-sync."""
-    fake = struct.pack(">ii", 200, codec.MESSAGE_MAGIC_CODE) + b"\x00" * 20
+    fake = struct.pack(">ii", 200, MESSAGE_MAGIC_CODE) + b"\x00" * 20
     fake += struct.pack(">q", phys_guess)
     return bytes(rng.randrange(256) for _ in range(rng.randrange(10, 400))) + fake
 
@@ -93,8 +93,8 @@ def record_offsets(root: Path) -> list[int]:
         data = memoryview(path.read_bytes())
         pos = 0
         while pos < len(data):
-            scan = codec.scan_record(data, pos)
-            if scan.kind is not codec.RecordKind.MESSAGE:
+            scan = scan_record(data, pos)
+            if scan.kind is not RecordKind.MESSAGE:
                 break
             out.append(int(path.name) + pos)
             pos += scan.size

@@ -8,6 +8,7 @@ import pytest
 
 from ops.spark.reader import read_range
 from ops.spark.segments import BackupError, list_segments, ranges
+from remoting.record import RecordKind, scan_record
 from tests.ops.storekit import SEGMENT, build_master, record_offsets
 
 
@@ -93,7 +94,6 @@ def test_fast_path_rows_equal_what_scan_record_reads(tmp_path) -> None:
     plain walk with scan_record gives."""
     from broker.store.message_store import DefaultMessageStore
     from ops.spark import reader
-    from remoting import message as codec
     from tests.ops.storekit import config, message
 
     for host in ("10.0.0.1", "::1"):
@@ -107,11 +107,11 @@ def test_fast_path_rows_equal_what_scan_record_reads(tmp_path) -> None:
         for segment in list_segments(root / "commitlog"):
             view = memoryview(open(segment.path, "rb").read())  # noqa: SIM115
             position = 0
-            while (scan := codec.scan_record(view, position, check_crc=True)).kind in (
-                codec.RecordKind.MESSAGE,
-                codec.RecordKind.BLANK,
+            while (scan := scan_record(view, position, check_crc=True)).kind in (
+                RecordKind.MESSAGE,
+                RecordKind.BLANK,
             ):
-                if scan.kind is codec.RecordKind.MESSAGE:
+                if scan.kind is RecordKind.MESSAGE:
                     expected.append(reader._row(view, position, segment.start + position, scan))
                 position += scan.size
         got = [r for r in rows(root / "commitlog") if r.kind == "MESSAGE"]

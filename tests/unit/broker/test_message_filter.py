@@ -14,6 +14,7 @@ from broker.processor.message_filter import (
 )
 from remoting import message as codec
 from remoting.java_hash import java_string_hash
+from remoting.record import pack_record_into, record_size
 
 
 def record(
@@ -22,7 +23,7 @@ def record(
     topic, props = b"%RETRY%G", codec.properties_to_string(properties).encode()
     born_bytes, store_bytes = codec.host_bytes(born), codec.host_bytes(store)
     body = b"body bytes that are not properties \x01\x02"
-    size = codec.record_size(
+    size = record_size(
         len(body),
         len(topic),
         len(props),
@@ -33,7 +34,7 @@ def record(
         codec.STOREHOSTADDRESS_V6_FLAG if len(store_bytes) == 16 else 0
     )
     buffer = bytearray(size)
-    codec.pack_record_into(
+    pack_record_into(
         buffer,
         0,
         total_size=size,

@@ -9,6 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from remoting import message as m
+from remoting.record import (
+    RecordKind,
+    RecordScan,
+    pack_blank_into,
+    pack_record_into,
+    record_size,
+    scan_record,
+)
 
 
 def test_body_crc_clears_the_top_bit_of_java_crc32() -> None:
@@ -75,7 +83,7 @@ def _pack(
 ) -> tuple[bytearray, int]:
     born_address, store_address = m.host_bytes(born), m.host_bytes(store)
     topic_b, props_b = topic.encode(), props.encode()
-    size = m.record_size(
+    size = record_size(
         len(body),
         len(topic_b),
         len(props_b),
@@ -83,7 +91,7 @@ def _pack(
         store_v6=len(store_address) == 16,
     )
     buffer = bytearray(pos + size + 16)
-    m.pack_record_into(
+    pack_record_into(
         buffer,
         pos,
         total_size=size,
@@ -147,8 +155,8 @@ def test_decode_and_scan_every_host_combination(born: str, store: str) -> None:
     assert message.born_host.endswith(":5555") and message.store_host.endswith(":10911")
     assert bool(message.sys_flag & m.BORNHOST_V6_FLAG) == (":" in born)
     assert bool(message.sys_flag & m.STOREHOSTADDRESS_V6_FLAG) == (":" in store)
-    scan = m.scan_record(memoryview(buffer), 10, check_crc=True)
-    assert scan.kind is m.RecordKind.MESSAGE and scan.size == size
+    scan = scan_record(memoryview(buffer), 10, check_crc=True)
+    assert scan.kind is RecordKind.MESSAGE and scan.size == size
     assert (scan.topic, scan.queue_id, scan.queue_offset, scan.phys_offset) == (
         "TopicTest",
         3,
@@ -167,16 +175,16 @@ def test_compressed_bodies_are_inflated_for_consumers_only() -> None:
 
 def test_scan_classifies_blank_zeros_and_garbage() -> None:
     blank = bytearray(64)
-    m.pack_blank_into(blank, 0, 64)
-    assert m.scan_record(memoryview(blank), 0) == m.RecordScan(m.RecordKind.BLANK, 64)
-    assert m.scan_record(memoryview(bytearray(64)), 0).kind is m.RecordKind.END
-    assert m.scan_record(memoryview(b"\x01" * 64), 0).kind is m.RecordKind.CORRUPT
+    pack_blank_into(blank, 0, 64)
+    assert scan_record(memoryview(blank), 0) == RecordScan(RecordKind.BLANK, 64)
+    assert scan_record(memoryview(bytearray(64)), 0).kind is RecordKind.END
+    assert scan_record(memoryview(b"\x01" * 64), 0).kind is RecordKind.CORRUPT
     buffer, size = _pack(b"payload", "T", "")
-    assert m.scan_record(memoryview(buffer[: size - 1]), 0).kind is m.RecordKind.CORRUPT  # torn
+    assert scan_record(memoryview(buffer[: size - 1]), 0).kind is RecordKind.CORRUPT  # torn
     flipped = bytearray(buffer)
     flipped[88] ^= 0xFF  # a body byte
-    assert m.scan_record(memoryview(flipped), 0, check_crc=False).kind is m.RecordKind.MESSAGE
-    assert m.scan_record(memoryview(flipped), 0, check_crc=True).reason == "body CRC mismatch"
+    assert scan_record(memoryview(flipped), 0, check_crc=False).kind is RecordKind.MESSAGE
+    assert scan_record(memoryview(flipped), 0, check_crc=True).reason == "body CRC mismatch"
 
 
 def test_decode_refuses_garbage_with_one_error_type() -> None:
@@ -212,4 +220,4 @@ def test_every_field_round_trips(body: bytes, topic: str, props: dict[str, str],
     buffer, size = _pack(body, topic, props_string)
     message = m.decode_message(buffer)
     assert (message.body, message.topic, message.properties) == (body, topic, props)
-    assert m.scan_record(memoryview(buffer), 0, check_crc=True).size == size
+    assert scan_record(memoryview(buffer), 0, check_crc=True).size == size

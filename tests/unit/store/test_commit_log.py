@@ -12,6 +12,7 @@ from broker.store.consume_queue import CQ_UNIT
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from remoting import message as codec
 from remoting.constants import SCHEDULE_TOPIC
+from remoting.record import END_FILE_MIN_BLANK_LENGTH, RecordKind, scan_record
 from tests.unit.store.conftest import StoreFactory, message
 
 
@@ -31,12 +32,12 @@ def test_records_never_straddle_segments_and_segments_end_with_a_blank(
     for mapped in store.commit_log.queue.files[:-1]:
         position = 0
         while True:
-            scan = codec.scan_record(mapped.view, position)
-            if scan.kind is not codec.RecordKind.MESSAGE:
+            scan = scan_record(mapped.view, position)
+            if scan.kind is not RecordKind.MESSAGE:
                 break
             position += scan.size
-        assert scan.kind is codec.RecordKind.BLANK and scan.size == size - position
-        assert size - position >= codec.END_FILE_MIN_BLANK_LENGTH
+        assert scan.kind is RecordKind.BLANK and scan.size == size - position
+        assert size - position >= END_FILE_MIN_BLANK_LENGTH
     names = sorted(p.name for p in store.config.commit_log_dir.iterdir())
     assert names[:2] == [f"{0:020d}", f"{size:020d}"]
 

@@ -7,6 +7,7 @@ import random
 from broker.store.consume_queue import CQ_UNIT
 from broker.store.types import MessageExtBrokerInner
 from remoting import message as codec
+from remoting.record import iter_records
 from tests.unit.store.conftest import StoreFactory, message
 
 
@@ -15,7 +16,7 @@ def check_queues_match_log(store) -> dict[tuple[str, int], list[int]]:
     at a record of its queue."""
     by_queue: dict[tuple[str, int], list[int]] = {}
     for mapped in store.commit_log.queue.files:
-        for _, scan in codec.iter_records(mapped.view[: mapped.wrote_position]):
+        for _, scan in iter_records(mapped.view[: mapped.wrote_position]):
             by_queue.setdefault((scan.topic, scan.queue_id), []).append(scan.phys_offset)
             request = store.commit_log.dispatch_request(scan)
             unit = store.find_consume_queue(scan.topic, scan.queue_id).unit(scan.queue_offset)
