@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 LOCAL_RETRY_DELAY_S = 5.0
 ORDERLY_SUSPEND_S = 1.0
+ORDERLY_RELOCK_S = 0.1  # Java retries a lock it lacks after 100 ms
 
 
 class ConsumeStatus(enum.Enum):
@@ -375,20 +376,29 @@ class PushConsumer(RebalanceImpl):
                 if not batch:
                     await pq.arrived.wait()
                     continue
-                status = await self._call_listener(batch)
-                if status not in OK:
-                    attempts += 1
-                    if attempts <= self.max_reconsume_times:
-                        await trio.sleep(ORDERLY_SUSPEND_S)
-                        continue
-                    batch[0].reconsume_times = self.max_reconsume_times
-                    if not await self.send_back(batch[0], 3 + self.max_reconsume_times):
-                        await trio.sleep(ORDERLY_SUSPEND_S)
-                        continue
-                attempts = 0
-                offset = pq.remove(batch)
-                if offset >= 0:
-                    self.offsets.update(mq, offset)
+                if not pq.lock_valid():
+                    # Never without the broker's lock (Java's tryLockLaterAndReconsume)
+                    pq.relocked(mq in await self._lock({mq}))
+                    if not pq.lock_valid():
+                        await trio.sleep(ORDERLY_RELOCK_S)
+                    continue
+                async with pq.consume_lock:
+                    if pq.dropped:
+                        return
+                    status = await self._call_listener(batch)
+                    if status not in OK:
+                        attempts += 1
+                        if attempts <= self.max_reconsume_times:
+                            await trio.sleep(ORDERLY_SUSPEND_S)
+                            continue
+                        batch[0].reconsume_times = self.max_reconsume_times
+                        if not await self.send_back(batch[0], 3 + self.max_reconsume_times):
+                            await trio.sleep(ORDERLY_SUSPEND_S)
+                            continue
+                    attempts = 0
+                    offset = pq.remove(batch)
+                    if offset >= 0:
+                        self.offsets.update(mq, offset)
 
     async def _persist_loop(self) -> None:
         interval = self.instance.config.persist_consumer_offset_interval / 1000
@@ -398,7 +408,7 @@ class PushConsumer(RebalanceImpl):
             if self.orderly and self.queues:
                 locked = await self._lock(set(self.queues))
                 for mq, pq in self.queues.items():
-                    pq.locked = mq in locked
+                    pq.relocked(mq in locked)
 
 
 def restore_retry_topic(msg: MessageExt, group: str) -> None:

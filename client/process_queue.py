@@ -9,6 +9,8 @@ import trio
 
 from remoting.message import MessageExt
 
+LOCK_MAX_LIVE_S = 30.0
+
 
 @attrs.define(eq=False)
 class ProcessQueue:
@@ -16,17 +18,36 @@ class ProcessQueue:
     size_bytes: int = 0
     max_offset_seen: int = -1
     dropped: bool = False
-    locked: bool = False
+    locked: bool = False  # an orderly consumer's broker lock on this queue (see lock_valid)
+    lock_time: float = 0.0  # trio.current_time() of the last lock or renewal
+    # Held while an orderly consumer handles a message: a queue leaving this consumer is
+    # unlocked at the broker only after the message in hand is done (Java's consumeLock).
+    consume_lock: trio.Lock = attrs.Factory(trio.Lock)
     arrived: trio.Event = attrs.Factory(trio.Event)
     consumed: trio.Event = attrs.Factory(trio.Event)
     cancel_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)  # the puller
     consume_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)  # an orderly consumer
 
-    def drop(self) -> None:
-        """The queue left this consumer (rebalance, reset, shutdown): stop pulling it."""
+    def drop(self, *, finish_current: bool = False) -> None:
+        """The queue left this consumer (rebalance, reset, shutdown): stop pulling it. With
+        ``finish_current`` an orderly consumer finishes the message in hand, then stops."""
         self.dropped = True
         self.cancel_scope.cancel()
-        self.consume_scope.cancel()
+        if finish_current:
+            self.arrived.set()  # wake it if it waits for messages: it sees ``dropped``
+        else:
+            self.consume_scope.cancel()
+
+    def relocked(self, locked: bool) -> None:
+        self.locked = locked
+        if locked:
+            self.lock_time = trio.current_time()
+
+    def lock_valid(self) -> bool:
+        """Ours to consume: locked, and renewed within the client's lock lifetime (30 s, as
+        Java's; shorter than the broker's 60 s, so the broker never hands it to another
+        consumer while we still think it ours)."""
+        return self.locked and trio.current_time() - self.lock_time < LOCK_MAX_LIVE_S
 
     @property
     def count(self) -> int:

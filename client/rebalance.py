@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("client.consumer")
 
 REBALANCE_INTERVAL_S = 20.0
+UNLOCK_WAIT_S = 1.0
+RELOCK_REBALANCE_S = 0.5
 
 
 class RebalanceImpl:
@@ -50,6 +52,10 @@ class RebalanceImpl:
                 await self._rebalance_now.wait()
             self._rebalance_now = trio.Event()
             await self.rebalance()
+
+    async def _rebalance_later(self, delay_s: float) -> None:
+        await trio.sleep(delay_s)
+        self._rebalance_now.set()
 
     async def _member_ids(self, topic: str) -> list[str]:
         route = await self.instance.route(topic)
@@ -99,25 +105,34 @@ class RebalanceImpl:
     async def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
         current = {mq for mq in self.queues if mq.topic == topic}
         gone = current - mine
-        for mq in gone:
-            pq = self.queues.pop(mq)
-            pq.drop()
+        leaving = {mq: self.queues.pop(mq) for mq in gone}
+        for pq in leaving.values():
+            pq.drop(finish_current=self.orderly)
         if gone:
+            if self.orderly:
+                unlock = {mq for mq, pq in leaving.items() if await _finished(pq)}
             await self.offsets.persist(gone)
             for mq in gone:
                 self.offsets.remove(mq)
             if self.orderly:
-                await self._unlock(gone)
+                await self._unlock(unlock)
         added = sorted(mine - current)
         if self.orderly:
-            added = sorted(await self._lock(set(added)))
+            wanted = set(added)
+            added = sorted(await self._lock(wanted))
+            if len(added) < len(wanted):
+                # Another consumer still holds some (finishing its message in hand, or dead
+                # and its lock not yet lapsed): try again soon, as Java's rebalanceLater(500).
+                assert self._nursery is not None
+                self._nursery.start_soon(self._rebalance_later, RELOCK_REBALANCE_S)
         for mq in added:
             try:
                 offset = await self._start_offset(mq)
             except (RemotingError, OSError, MQClientError) as exc:
                 log.warning("cannot start %s: %s", mq, exc)
                 continue
-            pq = ProcessQueue(locked=self.orderly)
+            pq = ProcessQueue()
+            pq.relocked(self.orderly)
             self.queues[mq] = pq
             assert self._nursery is not None
             self._nursery.start_soon(self._pull_queue, mq, pq, offset)
@@ -171,3 +186,13 @@ class RebalanceImpl:
             if code == RequestCode.LOCK_BATCH_MQ and response.code == ResponseCode.SUCCESS:
                 locked |= set(decode_body(LockBatchResponseBody, response.body).lock_ok_mq_set)
         return locked
+
+
+async def _finished(pq: ProcessQueue) -> bool:
+    """Whether the orderly consumer of a leaving queue finished its message in hand within
+    a second; if not, the queue stays locked at the broker until its lock expires, so no other
+    consumer starts on it meanwhile (Java waits on the consume lock the same way)."""
+    with trio.move_on_after(UNLOCK_WAIT_S):
+        async with pq.consume_lock:
+            return True
+    return False

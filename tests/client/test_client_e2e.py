@@ -238,6 +238,59 @@ async def test_orderly_keeps_per_key_order(cluster) -> None:
         assert values == sorted(values), key
 
 
+async def test_an_orderly_queue_changes_hands_only_after_the_message_in_hand(cluster) -> None:
+    """A joining consumer takes the only queue; the one losing it finishes the message it is
+    in the middle of before unlocking, and the newcomer starts where it committed."""
+    ns, broker = cluster
+    async with AdminClient.open(ns.addr) as admin:
+        await admin.create_topic(
+            broker.addr, TopicConfig(topic_name="Handover", read_queue_nums=1, write_queue_nums=1)
+        )
+    async with Producer.open(ns.addr, "PG") as producer:
+        for i in range(6):
+            await producer.send(Message("Handover", b"x", keys=f"h{i}"))
+    runs: list[tuple[str, int, float, float | None]] = []
+    started = trio.Event()
+    done = trio.Event()
+
+    def listener_of(name: str):
+        async def listener(msgs):
+            entry = [name, msgs[0].queue_offset, trio.current_time(), None]
+            runs.append(entry)
+            started.set()
+            await trio.sleep(0.3)
+            entry[3] = trio.current_time()
+            if name == "new" and msgs[0].queue_offset == 5:
+                done.set()
+            return ConsumeStatus.SUCCESS
+
+        return listener
+
+    def consumer(name: str, instance: str):
+        # client ids sort by instance name: "a-new" takes the queue from "b-old"
+        return PushConsumer.open(
+            ns.addr,
+            "CG-handover",
+            listener_of(name),
+            {"Handover": "*"},
+            orderly=True,
+            consume_from_where=_first(),
+            instance_name=instance,
+        )
+
+    async with consumer("old", "b-old"):
+        await started.wait()
+        async with consumer("new", "a-new"):
+            with trio.fail_after(30):
+                await done.wait()
+    assert all(end is not None for name, _, _, end in runs if name == "old"), runs
+    old = [r for r in runs if r[0] == "old"]
+    new = [r for r in runs if r[0] == "new"]
+    assert new[0][2] >= old[-1][3]  # no overlap
+    assert new[0][1] <= old[-1][1] + 1  # no gap
+    assert [r[1] for r in new] == list(range(new[0][1], 6))
+
+
 async def test_reconsume_later_redelivers_through_the_retry_topic(cluster) -> None:
     ns, _ = cluster
     async with Producer.open(ns.addr, "PG") as producer:
