@@ -77,6 +77,9 @@ class BrokerConfig:
     transaction_time_out: int = attrs.field(default=6000, validator=ge(0))
     transaction_check_max: int = attrs.field(default=15, validator=ge(1))
     transaction_check_interval: int = attrs.field(default=60_000, validator=ge(100))
+    # How long an orderly consumer's queue lock lives without renewal. Java reads it from the
+    # system property rocketmq.broker.rebalance.lockMaxLiveTime; this key is our spelling.
+    rebalance_lock_max_live_time: int = attrs.field(default=60_000, validator=ge(1000))
     # SQL92 subscriptions are evaluated against message properties only when this is on, as
     # in RocketMQ; filterSupportRetry applies a group's SQL92 filter to its retry topic too.
     enable_property_filter: bool = False

@@ -100,7 +100,7 @@ class BrokerController:
             expired_after_ms=config.channel_expired_timeout,
             on_group_changed=self.notify_consumer_ids_changed,
         )
-        self.locks = RebalanceLockManager(clock)
+        self.locks = RebalanceLockManager(clock, config.rebalance_lock_max_live_time)
         self.store = DefaultMessageStore(
             store_config,
             store_host=(config.broker_ip1, config.listen_port),

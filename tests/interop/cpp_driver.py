@@ -71,6 +71,9 @@ def consume(args: argparse.Namespace) -> int:
     lock = threading.Lock()
 
     def on_message(msg) -> None:
+        t0 = time.monotonic()
+        if args.delay_ms:
+            time.sleep(args.delay_ms / 1000)
         key = msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys
         topic = msg.topic.decode() if isinstance(msg.topic, bytes) else msg.topic
         with lock:
@@ -89,6 +92,8 @@ def consume(args: argparse.Namespace) -> int:
                 reconsume_times=msg.reconsume_times,
                 queue_id=msg.queue_id,
                 queue_offset=msg.queue_offset,
+                t0=t0,
+                t1=time.monotonic(),
             )
             if len(seen) >= args.expect:
                 done.set()
@@ -137,6 +142,7 @@ def main() -> int:
     c.add_argument("--threads", type=int, default=4)
     c.add_argument("--orderly", action="store_true")
     c.add_argument("--reconsume-first", action="store_true")
+    c.add_argument("--delay-ms", type=int, default=0, help="time each message takes")
     c.add_argument("--stop-file", help="stop consuming once this file exists")
     args = parser.parse_args()
     return produce(args) if args.command == "produce" else consume(args)
