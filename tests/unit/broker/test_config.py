@@ -1,0 +1,115 @@
+"""broker.conf: RocketMQ's key names and defaults; a bad value stops start-up naming the key,
+the value and the reason; unknown keys are warned about once, keys RocketMQ knows but we do not
+use are accepted silently."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.config import ConfigError, config_lines, load_broker_config
+from broker.store.config import BrokerRole, FlushDiskType
+
+
+def test_rocketmq_defaults() -> None:
+    broker, store = load_broker_config({})
+    assert (broker.broker_cluster_name, broker.broker_id, broker.listen_port) == (
+        "DefaultCluster",
+        0,
+        10911,
+    )
+    assert store.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+    assert store.broker_role is BrokerRole.ASYNC_MASTER
+    assert store.mapped_file_size_commit_log == 1 << 30
+    assert (store.delete_when, store.file_reserved_time) == ("04", 72)
+    assert not broker.enable_property_filter
+    assert broker.rebalance_lock_max_live_time == 60_000
+
+
+def test_values_are_converted_from_their_text() -> None:
+    broker, store = load_broker_config(
+        {
+            "brokerName": "broker-b ",  # Java keeps trailing spaces; the loader strips them
+            "brokerId": "0",
+            "autoCreateTopicEnable": "false",
+            "enablePropertyFilter": "true",
+            "brokerRole": "SYNC_MASTER",
+            "flushDiskType": "SYNC_FLUSH",
+            "storePathRootDir": "/data/rmq",
+            "rebalanceLockMaxLiveTime": "25000",
+        }
+    )
+    assert broker.broker_name == "broker-b"
+    assert not broker.auto_create_topic_enable and broker.enable_property_filter
+    assert store.broker_role is BrokerRole.SYNC_MASTER
+    assert store.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    assert store.store_path_root_dir == Path("/data/rmq")
+    assert broker.rebalance_lock_max_live_time == 25_000
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("listenPort", "abc", "abc"),
+        ("listenPort", "70000", "TCP port"),
+        ("brokerRole", "BOSS", "BOSS"),
+        ("flushDiskType", "SOMETIMES", "SOMETIMES"),
+        ("autoCreateTopicEnable", "maybe", "maybe"),
+        ("rebalanceLockMaxLiveTime", "10", "rebalance_lock_max_live_time"),
+        ("brokerId", "-1", "broker_id"),
+    ],
+)
+def test_a_bad_value_names_the_key_the_value_and_the_reason(key, value, reason) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_broker_config({key: value})
+    assert key in str(caught.value) and value in str(caught.value)
+    assert reason in str(caught.value)
+
+
+def test_roles_must_agree_with_the_broker_id() -> None:
+    assert load_broker_config({"brokerId": "1"})[1].broker_role is BrokerRole.SLAVE
+    with pytest.raises(ConfigError, match="brokerId 0 is a master"):
+        load_broker_config({"brokerRole": "SLAVE"})
+    with pytest.raises(ConfigError, match="a master must have brokerId 0"):
+        load_broker_config({"brokerId": "2", "brokerRole": "ASYNC_MASTER"})
+
+
+def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="broker.config"):
+        load_broker_config({"sendMessageThreadPoolNums": "16", "brokerNmae": "typo"})
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "brokerNmae" in warnings[0]
+    assert "sendMessageThreadPoolNums" not in warnings[0]
+
+
+def test_the_ha_port_is_always_listen_port_plus_one(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="broker.config"):
+        _, store = load_broker_config({"listenPort": "20911", "haListenPort": "30000"})
+    assert store.ha_listen_port == 20912
+    assert "haListenPort=30000 ignored" in caplog.text
+
+
+def test_print_config_lists_every_key_in_rocketmq_spelling() -> None:
+    lines = dict(line.split("=", 1) for line in config_lines(*load_broker_config({})))
+    assert lines["brokerClusterName"] == "DefaultCluster"
+    assert lines["flushDiskType"] == "ASYNC_FLUSH"
+    assert lines["enablePropertyFilter"] == "false"
+    assert "mappedFileSizeCommitLog" in lines
+
+
+def test_mqbroker_refuses_to_start_on_a_bad_value(tmp_path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b\nlistenPort=ten\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "broker", "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "listenPort='ten'" in done.stderr
