@@ -89,10 +89,14 @@ def load_namesrv_config(properties: Mapping[str, str]) -> NamesrvConfig:
             raise ConfigError(f"bad value for {key}={raw!r}: {exc}") from None
     if unknown:
         log.warning("namesrv.conf: unknown keys ignored: %s", ", ".join(sorted(unknown)))
-    try:
-        return NamesrvConfig(**values)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"bad namesrv config: {exc}") from None
+    for name, value in values.items():
+        # one field at a time, so a refusal names the key an operator wrote
+        try:
+            NamesrvConfig(**{name: value})
+        except (ValueError, TypeError) as exc:
+            key = wire_key(name)
+            raise ConfigError(f"bad value for {key}={properties[key]!r}: {exc}") from None
+    return NamesrvConfig(**values)
 
 
 def config_lines(config: NamesrvConfig) -> list[str]:

@@ -1,0 +1,59 @@
+"""namesrv.conf: RocketMQ's key names; a bad value names the key, the value and the reason."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from namesrv.config import ConfigError, config_lines, load_namesrv_config
+
+
+def test_defaults_and_conversions() -> None:
+    assert load_namesrv_config({}).listen_port == 9876
+    config = load_namesrv_config(
+        {"listenPort": " 9877 ", "orderMessageEnable": "TRUE", "kvConfigPath": "/data/kv.json"}
+    )
+    assert (config.listen_port, config.order_message_enable) == (9877, True)
+    assert str(config.kv_config_path) == "/data/kv.json"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("listenPort", "nine", "invalid literal"),
+        ("listenPort", "70000", "65535"),
+        ("orderMessageEnable", "yes", "true or false"),
+        ("scanNotActiveBrokerInterval", "0", "scan_not_active_broker_interval"),
+    ],
+)
+def test_a_bad_value_names_the_key_the_value_and_the_reason(key, value, reason) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_namesrv_config({key: value})
+    assert f"{key}={value!r}" in str(caught.value) and reason in str(caught.value)
+
+
+def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="namesrv.config"):
+        load_namesrv_config({"serverWorkerThreads": "8", "lisenPort": "1"})
+    assert "lisenPort" in caplog.text and "serverWorkerThreads" not in caplog.text
+
+
+def test_print_config_in_rocketmq_spelling() -> None:
+    lines = dict(line.split("=", 1) for line in config_lines(load_namesrv_config({})))
+    assert lines["listenPort"] == "9876" and lines["orderMessageEnable"] == "false"
+
+
+def test_mqnamesrv_refuses_to_start_on_a_bad_value(tmp_path) -> None:
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("listenPort=70000\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "namesrv", "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "listenPort='70000'" in done.stderr
