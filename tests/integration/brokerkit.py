@@ -6,12 +6,15 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import trio
+
 from remoting import message as codec
+from remoting.body import TopicRouteData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
-from remoting.serde import encode_header_fields
+from remoting.serde import decode_body, encode_header_fields
 from tests.harness import ProcessPool, ServerProcess, free_port_block, python_module
 
 TIMEOUT_S = 10.0
@@ -149,3 +152,18 @@ def start_namesrv(
     conf = tmp_path / f"{name}.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
     return processes.start(name, python_module("namesrv", "-c", str(conf)))
+
+
+def route_request(topic: str) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+
+
+async def wait_for_route(client, addr, topic, predicate) -> TopicRouteData:
+    """Poll the NameServer (bounded) until the topic's route satisfies ``predicate``."""
+    with trio.fail_after(20):
+        while True:
+            response = await call(client, addr, route_request(topic))
+            route = decode_body(TopicRouteData, response.body) if response.code == 0 else None
+            if predicate(route):
+                return route
+            await trio.sleep(0.05)

@@ -3,9 +3,7 @@ expiry of a silent broker, unregistration on shutdown, independent NameServers."
 
 from __future__ import annotations
 
-import trio
-
-from remoting.body import ClusterInfo, TopicRouteData
+from remoting.body import ClusterInfo
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -14,25 +12,12 @@ from remoting.serde import decode_body, encode_header_fields
 from tests.integration.brokerkit import (
     broker_conf,
     call,
+    route_request,
     send_request,
     start_broker,
     start_namesrv,
+    wait_for_route,
 )
-
-
-def route_request(topic: str) -> RemotingCommand:
-    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-
-
-async def wait_for_route(client, addr, topic, predicate) -> TopicRouteData:
-    """Poll the NameServer (bounded) until the topic's route satisfies ``predicate``."""
-    with trio.fail_after(20):
-        while True:
-            response = await call(client, addr, route_request(topic))
-            route = decode_body(TopicRouteData, response.body) if response.code == 0 else None
-            if predicate(route):
-                return route
-            await trio.sleep(0.05)
 
 
 async def test_master_and_slave_register_and_the_route_names_both(processes, tmp_path) -> None:

@@ -24,6 +24,7 @@ from tests.integration.brokerkit import (
     send_request,
     start_broker,
     start_namesrv,
+    wait_for_route,
 )
 
 MATCH = "a > 5 AND b = 'x'"
@@ -48,6 +49,16 @@ def cluster(processes, tmp_path):
         processes, broker_conf(tmp_path, namesrvAddr=ns.addr, enablePropertyFilter="true")
     )
     return ns, broker
+
+
+async def send_and_wait_for_route(ns_addr: str) -> None:
+    """Auto-create the topic and wait until the broker registered it: a consumer that starts
+    while the NameServer has no route has no broker to check its subscription with, so it
+    starts (as Java's checkClientInBroker, which skips a topic without a broker)."""
+    async with Producer.open(ns_addr, "SqlPG") as producer:
+        await producer.send(Message("Filtered", b"x"))
+    async with RemotingClient.open() as client:
+        await wait_for_route(client, ns_addr, "Filtered", bool)
 
 
 async def pull_filtered(client, addr, topic, expression) -> tuple[list[str], int]:
@@ -151,8 +162,7 @@ async def test_a_sql92_consumer_receives_exactly_the_matching_messages(cluster) 
 
 async def test_a_consumer_with_a_bad_expression_does_not_start(cluster) -> None:
     ns, _ = cluster
-    async with Producer.open(ns.addr, "SqlPG") as producer:
-        await producer.send(Message("Filtered", b"x"))
+    await send_and_wait_for_route(ns.addr)
     with pytest.raises(MQClientError, match="refuses the SQL92 subscription"):
         async with PushConsumer.open(
             ns.addr, "SqlBad", lambda m: None, {"Filtered": MessageSelector.by_sql("a >> 1")}
@@ -163,8 +173,7 @@ async def test_a_consumer_with_a_bad_expression_does_not_start(cluster) -> None:
 async def test_a_broker_without_property_filter_refuses_sql92(processes, tmp_path) -> None:
     ns = start_namesrv(processes, tmp_path)
     start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr))
-    async with Producer.open(ns.addr, "SqlPG") as producer:
-        await producer.send(Message("Filtered", b"x"))
+    await send_and_wait_for_route(ns.addr)
     with pytest.raises(MQClientError, match="does not support consumer to filter message by SQL92"):
         async with PushConsumer.open(
             ns.addr, "SqlOff", lambda m: None, {"Filtered": MessageSelector.by_sql(MATCH)}
