@@ -23,6 +23,7 @@ from remoting.record import (
     STOREHOSTADDRESS_V6_FLAG,
     SYS_FLAG_POS,
 )
+from remoting.speedups import native
 
 # MessageSysFlag
 COMPRESSED_FLAG = 0x1
@@ -304,7 +305,15 @@ class BatchEntry(NamedTuple):
 
 
 def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
-    """The MessageBatch encoding a client sends (message-format.md §6)."""
+    """The MessageBatch encoding a client sends (message-format.md §6); entry bodies are
+    views into ``body``."""
+    if native is not None:
+        return native.decode_batch_body(memoryview(body), BatchEntry, MessageDecodeError)
+    return python_decode_batch_body(body)
+
+
+def python_decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:
+    """The pure-Python reference of ``decode_batch_body``."""
     view, pos, out = memoryview(body), 0, []
     new_entry = tuple.__new__  # a BatchEntry without NamedTuple's Python-level __new__
     while pos < len(view):

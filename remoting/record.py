@@ -13,6 +13,8 @@ import zlib
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from remoting.speedups import native
+
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
 BLANK_MAGIC_CODE = -875286124  # 0xCBD43194: end of a CommitLog file
 END_FILE_MIN_BLANK_LENGTH = 8
@@ -117,7 +119,7 @@ def pack_record_into(
     return total_size
 
 
-def pack_records_into(
+def python_pack_records_into(
     buffer: bytearray | memoryview,
     pos: int,
     records: list[tuple[int, bytes | bytearray | memoryview, bytes, int, int]],
@@ -190,6 +192,66 @@ def pack_records_into(
         pos = end
         phys_offset += size
         queue_offset += 1
+
+
+def pack_records_into(
+    buffer: bytearray | memoryview,
+    pos: int,
+    records: list[tuple[int, bytes | bytearray | memoryview, bytes, int, int]],
+    topic: bytes,
+    *,
+    queue_id: int,
+    queue_offset: int,
+    phys_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_address: bytes,
+    born_port: int,
+    store_timestamp: int,
+    store_address: bytes,
+    store_port: int,
+    reconsume_times: int,
+    prepared_transaction_offset: int = 0,
+) -> None:
+    """``python_pack_records_into``, natively when remoting._speedups is built (same bytes)."""
+    if native is None:
+        python_pack_records_into(
+            buffer,
+            pos,
+            records,
+            topic,
+            queue_id=queue_id,
+            queue_offset=queue_offset,
+            phys_offset=phys_offset,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            born_address=born_address,
+            born_port=born_port,
+            store_timestamp=store_timestamp,
+            store_address=store_address,
+            store_port=store_port,
+            reconsume_times=reconsume_times,
+            prepared_transaction_offset=prepared_transaction_offset,
+        )
+        return
+    native.pack_records_into(
+        buffer,
+        pos,
+        records,
+        topic,
+        queue_id,
+        queue_offset,
+        phys_offset,
+        sys_flag,
+        born_timestamp,
+        born_address,
+        born_port,
+        store_timestamp,
+        store_address,
+        store_port,
+        reconsume_times,
+        prepared_transaction_offset,
+    )
 
 
 def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:

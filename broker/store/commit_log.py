@@ -27,6 +27,7 @@ from broker.store.types import (
     PutMessageResult,
     PutMessageStatus,
 )
+from broker.store.warm import PageWarmer
 from remoting import message as codec
 from remoting.constants import SCHEDULE_TOPIC
 from remoting.java_hash import tags_code
@@ -81,6 +82,7 @@ class CommitLog:
         self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
         self.on_segment_rolled: Callable[[MappedFile], None] | None = None
         self.last_put_timestamp = 0
+        self.warmer = PageWarmer()
 
     @property
     def max_offset(self) -> int:
@@ -239,6 +241,8 @@ class CommitLog:
             msg.prepared_transaction_offset,
         )
         mapped.wrote_position = position + size
+        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
+            self.warmer.request(mapped)
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
@@ -382,6 +386,8 @@ class CommitLog:
             phys_offset += size
             queue_offset += 1
         mapped.wrote_position = position + total
+        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
+            self.warmer.request(mapped)
         self.topic_queue_table[key] = queue_offset
         self.last_put_timestamp = store_ts
         append = AppendMessageResult(
@@ -446,6 +452,8 @@ class CommitLog:
         position = mapped.wrote_position
         mapped.mmap[position : position + len(data)] = data
         mapped.wrote_position = position + len(data)
+        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
+            self.warmer.request(mapped)
 
     def store_timestamp_at(self, phys_offset: int) -> int:
         """STORETIMESTAMP of the record at ``phys_offset`` (-1 if unreadable)."""

@@ -19,6 +19,7 @@ from broker.store.mapped_file import MappedFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.java_hash import java_hash, java_string_hash
+from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +94,30 @@ class IndexFile:
             time_diff = 0
         else:
             time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), INT_MAX)
+        if native is not None:
+            written, count, taken = native.index_put_entries(
+                mm, slots, entries_at, max_entries, count, time_diff, entries
+            )
+            self.hash_slot_count += taken
+            if written and self.index_count <= 1:
+                self.begin_phy_offset, self.begin_timestamp = entries[0][1], store_timestamp
+        else:
+            written, count = self._put_entries_python(entries, count, time_diff, store_timestamp)
+        if written:
+            self.index_count = count
+            self.end_phy_offset = entries[written - 1][1]
+            self.end_timestamp = store_timestamp
+            self._write_header()
+        return written
+
+    def _put_entries_python(
+        self, entries: Sequence[tuple[int, int]], count: int, time_diff: int, store_timestamp: int
+    ) -> tuple[int, int]:
+        """The reference of remoting/_speedups.c's index_put_entries: (written, new count)."""
+        mm = self.file.mmap
+        slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
         unpack_slot, pack_slot, pack_entry = SLOT.unpack_from, SLOT.pack_into, ENTRY.pack_into
         written = 0
-        phy_offset = 0
         for key_hash, phy_offset in entries:
             if count >= max_entries:
                 break
@@ -113,12 +135,7 @@ class IndexFile:
                 self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
             count += 1
             written += 1
-        if written:
-            self.index_count = count
-            self.end_phy_offset = entries[written - 1][1]
-            self.end_timestamp = store_timestamp
-            self._write_header()
-        return written
+        return written, count
 
     def overlaps(self, begin: int, end: int) -> bool:
         return begin <= self.end_timestamp and end >= self.begin_timestamp

@@ -75,6 +75,7 @@ class MappedFile:
         "path",
         "start_offset",
         "view",
+        "warmed_position",
         "wrote_position",
     )
 
@@ -100,6 +101,7 @@ class MappedFile:
         self.view = memoryview(self.mmap)
         self.wrote_position = 0
         self.flushed_position = 0
+        self.warmed_position = 0  # pages below are faulted in (broker/store/warm.py)
 
     def __repr__(self) -> str:
         return f"<MappedFile {self.path.name} wrote={self.wrote_position} flushed={self.flushed_position}>"

@@ -178,6 +178,7 @@ class DefaultMessageStore:
                 )
         finally:
             self.allocation.close()
+            self.commit_log.warmer.close()
             self.commit_log.queue.close()
             for consume_queue in self._all_queues():
                 consume_queue.close()

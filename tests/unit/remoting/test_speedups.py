@@ -1,0 +1,242 @@
+"""remoting/_speedups.c against its pure-Python references: same bytes, same results, same
+errors, on the same inputs. The pure code stays the specification (it is what the rest of the
+unit tests pin against Java's values and RocketMQ's layouts)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.store import index_file
+from broker.store.index_file import IndexFile
+from remoting import message as codec
+from remoting import record
+from remoting.java_hash import python_java_hash
+from remoting.speedups import native
+
+needs_native = pytest.mark.skipif(
+    native is None, reason="ROCKETMQ_TRIO_PURE=1 or the extension is not built"
+)
+
+
+def test_the_native_twins_are_built() -> None:
+    """`make` builds the extension (it needs a C compiler, which the README asks for); without
+    it everything still works, several times slower. Only ROCKETMQ_TRIO_PURE=1 excuses it."""
+    if os.environ.get("ROCKETMQ_TRIO_PURE") == "1":
+        assert native is None
+    else:
+        assert native is not None, "remoting._speedups did not build: is gcc installed?"
+
+
+# ------------------------------------------------------------------------------ java_hash
+
+
+@needs_native
+@given(text=st.text(max_size=300))
+def test_java_hash_matches_the_reference(text: str) -> None:
+    assert native.java_hash(text) == python_java_hash(text)
+
+
+@needs_native
+def test_java_hash_counts_a_lone_surrogate_as_one_code_unit_like_java() -> None:
+    # Java strings may hold one; the UTF-16 reference needs surrogatepass to encode it.
+    text = "a\ud800b"
+    h = 0
+    for unit in (ord("a"), 0xD800, ord("b")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    assert native.java_hash(text) == h - 2**32 if h >= 2**31 else h
+
+
+@needs_native
+def test_java_hash_refuses_what_is_not_a_str() -> None:
+    with pytest.raises(TypeError, match="takes a str"):
+        native.java_hash(b"TagA")
+
+
+# ------------------------------------------------------------------------------ records
+
+hosts = st.sampled_from([b"\x7f\x00\x00\x01", bytes(range(16))])
+records = st.lists(
+    st.tuples(
+        st.integers(-(2**31), 2**31 - 1),
+        st.binary(max_size=300),
+        st.text(max_size=60).map(str.encode),
+        st.integers(0, 2**31 - 1),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@needs_native
+@settings(max_examples=200)
+@given(
+    entries=records,
+    topic=st.text(min_size=1, max_size=60).map(str.encode),
+    born=hosts,
+    store=hosts,
+    numbers=st.tuples(
+        st.integers(0, 2**31 - 1),
+        st.integers(0, 2**62),
+        st.integers(0, 2**62),
+        st.integers(0, 2**31 - 1),
+        st.integers(0, 2**62),
+        st.integers(0, 65535),
+        st.integers(-(2**31), 2**31 - 1),
+    ),
+    start=st.integers(0, 64),
+)
+def test_pack_records_writes_the_same_bytes(entries, topic, born, store, numbers, start) -> None:
+    queue_id, queue_offset, phys_offset, sys_flag, timestamp, port, reconsume = numbers
+    sys_flag &= ~(record.BORNHOST_V6_FLAG | record.STOREHOSTADDRESS_V6_FLAG)  # set from hosts
+    packed = []
+    for flag, body, properties, crc in entries:
+        size = record.record_size(
+            len(body),
+            len(topic),
+            len(properties),
+            born_v6=len(born) == 16,
+            store_v6=len(store) == 16,
+        )
+        packed.append((flag, body, properties, size, crc))
+    length = start + sum(item[3] for item in packed)
+    fields = dict(
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        phys_offset=phys_offset,
+        sys_flag=sys_flag,
+        born_timestamp=timestamp,
+        born_address=born,
+        born_port=port,
+        store_timestamp=timestamp + 1,
+        store_address=store,
+        store_port=port,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=phys_offset,
+    )
+    expected, actual = bytearray(length), bytearray(length)
+    record.python_pack_records_into(expected, start, packed, topic, **fields)
+    record.pack_records_into(actual, start, packed, topic, **fields)
+    assert actual == expected
+    scanned = list(record.iter_records(memoryview(actual), start))
+    assert [scan.queue_offset for _, scan in scanned] == [
+        queue_offset + i for i in range(len(entries))
+    ]
+
+
+@needs_native
+def test_pack_records_refuses_a_record_past_the_buffer_and_writes_nothing() -> None:
+    size = record.record_size(3, 1, 0)
+    buffer = bytearray(size - 1)
+    with pytest.raises(IndexError, match="does not fit"):
+        native.pack_records_into(
+            buffer, 0, [(0, b"abc", b"", size, 0)], b"T", 0, 0, 0, 0, 0, bytes(4), 0, 0,
+            bytes(4), 0, 0, 0,
+        )  # fmt: skip
+    assert buffer == bytearray(size - 1)
+
+
+@needs_native
+def test_pack_records_refuses_a_declared_size_that_does_not_add_up() -> None:
+    size = record.record_size(3, 1, 0)
+    with pytest.raises(AssertionError, match="record size"):
+        native.pack_records_into(
+            bytearray(500), 0, [(0, b"abc", b"", size + 1, 0)], b"T", 0, 0, 0, 0, 0, bytes(4),
+            0, 0, bytes(4), 0, 0, 0,
+        )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ batch bodies
+
+batch_entries = st.lists(
+    st.tuples(
+        st.integers(-(2**31), 2**31 - 1),
+        st.binary(max_size=100),
+        st.text(max_size=40),
+    ),
+    max_size=8,
+)
+
+
+def _decoded(decode, body: bytes):
+    try:
+        return [(e.flag, bytes(e.body), e.properties, type(e)) for e in decode(body)]
+    except codec.MessageDecodeError as exc:
+        return str(exc)
+
+
+@needs_native
+@given(entries=batch_entries)
+def test_batch_bodies_decode_alike(entries) -> None:
+    body = codec.encode_batch_body(entries)
+    native_result = _decoded(codec.decode_batch_body, body)
+    assert native_result == _decoded(codec.python_decode_batch_body, body)
+    assert [entry[:3] for entry in native_result] == [
+        (flag, data, text) for flag, data, text in entries
+    ]
+
+
+@needs_native
+@given(entries=batch_entries.filter(bool), data=st.data())
+def test_damaged_batch_bodies_fail_alike(entries, data) -> None:
+    body = bytearray(codec.encode_batch_body(entries))
+    cut = data.draw(st.integers(0, len(body)))
+    damaged = data.draw(st.sampled_from(["truncate", "flip"]))
+    if damaged == "truncate":
+        body = body[:cut]
+    elif cut < len(body):
+        body[cut] ^= data.draw(st.integers(1, 255))
+    assert _decoded(codec.decode_batch_body, bytes(body)) == _decoded(
+        codec.python_decode_batch_body, bytes(body)
+    )
+
+
+@needs_native
+def test_batch_entry_bodies_are_views_into_the_request() -> None:
+    body = codec.encode_batch_body([(0, b"hello", "TAGS\x01A")])
+    (entry,) = codec.decode_batch_body(body)
+    assert isinstance(entry, codec.BatchEntry) and isinstance(entry.body, memoryview)
+    assert entry.body.obj is body
+
+
+# ------------------------------------------------------------------------------ index entries
+
+
+@needs_native
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**40)), max_size=9),
+        max_size=12,
+    ),
+    slots=st.integers(1, 7),
+)
+def test_index_entries_are_written_alike(tmp_path_factory, batches, slots) -> None:
+    folder = tmp_path_factory.mktemp("index")
+    files = {}
+    for name, twin in (("10", native), ("11", None)):
+        index = IndexFile(folder / name, slots, 20, create=True)
+        index_file.native = twin
+        try:
+            counts = [
+                index.put_entries(batch, 1_700_000_000_000 + i) for i, batch in enumerate(batches)
+            ]
+        finally:
+            index_file.native = native
+        files[name] = (bytes(index.file.mmap), counts, vars_of(index))
+        index.file.close()
+    assert files["10"] == files["11"]
+
+
+def vars_of(index: IndexFile) -> tuple:
+    return (
+        index.begin_timestamp,
+        index.end_timestamp,
+        index.begin_phy_offset,
+        index.end_phy_offset,
+        index.hash_slot_count,
+        index.index_count,
+    )
