@@ -41,6 +41,7 @@ from remoting.record import (
     record_size,
     scan_record,
 )
+from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,21 @@ _DISPATCH_PROPERTIES = re.compile("(?:^|\x02)(TAGS|KEYS|UNIQ_KEY|DELAY)\x01([^\x
 def dispatch_properties(text: str) -> dict[str, str]:
     """TAGS, KEYS, UNIQ_KEY and DELAY of an encoded properties string, where present."""
     return dict(_DISPATCH_PROPERTIES.findall(text)) if text else {}
+
+
+def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
+    """(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string: the reference of
+    remoting/_speedups.c's dispatch_fields."""
+    found = dispatch_properties(text)
+    return (
+        tags_code(found.get(MessageConst.TAGS)),
+        found.get(MessageConst.KEYS, ""),
+        found.get(MessageConst.UNIQ_KEY, ""),
+        found.get(MessageConst.DELAY),
+    )
+
+
+dispatch_fields = native.dispatch_fields if native is not None else python_dispatch_fields
 
 
 class CommitLog:
@@ -362,9 +378,10 @@ class CommitLog:
             msg.sys_flag,
         )
         phys_offset = first_phys
+        fields = dispatch_fields
         for _, text, _, size in encoded:
             msg_ids.append(f"{prefix}{phys_offset:016X}")
-            found = dispatch_properties(text)
+            tags, keys, uniq_key, _ = fields(text)
             requests.append(
                 _new_request(
                     DispatchRequest,
@@ -373,11 +390,11 @@ class CommitLog:
                         queue_id,
                         phys_offset,
                         size,
-                        tags_code(found.get(MessageConst.TAGS)),
+                        tags,
                         store_ts,
                         queue_offset,
-                        found.get(MessageConst.KEYS, ""),
-                        found.get(MessageConst.UNIQ_KEY, ""),
+                        keys,
+                        uniq_key,
                         sys_flag,
                         {},
                     ),
@@ -409,9 +426,9 @@ class CommitLog:
 
     def dispatch_request(self, scan: RecordScan) -> DispatchRequest:
         """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
-        found = dispatch_properties(scan.properties)
-        tags = tags_code(found.get(MessageConst.TAGS))
-        delay = found.get(MessageConst.DELAY) if scan.topic == SCHEDULE_TOPIC else None
+        tags, keys, uniq_key, delay = dispatch_fields(scan.properties)
+        if scan.topic != SCHEDULE_TOPIC:
+            delay = None
         return _new_request(
             DispatchRequest,
             (
@@ -422,8 +439,8 @@ class CommitLog:
                 self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
                 scan.store_timestamp,
                 scan.queue_offset,
-                found.get(MessageConst.KEYS, ""),
-                found.get(MessageConst.UNIQ_KEY, ""),
+                keys,
+                uniq_key,
                 scan.sys_flag,
                 {},
             ),

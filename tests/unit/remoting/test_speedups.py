@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.store import index_file
+from broker.store.commit_log import python_dispatch_fields
 from broker.store.index_file import IndexFile
 from remoting import message as codec
 from remoting import record
@@ -240,3 +241,29 @@ def vars_of(index: IndexFile) -> tuple:
         index.hash_slot_count,
         index.index_count,
     )
+
+
+# ------------------------------------------------------------------------------ dispatch fields
+
+_NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "XKEYS", "TAG", "", "TAGS\x01"]
+
+
+@needs_native
+@given(
+    segments=st.lists(
+        st.tuples(st.sampled_from(_NAMES), st.text(alphabet="ab\x01\x02 é😀", max_size=4)),
+        max_size=8,
+    ),
+    trailing=st.booleans(),
+)
+def test_dispatch_fields_read_properties_alike(segments, trailing) -> None:
+    text = "\x02".join(f"{name}\x01{value}" for name, value in segments) + (
+        "\x02" if trailing else ""
+    )
+    assert native.dispatch_fields(text) == python_dispatch_fields(text)
+
+
+@needs_native
+@given(text=st.text(max_size=80))
+def test_dispatch_fields_of_any_text_read_alike(text: str) -> None:
+    assert native.dispatch_fields(text) == python_dispatch_fields(text)
