@@ -201,7 +201,12 @@ def main() -> None:
             f"filled {CONSUME_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s", flush=True
         )
         consume(broker, "ConsumeTopic", per_queue)
-        print(f"broker RSS after {broker.ps.memory_info().rss / 2**20:,.0f} MiB", flush=True)
+        info = broker.ps.memory_info()
+        print(
+            f"broker RSS after {info.rss / 2**20:,.0f} MiB, of which "
+            f"{(info.rss - info.shared) / 2**20:,.0f} MiB not mapped store files",
+            flush=True,
+        )
     finally:
         broker.stop()
         shutil.rmtree(root, ignore_errors=True)
