@@ -275,7 +275,7 @@ class RecordScan(NamedTuple):
     reason: str = ""
 
 
-def scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> RecordScan:
+def python_scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> RecordScan:
     """What dispatch and recovery need from the record at ``pos``, without the body.
 
     A record is accepted only if its magic, its TOTALSIZE (against the sum of its fields and the
@@ -299,6 +299,8 @@ def scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> Recor
     (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
     born6, store6 = bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)
     header = HEADERS[(born6, store6)]
+    if total < header.size + 3:
+        return RecordScan(RecordKind.CORRUPT, 0, reason=f"size {total} does not fit its header")
     fields = header.unpack_from(view, pos)
     crc, queue_id, body_length = fields[2], fields[3], fields[16]
     store_ts = fields[11]
@@ -337,6 +339,20 @@ def scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> Recor
         store_ts,
         properties,
     )
+
+
+if native is not None:
+    native.configure_scan(
+        RecordScan,
+        RecordKind.MESSAGE,
+        RecordKind.BLANK,
+        RecordKind.END,
+        RecordKind.CORRUPT,
+        zlib.crc32,
+    )
+    scan_record = native.scan_record
+else:
+    scan_record = python_scan_record
 
 
 def iter_records(view: memoryview, pos: int = 0) -> Iterator[tuple[int, RecordScan]]:

@@ -267,3 +267,87 @@ def test_dispatch_fields_read_properties_alike(segments, trailing) -> None:
 @given(text=st.text(max_size=80))
 def test_dispatch_fields_of_any_text_read_alike(text: str) -> None:
     assert native.dispatch_fields(text) == python_dispatch_fields(text)
+
+
+# ------------------------------------------------------------------------------ scanning records
+
+
+def _one_record(body: bytes, topic: bytes, properties: bytes, born: bytes, store: bytes) -> bytes:
+    size = record.record_size(
+        len(body), len(topic), len(properties), born_v6=len(born) == 16, store_v6=len(store) == 16
+    )
+    out = bytearray(size)
+    record.python_pack_records_into(
+        out, 0, [(3, body, properties, size, codec.body_crc(body))], topic, queue_id=5,
+        queue_offset=77, phys_offset=1 << 40, sys_flag=0, born_timestamp=1, born_address=born,
+        born_port=2, store_timestamp=1_700_000_000_123, store_address=store, store_port=3,
+        reconsume_times=0,
+    )  # fmt: skip
+    return bytes(out)
+
+
+def _scans_agree(data: bytes) -> None:
+    view = memoryview(data)
+    for pos in range(len(data) + 2):
+        for check_crc in (False, True):
+            assert native.scan_record(view, pos, check_crc=check_crc) == (
+                record.python_scan_record(view, pos, check_crc=check_crc)
+            ), (pos, check_crc)
+
+
+@needs_native
+@settings(max_examples=80, deadline=None)
+@given(
+    body=st.binary(max_size=40),
+    topic=st.text(min_size=1, max_size=8).map(str.encode),
+    properties=st.text(max_size=12).map(str.encode),
+    born=hosts,
+    store=hosts,
+    data=st.data(),
+)
+def test_scans_of_valid_damaged_and_cut_records_agree(
+    body, topic, properties, born, store, data
+) -> None:
+    good = _one_record(body, topic, properties, born, store)
+    damaged = bytearray(good + good)
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(0, len(damaged) - 1))
+        damaged[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(damaged)))
+    _scans_agree(bytes(damaged[:cut]))
+
+
+@needs_native
+@given(data=st.binary(max_size=200))
+def test_scans_of_random_bytes_agree(data: bytes) -> None:
+    _scans_agree(data)
+
+
+@needs_native
+def test_scans_of_blank_zeros_and_bad_utf8_agree() -> None:
+    record_bytes = _one_record(b"body", b"T", "a\x01é".encode(), bytes(4), bytes(4))
+    bad_utf8 = bytearray(record_bytes)
+    bad_utf8[-1] = 0xFF  # the properties' last byte
+    blank = bytearray(16)
+    record.pack_blank_into(blank, 0, 16)
+    for data in (record_bytes, bytes(bad_utf8), bytes(blank), bytes(120)):
+        _scans_agree(data)
+    assert native.scan_record(memoryview(bytes(bad_utf8)), 0).reason == (
+        "topic or properties not UTF-8"
+    )
+
+
+@pytest.mark.parametrize("scan", ["python", "native"])
+def test_a_size_too_small_for_its_ipv6_header_is_corrupt_not_an_error(scan) -> None:
+    if scan == "native" and native is None:
+        pytest.skip("ROCKETMQ_TRIO_PURE=1 or the extension is not built")
+    data = bytearray(100)
+    data[0:8] = (100).to_bytes(4, "big") + (record.MESSAGE_MAGIC_CODE & 0xFFFFFFFF).to_bytes(
+        4, "big"
+    )
+    data[36:40] = (record.BORNHOST_V6_FLAG | record.STOREHOSTADDRESS_V6_FLAG).to_bytes(4, "big")
+    found = (native.scan_record if scan == "native" else record.python_scan_record)(
+        memoryview(bytes(data)), 0
+    )
+    assert found.kind is record.RecordKind.CORRUPT
+    assert found.reason == "size 100 does not fit its header"
