@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -310,26 +311,26 @@ class CommitLog:
         topic = msg.topic.encode("utf-8")
         batch_properties = codec.properties_to_string(msg.properties)
         born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
-        encoded = []
-        total = 0
-        # Per entry: only what differs between entries is checked and sized (this loop runs for
-        # every message of a batch); the rest once, with the first entry.
+        # Per entry: only what differs between entries is checked and sized, in one loop (it
+        # runs for every message of a batch); the rest once, with the first entry.
         fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
         max_body = self.config.max_message_size
         separator = codec.PROPERTY_SEPARATOR
         refused = self._check(topic, b"", len(entries[0].body))
         if refused is not None:
             return refused, []
-        for entry in entries:
-            text = entry.properties
+        records, texts, total = [], [], 0
+        add_record, add_text, crc32 = records.append, texts.append, zlib.crc32
+        for flag, body, text in entries:
             if text and batch_properties and not text.endswith(separator):
                 text += separator
             text += batch_properties
             properties = text.encode("utf-8")
-            if len(properties) > MAX_PROPERTIES_BYTES or len(entry.body) > max_body:
-                return self._check(topic, properties, len(entry.body)), []
-            size = fixed_size + len(entry.body) + len(properties)
-            encoded.append((entry, text, properties, size))
+            if len(properties) > MAX_PROPERTIES_BYTES or len(body) > max_body:
+                return self._check(topic, properties, len(body)), []
+            size = fixed_size + len(body) + len(properties)
+            add_record((flag, body, properties, size, crc32(body) & 0x7FFFFFFF))
+            add_text(text)
             total += size
         if total > self.config.max_message_size + 64 * 1024 * len(entries):
             return PutMessageResult(
@@ -343,34 +344,32 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), []
-        return self._append_batch(msg, mapped, topic, encoded, total)
+        return self._append_batch(msg, mapped, topic, records, texts, total)
 
     def _append_batch(
         self,
         msg: MessageExtBrokerInner,
         mapped: MappedFile,
         topic: bytes,
-        encoded: list,
+        records: list[tuple[int, Any, bytes, int, int]],
+        texts: list[str],
         total: int,
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Write a batch's records (flag, body, properties, size, body CRC) with their
+        properties ``texts``; dispatch requests for each."""
         key = (msg.topic, msg.queue_id)
         first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
         store_ts = self.clock()
         position = mapped.wrote_position
         first_phys = mapped.start_offset + position
-        self._write_records(
-            mapped,
-            [
-                (entry.flag, entry.body, properties, size, codec.body_crc(entry.body))
-                for entry, _, properties, size in encoded
-            ],
-            msg,
-            topic,
-            queue_offset,
-            store_ts,
-            0,
-        )
+        self._write_records(mapped, records, msg, topic, queue_offset, store_ts, 0)
         msg_ids, requests = [], []
+        add_id, add_request, fields, new = (
+            msg_ids.append,
+            requests.append,
+            dispatch_fields,
+            _new_request,
+        )
         prefix, topic_name, queue_id, sys_flag = (
             self._msg_id_prefix,
             msg.topic,
@@ -378,12 +377,12 @@ class CommitLog:
             msg.sys_flag,
         )
         phys_offset = first_phys
-        fields = dispatch_fields
-        for _, text, _, size in encoded:
-            msg_ids.append(f"{prefix}{phys_offset:016X}")
+        for record, text in zip(records, texts, strict=True):
+            size = record[3]
+            add_id(f"{prefix}{phys_offset:016X}")
             tags, keys, uniq_key, _ = fields(text)
-            requests.append(
-                _new_request(
+            add_request(
+                new(
                     DispatchRequest,
                     (
                         topic_name,
