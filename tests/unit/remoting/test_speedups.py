@@ -16,7 +16,7 @@ from broker.store.index_file import IndexFile
 from remoting import message as codec
 from remoting import record
 from remoting.java_hash import python_java_hash
-from remoting.speedups import native
+from remoting.speedups import FUNCTIONS, native
 
 needs_native = pytest.mark.skipif(
     native is None, reason="ROCKETMQ_TRIO_PURE=1 or the extension is not built"
@@ -29,7 +29,16 @@ def test_the_native_twins_are_built() -> None:
     if os.environ.get("ROCKETMQ_TRIO_PURE") == "1":
         assert native is None
     else:
-        assert native is not None, "remoting._speedups did not build: is gcc installed?"
+        assert native is not None, (
+            "remoting._speedups did not build (is gcc installed?) or is stale"
+        )
+
+
+def test_every_native_twin_is_named_in_the_loader_check() -> None:
+    if native is None:
+        pytest.skip("ROCKETMQ_TRIO_PURE=1 or the extension is not built")
+    exported = {name for name in dir(native) if not name.startswith("_")}
+    assert exported == set(FUNCTIONS)
 
 
 # ------------------------------------------------------------------------------ java_hash
