@@ -260,7 +260,35 @@ class DefaultMessageStore:
             self.index_service.build_index(request)
         self.reput.last_dispatched_timestamp = request.store_timestamp
 
-    def _dispatch_batch(self, requests: list[DispatchRequest]) -> None:
+    def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
+        """``dispatch`` for records read back in log order (reput, recovery, slaves): the
+        entries of one batch (same topic, queue, sys flag and store time, consecutive queue
+        offsets) are dispatched together, as when they were put."""
+        index, count = 0, len(requests)
+        while index < count:
+            first = requests[index]
+            end = index + 1
+            topic, queue_id, sys_flag = first.topic, first.queue_id, first.sys_flag
+            store_ts, next_offset = first.store_timestamp, first.consume_queue_offset + 1
+            while end < count:
+                other = requests[end]
+                if (
+                    other.consume_queue_offset != next_offset
+                    or other.queue_id != queue_id
+                    or other.store_timestamp != store_ts
+                    or other.topic != topic
+                    or other.sys_flag != sys_flag
+                ):
+                    break
+                end += 1
+                next_offset += 1
+            if end - index == 1:
+                self.dispatch(first, notify=notify)
+            else:
+                self._dispatch_batch(requests[index:end], notify=notify)
+            index = end
+
+    def _dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
         """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
         the queue is looked up once and the checks made once."""
         first = requests[0]
@@ -273,7 +301,7 @@ class DefaultMessageStore:
                 [(r.commit_log_offset, r.msg_size, r.tags_code) for r in requests],
                 first.consume_queue_offset,
             )
-            if not self.is_slave and self.arrival_listener is not None:
+            if notify and not self.is_slave and self.arrival_listener is not None:
                 # Once per tag, with the newest offset carrying it: the same wake-ups as a
                 # call per message (a held pull wakes for a matching message past its offset).
                 newest: dict[int, DispatchRequest] = {}

@@ -53,11 +53,11 @@ class ReputMessageService:
                 log.error("reput offset outside the log: offset=%d", self.reput_from_offset)
                 return done
             position = 0
+            requests = []
             while position < len(data) and done < max_records:
                 scan = scan_record(data, position)
                 if scan.kind is RecordKind.MESSAGE:
-                    request = commit_log.dispatch_request(scan)
-                    store.dispatch(request)
+                    requests.append(commit_log.dispatch_request(scan))
                     position += scan.size
                     done += 1
                     continue
@@ -76,6 +76,7 @@ class ReputMessageService:
                         scan.reason,
                     )
                 break
+            store.dispatch_many(requests)
             if position < 0:
                 continue
             self.reput_from_offset += position

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
 
 log = logging.getLogger(__name__)
+# Records re-dispatched together during abnormal recovery (a batch's entries go as one).
+REDISPATCH_RUN = 1024
 
 
 def load_consume_queues(store: DefaultMessageStore) -> None:
@@ -70,8 +72,14 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
             segments, store.checkpoint.min_timestamp(index_safe=store.config.message_index_safe)
         )
 
+        pending: list = []
+        request_of = store.commit_log.dispatch_request
+
         def redispatch(scan: object) -> None:
-            store.dispatch(store.commit_log.dispatch_request(scan), notify=False)
+            pending.append(request_of(scan))
+            if len(pending) >= REDISPATCH_RUN:
+                store.dispatch_many(pending, notify=False)
+                pending.clear()
 
         report = scan_commit_log(
             segments,
@@ -81,6 +89,7 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
             visit=redispatch,
             progress=progress,
         )
+        store.dispatch_many(pending, notify=False)
     log.info("commit log recovered: %s", report.describe())
     cut(store, report.valid_end, max_cq_phys)
     return report
