@@ -254,6 +254,25 @@ def pack_records_into(
     )
 
 
+def _python_pack_records_at(
+    buffer, pos, records, topic, queue_id, queue_offset, phys_offset, sys_flag, born_timestamp,
+    born_address, born_port, store_timestamp, store_address, store_port, reconsume_times,
+    prepared_transaction_offset,
+) -> None:  # fmt: skip
+    python_pack_records_into(
+        buffer, pos, records, topic, queue_id=queue_id, queue_offset=queue_offset,
+        phys_offset=phys_offset, sys_flag=sys_flag, born_timestamp=born_timestamp,
+        born_address=born_address, born_port=born_port, store_timestamp=store_timestamp,
+        store_address=store_address, store_port=store_port, reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset,
+    )  # fmt: skip
+
+
+# ``pack_records_into`` with every argument positional, in the order of its signature: the
+# append path's call (keyword arguments cost ~0.7 us a call there).
+pack_records_at = native.pack_records_into if native is not None else _python_pack_records_at
+
+
 def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:
     """The end-of-file filler: only 8 bytes are written, TOTALSIZE claims the rest of the file."""
     _BLANK.pack_into(buffer, pos, remaining, BLANK_MAGIC_CODE)

@@ -38,7 +38,7 @@ from remoting.record import (
     RecordKind,
     RecordScan,
     pack_blank_into,
-    pack_records_into,
+    pack_records_at,
     record_size,
     scan_record,
 )
@@ -100,6 +100,11 @@ class CommitLog:
         self.on_segment_rolled: Callable[[MappedFile], None] | None = None
         self.last_put_timestamp = 0
         self.warmer = PageWarmer()
+        # record_size without body, topic and properties, by born host IPv6 or not
+        self._fixed_size = {
+            born6: record_size(0, 0, 0, born_v6=born6, store_v6=len(self.store_address) == 16)
+            for born6 in (False, True)
+        }
 
     @property
     def max_offset(self) -> int:
@@ -197,23 +202,23 @@ class CommitLog:
         """Pack records (flag, body, properties, size, body CRC) at the segment's write
         position; the caller moves the position once they are all in."""
         position = mapped.wrote_position
-        pack_records_into(
+        pack_records_at(
             mapped.mmap,
             position,
             records,
             topic,
-            queue_id=msg.queue_id,
-            queue_offset=queue_offset,
-            phys_offset=mapped.start_offset + position,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_address=msg.born_host[0],
-            born_port=msg.born_host[1],
-            store_timestamp=store_ts,
-            store_address=self.store_address,
-            store_port=self.store_port,
-            reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=prepared_transaction_offset,
+            msg.queue_id,
+            queue_offset,
+            mapped.start_offset + position,
+            msg.sys_flag,
+            msg.born_timestamp,
+            msg.born_host[0],
+            msg.born_host[1],
+            store_ts,
+            self.store_address,
+            self.store_port,
+            msg.reconsume_times,
+            prepared_transaction_offset,
         )
 
     def put_message(
@@ -228,13 +233,8 @@ class CommitLog:
         refused = self._check(topic, properties, len(body))
         if refused is not None:
             return refused, []
-        size = record_size(
-            len(body),
-            len(topic),
-            len(properties),
-            born_v6=len(msg.born_host[0]) == 16,
-            store_v6=len(self.store_address) == 16,
-        )
+        size = self._fixed_size[len(msg.born_host[0]) == 16] + len(body) + len(topic)
+        size += len(properties)
         try:
             mapped = self._segment_for(size)
         except StoreError as exc:
