@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import sys
 import threading
 
 from broker.store.mapped_file import OS_PAGE_SIZE, MappedFile
@@ -45,7 +46,8 @@ def populate_write(mapped: MappedFile, start: int, length: int) -> bool:
 class PageWarmer:
     def __init__(self, ahead: int = 8 << 20, chunk: int = 1 << 20) -> None:
         self.ahead, self.chunk = ahead, chunk
-        self.enabled = hasattr(mmap.mmap, "madvise")
+        # The advice number is Linux's; elsewhere pages fault in on append as before.
+        self.enabled = sys.platform == "linux" and hasattr(mmap.mmap, "madvise")
         self._wanted = threading.Event()
         self._progress = threading.Condition()
         self._mapped: MappedFile | None = None
