@@ -44,5 +44,5 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis remoting/_speedups.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
