@@ -3,6 +3,10 @@ record or a batch's records straight into a mapped buffer, and scanning records 
 dispatch and recovery without decoding bodies. Pure: no Trio, no logging, no clock.
 
 Message-level reading (MessageExt, properties, message ids, batch bodies) is remoting.message.
+
+``pack_records_into`` and ``scan_record`` run remoting/_speedups.c's twins when it is built;
+``python_pack_records_into`` and ``python_scan_record`` here are their reference, held to the
+same bytes and results by tests/unit/remoting/test_speedups.py.
 """
 
 from __future__ import annotations
