@@ -12,7 +12,7 @@ PYTEST_MARKS ?= not slow
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py remoting/_speedups.c
+$(STAMP): pyproject.toml setup.py $(wildcard remoting/native/*.c remoting/native/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'

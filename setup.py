@@ -1,9 +1,12 @@
 """Only the native part of the build; everything else is in pyproject.toml.
 
-remoting._speedups holds C twins of the store's per-message loops (record packing, Java string
-hashes, batch decoding, index entries). ``optional``: without a C compiler the install still
-succeeds and the pure-Python code runs (slower); tests/unit/test_speedups.py says so loudly.
+remoting._speedups (sources in remoting/native/) holds C twins of the store's per-message loops:
+record packing and scanning, Java string hashes, batch decoding, index entries, page warming.
+``optional``: without a C compiler the install still succeeds and the pure-Python code runs
+(slower); tests/unit/remoting/test_speedups.py says so loudly.
 """
+
+from glob import glob
 
 from setuptools import Extension, setup
 
@@ -11,7 +14,8 @@ setup(
     ext_modules=[
         Extension(
             "remoting._speedups",
-            ["remoting/_speedups.c"],
+            sorted(glob("remoting/native/*.c")),
+            depends=sorted(glob("remoting/native/*.h")),
             extra_compile_args=["-O2", "-Wall", "-Werror=implicit-function-declaration"],
             optional=True,
         )

@@ -6,7 +6,7 @@ real base-31 digits, so ``int(..., 31)`` does the whole sum in C: 3x faster than
 products, and this runs for every key of every message. ``int()`` refuses more than 4300
 digits; longer and non-ASCII strings take the loop over UTF-16 code units.
 
-That is the pure-Python reference; remoting/_speedups.c does the same loop natively when built.
+That is the pure-Python reference; remoting/native/hashing.c does the same loop natively when built.
 """
 
 from __future__ import annotations

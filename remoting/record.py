@@ -4,7 +4,7 @@ dispatch and recovery without decoding bodies. Pure: no Trio, no logging, no clo
 
 Message-level reading (MessageExt, properties, message ids, batch bodies) is remoting.message.
 
-``pack_records_into`` and ``scan_record`` run remoting/_speedups.c's twins when it is built;
+``pack_records_into`` and ``scan_record`` run the native twins (remoting/native/) when built;
 ``python_pack_records_into`` and ``python_scan_record`` here are their reference, held to the
 same bytes and results by tests/unit/remoting/test_speedups.py.
 """

@@ -1,9 +1,10 @@
-"""The native twins of the store's inner loops (remoting/_speedups.c), or None.
+"""The native twins of the store's inner loops (C sources in remoting/native/, built as the
+module remoting._speedups), or None.
 
 None when the extension was not built (no C compiler at install time), when it was built from
-an older remoting/_speedups.c that lacks one of them (`make` rebuilds it), or when
-ROCKETMQ_TRIO_PURE=1 asks for the pure-Python code, which stays the reference: the tests run
-both and require the same results.
+older sources that lack one of them (`make` rebuilds it), or when ROCKETMQ_TRIO_PURE=1 asks for
+the pure-Python code, which stays the reference: the tests run both and require the same
+results.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def dispatch_properties(text: str) -> dict[str, str]:
 
 def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
     """(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string: the reference of
-    remoting/_speedups.c's dispatch_fields."""
+    remoting/native/hashing.c's dispatch_fields."""
     found = dispatch_properties(text)
     return (
         tags_code(found.get(MessageConst.TAGS)),

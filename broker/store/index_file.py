@@ -113,7 +113,7 @@ class IndexFile:
     def _put_entries_python(
         self, entries: Sequence[tuple[int, int]], count: int, time_diff: int, store_timestamp: int
     ) -> tuple[int, int]:
-        """The reference of remoting/_speedups.c's index_put_entries: (written, new count)."""
+        """The reference of remoting/native/index.c's index_put_entries: (written, new count)."""
         mm = self.file.mmap
         slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
         unpack_slot, pack_slot, pack_entry = SLOT.unpack_from, SLOT.pack_into, ENTRY.pack_into

@@ -31,7 +31,7 @@ def reference(text: str) -> int:
 
 @pytest.mark.parametrize(("text", "expected"), JAVA_HASHES.items())
 def test_known_java_values(text: str, expected: int) -> None:
-    # java_hash is remoting/_speedups.c's when built; the pure one is its reference
+    # java_hash is the native twin's when built; the pure one is its reference
     assert java_string_hash(text) == java_hash(text) == python_java_hash(text) == expected
 
 

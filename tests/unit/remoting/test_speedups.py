@@ -1,4 +1,4 @@
-"""remoting/_speedups.c against its pure-Python references: same bytes, same results, same
+"""The native twins (remoting/native/, the module remoting._speedups) against its pure-Python references: same bytes, same results, same
 errors, on the same inputs. The pure code stays the specification (it is what the rest of the
 unit tests pin against Java's values and RocketMQ's layouts)."""
 

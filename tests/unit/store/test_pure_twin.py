@@ -1,4 +1,4 @@
-"""The store writes the same bytes with remoting/_speedups.c as with the pure-Python code, and
+"""The store writes the same bytes with the native twins (remoting/native/) as with the pure-Python code, and
 recovers them the same way: the end-to-end check behind the per-function property tests."""
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+/* remoting._speedups: native versions of the store's per-message inner loops.
+ *
+ * Every function here has a pure-Python twin (remoting/java_hash.py, remoting/record.py,
+ * remoting/message.py, broker/store/index_file.py) that is the reference: the tests run both
+ * on the same inputs and require the same bytes and results. The Python modules pick these up
+ * when the extension was built and fall back to their own code otherwise (or when
+ * ROCKETMQ_TRIO_PURE=1).
+ *
+ * They run with the GIL held: each call is a few microseconds, less than a thread hop.
+ * Every write is bounds-checked against the buffer before anything is written.
+ */
+#include "speedups.h"
+
+static PyMethodDef methods[] = {
+    {"java_hash", java_hash, METH_O, "Java's String.hashCode as a signed 32-bit int."},
+    {"pack_records_into", pack_records_into, METH_VARARGS,
+     "Write CommitLog records back to back (remoting.record.pack_records_into)."},
+    {"decode_batch_body", decode_batch_body, METH_VARARGS,
+     "The entries of a SEND_BATCH_MESSAGE body (remoting.message.decode_batch_body)."},
+    {"index_put_entries", index_put_entries, METH_VARARGS,
+     "IndexFile.put_entries' loop over (key hash, phy offset) pairs."},
+    {"configure_scan", configure_scan, METH_VARARGS,
+     "RecordScan, the RecordKind members and zlib.crc32, for scan_record."},
+    {"scan_record", (PyCFunction)(void (*)(void))scan_record, METH_VARARGS | METH_KEYWORDS,
+     "What dispatch and recovery need from the record at a position (remoting.record)."},
+    {"dispatch_fields", dispatch_fields, METH_O,
+     "(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string."},
+    {"populate_write", populate_write, METH_VARARGS,
+     "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "remoting._speedups", "Native twins of the store's inner loops.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

@@ -1,0 +1,125 @@
+/* Packing CommitLog records (remoting/record.py python_pack_records_into). */
+#include "speedups.h"
+
+/* Fixed part of a record with IPv4 hosts: 88 bytes; each IPv6 host adds 12. Field order as
+ * remoting/record.py HEADERS. */
+PyObject *pack_records_into(PyObject *self, PyObject *args) {
+    Py_buffer out, topic, born, store;
+    Py_ssize_t pos;
+    PyObject *records;
+    int queue_id, sys_flag, born_port, store_port, reconsume_times;
+    long long queue_offset, phys_offset, born_ts, store_ts, prepared;
+    if (!PyArg_ParseTuple(args, "w*nOy*iLLiLy*iLy*iiL", &out, &pos, &records, &topic, &queue_id,
+                          &queue_offset, &phys_offset, &sys_flag, &born_ts, &born, &born_port,
+                          &store_ts, &store, &store_port, &reconsume_times, &prepared))
+        return NULL;
+    PyObject *result = NULL;
+    PyObject *seq = NULL;
+    Py_buffer body = {0};
+    if ((born.len != 4 && born.len != 16) || (store.len != 4 && store.len != 16)) {
+        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
+        goto done;
+    }
+    if (topic.len > 255) {
+        PyErr_SetString(PyExc_ValueError, "topic longer than 255 bytes");
+        goto done;
+    }
+    if (born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
+    if (store.len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
+    seq = PySequence_Fast(records, "records must be a sequence");
+    if (seq == NULL) goto done;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t header_size = 88 + (born.len == 16 ? 12 : 0) + (store.len == 16 ? 12 : 0);
+    unsigned char *base = (unsigned char *)out.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *flag_o, *body_o, *props_o, *size_o, *crc_o;
+        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 5) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a record is a (flag, body, properties, size, crc) tuple");
+            goto done;
+        }
+        flag_o = PyTuple_GET_ITEM(record, 0);
+        body_o = PyTuple_GET_ITEM(record, 1);
+        props_o = PyTuple_GET_ITEM(record, 2);
+        size_o = PyTuple_GET_ITEM(record, 3);
+        crc_o = PyTuple_GET_ITEM(record, 4);
+        long flag = PyLong_AsLong(flag_o);
+        long size = PyLong_AsLong(size_o);
+        long crc = PyLong_AsLong(crc_o);
+        if (PyErr_Occurred()) goto done;
+        if (!PyBytes_Check(props_o)) {
+            PyErr_SetString(PyExc_TypeError, "properties must be bytes");
+            goto done;
+        }
+        Py_ssize_t props_len = PyBytes_GET_SIZE(props_o);
+        if (PyObject_GetBuffer(body_o, &body, PyBUF_SIMPLE) < 0) goto done;
+        Py_ssize_t expected = header_size + body.len + 1 + topic.len + 2 + props_len;
+        if (expected != size) {
+            PyErr_Format(PyExc_AssertionError, "record size %zd != declared %ld", expected, size);
+            goto done;
+        }
+        if (pos < 0 || pos > out.len || size > out.len - pos) {
+            PyErr_Format(PyExc_IndexError, "a %ld-byte record at %zd does not fit in %zd bytes",
+                         size, pos, out.len);
+            goto done;
+        }
+        if (props_len > 32767 || body.len > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "properties or body too long for the layout");
+            goto done;
+        }
+        unsigned char *p = base + pos;
+        put_i32(p, (int32_t)size);
+        put_i32(p + 4, 0); /* the magic code goes in last: the record's commit marker */
+        put_i32(p + 8, (int32_t)crc);
+        put_i32(p + 12, queue_id);
+        put_i32(p + 16, (int32_t)flag);
+        put_i64(p + 20, queue_offset);
+        put_i64(p + 28, phys_offset);
+        put_i32(p + 36, sys_flag);
+        put_i64(p + 40, born_ts);
+        unsigned char *q = p + 48;
+        memcpy(q, born.buf, born.len);
+        q += born.len;
+        put_i32(q, born_port);
+        q += 4;
+        put_i64(q, store_ts);
+        q += 8;
+        memcpy(q, store.buf, store.len);
+        q += store.len;
+        put_i32(q, store_port);
+        q += 4;
+        put_i32(q, reconsume_times);
+        q += 4;
+        put_i64(q, prepared);
+        q += 8;
+        put_i32(q, (int32_t)body.len);
+        q += 4;
+        memcpy(q, body.buf, body.len);
+        q += body.len;
+        *q++ = (unsigned char)topic.len;
+        memcpy(q, topic.buf, topic.len);
+        q += topic.len;
+        put_i16(q, (int16_t)props_len);
+        q += 2;
+        memcpy(q, PyBytes_AS_STRING(props_o), props_len);
+        PyBuffer_Release(&body);
+        body.obj = NULL;
+        /* Everything else must be in memory before the marker, even if the process dies here. */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        put_i32(p + 4, MESSAGE_MAGIC_CODE);
+        pos += size;
+        phys_offset += size;
+        queue_offset += 1;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    if (body.obj != NULL) PyBuffer_Release(&body);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&born);
+    PyBuffer_Release(&store);
+    return result;
+}

@@ -1,0 +1,61 @@
+/* Shared by the native twins of the store's inner loops (the C files of remoting/native, built as the
+ * extension module remoting._speedups). */
+#ifndef ROCKETMQ_TRIO_SPEEDUPS_H
+#define ROCKETMQ_TRIO_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define BORNHOST_V6_FLAG 0x10
+#define STOREHOSTADDRESS_V6_FLAG 0x20
+#define MESSAGE_MAGIC_CODE ((int32_t)0xDAA320A7)
+#define BLANK_MAGIC_CODE ((int32_t)0xCBD43194)
+
+/* Big-endian stores and loads: every field of RocketMQ's layouts is big-endian. */
+
+static inline void put_i16(unsigned char *p, int16_t v) {
+    uint16_t u = (uint16_t)v;
+    p[0] = (unsigned char)(u >> 8);
+    p[1] = (unsigned char)u;
+}
+
+static inline void put_i32(unsigned char *p, int32_t v) {
+    uint32_t u = (uint32_t)v;
+    p[0] = (unsigned char)(u >> 24);
+    p[1] = (unsigned char)(u >> 16);
+    p[2] = (unsigned char)(u >> 8);
+    p[3] = (unsigned char)u;
+}
+
+static inline void put_i64(unsigned char *p, int64_t v) {
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (unsigned char)u;
+        u >>= 8;
+    }
+}
+
+static inline int32_t get_i32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+
+static inline int16_t get_i16(const unsigned char *p) {
+    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+}
+
+/* Java's String.hashCode over the UTF-16 code units of a str, mod 2^32 (hashing.c). */
+uint32_t unsigned_java_hash(PyObject *text);
+
+PyObject *java_hash(PyObject *self, PyObject *arg);
+PyObject *dispatch_fields(PyObject *self, PyObject *arg);
+PyObject *pack_records_into(PyObject *self, PyObject *args);
+PyObject *configure_scan(PyObject *self, PyObject *args);
+PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *decode_batch_body(PyObject *self, PyObject *args);
+PyObject *index_put_entries(PyObject *self, PyObject *args);
+PyObject *populate_write(PyObject *self, PyObject *args);
+
+#endif
