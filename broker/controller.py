@@ -25,6 +25,7 @@ from broker.long_polling import PullRequestHoldService
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
 from broker.processor.admin import AdminBrokerProcessor
+from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
@@ -158,6 +159,7 @@ class BrokerController:
         ClientManageProcessor(self).register(server)
         AdminBrokerProcessor(self).register(server)
         ResetOffsetProcessor(self).register(server)
+        ConsumerCallProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         return server
 

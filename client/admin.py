@@ -17,7 +17,9 @@ from remoting import constants as K
 from remoting import message as codec
 from remoting.body import (
     ClusterInfo,
+    ConsumeMessageDirectlyResult,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     KVTable,
     SubscriptionGroupConfig,
@@ -182,21 +184,54 @@ class AdminClient:
         return ConsumeStats(offset_table=table, consume_tps=tps)
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
+        response = await self._via_group_broker(
+            group, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        )
+        return decode_body(ConsumerConnection, response.body)
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """A consumer's own view (queues held, offsets, subscriptions), asked through a broker
+        it heartbeats to: GET_CONSUMER_RUNNING_INFO, which the broker forwards to it."""
+        fields = {
+            "consumerGroup": group,
+            "clientId": client_id,
+            "jstackEnable": "true" if jstack else "false",
+        }
+        response = await self._via_group_broker(
+            group, RequestCode.GET_CONSUMER_RUNNING_INFO, fields
+        )
+        return decode_body(ConsumerRunningInfo, response.body)
+
+    async def consume_message_directly(
+        self, group: str, client_id: str, offset_msg_id: str
+    ) -> ConsumeMessageDirectlyResult:
+        """Have one consumer run its listener on a stored message now (the broker holding it
+        forwards the record): nothing is committed or re-queued."""
+        stored = codec.decode_offset_msg_id(offset_msg_id)
+        fields = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id}
+        response = await self._ok(
+            stored.addr, self._req(RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
+        )
+        return decode_body(ConsumeMessageDirectlyResult, response.body)
+
+    async def _via_group_broker(
+        self, group: str, code: int, fields: dict[str, str]
+    ) -> RemotingCommand:
+        """The first broker of the group's retry topic that answers (each knows its members)."""
         route = await self.instance.fetch_route(K.retry_topic(group))
         if route is None:
             raise MQClientError(f"the consumer group {group} is not online")
         last: Exception | None = None
         for addr in sorted(all_broker_addrs(route)):
             try:
-                response = await self._ok(
-                    addr,
-                    self._req(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}),
-                )
+                return await self._ok(addr, self._req(code, fields))
             except (MQBrokerError, RemotingError, OSError) as exc:
                 last = exc
-                continue
-            return decode_body(ConsumerConnection, response.body)
-        raise MQClientError(f"the consumer group {group} is not online: {last}")
+        if isinstance(last, MQBrokerError):
+            raise last  # a broker's own answer (say, that member is not online) says it best
+        raise MQClientError(f"no broker answered for the consumer group {group}: {last}")
 
     async def reset_offset_by_time(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True

@@ -14,21 +14,23 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 
 import attrs
 import trio
 
+from client import consumer_inspect
 from client.allocate import Strategy, averagely
 from client.errors import MQClientError
 from client.instance import ClientConfig, MQClientInstance
+from client.message import restore_retry_topic
 from client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from client.process_queue import ProcessQueue
 from client.puller import Puller, PullTarget
 from client.rebalance import RebalanceImpl
 from client.route import all_broker_addrs
 from remoting import constants as K
-from remoting import message as codec
 from remoting.body import (
     CheckClientRequestBody,
     ConsumeFromWhere,
@@ -151,6 +153,7 @@ class PushConsumer(RebalanceImpl):
         self._rebalance_lock = trio.Lock()
         self._work_send, self._work_receive = trio.open_memory_channel[tuple](10_000)
         self._nursery: trio.Nursery | None = None
+        self.started_ms = 0
 
     @classmethod
     @asynccontextmanager
@@ -199,6 +202,7 @@ class PushConsumer(RebalanceImpl):
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, nursery: trio.Nursery) -> None:
+        self.started_ms = time.time_ns() // 1_000_000
         if not self.subscriptions:
             raise MQClientError("subscribe to at least one topic before starting")
         if self.model is MessageModel.CLUSTERING:
@@ -211,7 +215,12 @@ class PushConsumer(RebalanceImpl):
         instance.register_server_request(
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._reset_offset
         )
-        instance.register_server_request(RequestCode.GET_CONSUMER_RUNNING_INFO, self._running_info)
+        instance.register_server_request(
+            RequestCode.GET_CONSUMER_RUNNING_INFO, partial(consumer_inspect.running_info, self)
+        )
+        instance.register_server_request(
+            RequestCode.CONSUME_MESSAGE_DIRECTLY, partial(consumer_inspect.consume_directly, self)
+        )
         for topic in self.subscriptions:
             try:
                 await instance.fetch_route(topic)
@@ -271,24 +280,6 @@ class PushConsumer(RebalanceImpl):
         await self.offsets.persist(set(body.offset_table))
         log.info("offsets of %s reset by the broker for %d queues", topic, len(body.offset_table))
         self._rebalance_now.set()
-
-    def _running_info(self, connection: object, request):
-        props = {
-            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
-            "PROP_CONSUME_ORDERLY": str(self.orderly).lower(),
-            "PROP_THREADPOOL_CORE_SIZE": str(self.threads),
-            "PROP_CLIENT_VERSION": "V4_9_4",
-            "PROP_CONSUMER_START_TIMESTAMP": "0",
-        }
-        body = encode_body(
-            {
-                "properties": props,
-                "subscriptionSet": list(self.subscriptions.values()),
-                "mqTable": {},
-                "statusTable": {},
-            }
-        )
-        return request.make_response(body=body)
 
     # ------------------------------------------------------------------ rebalance
 
@@ -409,10 +400,3 @@ class PushConsumer(RebalanceImpl):
                 locked = await self._lock(set(self.queues))
                 for mq, pq in self.queues.items():
                     pq.relocked(mq in locked)
-
-
-def restore_retry_topic(msg: MessageExt, group: str) -> None:
-    """A re-delivered message shows its original topic, as Java's resetRetryAndNamespace."""
-    original = msg.properties.get(codec.MessageConst.RETRY_TOPIC)
-    if original and msg.topic == K.retry_topic(group):
-        msg.topic = original

@@ -6,8 +6,9 @@ import enum
 
 import attrs
 
+from remoting import constants as K
 from remoting.body import MessageQueue
-from remoting.message import MessageConst
+from remoting.message import MessageConst, MessageExt
 
 
 @attrs.define
@@ -48,3 +49,10 @@ class SendResult:
     offset_msg_id: str
     message_queue: MessageQueue
     queue_offset: int
+
+
+def restore_retry_topic(msg: MessageExt, group: str) -> None:
+    """A re-delivered message shows its original topic, as Java's resetRetryAndNamespace."""
+    original = msg.properties.get(MessageConst.RETRY_TOPIC)
+    if original and msg.topic == K.retry_topic(group):
+        msg.topic = original

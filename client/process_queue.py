@@ -4,6 +4,8 @@ message holds the committed offset back and nothing is skipped after a crash."""
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import trio
 
@@ -27,6 +29,8 @@ class ProcessQueue:
     consumed: trio.Event = attrs.Factory(trio.Event)
     cancel_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)  # the puller
     consume_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)  # an orderly consumer
+    last_pull_ms: int = 0  # wall-clock times, for GET_CONSUMER_RUNNING_INFO
+    last_consume_ms: int = 0
 
     def drop(self, *, finish_current: bool = False) -> None:
         """The queue left this consumer (rebalance, reset, shutdown): stop pulling it. With
@@ -54,6 +58,7 @@ class ProcessQueue:
         return len(self.msgs)
 
     def put(self, msgs: list[MessageExt]) -> None:
+        self.last_pull_ms = time.time_ns() // 1_000_000
         for msg in msgs:
             if msg.queue_offset not in self.msgs:
                 self.msgs[msg.queue_offset] = msg
@@ -64,6 +69,7 @@ class ProcessQueue:
 
     def remove(self, msgs: list[MessageExt]) -> int:
         """Drop consumed messages; returns the offset to commit (-1: nothing to commit)."""
+        self.last_consume_ms = time.time_ns() // 1_000_000
         for msg in msgs:
             if self.msgs.pop(msg.queue_offset, None) is not None:
                 self.size_bytes -= len(msg.body)

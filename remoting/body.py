@@ -292,6 +292,56 @@ class ResetOffsetBody:
     offset_table: dict[MessageQueue, int] = attrs.Factory(dict)
 
 
+@frozen
+class ProcessQueueInfo:
+    """One queue inside a consumer (GET_CONSUMER_RUNNING_INFO): what it holds and when it last
+    pulled and consumed. ``droped`` is Java's spelling of the field."""
+
+    commit_offset: int = 0
+    cached_msg_min_offset: int = 0
+    cached_msg_max_offset: int = 0
+    cached_msg_count: int = 0
+    cached_msg_size_in_mi_b: int = 0
+    transaction_msg_min_offset: int = 0
+    transaction_msg_max_offset: int = 0
+    transaction_msg_count: int = 0
+    locked: bool = False
+    try_unlock_times: int = 0
+    last_lock_timestamp: int = 0
+    droped: bool = False
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+
+
+@frozen
+class ConsumerRunningInfo:
+    properties: dict[str, str] = attrs.Factory(dict)
+    subscription_set: list[SubscriptionData] = attrs.Factory(list)
+    mq_table: dict[MessageQueue, ProcessQueueInfo] = attrs.Factory(dict)
+    status_table: dict[str, dict[str, float]] = attrs.Factory(dict)
+    jstack: str | None = None
+
+
+class CMResult(enum.Enum):
+    """How a consumer handled a message it was asked to consume directly."""
+
+    CR_SUCCESS = "CR_SUCCESS"
+    CR_LATER = "CR_LATER"
+    CR_ROLLBACK = "CR_ROLLBACK"
+    CR_COMMIT = "CR_COMMIT"
+    CR_THROW_EXCEPTION = "CR_THROW_EXCEPTION"
+    CR_RETURN_NULL = "CR_RETURN_NULL"
+
+
+@frozen
+class ConsumeMessageDirectlyResult:
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: CMResult | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+
 # MessageQueue is a map key in several bodies; fastjson writes it as an inline object key.
 def _mq_unstructure(mq: MessageQueue) -> fastjson.ObjectKey:
     return fastjson.ObjectKey.of(

@@ -4,6 +4,7 @@ Tables for people by default, ``--json`` for scripts. Exit 1 with a message on a
 from __future__ import annotations
 
 import argparse
+import enum
 import json
 import os
 import sys
@@ -30,9 +31,14 @@ def _expected_failure(group: BaseExceptionGroup) -> BaseException | None:
     return None
 
 
+def _plain(value: Any) -> Any:
+    """JSON for what json cannot write: an enum as its RocketMQ name, anything else as text."""
+    return value.value if isinstance(value, enum.Enum) else str(value)
+
+
 def render(result: Any, as_json: bool) -> str:
     if as_json:
-        return json.dumps(result, indent=2, sort_keys=True, default=str)
+        return json.dumps(result, indent=2, sort_keys=True, default=_plain)
     if isinstance(result, dict) and "headers" in result:
         out = table(result["headers"], result["rows"])
         return out + ("\n\n" + result["footer"] if result.get("footer") else "")
@@ -40,7 +46,7 @@ def render(result: Any, as_json: bool) -> str:
         return "\n".join(result)
     if isinstance(result, dict) and all(isinstance(v, str) for v in result.values()):
         return "\n\n".join(f"== {k}\n{v}" for k, v in result.items())
-    return json.dumps(result, indent=2, sort_keys=True, default=str)
+    return json.dumps(result, indent=2, sort_keys=True, default=_plain)
 
 
 def parser() -> argparse.ArgumentParser:

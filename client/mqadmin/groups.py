@@ -94,6 +94,36 @@ async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> A
 
 
 @command(
+    "consumerStatus",
+    "what each member of a group holds: queues, cached messages, offsets, subscriptions",
+    lambda p: (
+        p.add_argument("-g", "--consumerGroup", required=True),
+        p.add_argument("-i", "--clientId", help="one member (default: every member)"),
+        p.add_argument("-s", "--jstack", action="store_true", help="ask for a thread dump"),
+    ),
+)
+async def consumer_status(admin: AdminClient, args: argparse.Namespace) -> Any:
+    if args.clientId:
+        clients = [args.clientId]
+    else:
+        connection = await admin.consumer_connection(args.consumerGroup)
+        clients = sorted(c.client_id for c in connection.connection_set)
+    out = {}
+    for client in clients:
+        info = await admin.consumer_running_info(args.consumerGroup, client, jstack=args.jstack)
+        view = unstructure_body(info)
+        # queue by queue, as rows (a MessageQueue is no JSON object key)
+        view["mqTable"] = [
+            {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, **queue}
+            for mq, queue in zip(
+                info.mq_table, (unstructure_body(q) for q in info.mq_table.values()), strict=True
+            )
+        ]
+        out[client] = view
+    return out
+
+
+@command(
     "producerConnection",
     "a producer group's connections",
     lambda p: (

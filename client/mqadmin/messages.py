@@ -10,15 +10,24 @@ from client.errors import MQClientError
 from client.message import Message
 from client.mqadmin.base import command, message_view, parse_time
 from client.producer import Producer
+from remoting.serde import unstructure_body
 
 
 @command(
     "queryMsgById",
-    "a message by its offsetMsgId",
-    lambda p: p.add_argument("-i", "--msgId", required=True),
+    "a message by its offsetMsgId; with -g and -d, one consumer consumes it again now",
+    lambda p: (
+        p.add_argument("-i", "--msgId", required=True),
+        p.add_argument("-g", "--consumerGroup"),
+        p.add_argument("-d", "--clientId"),
+    ),
 )
 async def query_msg_by_id(admin: AdminClient, args: argparse.Namespace) -> Any:
-    return message_view(await admin.view_message(args.msgId))
+    view = message_view(await admin.view_message(args.msgId))
+    if args.consumerGroup and args.clientId:
+        result = await admin.consume_message_directly(args.consumerGroup, args.clientId, args.msgId)
+        view["consumeMessageDirectly"] = unstructure_body(result)
+    return view
 
 
 @command(
