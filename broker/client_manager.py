@@ -173,6 +173,15 @@ class ClientManager:
         members = self.producer_groups.get(group, {})
         return [i.channel for i in sorted(members.values(), key=lambda i: -i.last_update)]
 
+    def find_producer_channel(self, client_id: str) -> Any | None:
+        """The connection of a producer by client id, in any group (Java's
+        ProducerManager.findChannel: where a request-reply answer is pushed)."""
+        for members in self.producer_groups.values():
+            for info in members.values():
+                if info.client_id == client_id:
+                    return info.channel
+        return None
+
     def unregister_producer(self, group: str, channel: Any) -> None:
         members = self.producer_groups.get(group)
         if members is not None:

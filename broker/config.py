@@ -84,6 +84,8 @@ class BrokerConfig:
     # in RocketMQ; filterSupportRetry applies a group's SQL92 filter to its retry topic too.
     enable_property_filter: bool = False
     filter_support_retry: bool = False
+    # Request-reply answers are pushed to the requester; this also stores them, as Java does.
+    store_reply_message_enable: bool = True
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
@@ -173,7 +175,6 @@ IGNORED_KEYS = frozenset(
         "compressedRegister",
         "forceRegister",
         "aclEnable",
-        "storeReplyMessageEnable",
         "autoDeleteUnusedStats",
         "traceTopicEnable",
         "msgTraceTopicName",

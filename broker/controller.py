@@ -29,6 +29,7 @@ from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
+from broker.processor.reply import ReplyMessageProcessor
 from broker.processor.reset_offset import ResetOffsetProcessor
 from broker.processor.send import SendMessageProcessor
 from broker.processor.send_back import SendBackProcessor
@@ -153,7 +154,9 @@ class BrokerController:
             max_frame_bytes=self.config.max_frame_bytes,
             on_connection_closed=self._on_connection_closed,
         )
-        SendMessageProcessor(self).register(server)
+        self.send = SendMessageProcessor(self)
+        self.send.register(server)
+        ReplyMessageProcessor(self).register(server)
         server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self).handle)
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)

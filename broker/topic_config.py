@@ -67,6 +67,7 @@ class TopicConfigManager:
         put(broker_name, 1, K.PERM_INHERIT | (RW if broker_topic_enable else 0))
         put(K.OFFSET_MOVED_EVENT, 1)
         put(K.SCHEDULE_TOPIC, 18)
+        put(K.reply_topic(cluster_name), 1)  # where request-reply answers are kept
 
     # ------------------------------------------------------------------------ persistence
 

@@ -23,6 +23,7 @@ from client.fault import LatencyFaultTolerance
 from client.instance import ClientConfig, MQClientInstance
 from client.message import Message, SendResult, SendStatus
 from client.msgid import create_uniq_id
+from client.request_reply import ReplyWaiters, is_reply
 from client.route import TopicPublishInfo, default_topic_publish_info, master_addr, publish_info
 from remoting import constants as K
 from remoting import message as codec
@@ -31,6 +32,7 @@ from remoting.codes import RequestCode, ResponseCode
 from remoting.errors import RemotingError
 from remoting.headers import SendMessageRequestHeaderV2
 from remoting.java_hash import java_string_hash
+from remoting.message import MessageExt
 from remoting.serde import encode_header_fields
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,7 @@ class Producer:
         self.fault = LatencyFaultTolerance() if send_latency_fault_enable else None
         self.publish: dict[str, TopicPublishInfo] = {}
         self._nursery: trio.Nursery | None = None
+        self.replies = ReplyWaiters()
 
     @classmethod
     @asynccontextmanager
@@ -103,6 +106,9 @@ class Producer:
         ):
             producer = cls(instance, group, *args, **kwargs)
             producer._nursery = nursery
+            instance.register_server_request(
+                RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, producer.replies.receive
+            )
             instance.members.append(producer)
             instance.route_listeners.append(producer._on_route)
             # As Java's producer: learn TBW102's brokers now, so they hear our heartbeat (a
@@ -169,9 +175,8 @@ class Producer:
             body, sys_flag = zlib.compress(body, 5), sys_flag | COMPRESSED_FLAG
         props = msg.wire_properties()
         props[codec.MessageConst.UNIQ_KEY] = uniq
-        return self._request(
-            RequestCode.SEND_MESSAGE_V2, mq, props, body, sys_flag, msg.flag, oneway=oneway
-        )
+        code = RequestCode.SEND_REPLY_MESSAGE_V2 if is_reply(props) else RequestCode.SEND_MESSAGE_V2
+        return self._request(code, mq, props, body, sys_flag, msg.flag, oneway=oneway)
 
     def _request(self, code, mq, props, body, sys_flag, flag, *, batch=False, oneway=False):
         header = SendMessageRequestHeaderV2(
@@ -246,6 +251,11 @@ class Producer:
                 continue
             return self._result(response, target, uniq, addr)
         raise MQClientError(f"send to {msg.topic} failed after {attempts} attempts: {last_error}")
+
+    async def request(self, msg: Message, timeout_s: float = 3.0) -> MessageExt:
+        """Send ``msg`` as a request and return the answer a consumer sends back with
+        ``create_reply_message`` (RequestTimeoutError when none comes within ``timeout_s``)."""
+        return await self.replies.request(self, msg, timeout_s)
 
     async def _pick(self, topic: str, avoid: str | None) -> MessageQueue:
         info = await self.publish_info(topic)

@@ -31,6 +31,12 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 
+
+def reply_topic(cluster_name: str) -> str:
+    """Where a cluster's request-reply answers go (MixAll.REPLY_TOPIC_POSTFIX)."""
+    return f"{cluster_name}_{REPLY_TOPIC_POSTFIX}"
+
+
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"

@@ -150,6 +150,26 @@ class SendMessageRequestHeader:
 
 
 @frozen
+class ReplyMessageRequestHeader:
+    """PUSH_REPLY_MESSAGE_TO_CLIENT: a request-reply answer pushed to the requester."""
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    born_host: str
+    store_host: str
+    store_timestamp: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+
+
+@frozen
 class SendMessageRequestHeaderV2:
     """SEND_MESSAGE_V2's one-letter fields; ``to_v1`` gives the readable form."""
 

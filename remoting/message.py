@@ -68,6 +68,8 @@ class MessageConst:
     REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
     TTL = "TTL"
     MSG_TYPE = "MSG_TYPE"
+    ARRIVE_TIME = "ARRIVE_TIME"  # when a reply reached its requester
+    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"  # when the broker pushed a reply
     CONSUME_START_TIME = "CONSUME_START_TIME"
     KEY_SEPARATOR = " "
 

@@ -171,6 +171,8 @@ class SendMessageProcessor:
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
         properties = codec.string_to_properties(header.properties)
+        # As Java's broker since 4.7: a replier builds its answer's topic from it.
+        properties[MessageConst.CLUSTER] = self.broker.config.broker_cluster_name
         msg = MessageExtBrokerInner(
             topic=header.topic,
             queue_id=queue_id,
