@@ -10,6 +10,7 @@ import argparse
 import logging
 import signal
 import sys
+from pathlib import Path
 
 import trio
 
@@ -94,7 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     if config.log_file is not None:
         setup_logging(args.log_level, config.log_file)
     try:
-        trio.run(serve, BrokerController(config, store_config))
+        controller = BrokerController(
+            config,
+            store_config,
+            properties=props,
+            config_path=Path(args.config).resolve() if args.config else None,
+        )
+        trio.run(serve, controller)
     except StoreError as exc:
         print(f"mqbroker: {exc}", file=sys.stderr)
         return 3

@@ -244,7 +244,7 @@ def _convert(attribute: attrs.Attribute, text: str) -> Any:
     return text.strip()
 
 
-def _keyed(cls: type) -> dict[str, attrs.Attribute]:
+def keyed_fields(cls: type) -> dict[str, attrs.Attribute]:
     return {wire_key(a): a for a in attrs.fields(cls)}
 
 
@@ -254,7 +254,7 @@ def _build(cls: type, values: dict[str, Any], sources: Mapping[str, str]) -> Any
     except (ValueError, TypeError) as exc:
         # attrs validators name the attribute; translate it back to the operator's key.
         text = str(exc)
-        for key, attribute in _keyed(cls).items():
+        for key, attribute in keyed_fields(cls).items():
             if attribute.name in text or key in text:
                 raise ConfigError(f"bad value for {key}={sources.get(key, '')!r}: {text}") from None
         raise ConfigError(f"bad broker config: {text}") from None
@@ -270,7 +270,10 @@ def load_broker_config(
 ) -> tuple[BrokerConfig, MessageStoreConfig]:
     """Split ``broker.conf`` properties into the two configs, converting and validating."""
     resolve_types()
-    targets = {BrokerConfig: _keyed(BrokerConfig), MessageStoreConfig: _keyed(MessageStoreConfig)}
+    targets = {
+        BrokerConfig: keyed_fields(BrokerConfig),
+        MessageStoreConfig: keyed_fields(MessageStoreConfig),
+    }
     values: dict[type, dict[str, Any]] = {BrokerConfig: {}, MessageStoreConfig: {}}
     unknown = []
     for key, text in properties.items():

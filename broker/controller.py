@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import attrs
 import trio
@@ -33,6 +34,7 @@ from broker.processor.reply import ReplyMessageProcessor
 from broker.processor.reset_offset import ResetOffsetProcessor
 from broker.processor.send import SendMessageProcessor
 from broker.processor.send_back import SendBackProcessor
+from broker.processor.update_config import UpdateBrokerConfigProcessor
 from broker.rebalance_lock import RebalanceLockManager
 from broker.registration import BrokerIdentity, BrokerOuterAPI, RegisterResult
 from broker.schedule import ScheduleMessageService
@@ -75,9 +77,15 @@ class BrokerController:
         store_config: MessageStoreConfig,
         *,
         clock: Callable[[], int] = now_ms,
+        properties: Mapping[str, str] | None = None,
+        config_path: Path | None = None,
     ) -> None:
         self.config = config
         self.store_config = store_config
+        # What broker.conf (and -n) said, and where it lives: UPDATE_BROKER_CONFIG validates
+        # changes against the first and writes them to the second.
+        self.properties = dict(properties or {})
+        self.config_path = config_path
         self.clock = clock
         self.ha = HaState(ha_master_addr=store_config.ha_master_address)
         config_dir = store_config.config_dir
@@ -163,6 +171,7 @@ class BrokerController:
         AdminBrokerProcessor(self).register(server)
         ResetOffsetProcessor(self).register(server)
         ConsumerCallProcessor(self).register(server)
+        UpdateBrokerConfigProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         return server
 

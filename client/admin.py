@@ -273,9 +273,12 @@ class AdminClient:
             out[addr] = [c.client_id for c in body.connection_set]
         return out
 
-    async def update_broker_config(self, addr: str, values: dict[str, str]) -> None:
+    async def update_broker_config(self, addr: str, values: dict[str, str]) -> str | None:
+        """UPDATE_BROKER_CONFIG; the broker's remark says what applies now and what at its
+        next start."""
         body = "".join(f"{k}={v}\n" for k, v in values.items()).encode()
-        await self._ok(addr, self._req(RequestCode.UPDATE_BROKER_CONFIG, body=body))
+        response = await self._ok(addr, self._req(RequestCode.UPDATE_BROKER_CONFIG, body=body))
+        return response.remark
 
     # ------------------------------------------------------------------ messages
 

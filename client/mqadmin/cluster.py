@@ -60,7 +60,7 @@ async def ha_status(admin: AdminClient, args: argparse.Namespace) -> Any:
 
 @command(
     "updateBrokerConfig",
-    "change a broker setting at run time (if the broker supports it)",
+    "change a broker setting at run time (and in its -c file)",
     lambda p: (
         where(p),
         p.add_argument("-k", "--key", required=True),
@@ -69,9 +69,10 @@ async def ha_status(admin: AdminClient, args: argparse.Namespace) -> Any:
 )
 async def update_broker_config(admin: AdminClient, args: argparse.Namespace) -> Any:
     addrs = await targets(admin, args)
+    brokers = {}
     for addr in addrs:
-        await admin.update_broker_config(addr, {args.key: args.value})
-    return {"updated": {args.key: args.value}, "brokers": addrs}
+        brokers[addr] = await admin.update_broker_config(addr, {args.key: args.value}) or "ok"
+    return {"updated": {args.key: args.value}, "brokers": brokers}
 
 
 @command(

@@ -1,0 +1,158 @@
+"""UPDATE_BROKER_CONFIG (``mqadmin updateBrokerConfig -k key -v value``): broker.conf keys
+changed on a running broker.
+
+As in RocketMQ the new values are validated, take effect in the running broker where it reads
+them as it works (brokerPermission, autoCreateTopicEnable, fileReservedTime, deleteWhen, disk
+ratios, flush intervals, maxMessageSize, ...) and are written to the ``-c`` file so a restart
+keeps them. Unlike RocketMQ, which ignores unknown keys and unparsable values silently and
+swaps identity and network settings under a running broker, an unknown key or a bad value is
+refused with the reason, and keys fixed at start (identity, ports, paths, file sizes, role,
+flush type) are stored for the next start and reported as such, not half-applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from broker.config import (
+    IGNORED_KEYS,
+    BrokerConfig,
+    ConfigError,
+    keyed_fields,
+    load_broker_config,
+)
+from broker.persist import write_atomically
+from broker.store.config import MessageStoreConfig
+
+if TYPE_CHECKING:
+    from broker.controller import BrokerController
+
+log = logging.getLogger(__name__)
+
+# What the broker sets up once at start from these keys.
+RESTART_KEYS = frozenset(
+    {
+        "brokerClusterName",
+        "brokerName",
+        "brokerId",
+        "brokerIP1",
+        "brokerIP2",
+        "listenPort",
+        "haListenPort",
+        "namesrvAddr",
+        "clusterTopicEnable",
+        "brokerTopicEnable",
+        "maxFrameBytes",
+        "logFile",
+        "storePathRootDir",
+        "storePathCommitLog",
+        "mappedFileSizeCommitLog",
+        "mappedFileSizeConsumeQueue",
+        "maxHashSlotNum",
+        "maxIndexNum",
+        "brokerRole",
+        "flushDiskType",
+        "messageDelayLevel",
+        "haMasterAddress",
+    }
+)
+
+
+@attrs.frozen
+class ConfigUpdate:
+    properties: dict[str, str]  # the broker's properties with the changes
+    broker: BrokerConfig
+    store: MessageStoreConfig
+    live: list[str]  # changed keys that take effect now
+    at_restart: list[str]  # changed keys stored for the next start
+
+
+def plan_update(properties: Mapping[str, str], changes: Mapping[str, str]) -> ConfigUpdate:
+    """Validate ``changes`` against the running broker's ``properties`` exactly as a start
+    with them would (ConfigError naming key, value and reason otherwise)."""
+    known = set(keyed_fields(BrokerConfig)) | set(keyed_fields(MessageStoreConfig))
+    unknown = sorted(key for key in changes if key not in known and key not in IGNORED_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown broker config key(s): {', '.join(unknown)}")
+    merged = {**properties, **changes}
+    broker, store = load_broker_config(merged, warn=False)
+    live = sorted(key for key in changes if key in known and key not in RESTART_KEYS)
+    at_restart = sorted(key for key in changes if key in RESTART_KEYS)
+    return ConfigUpdate(merged, broker, store, live, at_restart)
+
+
+def apply_live(update: ConfigUpdate, broker: BrokerConfig, store: MessageStoreConfig) -> None:
+    """Copy the live keys' new values into the running config objects in place: every service
+    holds these two objects and reads them when it acts. The one place a config changes after
+    start."""
+    for running, new in ((broker, update.broker), (store, update.store)):
+        keyed = keyed_fields(type(running))
+        for key in update.live:
+            attribute = keyed.get(key)
+            if attribute is not None:
+                object.__setattr__(running, attribute.name, getattr(new, attribute.name))
+
+
+async def update_running_broker(
+    broker: BrokerController, changes: Mapping[str, str]
+) -> ConfigUpdate:
+    """Validate, persist to the -c file, apply what can change now."""
+    update = plan_update(broker.properties, changes)
+    if broker.config_path is not None:
+        await trio.to_thread.run_sync(rewrite_config_file, broker.config_path, changes)
+    apply_live(update, broker.config, broker.store_config)
+    broker.properties = update.properties
+    broker.topics.auto_create_topic_enable = broker.config.auto_create_topic_enable
+    if "brokerPermission" in update.live:
+        # the NameServers learn the new permission now, as Java's registerBrokerAll(force)
+        broker.topics.data_version = broker.topics.data_version.next_version()
+        broker.request_registration()
+    log.info("config updated: now %s; at the next start %s", update.live, update.at_restart)
+    return update
+
+
+def rewrite_config_file(path: Path, changes: Mapping[str, str]) -> None:
+    """Each changed key's line replaced in place (appended when absent), every other line and
+    comment kept; written atomically with the previous file as ``.bak``."""
+    raw = path.read_bytes() if path.exists() else b""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")  # as remoting.properties.load reads it
+    lines = text.splitlines()
+    pending = dict(changes)
+    out: list[str] = []
+    skipping = False  # inside the continuation lines of a replaced entry
+    for line in lines:
+        if skipping:
+            skipping = _continues(line)
+            continue
+        match = _KEY.match(line)
+        key = match.group(1) if match else None
+        if key in changes:
+            skipping = _continues(line)
+            if key in pending:
+                out.append(f"{key}={_escape(pending.pop(key))}")
+            continue
+        out.append(line)
+    out.extend(f"{key}={_escape(value)}" for key, value in pending.items())
+    write_atomically(path, "\n".join(out) + "\n")
+
+
+_KEY = re.compile(r"^\s*([^\s=:#!]+)\s*[=:\s]")
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
