@@ -43,6 +43,14 @@ class ConsumerOffsetManager:
         suffix = TOPIC_GROUP_SEPARATOR + group
         return {key[: -len(suffix)] for key in self.table if key.endswith(suffix)}
 
+    def clone(self, source: str, dest: str, topic: str) -> int:
+        """Give ``dest`` the offsets ``source`` committed on ``topic``; how many queues."""
+        offsets = self.table.get(offset_key(topic, source))
+        if not offsets:
+            return 0
+        self.table[offset_key(topic, dest)] = dict(offsets)
+        return len(offsets)
+
     def remove_group(self, group: str) -> None:
         for topic in self.topics_of_group(group):
             self.table.pop(offset_key(topic, group), None)

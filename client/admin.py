@@ -233,6 +233,26 @@ class AdminClient:
             raise last  # a broker's own answer (say, that member is not online) says it best
         raise MQClientError(f"no broker answered for the consumer group {group}: {last}")
 
+    async def clone_group_offset(
+        self, source: str, dest: str, topic: str, *, offline: bool = False
+    ) -> list[str]:
+        """CLONE_GROUP_OFFSET on every master of ``topic``: ``dest`` starts where ``source``
+        is. Returns the brokers asked."""
+        route = await self.topic_route(topic)
+        fields = {
+            "srcGroup": source,
+            "destGroup": dest,
+            "topic": topic,
+            "offline": "true" if offline else "false",
+        }
+        asked = []
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            addr = data.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                await self._ok(addr, self._req(RequestCode.CLONE_GROUP_OFFSET, fields))
+                asked.append(addr)
+        return asked
+
     async def reset_offset_by_time(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
     ) -> dict:

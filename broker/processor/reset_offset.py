@@ -1,4 +1,6 @@
-"""INVOKE_BROKER_TO_RESET_OFFSET (``mqadmin resetOffsetByTime``): move a group's offsets on a
+"""A group's offsets moved by an operator.
+
+INVOKE_BROKER_TO_RESET_OFFSET (``mqadmin resetOffsetByTime``): move a group's offsets on a
 topic to the first message stored at or after a time.
 
 As in RocketMQ the new offset per queue is the one found by time, unless it lies ahead of the
@@ -6,10 +8,16 @@ group's committed offset and ``isForce`` is false; online members get RESET_CONS
 Unlike RocketMQ 4.x (which answers CONSUMER_NOT_ONLINE and leaves the tool to fall back to
 plain offset updates), the broker also commits the new offsets itself, so a group with no member
 online is reset too.
+
+CLONE_GROUP_OFFSET (``mqadmin cloneGroupOffset``): a new group starts where another one is, on
+a topic or (no topic given) on every topic the source committed on; unless ``offline``, a topic
+the source group's online members do not subscribe is skipped, as in RocketMQ. (RocketMQ's
+broker clones nothing when the topic is left out; this clones each of the source's topics.)
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from remoting.body import MessageQueue, ResetOffsetBody
@@ -21,6 +29,8 @@ from remoting.serde import decode_header, encode_body, encode_header_fields
 if TYPE_CHECKING:
     from broker.controller import BrokerController
 
+log = logging.getLogger(__name__)
+
 
 class ResetOffsetProcessor:
     def __init__(self, broker: BrokerController) -> None:
@@ -28,6 +38,34 @@ class ResetOffsetProcessor:
 
     def register(self, server: Any) -> None:
         server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, self.handle)
+        server.register(RequestCode.CLONE_GROUP_OFFSET, self.clone)
+
+    def clone(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
+        fields = request.ext_fields or {}
+        source, dest = fields.get("srcGroup"), fields.get("destGroup")
+        if not source or not dest:
+            return request.error_response(
+                ResponseCode.SYSTEM_ERROR, "cloneGroupOffset needs srcGroup and destGroup"
+            )
+        broker = self.broker
+        topic = fields.get("topic")
+        offline = fields.get("offline", "false").lower() == "true"
+        online = broker.clients.consumer_groups.get(source)
+        for name in sorted([topic] if topic else broker.offsets.topics_of_group(source)):
+            if broker.topics.get(name) is None:
+                log.warning("cloneGroupOffset: topic %s does not exist here", name)
+                continue
+            if (
+                not offline
+                and online is not None
+                and online.subscriptions
+                and (name not in online.subscriptions)
+            ):
+                log.warning("cloneGroupOffset: %s does not subscribe to %s", source, name)
+                continue
+            cloned = broker.offsets.clone(source, dest, name)
+            log.info("cloneGroupOffset %s -> %s on %s: %d queues", source, dest, name, cloned)
+        return request.make_response()
 
     def handle(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(ResetOffsetRequestHeader, request.ext_fields)

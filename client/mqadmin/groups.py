@@ -94,6 +94,27 @@ async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> A
 
 
 @command(
+    "cloneGroupOffset",
+    "a new consumer group starts where another one is on a topic",
+    lambda p: (
+        p.add_argument("-s", "--srcGroup", required=True),
+        p.add_argument("-d", "--destGroup", required=True),
+        p.add_argument("-t", "--topic", required=True),
+        p.add_argument("-o", "--offline", choices=["true", "false"], default="false"),
+    ),
+)
+async def clone_group_offset(admin: AdminClient, args: argparse.Namespace) -> Any:
+    brokers = await admin.clone_group_offset(
+        args.srcGroup, args.destGroup, args.topic, offline=args.offline == "true"
+    )
+    return {
+        "cloned": f"{args.srcGroup} -> {args.destGroup}",
+        "topic": args.topic,
+        "brokers": brokers,
+    }
+
+
+@command(
     "consumerStatus",
     "what each member of a group holds: queues, cached messages, offsets, subscriptions",
     lambda p: (

@@ -7,8 +7,19 @@ import subprocess
 import sys
 
 import pytest
+import trio
 
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from tests.integration.brokerkit import (
+    broker_conf,
+    call,
+    send_request,
+    start_broker,
+    start_namesrv,
+    wait_for_route,
+)
 
 
 @pytest.fixture
@@ -139,3 +150,31 @@ def test_print_msg_in_a_time_range_and_cluster_rt(cluster) -> None:
     assert as_json(ns, "printMsg", "-t", "Printed", "-b", "now") == []
     rt = as_json(ns, "clusterRT", "-a", "5")
     assert [(r[1], r[5]) for r in rt["rows"]] == [("broker-a", 0)]
+
+
+async def test_clone_group_offset_starts_a_new_group_where_the_old_one_is(cluster) -> None:
+    ns, broker = cluster
+
+    def offsets(group: str, queue_id: int) -> RemotingCommand:
+        return RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            {"consumerGroup": group, "topic": "Cloned", "queueId": queue_id},
+        )
+
+    async with RemotingClient.open() as client:
+        for queue_id in (0, 1):
+            await call(client, broker.addr, send_request("Cloned", b"x", queue_id=queue_id))
+            commit = RemotingCommand.request(
+                RequestCode.UPDATE_CONSUMER_OFFSET,
+                {"consumerGroup": "OldG", "topic": "Cloned", "queueId": queue_id,
+                 "commitOffset": str(queue_id + 1)},
+            )  # fmt: skip
+            assert (await call(client, broker.addr, commit)).code == 0
+        await wait_for_route(client, ns.addr, "Cloned", bool)
+        done = await trio.to_thread.run_sync(
+            lambda: as_json(ns, "cloneGroupOffset", "-s", "OldG", "-d", "NewG", "-t", "Cloned")
+        )
+        assert done["brokers"] == [broker.addr]
+        for queue_id in (0, 1):
+            answer = await call(client, broker.addr, offsets("NewG", queue_id))
+            assert answer.ext("offset") == str(queue_id + 1)
