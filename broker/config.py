@@ -86,6 +86,9 @@ class BrokerConfig:
     filter_support_retry: bool = False
     # Request-reply answers are pushed to the requester; this also stores them, as Java does.
     store_reply_message_enable: bool = True
+    # A system topic for clients that trace their messages (enableMsgTrace), as Java's.
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
@@ -176,8 +179,6 @@ IGNORED_KEYS = frozenset(
         "forceRegister",
         "aclEnable",
         "autoDeleteUnusedStats",
-        "traceTopicEnable",
-        "msgTraceTopicName",
         "filterServerNums",
         "accessMessageInMemoryMaxRatio",
         "transientStorePoolEnable",

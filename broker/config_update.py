@@ -61,6 +61,8 @@ RESTART_KEYS = frozenset(
         "flushDiskType",
         "messageDelayLevel",
         "haMasterAddress",
+        "traceTopicEnable",
+        "msgTraceTopicName",
     }
 )
 

@@ -97,6 +97,7 @@ class BrokerController:
             auto_create_topic_enable=config.auto_create_topic_enable,
             cluster_topic_enable=config.cluster_topic_enable,
             broker_topic_enable=config.broker_topic_enable,
+            trace_topic=config.msg_trace_topic_name if config.trace_topic_enable else None,
             on_change=self.request_registration,
         )
         self.offsets = ConsumerOffsetManager(JsonConfigFile(config_dir / "consumerOffset.json"))

@@ -32,6 +32,7 @@ class TopicConfigManager:
         auto_create_topic_enable: bool = True,
         cluster_topic_enable: bool = True,
         broker_topic_enable: bool = True,
+        trace_topic: str | None = None,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.file = file
@@ -45,6 +46,13 @@ class TopicConfigManager:
         self._system_topics(
             cluster_name, broker_name, default_queue_nums, cluster_topic_enable, broker_topic_enable
         )
+        if trace_topic:
+            # where clients with message tracing on send their traces (traceTopicEnable)
+            self.table[trace_topic] = TopicConfig(
+                topic_name=trace_topic, read_queue_nums=1, write_queue_nums=1, perm=RW
+            )
+        # Java's systemTopicList: what the broker creates itself
+        self.system_topics = frozenset(self.table)
 
     def _system_topics(
         self,

@@ -113,7 +113,8 @@ class AdminBrokerProcessor:
         return request.make_response(body=self.broker.topics.encode(pretty=False).encode())
 
     def system_topics(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        topics = {t for t in self.broker.topics.table if K.is_system_topic(t)}
+        manager = self.broker.topics
+        topics = manager.system_topics | {t for t in manager.table if K.is_system_topic(t)}
         return request.make_response(body=encode_body(TopicList(topic_list=sorted(topics))))
 
     # ------------------------------------------------------------------------ broker

@@ -72,6 +72,7 @@ async def test_offsets_times_and_topic_lookups(processes, tmp_path) -> None:
         )
         listed = decode_body(TopicList, system.body).topic_list
         assert K.DEFAULT_TOPIC in listed and K.SCHEDULE_TOPIC in listed and "Lookups" not in listed
+        assert K.reply_topic("TestCluster") in listed and "TestCluster" in listed
 
 
 async def test_check_client_config_accepts_tags_and_refuses_other_filters(
