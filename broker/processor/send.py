@@ -173,6 +173,14 @@ class SendMessageProcessor:
         properties = codec.string_to_properties(header.properties)
         # As Java's broker since 4.7: a replier builds its answer's topic from it.
         properties[MessageConst.CLUSTER] = self.broker.config.broker_cluster_name
+        batch = request.code == RequestCode.SEND_BATCH_MESSAGE and header.batch
+        # WAIT only tells this broker whether to answer before the message is durable; as
+        # Java 4.9's, it is not stored with a single message (9 bytes each).
+        wait = (
+            properties.get(MessageConst.WAIT, "true")
+            if batch
+            else (properties.pop(MessageConst.WAIT, "true"))
+        )
         msg = MessageExtBrokerInner(
             topic=header.topic,
             queue_id=queue_id,
@@ -184,7 +192,6 @@ class SendMessageProcessor:
             born_host=born_host(connection),
             reconsume_times=header.reconsume_times or 0,
         )
-        batch = request.code == RequestCode.SEND_BATCH_MESSAGE and header.batch
         if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
             if batch:
                 raise RequestError(
@@ -208,11 +215,7 @@ class SendMessageProcessor:
         store = self.broker.store
         result = store.put_messages(msg) if batch else store.put_message(msg)
         result.queue_id = msg.queue_id
-        if (
-            result.ok
-            and (self.sync_flush or self.sync_master)
-            and (properties.get(MessageConst.WAIT, "true") != "false")
-        ):
+        if result.ok and (self.sync_flush or self.sync_master) and wait != "false":
             return self.await_durable(request, result)
         return put_result_response(request, result)
 

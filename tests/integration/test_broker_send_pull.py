@@ -50,6 +50,9 @@ async def test_send_v1_v2_and_batch_then_pull_returns_the_stored_messages(
         assert [m.body for m in messages] == [b"one", b"two", b"b0", b"b1", b"b2"]
         assert [m.queue_offset for m in messages] == [0, 1, 2, 3, 4]
         assert messages[0].keys == "k1" and messages[0].store_host == broker.addr
+        # as Java 4.9's broker stores them: CLUSTER added, a single message's WAIT left out
+        assert all(m.properties["CLUSTER"] == "TestCluster" for m in messages)
+        assert "WAIT" not in messages[0].properties and "WAIT" not in messages[1].properties
         tagged = await pull_all(client, broker.addr, "Orders", 0, subscription="B")
         assert [m.body for m in tagged] == [b"two"]
 
