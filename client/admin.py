@@ -21,6 +21,7 @@ from remoting.body import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     KVTable,
     SubscriptionGroupConfig,
     TopicConfig,
@@ -182,6 +183,14 @@ class AdminClient:
             table.update(stats.offset_table)
             tps += stats.consume_tps
         return ConsumeStats(offset_table=table, consume_tps=tps)
+
+    async def broker_consume_stats(
+        self, addr: str, *, order_only: bool = False
+    ) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS: every group's offsets and lag on one broker."""
+        fields = {"isOrder": "true" if order_only else "false"}
+        response = await self._ok(addr, self._req(RequestCode.GET_BROKER_CONSUME_STATS, fields))
+        return decode_body(ConsumeStatsList, response.body)
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
         response = await self._via_group_broker(

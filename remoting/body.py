@@ -266,6 +266,15 @@ class ConsumeStats:
 
 
 @frozen
+class ConsumeStatsList:
+    """GET_BROKER_CONSUME_STATS: every group's stats on one broker, per topic."""
+
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = attrs.Factory(list)
+    broker_addr: str = ""
+    total_diff: int = 0
+
+
+@frozen
 class TopicOffset:
     min_offset: int = 0
     max_offset: int = 0

@@ -12,6 +12,7 @@ from remoting.body import Connection as ConnectionBody
 from remoting.body import (
     ConsumerConnection,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     KVTable,
     MessageQueue,
@@ -60,6 +61,7 @@ class AdminBrokerProcessor:
             (RequestCode.GET_BROKER_CONFIG, self.broker_config),
             (RequestCode.GET_TOPIC_STATS_INFO, self.topic_stats),
             (RequestCode.GET_CONSUME_STATS, self.consume_stats),
+            (RequestCode.GET_BROKER_CONSUME_STATS, self.broker_consume_stats),
             (RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumer_connections),
             (RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections),
             (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_group),
@@ -157,22 +159,53 @@ class AdminBrokerProcessor:
         header = decode_header(GetConsumeStatsRequestHeader, request.ext_fields)
         broker, group = self.broker, header.consumer_group
         topics = {header.topic} if header.topic else broker.offsets.topics_of_group(group)
-        online = broker.clients.consumer_groups.get(group)
         table = {}
         for topic in sorted(topics):
-            config = broker.topics.get(topic)
-            if config is None:
-                continue
-            if online is not None and online.subscriptions and topic not in online.subscriptions:
-                continue  # online, but no longer subscribed to it
-            for queue_id in range(config.read_queue_nums):
-                table[
-                    MessageQueue(
-                        topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id
-                    )
-                ] = self._offset_wrapper(group, topic, queue_id)
+            table.update(self._group_topic_offsets(group, topic))
         stats = ConsumeStats(offset_table=table, consume_tps=0.0)
         return request.make_response(body=encode_body(stats))
+
+    def broker_consume_stats(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``, monitoring exporters):
+        every subscription group's stats per topic it committed on here, and the total lag."""
+        order_only = (request.ext("isOrder") or "false").lower() == "true"
+        broker, out, total_diff = self.broker, [], 0
+        for group in sorted(broker.groups.table):
+            per_topic = []
+            for topic in sorted(broker.offsets.topics_of_group(group)):
+                config = broker.topics.get(topic)
+                if config is None or (order_only and not config.order):
+                    continue
+                table = self._group_topic_offsets(group, topic)
+                if not table:
+                    continue
+                total_diff += sum(w.broker_offset - w.consumer_offset for w in table.values())
+                per_topic.append(ConsumeStats(offset_table=table, consume_tps=0.0))
+            out.append({group: per_topic})
+        body = ConsumeStatsList(
+            consume_stats_list=out, broker_addr=broker.config.broker_addr, total_diff=total_diff
+        )
+        return request.make_response(body=encode_body(body))
+
+    def _group_topic_offsets(self, group: str, topic: str) -> dict[MessageQueue, OffsetWrapper]:
+        """Per queue of ``topic``: the broker's and the group's offsets (empty when the topic
+        is unknown here, or the group is online without subscribing to it any more)."""
+        broker = self.broker
+        config = broker.topics.get(topic)
+        if config is None:
+            return {}
+        online = broker.clients.consumer_groups.get(group)
+        if online is not None and online.subscriptions and topic not in online.subscriptions:
+            return {}
+        name = broker.config.broker_name
+        return {
+            MessageQueue(topic=topic, broker_name=name, queue_id=queue_id): self._offset_wrapper(
+                group, topic, queue_id
+            )
+            for queue_id in range(config.read_queue_nums)
+        }
 
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
         store = self.broker.store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from client.admin import AdminClient
@@ -91,6 +92,38 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Any
 )
 async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> Any:
     return unstructure_body(await admin.consumer_connection(args.consumerGroup))
+
+
+@command(
+    "brokerConsumeStats",
+    "every consumer group's offsets and lag on a broker",
+    lambda p: (
+        p.add_argument("-b", "--brokerAddr", required=True),
+        p.add_argument("-l", "--level", type=int, default=0, help="only queues lagging more"),
+        p.add_argument("-o", "--order", choices=["true", "false"], default="false"),
+    ),
+)
+async def broker_consume_stats(admin: AdminClient, args: argparse.Namespace) -> Any:
+    stats = await admin.broker_consume_stats(args.brokerAddr, order_only=args.order == "true")
+    rows = []
+    for entry in stats.consume_stats_list:
+        for group, per_topic in sorted(entry.items()):
+            for topic_stats in per_topic:
+                for mq, w in sorted(topic_stats.offset_table.items()):
+                    diff = w.broker_offset - w.consumer_offset
+                    if diff >= args.level:
+                        last = (
+                            time.strftime(
+                                "%Y-%m-%d %H:%M:%S", time.localtime(w.last_timestamp / 1000)
+                            )
+                            if w.last_timestamp
+                            else "N/A"
+                        )
+                        rows.append([mq.topic, group, mq.broker_name, mq.queue_id,
+                                     w.broker_offset, w.consumer_offset, diff, last])  # fmt: skip
+    headers = ["#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
+               "#Consumer Offset", "#Diff", "#LastTime"]  # fmt: skip
+    return {"headers": headers, "rows": rows, "footer": f"Diff Total: {stats.total_diff}"}
 
 
 @command(

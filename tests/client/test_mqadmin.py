@@ -15,6 +15,7 @@ from remoting.command import RemotingCommand
 from tests.integration.brokerkit import (
     broker_conf,
     call,
+    pull_request,
     send_request,
     start_broker,
     start_namesrv,
@@ -178,3 +179,20 @@ async def test_clone_group_offset_starts_a_new_group_where_the_old_one_is(cluste
         for queue_id in (0, 1):
             answer = await call(client, broker.addr, offsets("NewG", queue_id))
             assert answer.ext("offset") == str(queue_id + 1)
+
+
+async def test_broker_consume_stats_lists_every_groups_lag(cluster) -> None:
+    ns, broker = cluster
+    async with RemotingClient.open() as client:
+        for _ in range(3):
+            await call(client, broker.addr, send_request("Lag", b"x"))
+        # a pull creates the group (autoCreateSubscriptionGroup) and commits offset 1
+        await call(client, broker.addr, pull_request("Lag", 0, 1, group="LagG", commit_offset=1))
+    stats = await trio.to_thread.run_sync(
+        lambda: as_json(ns, "brokerConsumeStats", "-b", broker.addr)
+    )
+    rows = [row for row in stats["rows"] if row[1] == "LagG"]
+    assert rows[0][:7] == ["Lag", "LagG", "broker-a", 0, 3, 1, 2]
+    assert rows[0][7] != "N/A"  # the time of the last consumed message
+    assert all(row[6] == 0 for row in rows[1:])  # the topic's other queues, nothing sent there
+    assert stats["footer"] == "Diff Total: 2"
