@@ -30,6 +30,7 @@ from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
+from broker.processor.query_cq import QueryConsumeQueueProcessor
 from broker.processor.reply import ReplyMessageProcessor
 from broker.processor.reset_offset import ResetOffsetProcessor
 from broker.processor.send import SendMessageProcessor
@@ -173,6 +174,7 @@ class BrokerController:
         ResetOffsetProcessor(self).register(server)
         ConsumerCallProcessor(self).register(server)
         UpdateBrokerConfigProcessor(self).register(server)
+        QueryConsumeQueueProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         return server
 

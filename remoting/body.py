@@ -275,6 +275,29 @@ class ConsumeStatsList:
 
 
 @frozen
+class ConsumeQueueData:
+    """One ConsumeQueue unit as QUERY_CONSUME_QUEUE shows it; ``eval`` says whether the
+    asking group's subscription lets it through."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+
+@frozen
+class QueryConsumeQueueResponseBody:
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: list[ConsumeQueueData] = attrs.Factory(list)
+    max_queue_index: int = 0
+    min_queue_index: int = 0
+
+
+@frozen
 class TopicOffset:
     min_offset: int = 0
     max_offset: int = 0

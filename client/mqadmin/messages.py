@@ -166,3 +166,22 @@ async def print_msg(admin: AdminClient, args: argparse.Namespace) -> Any:
                 break
             offset = next_offset
     return out
+
+
+@command(
+    "queryCq",
+    "the raw units of a ConsumeQueue (with -g, whether each passes the group's subscription)",
+    lambda p: (
+        p.add_argument("-t", "--topic", required=True),
+        p.add_argument("-q", "--queue", type=int, required=True),
+        p.add_argument("-i", "--index", type=int, required=True),
+        p.add_argument("-c", "--count", type=int, default=10),
+        p.add_argument("-b", "--broker", help="broker address (default: the topic's first)"),
+        p.add_argument("-g", "--consumer", help="consumer group"),
+    ),
+)
+async def query_cq(admin: AdminClient, args: argparse.Namespace) -> Any:
+    body = await admin.query_consume_queue(
+        args.topic, args.queue, args.index, args.count, addr=args.broker, group=args.consumer
+    )
+    return unstructure_body(body)

@@ -196,3 +196,18 @@ async def test_broker_consume_stats_lists_every_groups_lag(cluster) -> None:
     assert rows[0][7] != "N/A"  # the time of the last consumed message
     assert all(row[6] == 0 for row in rows[1:])  # the topic's other queues, nothing sent there
     assert stats["footer"] == "Diff Total: 2"
+
+
+async def test_query_cq_shows_the_raw_units_of_a_queue(cluster) -> None:
+    ns, broker = cluster
+    async with RemotingClient.open() as client:
+        for tag in ("TagA", "TagB"):
+            await call(client, broker.addr, send_request("Units", b"x" * 10, tags=tag))
+        await wait_for_route(client, ns.addr, "Units", bool)
+    units = await trio.to_thread.run_sync(
+        lambda: as_json(ns, "queryCq", "-t", "Units", "-q", "0", "-i", "0", "-c", "5", "-g", "G")
+    )
+    assert (units["minQueueIndex"], units["maxQueueIndex"]) == (0, 2)
+    assert [u["tagsCode"] for u in units["queueData"]] == [2598919, 2598920]  # Java's hashCodes
+    assert units["queueData"][1]["physicOffset"] == units["queueData"][0]["physicSize"]
+    assert units["filterData"] == "G@Units is not online!"
