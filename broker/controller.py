@@ -39,6 +39,7 @@ from broker.processor.update_config import UpdateBrokerConfigProcessor
 from broker.rebalance_lock import RebalanceLockManager
 from broker.registration import BrokerIdentity, BrokerOuterAPI, RegisterResult
 from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStatsManager
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
@@ -88,6 +89,7 @@ class BrokerController:
         self.properties = dict(properties or {})
         self.config_path = config_path
         self.clock = clock
+        self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)
         self.ha = HaState(ha_master_addr=store_config.ha_master_address)
         config_dir = store_config.config_dir
         self.topics = TopicConfigManager(
@@ -368,6 +370,7 @@ class BrokerController:
     async def _housekeeping_loop(self) -> None:
         while True:
             await trio.sleep(HOUSEKEEPING_INTERVAL_S)
+            self.stats.sample(self.clock())
             for channel in self.clients.scan_expired():
                 close = getattr(channel, "close_soon", None)
                 if close is not None:

@@ -17,7 +17,9 @@ from client.route import MASTER_ID, master_addr
 from remoting import constants as K
 from remoting import message as codec
 from remoting.body import (
+    BrokerStatsData,
     ClusterInfo,
+    GroupList,
     KVTable,
     TopicConfig,
     TopicList,
@@ -130,6 +132,31 @@ class AdminClient(GroupAdmin):
         return TopicStatsTable(offset_table=table)
 
     # ------------------------------------------------------------------ brokers
+
+    async def view_broker_stats(self, addr: str, name: str, key: str) -> BrokerStatsData | None:
+        """VIEW_BROKER_STATS_DATA (TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of topic@group,
+        ...); None when the broker has no such counter (nothing counted yet)."""
+        response = await self.instance.invoke(
+            addr,
+            self._req(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": name, "statsKey": key}),
+            5,
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        return decode_body(BrokerStatsData, response.body)
+
+    async def topic_consumer_groups(self, topic: str) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO over the topic's masters."""
+        route = await self.topic_route(topic)
+        groups: set[str] = set()
+        for data in route.broker_datas:
+            addr = data.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                response = await self._ok(
+                    addr, self._req(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+                )
+                groups |= set(decode_body(GroupList, response.body).group_list)
+        return sorted(groups)
 
     async def runtime_info(self, addr: str) -> dict[str, str]:
         response = await self._ok(addr, self._req(RequestCode.GET_BROKER_RUNTIME_INFO))

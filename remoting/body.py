@@ -298,6 +298,22 @@ class QueryConsumeQueueResponseBody:
 
 
 @frozen
+class BrokerStatsItem:
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+@frozen
+class BrokerStatsData:
+    """VIEW_BROKER_STATS_DATA: one counter over the last minute, hour and day."""
+
+    stats_minute: BrokerStatsItem = attrs.Factory(BrokerStatsItem)
+    stats_hour: BrokerStatsItem = attrs.Factory(BrokerStatsItem)
+    stats_day: BrokerStatsItem = attrs.Factory(BrokerStatsItem)
+
+
+@frozen
 class TopicOffset:
     min_offset: int = 0
     max_offset: int = 0

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config import config_lines
 from remoting import constants as K
-from remoting.body import Connection as ConnectionBody
 from remoting.body import (
+    BrokerStatsData,
     ConsumerConnection,
     ConsumeStats,
     ConsumeStatsList,
@@ -25,6 +25,7 @@ from remoting.body import (
     TopicOffset,
     TopicStatsTable,
 )
+from remoting.body import Connection as ConnectionBody
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
@@ -62,6 +63,7 @@ class AdminBrokerProcessor:
             (RequestCode.GET_TOPIC_STATS_INFO, self.topic_stats),
             (RequestCode.GET_CONSUME_STATS, self.consume_stats),
             (RequestCode.GET_BROKER_CONSUME_STATS, self.broker_consume_stats),
+            (RequestCode.VIEW_BROKER_STATS_DATA, self.view_stats),
             (RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumer_connections),
             (RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections),
             (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_group),
@@ -188,6 +190,20 @@ class AdminBrokerProcessor:
             consume_stats_list=out, broker_addr=broker.config.broker_addr, total_diff=total_diff
         )
         return request.make_response(body=encode_body(body))
+
+    def view_stats(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        """VIEW_BROKER_STATS_DATA: a counter (TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of
+        topic@group, ...) over the last minute, hour and day."""
+        name, key = request.ext("statsName") or "", request.ext("statsKey") or ""
+        item = self.broker.stats.get(name, key)
+        if item is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+        data = BrokerStatsData(
+            stats_minute=item.snapshot("minute"),
+            stats_hour=item.snapshot("hour"),
+            stats_day=item.snapshot("day"),
+        )
+        return request.make_response(body=encode_body(data))
 
     def _group_topic_offsets(self, group: str, topic: str) -> dict[MessageQueue, OffsetWrapper]:
         """Per queue of ``topic``: the broker's and the group's offsets (empty when the topic

@@ -236,6 +236,13 @@ class PullMessageProcessor:
             "maxOffset": str(result.max_offset),
         }
         if code == ResponseCode.SUCCESS:
+            broker.stats.on_get(
+                header.topic,
+                header.consumer_group,
+                broker.config.broker_cluster_name,
+                result.message_count,
+                result.buffer_total_size,
+            )
             return request.make_response(code, None, ext, b"".join(result.buffers))
         return request.make_response(code, result.status.name, ext)
 

@@ -215,6 +215,14 @@ class SendMessageProcessor:
         store = self.broker.store
         result = store.put_messages(msg) if batch else store.put_message(msg)
         result.queue_id = msg.queue_id
+        if result.ok:
+            append = result.append
+            self.broker.stats.on_put(
+                msg.topic,
+                self.broker.config.broker_cluster_name,
+                append.msg_num,
+                append.wrote_bytes,
+            )
         if result.ok and (self.sync_flush or self.sync_master) and wait != "false":
             return self.await_durable(request, result)
         return put_result_response(request, result)

@@ -8,6 +8,7 @@ from typing import Any
 from client.admin import AdminClient
 from client.errors import MQClientError
 from client.mqadmin.base import command, targets, where
+from client.route import MASTER_ID
 from remoting import constants as K
 from remoting.body import TopicConfig
 from remoting.serde import unstructure_body
@@ -89,3 +90,48 @@ async def topic_status(admin: AdminClient, args: argparse.Namespace) -> Any:
 async def topic_cluster_list(admin: AdminClient, args: argparse.Namespace) -> Any:
     route = await admin.topic_route(args.topic)
     return sorted({d.cluster for d in route.broker_datas})
+
+
+def _day_sum(stats) -> int:
+    """Messages over the last day, as Java's statsAll reads it: the day window, or when that
+    is still empty the hour, or the minute."""
+    if stats is None:
+        return 0
+    for window in (stats.stats_day, stats.stats_hour, stats.stats_minute):
+        if window.sum:
+            return window.sum
+    return 0
+
+
+@command(
+    "statsAll",
+    "per topic and consumer group: lag, messages per second in and out, and over 24 hours",
+    lambda p: p.add_argument("-t", "--topic", help="one topic (default: every topic)"),
+)
+async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
+    topics = [args.topic] if args.topic else await admin.topic_list()
+    rows = []
+    for topic in sorted(t for t in topics if not K.is_system_topic(t) and not t.startswith("%")):
+        route = await admin.topic_route(topic)
+        masters = [
+            d.broker_addrs[MASTER_ID] for d in route.broker_datas if MASTER_ID in d.broker_addrs
+        ]
+        puts = [await admin.view_broker_stats(a, "TOPIC_PUT_NUMS", topic) for a in masters]
+        in_tps = sum(s.stats_minute.tps for s in puts if s is not None)
+        in_day = sum(_day_sum(s) for s in puts)
+        groups = await admin.topic_consumer_groups(topic)
+        for group in groups or [""]:
+            lag = out_tps = out_day = 0
+            if group:
+                stats = await admin.consume_stats(group, topic)
+                lag = sum(w.broker_offset - w.consumer_offset for w in stats.offset_table.values())
+                gets = [
+                    await admin.view_broker_stats(a, "GROUP_GET_NUMS", f"{topic}@{group}")
+                    for a in masters
+                ]
+                out_tps = sum(s.stats_minute.tps for s in gets if s is not None)
+                out_day = sum(_day_sum(s) for s in gets)
+            rows.append([topic, group, lag, f"{in_tps:.2f}", f"{out_tps:.2f}", in_day, out_day])
+    headers = ["#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS",
+               "#InMsg24Hour", "#OutMsg24Hour"]  # fmt: skip
+    return {"headers": headers, "rows": rows}

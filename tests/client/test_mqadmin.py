@@ -211,3 +211,31 @@ async def test_query_cq_shows_the_raw_units_of_a_queue(cluster) -> None:
     assert [u["tagsCode"] for u in units["queueData"]] == [2598919, 2598920]  # Java's hashCodes
     assert units["queueData"][1]["physicOffset"] == units["queueData"][0]["physicSize"]
     assert units["filterData"] == "G@Units is not online!"
+
+
+async def test_stats_all_shows_a_topics_traffic_and_each_groups_lag(cluster) -> None:
+    ns, broker = cluster
+    async with RemotingClient.open() as client:
+        for _ in range(3):
+            await call(client, broker.addr, send_request("StatsT", b"x"))
+        pulled = await call(
+            client, broker.addr, pull_request("StatsT", 0, 0, group="StatsG", max_nums=2)
+        )
+        assert pulled.code == 0
+        # commit 2 (the next pull carries it), as a consumer would
+        await call(
+            client, broker.addr, pull_request("StatsT", 0, 2, group="StatsG", commit_offset=2)
+        )
+        await wait_for_route(client, ns.addr, "StatsT", bool)
+    # the broker samples its counters every 10 s: poll until the first sample is in
+    with trio.fail_after(60):
+        while True:
+            stats = await trio.to_thread.run_sync(lambda: as_json(ns, "statsAll", "-t", "StatsT"))
+            (row,) = stats["rows"]
+            if row[5] == 3:
+                break
+            await trio.sleep(1)
+    topic, group, lag, in_tps, out_tps, in_day, out_day = row
+    assert (topic, group, lag, in_day) == ("StatsT", "StatsG", 1, 3)
+    assert out_day == 3  # two messages, then the third with the second pull
+    assert float(in_tps) > 0 and float(out_tps) > 0

@@ -1,0 +1,94 @@
+"""BrokerStatsManager: per topic and per consumer group counters with minute, hour and day
+windows, what VIEW_BROKER_STATS_DATA (``mqadmin statsAll``, monitoring exporters) reads.
+
+As Java's StatsItem: each (stats name, key) keeps a running value (messages or bytes) and the
+number of calls adding to it, and samples both every 10 s (the last 7 samples: one minute),
+every 10 min (7: one hour) and every hour (25: one day). A window's figures come from its first
+and last sample: the sum in between, that sum per second, and per call. Pure: the caller drives
+``sample(now_ms)`` and passes the clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from remoting.body import BrokerStatsItem
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+
+SAMPLE_EVERY_MS = 10_000
+# window name: (sample period, samples kept)
+WINDOWS = {"minute": (10_000, 7), "hour": (600_000, 7), "day": (3_600_000, 25)}
+
+
+class StatsItem:
+    __slots__ = ("samples", "times", "value")
+
+    def __init__(self, now_ms: int) -> None:
+        self.value = 0
+        self.times = 0
+        # a first sample at creation, so the first window has a start
+        self.samples = {
+            name: deque([(now_ms, 0, 0)], maxlen=kept) for name, (_, kept) in WINDOWS.items()
+        }
+
+    def add(self, value: int, times: int = 1) -> None:
+        self.value += value
+        self.times += times
+
+    def snapshot(self, window: str) -> BrokerStatsItem:
+        samples = self.samples[window]
+        first_ms, first_value, first_times = samples[0]
+        last_ms, last_value, last_times = samples[-1]
+        total = last_value - first_value
+        elapsed = last_ms - first_ms
+        calls = last_times - first_times
+        return BrokerStatsItem(
+            sum=total,
+            tps=total * 1000.0 / elapsed if elapsed > 0 else 0.0,
+            avgpt=total / calls if calls > 0 else 0.0,
+        )
+
+
+class BrokerStatsManager:
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self.clock = clock
+        self.items: dict[tuple[str, str], StatsItem] = {}
+        self._last_sampled = {name: clock() for name in WINDOWS}
+
+    def add(self, name: str, key: str, value: int, times: int = 1) -> None:
+        item = self.items.get((name, key))
+        if item is None:
+            item = self.items[name, key] = StatsItem(self.clock())
+        item.add(value, times)
+
+    def on_put(self, topic: str, cluster: str, count: int, size: int) -> None:
+        """A send stored ``count`` messages of ``size`` bytes in all on ``topic``."""
+        self.add(TOPIC_PUT_NUMS, topic, count)
+        self.add(TOPIC_PUT_SIZE, topic, size)
+        self.add(BROKER_PUT_NUMS, cluster, count)
+
+    def on_get(self, topic: str, group: str, cluster: str, count: int, size: int) -> None:
+        """A pull of ``group`` found ``count`` messages of ``size`` bytes on ``topic``."""
+        key = f"{topic}@{group}"
+        self.add(GROUP_GET_NUMS, key, count)
+        self.add(GROUP_GET_SIZE, key, size)
+        self.add(BROKER_GET_NUMS, cluster, count)
+
+    def get(self, name: str, key: str) -> StatsItem | None:
+        return self.items.get((name, key))
+
+    def sample(self, now_ms: int) -> None:
+        """Take each window's sample that is due (call at least every 10 s)."""
+        for window, (period, _) in WINDOWS.items():
+            if now_ms - self._last_sampled[window] >= period:
+                self._last_sampled[window] = now_ms
+                for item in self.items.values():
+                    item.samples[window].append((now_ms, item.value, item.times))
