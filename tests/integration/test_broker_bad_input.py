@@ -53,6 +53,53 @@ def broker(processes, tmp_path):
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
             "9999",
         ),
+        # operators' requests this stop added
+        (
+            lambda: RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"\xff\xfe"),
+            ResponseCode.SYSTEM_ERROR,
+            "string2Properties error",
+        ),
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "X"}
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "The stats <TOPIC_PUT_NUMS> <X> not exist",
+        ),
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.QUERY_CONSUME_QUEUE, {"topic": "Nope", "queueId": "0", "index": "0"}
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "0@Nope is not exist!",
+        ),
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.QUERY_CONSUME_QUEUE, {"topic": "Nope", "queueId": "zero"}
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "bad header",
+        ),
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                {"consumerGroup": "G", "clientId": "c", "msgId": "not-an-id"},
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "The Consumer <G> <c> not online",
+        ),
+        (
+            lambda: RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {}),
+            ResponseCode.SYSTEM_ERROR,
+            "consumerGroup",
+        ),
+        (
+            lambda: send_request(
+                "TestCluster_REPLY_TOPIC", b"x", code=RequestCode.SEND_REPLY_MESSAGE_V2
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "REPLY_TO_CLIENT",
+        ),
     ],
 )
 async def test_bad_requests_get_the_proper_code(broker, request_factory, code, remark_part) -> None:
