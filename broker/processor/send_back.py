@@ -12,6 +12,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send import FAQ
+from broker.stats import SNDBCK_PUT_NUMS
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from remoting import constants as K
 from remoting import message as codec
@@ -105,5 +106,8 @@ class SendBackProcessor:
         )
         result = broker.store.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
+            # counted against the topic the message was first sent to, as Java's broker
+            back_topic = original.properties.get(MessageConst.RETRY_TOPIC) or original.topic
+            broker.stats.add(SNDBCK_PUT_NUMS, f"{back_topic}@{header.group}", 1)
             return request.make_response()
         return request.error_response(ResponseCode.SYSTEM_ERROR, result.status.name)

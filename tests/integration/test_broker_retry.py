@@ -61,3 +61,9 @@ async def test_send_back_retries_then_dead_letters(processes, tmp_path) -> None:
         assert response.code == 0
         (dead,) = await wait_for_messages(client, broker.addr, "%DLQ%G", 1)
         assert dead.body == b"job" and dead.properties["RETRY_TOPIC"] == "Work"
+        # both sends back are counted against the topic first sent to, as Java's broker
+        stats = RemotingCommand.request(
+            RequestCode.VIEW_BROKER_STATS_DATA,
+            {"statsName": "SNDBCK_PUT_NUMS", "statsKey": "Work@G"},
+        )
+        assert (await call(client, broker.addr, stats)).code == 0
