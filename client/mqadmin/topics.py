@@ -106,7 +106,10 @@ def _day_sum(stats) -> int:
 @command(
     "statsAll",
     "per topic and consumer group: lag, messages per second in and out, and over 24 hours",
-    lambda p: p.add_argument("-t", "--topic", help="one topic (default: every topic)"),
+    lambda p: (
+        p.add_argument("-t", "--topic", help="one topic (default: every topic)"),
+        p.add_argument("-a", "--activeTopic", action="store_true", help="only topics with traffic"),
+    ),
 )
 async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
     topics = [args.topic] if args.topic else await admin.topic_list()
@@ -131,6 +134,8 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
                 ]
                 out_tps = sum(s.stats_minute.tps for s in gets if s is not None)
                 out_day = sum(_day_sum(s) for s in gets)
+            if args.activeTopic and not (in_tps or out_tps):
+                continue
             rows.append([topic, group, lag, f"{in_tps:.2f}", f"{out_tps:.2f}", in_day, out_day])
     headers = ["#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS",
                "#InMsg24Hour", "#OutMsg24Hour"]  # fmt: skip

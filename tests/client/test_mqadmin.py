@@ -227,12 +227,17 @@ async def test_stats_all_shows_a_topics_traffic_and_each_groups_lag(cluster) -> 
             client, broker.addr, pull_request("StatsT", 0, 2, group="StatsG", commit_offset=2)
         )
         await wait_for_route(client, ns.addr, "StatsT", bool)
-    # the broker samples its counters every 10 s: poll until the first sample is in
+    quiet = await trio.to_thread.run_sync(lambda: as_json(ns, "statsAll", "-t", "StatsT"))
+    assert [row[:3] for row in quiet["rows"]] == [["StatsT", "StatsG", 1]]
+    # the broker samples its counters every 10 s: poll until the first sample is in, which
+    # makes the topic active (-a)
     with trio.fail_after(60):
         while True:
-            stats = await trio.to_thread.run_sync(lambda: as_json(ns, "statsAll", "-t", "StatsT"))
-            (row,) = stats["rows"]
-            if row[5] == 3:
+            stats = await trio.to_thread.run_sync(
+                lambda: as_json(ns, "statsAll", "-t", "StatsT", "-a")
+            )
+            if stats["rows"] and stats["rows"][0][5] == 3:
+                (row,) = stats["rows"]
                 break
             await trio.sleep(1)
     topic, group, lag, in_tps, out_tps, in_day, out_day = row
