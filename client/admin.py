@@ -269,6 +269,13 @@ class AdminClient(GroupAdmin):
         except (MQClientError, RemotingError) as exc:
             problems.append(f"consume stats unavailable: {exc}")
         report["queues"], report["totalLag"] = queues, total_lag
+        if total_lag:
+            try:
+                spans = await self.consume_time_span(group, topic)
+                # how long the oldest unconsumed message has waited
+                report["delaySeconds"] = max(s.delay_time for s in spans) / 1000 if spans else 0
+            except (MQClientError, RemotingError) as exc:
+                problems.append(f"consume time span unavailable: {exc}")
         if total_lag and not report.get("members"):
             problems.append(f"{total_lag} messages wait and nobody consumes them")
         report["retryDepth"] = await self._depth(K.retry_topic(group))

@@ -15,6 +15,8 @@ from remoting.body import (
     ConsumeStats,
     ConsumeStatsList,
     QueryConsumeQueueResponseBody,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
     SubscriptionGroupConfig,
 )
 from remoting.codes import RequestCode
@@ -92,6 +94,22 @@ class GroupAdmin:
             fields["consumerGroup"] = group
         response = await self._ok(addr, self._req(RequestCode.QUERY_CONSUME_QUEUE, fields))
         return decode_body(QueryConsumeQueueResponseBody, response.body)
+
+    async def consume_time_span(self, group: str, topic: str) -> list[QueueTimeSpan]:
+        """QUERY_CONSUME_TIME_SPAN on every master of ``topic``: per queue, how far ``group``
+        is behind in time."""
+        route = await self.topic_route(topic)
+        spans: list[QueueTimeSpan] = []
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            addr = data.broker_addrs.get(MASTER_ID)
+            if addr is not None:
+                fields = {"topic": topic, "group": group}
+                response = await self._ok(
+                    addr, self._req(RequestCode.QUERY_CONSUME_TIME_SPAN, fields)
+                )
+                body = decode_body(QueryConsumeTimeSpanBody, response.body)
+                spans.extend(body.consume_time_span_set)
+        return spans
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
         response = await self._via_group_broker(

@@ -314,6 +314,24 @@ class BrokerStatsData:
 
 
 @frozen
+class QueueTimeSpan:
+    """How far a group is behind on one queue, in time: the queue's first and last store
+    times, the store time of the last message consumed, and how long ago the next one was
+    stored (0 when caught up)."""
+
+    message_queue: MessageQueue
+    min_time_stamp: int = 0
+    max_time_stamp: int = 0
+    consume_time_stamp: int = 0
+    delay_time: int = 0
+
+
+@frozen
+class QueryConsumeTimeSpanBody:
+    consume_time_span_set: list[QueueTimeSpan] = attrs.Factory(list)
+
+
+@frozen
 class TopicOffset:
     min_offset: int = 0
     max_offset: int = 0

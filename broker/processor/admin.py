@@ -18,6 +18,8 @@ from remoting.body import (
     MessageQueue,
     OffsetWrapper,
     ProducerConnection,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicFilterType,
@@ -64,6 +66,7 @@ class AdminBrokerProcessor:
             (RequestCode.GET_CONSUME_STATS, self.consume_stats),
             (RequestCode.GET_BROKER_CONSUME_STATS, self.broker_consume_stats),
             (RequestCode.VIEW_BROKER_STATS_DATA, self.view_stats),
+            (RequestCode.QUERY_CONSUME_TIME_SPAN, self.consume_time_span),
             (RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumer_connections),
             (RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections),
             (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_group),
@@ -204,6 +207,43 @@ class AdminBrokerProcessor:
             stats_day=item.snapshot("day"),
         )
         return request.make_response(body=encode_body(data))
+
+    def consume_time_span(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """QUERY_CONSUME_TIME_SPAN: per queue of a topic, how far a group is behind in time
+        (Java's queryConsumeTimeSpan)."""
+        topic, group = request.ext("topic") or "", request.ext("group") or ""
+        broker, store = self.broker, self.broker.store
+        config = broker.topics.get(topic)
+        if config is None:
+            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        now, spans = broker.clock(), []
+        for queue_id in range(config.write_queue_nums):
+            first = store.get_earliest_message_time(topic, queue_id)
+            top = store.get_max_offset_in_queue(topic, queue_id)
+            consumed = broker.offsets.query(group, topic, queue_id)
+            spans.append(
+                QueueTimeSpan(
+                    message_queue=MessageQueue(
+                        topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id
+                    ),
+                    min_time_stamp=first,
+                    max_time_stamp=store.get_message_store_timestamp(topic, queue_id, top - 1),
+                    consume_time_stamp=(
+                        store.get_message_store_timestamp(topic, queue_id, consumed - 1)
+                        if consumed > 0
+                        else first
+                    ),
+                    delay_time=(
+                        now - store.get_message_store_timestamp(topic, queue_id, max(consumed, 0))
+                        if consumed < top
+                        else 0
+                    ),
+                )
+            )
+        body = QueryConsumeTimeSpanBody(consume_time_span_set=spans)
+        return request.make_response(body=encode_body(body))
 
     def _group_topic_offsets(self, group: str, topic: str) -> dict[MessageQueue, OffsetWrapper]:
         """Per queue of ``topic``: the broker's and the group's offsets (empty when the topic

@@ -94,6 +94,7 @@ def test_cluster_list_and_diagnose_group_without_consumers(cluster) -> None:
     report = as_json(ns, "diagnoseGroup", "-g", "Nobody", "-t", "Orphan")
     assert report["members"] == []
     assert any("no consumer of Nobody is online" in p for p in report["problems"])
+    assert report["totalLag"] == 1 and report["delaySeconds"] >= 0  # waiting since it was sent
     status = as_json(ns, "haStatus", "-b", broker.addr)
     assert status[broker.addr]["brokerRole"] == "ASYNC_MASTER"
     assert status[broker.addr]["slaves"] == []

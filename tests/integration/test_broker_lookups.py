@@ -9,6 +9,7 @@ from remoting import constants as K
 from remoting.body import (
     ConsumerOffsetSerializeWrapper,
     GroupList,
+    QueryConsumeTimeSpanBody,
     SubscriptionGroupWrapper,
     TopicList,
 )
@@ -91,3 +92,33 @@ async def test_check_client_config_accepts_tags_and_refuses_other_filters(
         assert (await call(client, broker.addr, check("TAG"))).code == ResponseCode.SUCCESS
         refused = await call(client, broker.addr, check("SQL92"))
         assert refused.code == ResponseCode.SYSTEM_ERROR and "SQL92" in refused.remark
+
+
+async def test_consume_time_span_says_how_far_behind_a_group_is_in_time(
+    processes, tmp_path
+) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        for _ in range(3):
+            await call(client, broker.addr, send_request("Span", b"x"))
+        commit = {"consumerGroup": "SpanG", "topic": "Span", "queueId": "0", "commitOffset": "1"}
+        await call(client, broker.addr, request(RequestCode.UPDATE_CONSUMER_OFFSET, commit))
+        answer = await call(
+            client,
+            broker.addr,
+            request(RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "Span", "group": "SpanG"}),
+        )
+        spans = decode_body(QueryConsumeTimeSpanBody, answer.body).consume_time_span_set
+        first = spans[0]
+        assert first.message_queue.queue_id == 0 and first.min_time_stamp > 0
+        assert first.min_time_stamp <= first.consume_time_stamp <= first.max_time_stamp
+        assert first.delay_time >= 0  # the second message waits since it was stored
+        missing = await call(
+            client,
+            broker.addr,
+            request(RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "Nope", "group": "SpanG"}),
+        )
+        assert (missing.code, missing.remark) == (
+            ResponseCode.TOPIC_NOT_EXIST,
+            "topic[Nope] not exist",
+        )
