@@ -140,6 +140,7 @@ class BrokerController:
             clock=clock,
         )
         self.send_back = SendBackProcessor(self)
+        self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
         self.server = self._server("broker", config.listen_port)
         # RocketMQ's VIP channel: clients with vipChannelEnabled dial listenPort - 2.
@@ -166,7 +167,6 @@ class BrokerController:
             max_frame_bytes=self.config.max_frame_bytes,
             on_connection_closed=self._on_connection_closed,
         )
-        self.send = SendMessageProcessor(self)
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
         server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self).handle)

@@ -118,13 +118,15 @@ class AdminClient(GroupAdmin):
         for ns in self.instance.config.namesrv_addrs:
             await self._ok(ns, self._req(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}))
 
-    async def topic_stats(self, topic: str) -> TopicStatsTable:
+    async def topic_masters(self, topic: str) -> list[str]:
+        """The master address of each broker serving ``topic``, by broker name."""
         route = await self.topic_route(topic)
+        names = sorted(data.broker_name for data in route.broker_datas)
+        return [addr for name in names if (addr := master_addr(route, name)) is not None]
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
         table = {}
-        for data in route.broker_datas:
-            addr = master_addr(route, data.broker_name)
-            if addr is None:
-                continue
+        for addr in await self.topic_masters(topic):
             response = await self._ok(
                 addr, self._req(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             )
@@ -147,15 +149,12 @@ class AdminClient(GroupAdmin):
 
     async def topic_consumer_groups(self, topic: str) -> list[str]:
         """QUERY_TOPIC_CONSUME_BY_WHO over the topic's masters."""
-        route = await self.topic_route(topic)
         groups: set[str] = set()
-        for data in route.broker_datas:
-            addr = data.broker_addrs.get(MASTER_ID)
-            if addr is not None:
-                response = await self._ok(
-                    addr, self._req(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
-                )
-                groups |= set(decode_body(GroupList, response.body).group_list)
+        for addr in await self.topic_masters(topic):
+            response = await self._ok(
+                addr, self._req(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+            )
+            groups |= set(decode_body(GroupList, response.body).group_list)
         return sorted(groups)
 
     async def runtime_info(self, addr: str) -> dict[str, str]:

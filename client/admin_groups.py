@@ -5,7 +5,7 @@ config changed."""
 from __future__ import annotations
 
 from client.errors import MQBrokerError, MQClientError
-from client.route import MASTER_ID, all_broker_addrs, master_addr
+from client.route import all_broker_addrs, master_addr
 from remoting import constants as K
 from remoting import message as codec
 from remoting.body import (
@@ -75,12 +75,7 @@ class GroupAdmin:
     ) -> QueryConsumeQueueResponseBody:
         """QUERY_CONSUME_QUEUE on ``addr`` (default: the topic's first master)."""
         if addr is None:
-            route = await self.topic_route(topic)
-            masters = [
-                d.broker_addrs[MASTER_ID]
-                for d in sorted(route.broker_datas, key=lambda d: d.broker_name)
-                if MASTER_ID in d.broker_addrs
-            ]
+            masters = await self.topic_masters(topic)
             if not masters:
                 raise MQClientError(f"no master serves {topic}")
             addr = masters[0]
@@ -98,17 +93,11 @@ class GroupAdmin:
     async def consume_time_span(self, group: str, topic: str) -> list[QueueTimeSpan]:
         """QUERY_CONSUME_TIME_SPAN on every master of ``topic``: per queue, how far ``group``
         is behind in time."""
-        route = await self.topic_route(topic)
         spans: list[QueueTimeSpan] = []
-        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
-            addr = data.broker_addrs.get(MASTER_ID)
-            if addr is not None:
-                fields = {"topic": topic, "group": group}
-                response = await self._ok(
-                    addr, self._req(RequestCode.QUERY_CONSUME_TIME_SPAN, fields)
-                )
-                body = decode_body(QueryConsumeTimeSpanBody, response.body)
-                spans.extend(body.consume_time_span_set)
+        fields = {"topic": topic, "group": group}
+        for addr in await self.topic_masters(topic):
+            response = await self._ok(addr, self._req(RequestCode.QUERY_CONSUME_TIME_SPAN, fields))
+            spans.extend(decode_body(QueryConsumeTimeSpanBody, response.body).consume_time_span_set)
         return spans
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
@@ -166,20 +155,16 @@ class GroupAdmin:
     ) -> list[str]:
         """CLONE_GROUP_OFFSET on every master of ``topic``: ``dest`` starts where ``source``
         is. Returns the brokers asked."""
-        route = await self.topic_route(topic)
         fields = {
             "srcGroup": source,
             "destGroup": dest,
             "topic": topic,
             "offline": "true" if offline else "false",
         }
-        asked = []
-        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
-            addr = data.broker_addrs.get(MASTER_ID)
-            if addr is not None:
-                await self._ok(addr, self._req(RequestCode.CLONE_GROUP_OFFSET, fields))
-                asked.append(addr)
-        return asked
+        masters = await self.topic_masters(topic)
+        for addr in masters:
+            await self._ok(addr, self._req(RequestCode.CLONE_GROUP_OFFSET, fields))
+        return masters
 
     async def reset_offset_by_time(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
@@ -187,7 +172,6 @@ class GroupAdmin:
         """INVOKE_BROKER_TO_RESET_OFFSET on every master of ``topic``: queue -> new offset."""
         from remoting.body import ResetOffsetBody
 
-        route = await self.topic_route(topic)
         fields = {
             "topic": topic,
             "group": group,
@@ -195,10 +179,7 @@ class GroupAdmin:
             "isForce": "true" if force else "false",
         }
         table = {}
-        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
-            addr = master_addr(route, data.broker_name)
-            if addr is None:
-                continue
+        for addr in await self.topic_masters(topic):
             response = await self._ok(
                 addr, self._req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
             )
@@ -208,12 +189,8 @@ class GroupAdmin:
     async def producer_connection(self, group: str, topic: str) -> dict[str, list]:
         from remoting.body import ProducerConnection
 
-        route = await self.topic_route(topic)
         out: dict[str, list] = {}
-        for data in route.broker_datas:
-            addr = master_addr(route, data.broker_name)
-            if addr is None:
-                continue
+        for addr in await self.topic_masters(topic):
             response = await self._ok(
                 addr, self._req(RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group})
             )

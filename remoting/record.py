@@ -128,7 +128,6 @@ def python_pack_records_into(
     pos: int,
     records: list[tuple[int, bytes | bytearray | memoryview, bytes, int, int]],
     topic: bytes,
-    *,
     queue_id: int,
     queue_offset: int,
     phys_offset: int,
@@ -198,6 +197,11 @@ def python_pack_records_into(
         queue_offset += 1
 
 
+# Every argument positional, in ``python_pack_records_into``'s order: the append path's call
+# (keyword arguments cost ~0.7 us a call there).
+pack_records_at = native.pack_records_into if native is not None else python_pack_records_into
+
+
 def pack_records_into(
     buffer: bytearray | memoryview,
     pos: int,
@@ -217,64 +221,12 @@ def pack_records_into(
     reconsume_times: int,
     prepared_transaction_offset: int = 0,
 ) -> None:
-    """``python_pack_records_into``, natively when remoting._speedups is built (same bytes)."""
-    if native is None:
-        python_pack_records_into(
-            buffer,
-            pos,
-            records,
-            topic,
-            queue_id=queue_id,
-            queue_offset=queue_offset,
-            phys_offset=phys_offset,
-            sys_flag=sys_flag,
-            born_timestamp=born_timestamp,
-            born_address=born_address,
-            born_port=born_port,
-            store_timestamp=store_timestamp,
-            store_address=store_address,
-            store_port=store_port,
-            reconsume_times=reconsume_times,
-            prepared_transaction_offset=prepared_transaction_offset,
-        )
-        return
-    native.pack_records_into(
-        buffer,
-        pos,
-        records,
-        topic,
-        queue_id,
-        queue_offset,
-        phys_offset,
-        sys_flag,
-        born_timestamp,
-        born_address,
-        born_port,
-        store_timestamp,
-        store_address,
-        store_port,
-        reconsume_times,
-        prepared_transaction_offset,
-    )
-
-
-def _python_pack_records_at(
-    buffer, pos, records, topic, queue_id, queue_offset, phys_offset, sys_flag, born_timestamp,
-    born_address, born_port, store_timestamp, store_address, store_port, reconsume_times,
-    prepared_transaction_offset,
-) -> None:  # fmt: skip
-    python_pack_records_into(
-        buffer, pos, records, topic, queue_id=queue_id, queue_offset=queue_offset,
-        phys_offset=phys_offset, sys_flag=sys_flag, born_timestamp=born_timestamp,
-        born_address=born_address, born_port=born_port, store_timestamp=store_timestamp,
-        store_address=store_address, store_port=store_port, reconsume_times=reconsume_times,
-        prepared_transaction_offset=prepared_transaction_offset,
+    """``python_pack_records_into`` by keyword, natively when remoting._speedups is built."""
+    pack_records_at(
+        buffer, pos, records, topic, queue_id, queue_offset, phys_offset, sys_flag,
+        born_timestamp, born_address, born_port, store_timestamp, store_address, store_port,
+        reconsume_times, prepared_transaction_offset,
     )  # fmt: skip
-
-
-# ``pack_records_into`` with every argument positional, in the order of its signature: the
-# append path's call (keyword arguments cost ~0.7 us a call there).
-pack_records_at = native.pack_records_into if native is not None else _python_pack_records_at
 
 
 def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) -> None:

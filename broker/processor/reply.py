@@ -11,11 +11,11 @@ requester: SYSTEM_ERROR naming the client when it did not, even if the answer wa
 from __future__ import annotations
 
 import logging
-import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.processor.send import born_host, put_result_response
+from broker.processor.call_consumer import CALL_CLIENT_TIMEOUT_S
+from broker.processor.send import put_result_response
 from broker.store.types import MessageExtBrokerInner
 from remoting import message as codec
 from remoting.codes import RequestCode, ResponseCode
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PUSH_TIMEOUT_S = 10.0  # Java's Broker2Client.callClient
-
 
 class ReplyMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
@@ -45,21 +43,8 @@ class ReplyMessageProcessor:
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         sender = self.broker.send
         header = sender.header(request)
-        config = sender.check(header, connection)
-        queue_id = header.queue_id
-        if queue_id < 0:
-            queue_id = random.randrange(config.write_queue_nums)
-        msg = MessageExtBrokerInner(
-            topic=header.topic,
-            queue_id=queue_id,
-            body=request.body,
-            properties=codec.string_to_properties(header.properties),
-            flag=header.flag,
-            sys_flag=header.sys_flag,
-            born_timestamp=header.born_timestamp,
-            born_host=born_host(connection),
-            reconsume_times=header.reconsume_times or 0,
-        )
+        properties = codec.string_to_properties(header.properties)
+        msg = sender.inner_message(connection, request, header, properties)
         return self._reply(request, connection, header, msg)
 
     async def _reply(
@@ -126,7 +111,7 @@ class ReplyMessageProcessor:
             RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, encode_header_fields(push_header), msg.body
         )
         try:
-            answer = await channel.invoke(push, PUSH_TIMEOUT_S)
+            answer = await channel.invoke(push, CALL_CLIENT_TIMEOUT_S)
         except (RemotingError, OSError) as exc:
             log.warning("push reply message to <%s> failed: %s", sender_id, exc)
             return f"push reply message to {sender_id}fail."

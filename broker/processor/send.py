@@ -164,12 +164,33 @@ class SendMessageProcessor:
 
     # ------------------------------------------------------------------------ handling
 
-    def handle(self, connection: Connection, request: RemotingCommand) -> Any:
-        header = self.header(request)
+    def inner_message(
+        self,
+        connection: Connection,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        properties: dict[str, str],
+    ) -> MessageExtBrokerInner:
+        """The message to store, after Java's msgCheck; a negative queue id picks a random
+        writable queue of the topic."""
         config = self.check(header, connection)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
+        return MessageExtBrokerInner(
+            topic=header.topic,
+            queue_id=queue_id,
+            body=request.body,
+            properties=properties,
+            flag=header.flag,
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            born_host=born_host(connection),
+            reconsume_times=header.reconsume_times or 0,
+        )
+
+    def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        header = self.header(request)
         properties = codec.string_to_properties(header.properties)
         # As Java's broker since 4.7: a replier builds its answer's topic from it.
         properties[MessageConst.CLUSTER] = self.broker.config.broker_cluster_name
@@ -181,17 +202,7 @@ class SendMessageProcessor:
             if batch
             else (properties.pop(MessageConst.WAIT, "true"))
         )
-        msg = MessageExtBrokerInner(
-            topic=header.topic,
-            queue_id=queue_id,
-            body=request.body,
-            properties=properties,
-            flag=header.flag,
-            sys_flag=header.sys_flag,
-            born_timestamp=header.born_timestamp,
-            born_host=born_host(connection),
-            reconsume_times=header.reconsume_times or 0,
-        )
+        msg = self.inner_message(connection, request, header, properties)
         if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
             if batch:
                 raise RequestError(

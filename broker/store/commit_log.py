@@ -258,8 +258,7 @@ class CommitLog:
             msg.prepared_transaction_offset,
         )
         mapped.wrote_position = position + size
-        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
-            self.warmer.request(mapped)
+        self.warmer.wrote(mapped)
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
@@ -402,8 +401,7 @@ class CommitLog:
             phys_offset += size
             queue_offset += 1
         mapped.wrote_position = position + total
-        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
-            self.warmer.request(mapped)
+        self.warmer.wrote(mapped)
         self.topic_queue_table[key] = queue_offset
         self.last_put_timestamp = store_ts
         append = AppendMessageResult(
@@ -468,8 +466,7 @@ class CommitLog:
         position = mapped.wrote_position
         mapped.mmap[position : position + len(data)] = data
         mapped.wrote_position = position + len(data)
-        if mapped.wrote_position + self.warmer.ahead > mapped.warmed_position:
-            self.warmer.request(mapped)
+        self.warmer.wrote(mapped)
 
     def store_timestamp_at(self, phys_offset: int) -> int:
         """STORETIMESTAMP of the record at ``phys_offset`` (-1 if unreadable)."""

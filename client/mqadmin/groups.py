@@ -94,6 +94,10 @@ async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> A
     return unstructure_body(await admin.consumer_connection(args.consumerGroup))
 
 
+def _local_time(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "N/A"
+
+
 @command(
     "brokerConsumeStats",
     "every consumer group's offsets and lag on a broker",
@@ -105,22 +109,19 @@ async def consumer_connection(admin: AdminClient, args: argparse.Namespace) -> A
 )
 async def broker_consume_stats(admin: AdminClient, args: argparse.Namespace) -> Any:
     stats = await admin.broker_consume_stats(args.brokerAddr, order_only=args.order == "true")
-    rows = []
-    for entry in stats.consume_stats_list:
-        for group, per_topic in sorted(entry.items()):
-            for topic_stats in per_topic:
-                for mq, w in sorted(topic_stats.offset_table.items()):
-                    diff = w.broker_offset - w.consumer_offset
-                    if diff >= args.level:
-                        last = (
-                            time.strftime(
-                                "%Y-%m-%d %H:%M:%S", time.localtime(w.last_timestamp / 1000)
-                            )
-                            if w.last_timestamp
-                            else "N/A"
-                        )
-                        rows.append([mq.topic, group, mq.broker_name, mq.queue_id,
-                                     w.broker_offset, w.consumer_offset, diff, last])  # fmt: skip
+    queues = [
+        (group, mq, w)
+        for entry in stats.consume_stats_list
+        for group, per_topic in sorted(entry.items())
+        for topic_stats in per_topic
+        for mq, w in sorted(topic_stats.offset_table.items())
+    ]
+    rows = [
+        [mq.topic, group, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset,
+         w.broker_offset - w.consumer_offset, _local_time(w.last_timestamp)]
+        for group, mq, w in queues
+        if w.broker_offset - w.consumer_offset >= args.level
+    ]  # fmt: skip
     headers = ["#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
                "#Consumer Offset", "#Diff", "#LastTime"]  # fmt: skip
     return {"headers": headers, "rows": rows, "footer": f"Diff Total: {stats.total_diff}"}

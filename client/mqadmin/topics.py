@@ -8,7 +8,6 @@ from typing import Any
 from client.admin import AdminClient
 from client.errors import MQClientError
 from client.mqadmin.base import command, targets, where
-from client.route import MASTER_ID
 from remoting import constants as K
 from remoting.body import TopicConfig
 from remoting.serde import unstructure_body
@@ -115,10 +114,7 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
     topics = [args.topic] if args.topic else await admin.topic_list()
     rows = []
     for topic in sorted(t for t in topics if not K.is_system_topic(t) and not t.startswith("%")):
-        route = await admin.topic_route(topic)
-        masters = [
-            d.broker_addrs[MASTER_ID] for d in route.broker_datas if MASTER_ID in d.broker_addrs
-        ]
+        masters = await admin.topic_masters(topic)
         puts = [await admin.view_broker_stats(a, "TOPIC_PUT_NUMS", topic) for a in masters]
         in_tps = sum(s.stats_minute.tps for s in puts if s is not None)
         in_day = sum(_day_sum(s) for s in puts)

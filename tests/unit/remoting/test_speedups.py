@@ -1,6 +1,7 @@
-"""The native twins (remoting/native/, the module remoting._speedups) against its pure-Python references: same bytes, same results, same
-errors, on the same inputs. The pure code stays the specification (it is what the rest of the
-unit tests pin against Java's values and RocketMQ's layouts)."""
+"""The native twins (remoting/native/, the module remoting._speedups) against their pure-Python
+references: same bytes, same results, same errors, on the same inputs. The pure code stays the
+specification (it is what the rest of the unit tests pin against Java's values and RocketMQ's
+layouts)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,7 @@ from remoting import message as codec
 from remoting import record
 from remoting.java_hash import python_java_hash
 from remoting.speedups import FUNCTIONS, native
-
-needs_native = pytest.mark.skipif(
-    native is None, reason="ROCKETMQ_TRIO_PURE=1 or the extension is not built"
-)
+from tests.nativekit import needs_native
 
 
 def test_the_native_twins_are_built() -> None:
@@ -34,9 +32,8 @@ def test_the_native_twins_are_built() -> None:
         )
 
 
+@needs_native
 def test_every_native_twin_is_named_in_the_loader_check() -> None:
-    if native is None:
-        pytest.skip("ROCKETMQ_TRIO_PURE=1 or the extension is not built")
     exported = {name for name in dir(native) if not name.startswith("_")}
     assert exported == set(FUNCTIONS)
 
@@ -346,10 +343,8 @@ def test_scans_of_blank_zeros_and_bad_utf8_agree() -> None:
     )
 
 
-@pytest.mark.parametrize("scan", ["python", "native"])
+@pytest.mark.parametrize("scan", ["python", pytest.param("native", marks=needs_native)])
 def test_a_size_too_small_for_its_ipv6_header_is_corrupt_not_an_error(scan) -> None:
-    if scan == "native" and native is None:
-        pytest.skip("ROCKETMQ_TRIO_PURE=1 or the extension is not built")
     data = bytearray(100)
     data[0:8] = (100).to_bytes(4, "big") + (record.MESSAGE_MAGIC_CODE & 0xFFFFFFFF).to_bytes(
         4, "big"

@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from remoting.speedups import native
+from tests.nativekit import needs_native
 
 
 def run_child(root: Path, *, pure: bool) -> dict:
@@ -27,7 +25,7 @@ def run_child(root: Path, *, pure: bool) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.skipif(native is None, reason="ROCKETMQ_TRIO_PURE=1 or the extension is not built")
+@needs_native
 def test_native_and_pure_stores_write_and_recover_the_same_bytes(tmp_path: Path) -> None:
     fast = run_child(tmp_path / "native", pure=False)
     slow = run_child(tmp_path / "pure", pure=True)
