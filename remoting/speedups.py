@@ -24,6 +24,10 @@ FUNCTIONS = (
     "index_put_entries",
     "dispatch_fields",
     "populate_write",
+    "batch_records",
+    "batch_requests",
+    "index_hashes",
+    "pack_cq_units",
 )
 
 native: ModuleType | None = None

@@ -12,11 +12,10 @@ master never parses its own records back.
 from __future__ import annotations
 
 import logging
-import re
-import zlib
 from collections.abc import Callable
 from typing import Any
 
+from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.mapped_file import MappedFile, StoreError
@@ -42,7 +41,6 @@ from remoting.record import (
     record_size,
     scan_record,
 )
-from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
@@ -50,33 +48,6 @@ MAX_TOPIC_BYTES = 127
 MAX_PROPERTIES_BYTES = 32767
 _NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
 _new_request = tuple.__new__  # a DispatchRequest per message: skip NamedTuple's Python __new__
-
-
-# The properties dispatch needs, found in one C-level scan. A match needs the name at a segment
-# start and a non-empty value, and findall keeps the last: exactly what Java's
-# string2messageProperties ends up holding for these names (empty names and values dropped,
-# later duplicates win).
-_DISPATCH_PROPERTIES = re.compile("(?:^|\x02)(TAGS|KEYS|UNIQ_KEY|DELAY)\x01([^\x02]+)")
-
-
-def dispatch_properties(text: str) -> dict[str, str]:
-    """TAGS, KEYS, UNIQ_KEY and DELAY of an encoded properties string, where present."""
-    return dict(_DISPATCH_PROPERTIES.findall(text)) if text else {}
-
-
-def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
-    """(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string: the reference of
-    remoting/native/hashing.c's dispatch_fields."""
-    found = dispatch_properties(text)
-    return (
-        tags_code(found.get(MessageConst.TAGS)),
-        found.get(MessageConst.KEYS, ""),
-        found.get(MessageConst.UNIQ_KEY, ""),
-        found.get(MessageConst.DELAY),
-    )
-
-
-dispatch_fields = native.dispatch_fields if native is not None else python_dispatch_fields
 
 
 class CommitLog:
@@ -297,41 +268,32 @@ class CommitLog:
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """A batch: ``msg.body`` is the MessageBatch encoding, ``msg.properties`` the batch-level
         properties appended to each entry's own. All entries go into one segment."""
+        topic = msg.topic.encode("utf-8")
+        batch_properties = codec.properties_to_string(msg.properties).encode("utf-8")
+        born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
+        fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
         try:
-            entries = codec.decode_batch_body(msg.body)
+            records, total, refused = batch_records(
+                msg.body,
+                batch_properties,
+                fixed_size,
+                self.config.max_message_size,
+                MAX_PROPERTIES_BYTES,
+            )
         except codec.MessageDecodeError as exc:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}"
             ), []
-        if not entries:
+        if not records:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch"
             ), []
-        topic = msg.topic.encode("utf-8")
-        batch_properties = codec.properties_to_string(msg.properties)
-        born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
-        # Per entry: only what differs between entries is checked and sized, in one loop (it
-        # runs for every message of a batch); the rest once, with the first entry.
-        fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
-        max_body = self.config.max_message_size
-        separator = codec.PROPERTY_SEPARATOR
-        refused = self._check(topic, b"", len(entries[0].body))
-        if refused is not None:
-            return refused, []
-        records, texts, total = [], [], 0
-        add_record, add_text, crc32 = records.append, texts.append, zlib.crc32
-        for flag, body, text in entries:
-            if text and batch_properties and not text.endswith(separator):
-                text += separator
-            text += batch_properties
-            properties = text.encode("utf-8")
-            if len(properties) > MAX_PROPERTIES_BYTES or len(body) > max_body:
-                return self._check(topic, properties, len(body)), []
-            size = fixed_size + len(body) + len(properties)
-            add_record((flag, body, properties, size, crc32(body) & 0x7FFFFFFF))
-            add_text(text)
-            total += size
-        if total > self.config.max_message_size + 64 * 1024 * len(entries):
+        problem = self._check(topic, b"", len(records[0][1]))
+        if problem is None and refused >= 0:
+            problem = self._check(topic, records[refused][2], len(records[refused][1]))
+        if problem is not None:
+            return problem, []
+        if total > self.config.max_message_size + 64 * 1024 * len(records):
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes is too large",
@@ -343,66 +305,36 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), []
-        return self._append_batch(msg, mapped, topic, records, texts, total)
+        return self._append_batch(msg, mapped, topic, records, total)
 
     def _append_batch(
         self,
         msg: MessageExtBrokerInner,
         mapped: MappedFile,
         topic: bytes,
-        records: list[tuple[int, Any, bytes, int, int]],
-        texts: list[str],
+        records: list[Record],
         total: int,
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """Write a batch's records (flag, body, properties, size, body CRC) with their
-        properties ``texts``; dispatch requests for each."""
+        """Write a batch's records back to back; dispatch requests for each."""
         key = (msg.topic, msg.queue_id)
-        first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
+        queue_offset = self.topic_queue_table.get(key, 0)
         store_ts = self.clock()
         position = mapped.wrote_position
         first_phys = mapped.start_offset + position
         self._write_records(mapped, records, msg, topic, queue_offset, store_ts, 0)
-        msg_ids, requests = [], []
-        add_id, add_request, fields, new = (
-            msg_ids.append,
-            requests.append,
-            dispatch_fields,
-            _new_request,
-        )
-        prefix, topic_name, queue_id, sys_flag = (
+        msg_ids, requests = batch_requests(
+            records,
             self._msg_id_prefix,
             msg.topic,
             msg.queue_id,
+            first_phys,
+            queue_offset,
+            store_ts,
             msg.sys_flag,
         )
-        phys_offset = first_phys
-        for record, text in zip(records, texts, strict=True):
-            size = record[3]
-            add_id(f"{prefix}{phys_offset:016X}")
-            tags, keys, uniq_key, _ = fields(text)
-            add_request(
-                new(
-                    DispatchRequest,
-                    (
-                        topic_name,
-                        queue_id,
-                        phys_offset,
-                        size,
-                        tags,
-                        store_ts,
-                        queue_offset,
-                        keys,
-                        uniq_key,
-                        sys_flag,
-                        {},
-                    ),
-                )
-            )
-            phys_offset += size
-            queue_offset += 1
         mapped.wrote_position = position + total
         self.warmer.wrote(mapped)
-        self.topic_queue_table[key] = queue_offset
+        self.topic_queue_table[key] = queue_offset + len(records)
         self.last_put_timestamp = store_ts
         append = AppendMessageResult(
             wrote_offset=first_phys,
@@ -410,7 +342,7 @@ class CommitLog:
             msg_id=",".join(msg_ids),
             msg_ids=msg_ids,
             store_timestamp=store_ts,
-            queue_offset=first_queue_offset,
+            queue_offset=queue_offset,
             msg_num=len(msg_ids),
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), requests

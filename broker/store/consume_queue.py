@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker.store.mapped_file import MappedFile
 from broker.store.mapped_file_queue import MappedFileQueue
+from broker.store.types import DispatchRequest
+from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,25 @@ assert CQ_UNIT.size == 20
 UNIT = CQ_UNIT.size
 _FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
 _UNIT_RUNS: dict[int, struct.Struct] = {}  # ">qiqqiq...": a batch's units in one pack
+
+
+def python_pack_cq_units(
+    buffer: memoryview | bytearray, position: int, requests: Sequence[DispatchRequest]
+) -> None:
+    """The units of ``requests`` back to back from ``position``: the reference of
+    remoting/native/records.c's pack_cq_units."""
+    count = len(requests)
+    layout = _UNIT_RUNS.get(count)
+    if layout is None:
+        layout = _UNIT_RUNS[count] = struct.Struct(">" + "qiq" * count)
+    layout.pack_into(
+        buffer,
+        position,
+        *[field for r in requests for field in (r.commit_log_offset, r.msg_size, r.tags_code)],
+    )
+
+
+pack_cq_units = native.pack_cq_units if native is not None else python_pack_cq_units
 
 
 class ConsumeQueue:
@@ -82,31 +103,28 @@ class ConsumeQueue:
         self.max_phys_offset = phys_offset + size
         return True
 
-    def put_batch(self, units: list[tuple[int, int, int]], first_queue_offset: int) -> None:
-        """Units of consecutive queue offsets (one batch's messages). When they follow the
+    def put_batch(self, requests: Sequence[DispatchRequest]) -> None:
+        """The units of one batch's messages (consecutive queue offsets). When they follow the
         queue's end and fit in its current file, one pack writes them all; anything else
         (a file boundary, a re-dispatch) goes unit by unit through ``put``."""
         mapped = self.queue.last
-        count = len(units)
+        count = len(requests)
+        if not count:
+            return
+        first = requests[0]
         if (
             mapped is not None
-            and count
-            and units[0][0] + units[0][1] > self.max_phys_offset
-            and mapped.start_offset + mapped.wrote_position == first_queue_offset * UNIT
+            and first.commit_log_offset + first.msg_size > self.max_phys_offset
+            and mapped.start_offset + mapped.wrote_position == first.consume_queue_offset * UNIT
             and mapped.wrote_position + count * UNIT <= mapped.file_size
         ):
-            layout = _UNIT_RUNS.get(count)
-            if layout is None:
-                layout = _UNIT_RUNS[count] = struct.Struct(">" + "qiq" * count)
-            layout.pack_into(
-                mapped.mmap, mapped.wrote_position, *[field for unit in units for field in unit]
-            )
+            pack_cq_units(mapped.mmap, mapped.wrote_position, requests)
             mapped.wrote_position += count * UNIT
-            last_phys, last_size, _ = units[-1]
-            self.max_phys_offset = last_phys + last_size
+            last = requests[-1]
+            self.max_phys_offset = last.commit_log_offset + last.msg_size
             return
-        for index, (phys_offset, size, tags_code) in enumerate(units):
-            self.put(phys_offset, size, tags_code, first_queue_offset + index)
+        for r in requests:
+            self.put(r.commit_log_offset, r.msg_size, r.tags_code, r.consume_queue_offset)
 
     def _fill_before(self, mapped: MappedFile, expected: int) -> None:
         """A queue whose first unit is not offset 0 (a slave starting mid-log) pads the file's

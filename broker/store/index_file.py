@@ -41,6 +41,29 @@ def index_file_size(slots: int, entries: int) -> int:
     return HEADER.size + slots * SLOT.size + entries * ENTRY.size
 
 
+def python_index_hashes(
+    requests: Sequence[DispatchRequest], prefix: str, done: int
+) -> list[tuple[int, int]]:
+    """(Java hash of prefix + key, phy offset) for the UNIQ_KEY and each space-separated KEYS
+    entry of the requests past ``done``: the reference of remoting/native/index.c's
+    index_hashes."""
+    entries: list[tuple[int, int]] = []
+    for request in requests:
+        phy_offset = request.commit_log_offset
+        if phy_offset <= done:
+            continue
+        if request.uniq_key:
+            entries.append((java_hash(prefix + request.uniq_key), phy_offset))
+        if request.keys:
+            for key in request.keys.split(" "):
+                if key:
+                    entries.append((java_hash(prefix + key), phy_offset))
+    return entries
+
+
+index_hashes = native.index_hashes if native is not None else python_index_hashes
+
+
 class IndexFile:
     def __init__(
         self, path: Path, slots: int, entries: int, *, create: bool, begin: tuple[int, int] = (0, 0)
@@ -227,18 +250,7 @@ class IndexService:
         # Indexed before the crash: recovery re-dispatches idempotently. (Java compares with
         # <, which indexes the last record twice after every crash.)
         done = index.end_phy_offset if index.index_count > 1 else -1
-        prefix = first.topic + "#"
-        entries: list[tuple[int, int]] = []
-        for request in requests:
-            phy_offset = request.commit_log_offset
-            if phy_offset <= done:
-                continue
-            if request.uniq_key:
-                entries.append((java_hash(prefix + request.uniq_key), phy_offset))
-            if request.keys:
-                for key in request.keys.split(" "):
-                    if key:
-                        entries.append((java_hash(prefix + key), phy_offset))
+        entries = index_hashes(requests, first.topic + "#", done)
         timestamp = requests[-1].store_timestamp
         while entries:
             written = index.put_entries(entries, timestamp)

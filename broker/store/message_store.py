@@ -297,10 +297,7 @@ class DefaultMessageStore:
             codec.TRANSACTION_COMMIT_TYPE,
         ):
             queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
-            queue.put_batch(
-                [(r.commit_log_offset, r.msg_size, r.tags_code) for r in requests],
-                first.consume_queue_offset,
-            )
+            queue.put_batch(requests)
             if notify and not self.is_slave and self.arrival_listener is not None:
                 # Once per tag, with the newest offset carrying it: the same wake-ups as a
                 # call per message (a held pull wakes for a matching message past its offset).

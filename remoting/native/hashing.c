@@ -1,21 +1,20 @@
 /* Java's String.hashCode, and the fields dispatch reads from a properties string. */
 #include "speedups.h"
 
-/* Over UTF-16 code units, as Java sees the string; mod 2^32. */
-uint32_t unsigned_java_hash(PyObject *text) {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+/* Over UTF-16 code units, as Java sees the string; mod 2^32. Continues `h` over the code
+ * points [start, end) of `text`, so a concatenation needs no new string. */
+uint32_t java_hash_range(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end) {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
-    uint32_t h = 0;
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *s = (const Py_UCS1 *)data;
-        for (Py_ssize_t i = 0; i < n; i++) h = 31u * h + s[i];
+        for (Py_ssize_t i = start; i < end; i++) h = 31u * h + s[i];
     } else if (kind == PyUnicode_2BYTE_KIND) {
         const Py_UCS2 *s = (const Py_UCS2 *)data;
-        for (Py_ssize_t i = 0; i < n; i++) h = 31u * h + s[i];
+        for (Py_ssize_t i = start; i < end; i++) h = 31u * h + s[i];
     } else {
         const Py_UCS4 *s = (const Py_UCS4 *)data;
-        for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t i = start; i < end; i++) {
             Py_UCS4 c = s[i];
             if (c > 0xFFFF) { /* a surrogate pair in UTF-16 */
                 c -= 0x10000;
@@ -27,6 +26,10 @@ uint32_t unsigned_java_hash(PyObject *text) {
         }
     }
     return h;
+}
+
+uint32_t unsigned_java_hash(PyObject *text) {
+    return java_hash_range(0, text, 0, PyUnicode_GET_LENGTH(text));
 }
 
 PyObject *java_hash(PyObject *self, PyObject *arg) {
@@ -41,7 +44,7 @@ PyObject *java_hash(PyObject *self, PyObject *arg) {
  * What dispatch needs of an encoded properties string (NAME \x01 VALUE, \x02-separated), read
  * as Java's string2messageProperties leaves it: a name runs to the first \x01 of its segment,
  * empty values count as absent, a later duplicate wins. The tags code is the TAGS value's
- * String.hashCode (0 without one). The reference: broker/store/commit_log.py
+ * String.hashCode (0 without one). The reference: broker/store/batch_records.py
  * python_dispatch_fields. */
 PyObject *dispatch_fields(PyObject *self, PyObject *arg) {
     if (!PyUnicode_Check(arg)) {
@@ -51,6 +54,11 @@ PyObject *dispatch_fields(PyObject *self, PyObject *arg) {
     Py_ssize_t len;
     const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
     if (text == NULL) return NULL;
+    return dispatch_fields_of(text, len);
+}
+
+/* dispatch_fields over the UTF-8 bytes of a properties string. */
+PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
     /* [start, end) of the last non-empty value of each name */
     const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
     static const char *names[4] = {"TAGS", "KEYS", "UNIQ_KEY", "DELAY"};

@@ -52,3 +52,61 @@ done:
     PyBuffer_Release(&mm);
     return result;
 }
+
+static int add_hash(PyObject *out, uint32_t h, PyObject *phy) {
+    PyObject *pair = Py_BuildValue("(lO)", (long)(int32_t)h, phy);
+    if (pair == NULL) return -1;
+    int appended = PyList_Append(out, pair);
+    Py_DECREF(pair);
+    return appended;
+}
+
+/* index_hashes(requests, prefix, done) -> [(key hash, phy offset)]
+ * requests: DispatchRequest tuples (phy offset at 2, KEYS at 7, UNIQ_KEY at 8). Per request past
+ * `done`: the Java hash of prefix + UNIQ_KEY, then of prefix + each non-empty space-separated
+ * key. The reference: broker/store/index_file.py python_index_hashes. */
+PyObject *index_hashes(PyObject *self, PyObject *args) {
+    PyObject *requests, *prefix;
+    long long done;
+    if (!PyArg_ParseTuple(args, "OUL", &requests, &prefix, &done)) return NULL;
+    PyObject *seq = PySequence_Fast(requests, "requests must be a sequence");
+    if (seq == NULL) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto fail;
+    uint32_t base = unsigned_java_hash(prefix);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 9) {
+            PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+            goto fail;
+        }
+        PyObject *phy = PyTuple_GET_ITEM(request, 2);
+        long long phy_value = PyLong_AsLongLong(phy);
+        if (phy_value == -1 && PyErr_Occurred()) goto fail;
+        if (phy_value <= done) continue;
+        PyObject *keys = PyTuple_GET_ITEM(request, 7), *uniq = PyTuple_GET_ITEM(request, 8);
+        if (!PyUnicode_Check(keys) || !PyUnicode_Check(uniq)) {
+            PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
+            goto fail;
+        }
+        Py_ssize_t uniq_length = PyUnicode_GET_LENGTH(uniq);
+        if (uniq_length && add_hash(out, java_hash_range(base, uniq, 0, uniq_length), phy) < 0)
+            goto fail;
+        Py_ssize_t length = PyUnicode_GET_LENGTH(keys), start = 0;
+        int kind = PyUnicode_KIND(keys);
+        const void *data = PyUnicode_DATA(keys);
+        for (Py_ssize_t at = 0; at <= length; at++) {
+            if (at < length && PyUnicode_READ(kind, data, at) != ' ') continue;
+            if (at > start && add_hash(out, java_hash_range(base, keys, start, at), phy) < 0)
+                goto fail;
+            start = at + 1;
+        }
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    return NULL;
+}

@@ -123,3 +123,48 @@ done:
     PyBuffer_Release(&store);
     return result;
 }
+
+/* pack_cq_units(buffer, position, requests) -> None
+ * ConsumeQueue units (phys offset int64, size int32, tags code int64) of DispatchRequest tuples
+ * (fields 2, 3 and 4), back to back from `position`. The reference: broker/store/consume_queue.py
+ * python_pack_cq_units. */
+PyObject *pack_cq_units(PyObject *self, PyObject *args) {
+    Py_buffer out;
+    Py_ssize_t pos;
+    PyObject *requests;
+    if (!PyArg_ParseTuple(args, "w*nO", &out, &pos, &requests)) return NULL;
+    PyObject *result = NULL;
+    PyObject *seq = PySequence_Fast(requests, "requests must be a sequence");
+    if (seq == NULL) goto done;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    if (pos < 0 || pos > out.len || count > (out.len - pos) / 20) {
+        PyErr_Format(PyExc_IndexError, "%zd units at %zd do not fit in %zd bytes", count, pos,
+                     out.len);
+        goto done;
+    }
+    unsigned char *p = (unsigned char *)out.buf + pos;
+    for (Py_ssize_t i = 0; i < count; i++, p += 20) {
+        PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 5) {
+            PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+            goto done;
+        }
+        long long phys = PyLong_AsLongLong(PyTuple_GET_ITEM(request, 2));
+        long size = PyLong_AsLong(PyTuple_GET_ITEM(request, 3));
+        long long tags = PyLong_AsLongLong(PyTuple_GET_ITEM(request, 4));
+        if (PyErr_Occurred()) goto done;
+        if (size < INT32_MIN || size > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "a unit's size is an int32");
+            goto done;
+        }
+        put_i64(p, phys);
+        put_i32(p + 8, (int32_t)size);
+        put_i64(p + 12, tags);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(seq);
+    PyBuffer_Release(&out);
+    return result;
+}

@@ -48,13 +48,21 @@ static inline int16_t get_i16(const unsigned char *p) {
 
 /* Java's String.hashCode over the UTF-16 code units of a str, mod 2^32 (hashing.c). */
 uint32_t unsigned_java_hash(PyObject *text);
+uint32_t java_hash_range(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end);
+
+/* dispatch_fields over UTF-8 bytes (hashing.c). */
+PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
+PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);
 PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *decode_batch_body(PyObject *self, PyObject *args);
+PyObject *batch_records(PyObject *self, PyObject *args);
+PyObject *batch_requests(PyObject *self, PyObject *args);
+PyObject *index_hashes(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.store import index_file
-from broker.store.commit_log import python_dispatch_fields
+from broker.store.batch_records import python_dispatch_fields
 from broker.store.index_file import IndexFile
 from remoting import message as codec
 from remoting import record

@@ -7,7 +7,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.store.commit_log import dispatch_properties
+from broker.store.batch_records import dispatch_properties
 from broker.store.consume_queue import CQ_UNIT
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from remoting import message as codec
