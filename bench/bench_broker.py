@@ -1,6 +1,7 @@
 """Broker over loopback, 1 KiB bodies, ASYNC_FLUSH, ASYNC_MASTER: sync sends (1 and 8
 connections), batch sends (32 x 1 KiB), consume (pull 32) of 1,000,000 stored messages, with
-the broker's CPU use beside each figure and its RSS at the end. Printed, never asserted."""
+the broker's CPU use beside each figure, and its RSS once it holds 10 M messages
+(BENCH_RSS_MESSAGES). Printed, never asserted."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from remoting.serde import encode_header_fields
 BODY = b"x" * 1024
 DURATION_S = float(os.environ.get("BENCH_SECONDS", "5"))
 CONSUME_MESSAGES = int(os.environ.get("BENCH_CONSUME_MESSAGES", "1000000"))
+# The issue asks for RSS after 10 M messages: ~12 GiB of CommitLog on disk while it runs.
+RSS_MESSAGES = int(os.environ.get("BENCH_RSS_MESSAGES", "10000000"))
 QUEUES = 8
 
 
@@ -106,7 +109,10 @@ class Broker:
         self.proc.wait(60)
 
 
-def measure(broker: Broker, label: str, frames: list[list[bytes]], per_request: int, **kw) -> float:
+def measure(
+    broker: Broker, label: str, frames: list[list[bytes]], per_request: int, **kw
+) -> tuple[float, int]:
+    """(msg/s, messages stored)."""
     cpu0, t0 = broker.cpu_s(), time.perf_counter()
     results = loadgen.run(broker.addr, frames, duration_s=DURATION_S, **kw)
     elapsed = time.perf_counter() - t0
@@ -122,7 +128,26 @@ def measure(broker: Broker, label: str, frames: list[list[bytes]], per_request: 
         f"CPU per 10k msg/s {cpu / max(rate, 1) * 10000:5.1f}%  errors {errors}",
         flush=True,
     )
-    return rate
+    return rate, (requests - errors) * per_request
+
+
+def fill_to(broker: Broker, stored: int, goal: int) -> None:
+    """Batch sends on 8 connections until the broker holds ``goal`` messages, a line per
+    million, then its RSS with and without the mapped store files."""
+    step = 8 * 32 * 3906  # ~1 M messages a round
+    t0 = time.perf_counter()
+    while stored < goal:
+        per_worker = max(1, min(step, goal - stored) // (8 * 32))
+        frames = [[send_frame("FillTopic", w % QUEUES, batch=32)] for w in range(8)]
+        results = loadgen.run(broker.addr, frames, duration_s=3600, max_requests=per_worker)
+        stored += sum(r.requests - r.errors for r in results) * 32
+        print(f"  stored {stored:,} messages ({time.perf_counter() - t0:.0f} s)", flush=True)
+    info = broker.ps.memory_info()
+    print(
+        f"broker RSS after {stored:,} messages {info.rss / 2**20:,.0f} MiB, of which "
+        f"{(info.rss - info.shared) / 2**20:,.0f} MiB not mapped store files",
+        flush=True,
+    )
 
 
 def consume(broker: Broker, topic: str, per_queue: int) -> None:
@@ -175,38 +200,34 @@ def main() -> None:
     try:
         warm = [[send_frame("SyncTopic", q) for q in range(QUEUES)]]
         loadgen.run(broker.addr, warm, duration_s=1)
-        measure(
-            broker,
-            "sync send, 1 connection",
-            [[send_frame("SyncTopic", q) for q in range(QUEUES)]],
-            1,
-        )
-        measure(
-            broker,
-            "sync send, 8 connections",
-            [[send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)],
-            1,
-        )
-        measure(
-            broker,
-            "batch send 32x1KiB, 8 connections",
-            [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
-            32,
-        )
+        stored = 0
+        for label, frames, per_request in (
+            ("sync send, 1 connection", [[send_frame("SyncTopic", q) for q in range(QUEUES)]], 1),
+            (
+                "sync send, 8 connections",
+                [
+                    [send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)]
+                    for w in range(8)
+                ],
+                1,
+            ),
+            (
+                "batch send 32x1KiB, 8 connections",
+                [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
+                32,
+            ),
+        ):
+            stored += measure(broker, label, frames, per_request)[1]
         per_queue = CONSUME_MESSAGES // QUEUES // 32 * 32  # what the batches below store
         fill = [[send_frame("ConsumeTopic", q, batch=32)] for q in range(QUEUES)]
         t0 = time.perf_counter()
         loadgen.run(broker.addr, fill, duration_s=3600, max_requests=per_queue // 32)
+        stored += per_queue * QUEUES
         print(
             f"filled {CONSUME_MESSAGES:,} messages in {time.perf_counter() - t0:.1f} s", flush=True
         )
         consume(broker, "ConsumeTopic", per_queue)
-        info = broker.ps.memory_info()
-        print(
-            f"broker RSS after {info.rss / 2**20:,.0f} MiB, of which "
-            f"{(info.rss - info.shared) / 2**20:,.0f} MiB not mapped store files",
-            flush=True,
-        )
+        fill_to(broker, stored, RSS_MESSAGES)
     finally:
         broker.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -50,7 +50,7 @@ def send_throughput(root: Path, role: str, port: int) -> float:
         loadgen.run(master.addr, [[send_frame("Warm", 0)]], duration_s=0.5)
         wait_slave(master, slave)
         frames = [[send_frame("HaSync", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)]
-        return measure(master, f"sync send 8 conns, {role}", frames, 1)
+        return measure(master, f"sync send 8 conns, {role}", frames, 1)[0]
     finally:
         slave.stop()
         master.stop()
