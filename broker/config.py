@@ -110,7 +110,8 @@ class BrokerConfig:
 
 
 # Keys of RocketMQ's BrokerConfig/NettyServerConfig/MessageStoreConfig that change nothing
-# here (thread pools, Netty tuning, features we do not ship): accepted without a warning.
+# here (thread pools, Netty tuning, features we do not ship): accepted without a warning, except
+# those of REFUSED_WHEN_ON switched on.
 IGNORED_KEYS = frozenset(
     [
         "rocketmqHome",
@@ -261,6 +262,29 @@ def _build(cls: type, values: dict[str, Any], sources: Mapping[str, str]) -> Any
         raise ConfigError(f"bad broker config: {text}") from None
 
 
+# RocketMQ features this broker does not have, where running without one is not what the
+# operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
+# refuses to start rather than run open or unreplicated. Switched off they are ignored.
+REFUSED_WHEN_ON = {
+    "aclEnable": (
+        "ACL (plain_acl.yml access keys and signatures) is not implemented by this broker, so "
+        "requests would go unchecked; set it to false and restrict access to the broker's "
+        "ports at the network"
+    ),
+    "enableDLegerCommitLog": (
+        "DLedger replication is not implemented by this broker; use a master/slave pair "
+        "(brokerId, brokerRole=ASYNC_MASTER/SYNC_MASTER/SLAVE) instead"
+    ),
+}
+
+
+def _refuse_missing_features(properties: Mapping[str, str]) -> None:
+    for key, reason in REFUSED_WHEN_ON.items():
+        text = properties.get(key)
+        if text is not None and text.strip().lower() == "true":
+            raise ConfigError(f"bad value for {key}={text!r}: {reason}")
+
+
 def resolve_types() -> None:
     attrs.resolve_types(BrokerConfig)
     attrs.resolve_types(MessageStoreConfig)
@@ -271,6 +295,7 @@ def load_broker_config(
 ) -> tuple[BrokerConfig, MessageStoreConfig]:
     """Split ``broker.conf`` properties into the two configs, converting and validating."""
     resolve_types()
+    _refuse_missing_features(properties)
     targets = {
         BrokerConfig: keyed_fields(BrokerConfig),
         MessageStoreConfig: keyed_fields(MessageStoreConfig),

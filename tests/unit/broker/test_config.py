@@ -86,6 +86,19 @@ def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None
     assert "sendMessageThreadPoolNums" not in warnings[0]
 
 
+@pytest.mark.parametrize(
+    ("key", "reason"), [("aclEnable", "ACL"), ("enableDLegerCommitLog", "DLedger")]
+)
+def test_a_feature_we_lack_switched_on_is_refused_switched_off_accepted(key, reason) -> None:
+    # Running open (no ACL checks) or unreplicated is not what such a config asks for.
+    for on in ("true", "TRUE", " True"):
+        with pytest.raises(ConfigError) as refused:
+            load_broker_config({key: on})
+        assert f"{key}={on!r}" in str(refused.value) and reason in str(refused.value)
+    for off in ("false", "no", ""):  # anything but "true" is false to Java's parseBoolean
+        load_broker_config({key: off})
+
+
 def test_the_ha_port_is_always_listen_port_plus_one(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="broker.config"):
         _, store = load_broker_config({"listenPort": "20911", "haListenPort": "30000"})
