@@ -271,6 +271,10 @@ REFUSED_WHEN_ON = {
         "requests would go unchecked; set it to false and restrict access to the broker's "
         "ports at the network"
     ),
+    "useTLS": (
+        "TLS is not implemented by this broker: its connections to name servers and its "
+        "ports would be plaintext"
+    ),
     "enableDLegerCommitLog": (
         "DLedger replication is not implemented by this broker; use a master/slave pair "
         "(brokerId, brokerRole=ASYNC_MASTER/SYNC_MASTER/SLAVE) instead"
