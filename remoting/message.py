@@ -91,9 +91,11 @@ def body_crc(body: bytes | bytearray | memoryview) -> int:
 def properties_to_string(properties: Mapping[str, str]) -> str:
     """``name\\x01value\\x02...`` without the final separator, as Java writes it."""
     return PROPERTY_SEPARATOR.join(
-        f"{name}{NAME_VALUE_SEPARATOR}{value}"
-        for name, value in properties.items()
-        if value is not None
+        [
+            f"{name}{NAME_VALUE_SEPARATOR}{value}"
+            for name, value in properties.items()
+            if value is not None
+        ]
     )
 
 

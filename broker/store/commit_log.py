@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from zlib import crc32
 
 from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
 from broker.store.config import MessageStoreConfig
@@ -195,37 +196,54 @@ class CommitLog:
     def put_message(
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        self._prepare(msg)
         props = msg.properties
+        if MessageConst.DELAY in props:
+            self._prepare(msg)
         properties_text = codec.properties_to_string(props)
         properties = properties_text.encode("utf-8")
         topic = msg.topic.encode("utf-8")
         body = msg.body
-        refused = self._check(topic, properties, len(body))
-        if refused is not None:
-            return refused, []
+        if (
+            len(topic) > MAX_TOPIC_BYTES
+            or len(properties) > MAX_PROPERTIES_BYTES
+            or len(body) > self.config.max_message_size
+        ):
+            return self._check(topic, properties, len(body)), []
         size = self._fixed_size[len(msg.born_host[0]) == 16] + len(body) + len(topic)
         size += len(properties)
-        try:
-            mapped = self._segment_for(size)
-        except StoreError as exc:
-            log.error("cannot append: %s", exc)
-            return PutMessageResult(
-                status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
-            ), []
+        files = self.queue.files
+        mapped = files[-1] if files else None
+        if mapped is None or size + END_FILE_MIN_BLANK_LENGTH > mapped.remaining:
+            try:
+                mapped = self._segment_for(size)
+            except StoreError as exc:
+                log.error("cannot append: %s", exc)
+                return PutMessageResult(
+                    status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
+                ), []
         key = (msg.topic, msg.queue_id)
         queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
         queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
         store_ts = self.clock()
         position = mapped.wrote_position
         phys_offset = mapped.start_offset + position
-        self._write_records(
-            mapped,
-            [(msg.flag, body, properties, size, codec.body_crc(body))],
-            msg,
+        born_address, born_port = msg.born_host
+        pack_records_at(
+            mapped.mmap,
+            position,
+            [(msg.flag, body, properties, size, crc32(body) & 0x7FFFFFFF)],
             topic,
+            msg.queue_id,
             queue_offset,
+            phys_offset,
+            msg.sys_flag,
+            msg.born_timestamp,
+            born_address,
+            born_port,
             store_ts,
+            self.store_address,
+            self.store_port,
+            msg.reconsume_times,
             msg.prepared_transaction_offset,
         )
         mapped.wrote_position = position + size

@@ -214,9 +214,10 @@ class DefaultMessageStore:
         return self._put(self.commit_log.put_messages, batch)
 
     def _put(self, append: Callable, msg: MessageExtBrokerInner) -> PutMessageResult:
-        refused = self._refuse()
-        if refused is not None:
-            return refused
+        if self.shutting_down or self.disk_full or not self.loaded or self.is_slave:
+            refused = self._refuse()
+            if refused is not None:
+                return refused
         caught_up = self.reput.reput_from_offset == self.commit_log.max_offset
         result, requests = append(msg)
         if not result.ok:
