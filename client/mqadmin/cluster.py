@@ -142,12 +142,16 @@ def _kv_setup(p: argparse.ArgumentParser, with_value: bool) -> None:
         p.add_argument("-v", "--value", required=True)
 
 
+async def _each_namesrv(admin: AdminClient, code: int, fields: dict[str, str]) -> dict[str, Any]:
+    """The response of every NameServer (-n), in order; the first refusal stops it."""
+    return {
+        addr: await admin._ok(addr, admin.instance.request(code, fields))
+        for addr in admin.instance.config.namesrv_addrs
+    }
+
+
 async def _every_namesrv(admin: AdminClient, code: int, fields: dict[str, str]) -> list[str]:
-    done = []
-    for addr in admin.instance.config.namesrv_addrs:
-        await admin._ok(addr, admin.instance.request(code, fields))
-        done.append(addr)
-    return done
+    return list(await _each_namesrv(admin, code, fields))
 
 
 @command(
@@ -168,3 +172,55 @@ async def delete_kv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
 
     fields = {"namespace": args.namespace, "key": args.key}
     return {"namesrvs": await _every_namesrv(admin, RequestCode.DELETE_KV_CONFIG, fields)}
+
+
+def _broker_name_setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-b", "--brokerName", required=True)
+
+
+@command(
+    "wipeWritePerm",
+    "stop routing sends to a broker name, on every NameServer (until the broker registers "
+    "again; brokerPermission=4 with updateBrokerConfig lasts)",
+    _broker_name_setup,
+)
+async def wipe_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.codes import RequestCode
+
+    answers = await _each_namesrv(
+        admin, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": args.brokerName}
+    )
+    return {
+        "brokerName": args.brokerName,
+        "wipedTopics": {addr: int(r.ext_fields["wipeTopicCount"]) for addr, r in answers.items()},
+    }
+
+
+@command(
+    "addWritePerm",
+    "route sends to a broker name again, on every NameServer",
+    _broker_name_setup,
+)
+async def add_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.codes import RequestCode
+
+    answers = await _each_namesrv(
+        admin, RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": args.brokerName}
+    )
+    return {
+        "brokerName": args.brokerName,
+        "addedTopics": {addr: int(r.ext_fields["addTopicCount"]) for addr, r in answers.items()},
+    }
+
+
+@command("getNamesrvConfig", "every NameServer's configuration")
+async def get_namesrv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting.codes import RequestCode
+
+    answers = await _each_namesrv(admin, RequestCode.GET_NAMESRV_CONFIG, {})
+    return {
+        addr: dict(
+            line.split("=", 1) for line in bytes(r.body or b"").decode().splitlines() if "=" in line
+        )
+        for addr, r in answers.items()
+    }

@@ -245,3 +245,26 @@ async def test_stats_all_shows_a_topics_traffic_and_each_groups_lag(cluster) -> 
     assert (topic, group, lag, in_day) == ("StatsT", "StatsG", 1, 3)
     assert out_day == 3  # two messages, then the third with the second pull
     assert float(in_tps) > 0 and float(out_tps) > 0
+
+
+def test_wipe_and_add_write_perm_on_every_namesrv(cluster) -> None:
+    ns, _ = cluster
+    as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Drained")
+    wiped = as_json(ns, "wipeWritePerm", "-b", "broker-a")
+    assert wiped["wipedTopics"][ns.addr] >= 1
+    [queues] = as_json(ns, "topicRoute", "-t", "Drained")["queueDatas"]
+    assert queues["perm"] == 4  # readable, not writable: producers route elsewhere
+    added = as_json(ns, "addWritePerm", "-b", "broker-a")
+    assert added["addedTopics"] == wiped["wipedTopics"]
+    [queues] = as_json(ns, "topicRoute", "-t", "Drained")["queueDatas"]
+    assert queues["perm"] == 6
+    unknown = as_json(ns, "wipeWritePerm", "-b", "no-such-broker")
+    assert unknown["wipedTopics"] == {ns.addr: 0}
+
+
+def test_get_namesrv_config_reads_every_namesrv(cluster, tmp_path) -> None:
+    ns, _ = cluster
+    config = as_json(ns, "getNamesrvConfig")
+    assert list(config) == [ns.addr]
+    assert config[ns.addr]["kvConfigPath"] == str(tmp_path / "namesrv-kv" / "kvConfig.json")
+    assert config[ns.addr]["listenHost"] == "127.0.0.1"
