@@ -180,8 +180,8 @@ def _broker_name_setup(p: argparse.ArgumentParser) -> None:
 
 @command(
     "wipeWritePerm",
-    "stop routing sends to a broker name, on every NameServer (until the broker registers "
-    "again; brokerPermission=4 with updateBrokerConfig lasts)",
+    "stop routing sends to a broker name, on every NameServer (until the broker's topic config "
+    "changes or it restarts, as in RocketMQ; brokerPermission=4 with updateBrokerConfig lasts)",
     _broker_name_setup,
 )
 async def wipe_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
