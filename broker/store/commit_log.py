@@ -251,6 +251,18 @@ class CommitLog:
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
+        return self._put_result(msg, phys_offset, size, store_ts, queue_offset)
+
+    def _put_result(
+        self,
+        msg: MessageExtBrokerInner,
+        phys_offset: int,
+        size: int,
+        store_ts: int,
+        queue_offset: int,
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """What a stored single message gives its sender (ids, offsets) and dispatch."""
+        props = msg.properties
         msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
         append = AppendMessageResult(
             wrote_offset=phys_offset,
