@@ -87,9 +87,11 @@ def python_batch_requests(
     queue_offset: int,
     store_timestamp: int,
     sys_flag: int,
+    request_type: type[DispatchRequest] = DispatchRequest,
 ) -> tuple[list[str], list[DispatchRequest]]:
-    """Message ids and dispatch requests of ``records`` packed back to back from
-    ``phys_offset``, with consecutive queue offsets from ``queue_offset``."""
+    """Message ids and dispatch requests (``request_type`` tuples) of ``records`` packed back
+    to back from ``phys_offset``, with consecutive queue offsets from ``queue_offset``. The
+    native twin takes the same arguments."""
     ids, requests = [], []
     for record in records:
         size = record[3]
@@ -97,7 +99,7 @@ def python_batch_requests(
         tags, keys, uniq_key, _ = python_dispatch_fields(record[2].decode("utf-8"))
         requests.append(
             _new_request(
-                DispatchRequest,
+                request_type,
                 (
                     topic,
                     queue_id,
@@ -138,35 +140,4 @@ def batch_records(
     )
 
 
-def batch_requests(
-    records: list[Record],
-    msg_id_prefix: str,
-    topic: str,
-    queue_id: int,
-    phys_offset: int,
-    queue_offset: int,
-    store_timestamp: int,
-    sys_flag: int,
-) -> tuple[list[str], list[DispatchRequest]]:
-    if native is None:
-        return python_batch_requests(
-            records,
-            msg_id_prefix,
-            topic,
-            queue_id,
-            phys_offset,
-            queue_offset,
-            store_timestamp,
-            sys_flag,
-        )
-    return native.batch_requests(
-        records,
-        msg_id_prefix,
-        topic,
-        queue_id,
-        phys_offset,
-        queue_offset,
-        store_timestamp,
-        sys_flag,
-        DispatchRequest,
-    )
+batch_requests = native.batch_requests if native is not None else python_batch_requests

@@ -203,24 +203,18 @@ class CommitLog:
         properties = properties_text.encode("utf-8")
         topic = msg.topic.encode("utf-8")
         body = msg.body
-        if (
-            len(topic) > MAX_TOPIC_BYTES
-            or len(properties) > MAX_PROPERTIES_BYTES
-            or len(body) > self.config.max_message_size
-        ):
-            return self._check(topic, properties, len(body)), []
+        refused = self._check(topic, properties, len(body))
+        if refused is not None:
+            return refused, []
         size = self._fixed_size[len(msg.born_host[0]) == 16] + len(body) + len(topic)
         size += len(properties)
-        files = self.queue.files
-        mapped = files[-1] if files else None
-        if mapped is None or size + END_FILE_MIN_BLANK_LENGTH > mapped.remaining:
-            try:
-                mapped = self._segment_for(size)
-            except StoreError as exc:
-                log.error("cannot append: %s", exc)
-                return PutMessageResult(
-                    status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
-                ), []
+        try:
+            mapped = self._segment_for(size)
+        except StoreError as exc:
+            log.error("cannot append: %s", exc)
+            return PutMessageResult(
+                status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
+            ), []
         key = (msg.topic, msg.queue_id)
         queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
         queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
@@ -361,6 +355,7 @@ class CommitLog:
             queue_offset,
             store_ts,
             msg.sys_flag,
+            DispatchRequest,
         )
         mapped.wrote_position = position + total
         self.warmer.wrote(mapped)

@@ -214,10 +214,9 @@ class DefaultMessageStore:
         return self._put(self.commit_log.put_messages, batch)
 
     def _put(self, append: Callable, msg: MessageExtBrokerInner) -> PutMessageResult:
-        if self.shutting_down or self.disk_full or not self.loaded or self.is_slave:
-            refused = self._refuse()
-            if refused is not None:
-                return refused
+        refused = self._refuse()
+        if refused is not None:
+            return refused
         caught_up = self.reput.reput_from_offset == self.commit_log.max_offset
         result, requests = append(msg)
         if not result.ok:

@@ -178,6 +178,22 @@ def _broker_name_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--brokerName", required=True)
 
 
+async def _set_write_perm(admin: AdminClient, broker_name: str, *, wipe: bool) -> Any:
+    """WIPE_/ADD_WRITE_PERM_OF_BROKER on every NameServer, with the topic count each changed."""
+    from remoting.codes import RequestCode
+
+    code, field, key = (
+        (RequestCode.WIPE_WRITE_PERM_OF_BROKER, "wipeTopicCount", "wipedTopics")
+        if wipe
+        else (RequestCode.ADD_WRITE_PERM_OF_BROKER, "addTopicCount", "addedTopics")
+    )
+    answers = await _each_namesrv(admin, code, {"brokerName": broker_name})
+    return {
+        "brokerName": broker_name,
+        key: {addr: int(r.ext_fields[field]) for addr, r in answers.items()},
+    }
+
+
 @command(
     "wipeWritePerm",
     "stop routing sends to a broker name, on every NameServer (until the broker's topic config "
@@ -185,15 +201,7 @@ def _broker_name_setup(p: argparse.ArgumentParser) -> None:
     _broker_name_setup,
 )
 async def wipe_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
-    from remoting.codes import RequestCode
-
-    answers = await _each_namesrv(
-        admin, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": args.brokerName}
-    )
-    return {
-        "brokerName": args.brokerName,
-        "wipedTopics": {addr: int(r.ext_fields["wipeTopicCount"]) for addr, r in answers.items()},
-    }
+    return await _set_write_perm(admin, args.brokerName, wipe=True)
 
 
 @command(
@@ -202,15 +210,7 @@ async def wipe_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
     _broker_name_setup,
 )
 async def add_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
-    from remoting.codes import RequestCode
-
-    answers = await _each_namesrv(
-        admin, RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": args.brokerName}
-    )
-    return {
-        "brokerName": args.brokerName,
-        "addedTopics": {addr: int(r.ext_fields["addTopicCount"]) for addr, r in answers.items()},
-    }
+    return await _set_write_perm(admin, args.brokerName, wipe=False)
 
 
 @command("getNamesrvConfig", "every NameServer's configuration")

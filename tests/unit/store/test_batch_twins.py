@@ -107,7 +107,17 @@ def test_batch_requests_alike(entries, batch_text, prefix, topic, numbers) -> No
     body = codec.encode_batch_body(entries)
     records, _, _ = twins.python_batch_records(body, batch_text.encode(), 91, 100, 100)
     queue_id, phys, queue_offset, store_ts, sys_flag = numbers
-    args = (records, prefix, topic, queue_id, phys, queue_offset, store_ts, sys_flag)
+    args = (
+        records,
+        prefix,
+        topic,
+        queue_id,
+        phys,
+        queue_offset,
+        store_ts,
+        sys_flag,
+        DispatchRequest,
+    )
     ids, requests = twins.batch_requests(*args)
     assert (ids, requests) == twins.python_batch_requests(*args)
     assert all(type(request) is DispatchRequest for request in requests)
