@@ -26,8 +26,9 @@ FUNCTIONS = (
     "populate_write",
     "batch_records",
     "batch_requests",
-    "index_hashes",
+    "index_requests",
     "pack_cq_units",
+    "message_fields",
 )
 
 native: ModuleType | None = None

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from typing import Any
 from zlib import crc32
 
-from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
+from broker.store.batch_records import (
+    Record,
+    batch_records,
+    batch_requests,
+    dispatch_fields,
+    message_fields,
+)
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.mapped_file import MappedFile, StoreError
@@ -31,7 +37,6 @@ from broker.store.types import (
 from broker.store.warm import PageWarmer
 from remoting import message as codec
 from remoting.constants import SCHEDULE_TOPIC
-from remoting.java_hash import tags_code
 from remoting.message import MessageConst
 from remoting.record import (
     END_FILE_MIN_BLANK_LENGTH,
@@ -199,8 +204,7 @@ class CommitLog:
         props = msg.properties
         if MessageConst.DELAY in props:
             self._prepare(msg)
-        properties_text = codec.properties_to_string(props)
-        properties = properties_text.encode("utf-8")
+        properties, tags, keys, uniq_key = message_fields(props)
         topic = msg.topic.encode("utf-8")
         body = msg.body
         refused = self._check(topic, properties, len(body))
@@ -245,30 +249,8 @@ class CommitLog:
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
-        return self._put_result(msg, phys_offset, size, store_ts, queue_offset)
-
-    def _put_result(
-        self,
-        msg: MessageExtBrokerInner,
-        phys_offset: int,
-        size: int,
-        store_ts: int,
-        queue_offset: int,
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """What a stored single message gives its sender (ids, offsets) and dispatch."""
-        props = msg.properties
-        msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
-        append = AppendMessageResult(
-            wrote_offset=phys_offset,
-            wrote_bytes=size,
-            msg_id=msg_id,
-            msg_ids=[msg_id],
-            store_timestamp=store_ts,
-            queue_offset=queue_offset,
-        )
-        tags = (
-            msg.tags_code if msg.tags_code is not None else tags_code(props.get(MessageConst.TAGS))
-        )
+        if msg.tags_code is not None:
+            tags = msg.tags_code
         request = _new_request(
             DispatchRequest,
             (
@@ -279,11 +261,27 @@ class CommitLog:
                 self._tags_code(msg.topic, tags, props.get(MessageConst.DELAY), store_ts),
                 store_ts,
                 queue_offset,
-                props.get(MessageConst.KEYS) or "",
-                props.get(MessageConst.UNIQ_KEY) or "",
+                keys,
+                uniq_key,
                 msg.sys_flag,
                 props,
             ),
+        )
+        return self._put_result(request)
+
+    def _put_result(
+        self, request: DispatchRequest
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """What a stored single message gives its sender (ids, offsets) and dispatch."""
+        phys_offset = request.commit_log_offset
+        msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
+        append = AppendMessageResult(
+            wrote_offset=phys_offset,
+            wrote_bytes=request.msg_size,
+            msg_id=msg_id,
+            msg_ids=[msg_id],
+            store_timestamp=request.store_timestamp,
+            queue_offset=request.consume_queue_offset,
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), [request]
 

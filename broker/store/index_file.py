@@ -10,10 +10,12 @@ chained newest to oldest. Entry numbers start at 1. Files are named by creation 
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from broker.store.mapped_file import MappedFile
 from broker.store.types import DispatchRequest
@@ -41,12 +43,27 @@ def index_file_size(slots: int, entries: int) -> int:
     return HEADER.size + slots * SLOT.size + entries * ENTRY.size
 
 
+class IndexHeader(NamedTuple):
+    """The file's first 40 bytes, its state: each add reads and rewrites it in the mapping."""
+
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+    index_count: int  # the next entry number (entry numbers start at 1)
+
+
+def read_header(mm: mmap.mmap | memoryview) -> IndexHeader:
+    header = IndexHeader._make(HEADER.unpack_from(mm, 0))
+    return header if header.index_count >= 1 else header._replace(index_count=1)
+
+
 def python_index_hashes(
     requests: Sequence[DispatchRequest], prefix: str, done: int
 ) -> list[tuple[int, int]]:
     """(Java hash of prefix + key, phy offset) for the UNIQ_KEY and each space-separated KEYS
-    entry of the requests past ``done``: the reference of remoting/native/index.c's
-    index_hashes."""
+    entry of the requests past ``done``."""
     entries: list[tuple[int, int]] = []
     for request in requests:
         phy_offset = request.commit_log_offset
@@ -61,7 +78,77 @@ def python_index_hashes(
     return entries
 
 
-index_hashes = native.index_hashes if native is not None else python_index_hashes
+def python_index_put_entries(
+    mm: mmap.mmap | memoryview,
+    slots: int,
+    max_entries: int,
+    entries: Sequence[tuple[int, int]],
+    store_timestamp: int,
+) -> int:
+    """Add (key hash, phy offset) entries stored at one time, in order, while the file has
+    room; returns how many went in. The reference of remoting/native/index.c's
+    index_put_entries."""
+    entries_at = HEADER.size + slots * SLOT.size
+    if slots <= 0 or max_entries <= 0 or entries_at + max_entries * ENTRY.size > len(mm):
+        raise ValueError("index geometry does not fit the buffer")
+    begin_ts, _, begin_phy, end_phy, slot_count, count = read_header(mm)
+    time_diff = 0
+    if begin_ts > 0:
+        time_diff = min(max((store_timestamp - begin_ts) // 1000, 0), INT_MAX)
+    written = 0
+    try:
+        for key_hash, phy_offset in entries:
+            if count >= max_entries:
+                break
+            key_hash = index_key_hash(key_hash)
+            slot_at = HEADER.size + (key_hash % slots) * SLOT.size
+            (previous,) = SLOT.unpack_from(mm, slot_at)
+            if previous <= 0 or previous > count:
+                previous = 0
+                slot_count += 1
+            ENTRY.pack_into(
+                mm, entries_at + count * ENTRY.size, key_hash, phy_offset, time_diff, previous
+            )
+            SLOT.pack_into(mm, slot_at, count)
+            if count <= 1:
+                begin_phy, begin_ts = phy_offset, store_timestamp
+            count += 1
+            end_phy = phy_offset
+            written += 1
+    finally:  # what went in before an error stays in, header included
+        if written:
+            HEADER.pack_into(
+                mm, 0, begin_ts, store_timestamp, begin_phy, end_phy, slot_count, count
+            )
+    return written
+
+
+def python_index_requests(
+    mm: mmap.mmap | memoryview,
+    slots: int,
+    max_entries: int,
+    requests: Sequence[DispatchRequest],
+    prefix: str,
+) -> list[tuple[int, int]]:
+    """Index the keys of records stored at one time (one message, or one batch's entries):
+    each UNIQ_KEY and space-separated KEYS entry as the Java hash of ``prefix`` + key, skipping
+    records the file already indexes (recovery re-dispatches). Returns the entries that did not
+    fit, for the next file. The reference of remoting/native/index.c's index_requests."""
+    if not requests:
+        return []
+    header = read_header(mm)
+    done = header.end_phy_offset if header.index_count > 1 else -1
+    entries = python_index_hashes(requests, prefix, done)
+    written = python_index_put_entries(
+        mm, slots, max_entries, entries, requests[-1].store_timestamp
+    )
+    return entries[written:]
+
+
+if native is not None:
+    index_put_entries, index_requests = native.index_put_entries, native.index_requests
+else:
+    index_put_entries, index_requests = python_index_put_entries, python_index_requests
 
 
 class IndexFile:
@@ -76,117 +163,50 @@ class IndexFile:
         if create:
             end_phy, end_ts = begin
             HEADER.pack_into(self.file.mmap, 0, end_ts, end_ts, end_phy, end_phy, 0, 1)
-        (
-            self.begin_timestamp,
-            self.end_timestamp,
-            self.begin_phy_offset,
-            self.end_phy_offset,
-            self.hash_slot_count,
-            self.index_count,
-        ) = HEADER.unpack_from(self.file.mmap, 0)
-        self.index_count = max(self.index_count, 1)
 
     @property
     def path(self) -> Path:
         return self.file.path
 
     @property
-    def is_full(self) -> bool:
-        return self.index_count >= self.max_entries
-
-    def _write_header(self) -> None:
-        HEADER.pack_into(
-            self.file.mmap,
-            0,
-            self.begin_timestamp,
-            self.end_timestamp,
-            self.begin_phy_offset,
-            self.end_phy_offset,
-            self.hash_slot_count,
-            self.index_count,
-        )
+    def header(self) -> IndexHeader:
+        return read_header(self.file.mmap)
 
     def put_entries(self, entries: Sequence[tuple[int, int]], store_timestamp: int) -> int:
-        """Add (key hash, phy offset) entries stored at one time (one message's keys, or a
-        batch's); returns how many fit (the file may fill). The header is written once at the
-        end: this runs for every key of every message."""
-        mm = self.file.mmap
-        slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
-        count = self.index_count
-        if self.begin_timestamp <= 0:
-            time_diff = 0
-        else:
-            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), INT_MAX)
-        if native is not None:
-            written, count, taken = native.index_put_entries(
-                mm, slots, entries_at, max_entries, count, time_diff, entries
-            )
-            self.hash_slot_count += taken
-            if written and self.index_count <= 1:
-                self.begin_phy_offset, self.begin_timestamp = entries[0][1], store_timestamp
-        else:
-            written, count = self._put_entries_python(entries, count, time_diff, store_timestamp)
-        if written:
-            self.index_count = count
-            self.end_phy_offset = entries[written - 1][1]
-            self.end_timestamp = store_timestamp
-            self._write_header()
-        return written
+        """Add (key hash, phy offset) entries stored at one time; returns how many fit."""
+        return index_put_entries(
+            self.file.mmap, self.slots, self.max_entries, entries, store_timestamp
+        )
 
-    def _put_entries_python(
-        self, entries: Sequence[tuple[int, int]], count: int, time_diff: int, store_timestamp: int
-    ) -> tuple[int, int]:
-        """The reference of remoting/native/index.c's index_put_entries: (written, new count)."""
-        mm = self.file.mmap
-        slots, entries_at, max_entries = self.slots, self._entries_at, self.max_entries
-        unpack_slot, pack_slot, pack_entry = SLOT.unpack_from, SLOT.pack_into, ENTRY.pack_into
-        written = 0
-        for key_hash, phy_offset in entries:
-            if count >= max_entries:
-                break
-            key_hash = 0 if key_hash == _INT_MIN else abs(key_hash)
-            slot_at = HEADER.size + (key_hash % slots) * SLOT.size
-            (previous,) = unpack_slot(mm, slot_at)
-            if previous <= 0 or previous > count:
-                previous = 0
-                self.hash_slot_count += 1
-            pack_entry(
-                mm, entries_at + count * ENTRY.size, key_hash, phy_offset, time_diff, previous
-            )
-            pack_slot(mm, slot_at, count)
-            if count <= 1:
-                self.begin_phy_offset, self.begin_timestamp = phy_offset, store_timestamp
-            count += 1
-            written += 1
-        return written, count
-
-    def overlaps(self, begin: int, end: int) -> bool:
-        return begin <= self.end_timestamp and end >= self.begin_timestamp
+    def index_requests(
+        self, requests: Sequence[DispatchRequest], prefix: str
+    ) -> list[tuple[int, int]]:
+        """Index the keys of records stored at one time; returns what did not fit."""
+        return index_requests(self.file.mmap, self.slots, self.max_entries, requests, prefix)
 
     def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""
         key_hash = index_key_hash(key_hash)
         mm = self.file.mmap
+        header = self.header
+        if begin > header.end_timestamp or end < header.begin_timestamp:
+            return
+        index_count = header.index_count
         (current,) = SLOT.unpack_from(mm, HEADER.size + (key_hash % self.slots) * SLOT.size)
-        if current <= 0 or current > self.index_count or self.index_count <= 1:
+        if current <= 0 or current > index_count or index_count <= 1:
             return
         seen = 0
-        while len(out) < max_num and seen < self.index_count:
+        while len(out) < max_num and seen < index_count:
             seen += 1
             entry_hash, phy_offset, time_diff, previous = ENTRY.unpack_from(
                 mm, self._entries_at + current * ENTRY.size
             )
             if time_diff < 0:
                 break
-            stored_at = self.begin_timestamp + time_diff * 1000
+            stored_at = header.begin_timestamp + time_diff * 1000
             if entry_hash == key_hash and begin <= stored_at <= end:
                 out.append(phy_offset)
-            if (
-                previous <= 0
-                or previous > self.index_count
-                or previous == current
-                or stored_at < begin
-            ):
+            if previous <= 0 or previous > index_count or previous == current or stored_at < begin:
                 break
             current = previous
 
@@ -218,11 +238,10 @@ class IndexService:
                 continue
             self.files.append(index)
 
-    def _writable(self) -> IndexFile:
+    def _roll(self) -> IndexFile:
+        """A new file after the last (full) one, starting where it ended."""
         last = self.files[-1] if self.files else None
-        if last is not None and not last.is_full:
-            return last
-        begin = (last.end_phy_offset, last.end_timestamp) if last else (0, 0)
+        begin = (last.header.end_phy_offset, last.header.end_timestamp) if last else (0, 0)
         name = (
             time.strftime("%Y%m%d%H%M%S", time.localtime())
             + f"{time.time_ns() // 1_000_000 % 1000:03d}"
@@ -242,21 +261,24 @@ class IndexService:
 
     def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of consecutive records stored together (one message, or the entries
-        of one batch: one topic, one store time), written in one pass."""
+        of one batch: one topic, one store time), written in one pass. Records the file already
+        indexes (before a crash: recovery re-dispatches) are skipped; Java compares with <,
+        which indexes the last record twice after every crash."""
         first = requests[0]
         if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
             return
-        index = self._writable()
-        # Indexed before the crash: recovery re-dispatches idempotently. (Java compares with
-        # <, which indexes the last record twice after every crash.)
-        done = index.end_phy_offset if index.index_count > 1 else -1
-        entries = index_hashes(requests, first.topic + "#", done)
+        index = self.files[-1] if self.files else self._roll()
+        left = index.index_requests(requests, first.topic + "#")
         timestamp = requests[-1].store_timestamp
-        while entries:
-            written = index.put_entries(entries, timestamp)
-            del entries[:written]
-            if entries:
-                index = self._writable()
+        while left:
+            index = self._roll()
+            written = index.put_entries(left, timestamp)
+            if not written:
+                log.error(
+                    "index file %s takes no entries: %d keys not indexed", index.path, len(left)
+                )
+                return
+            del left[:written]
 
     def query(
         self, topic: str, key: str, max_num: int, begin: int, end: int
@@ -266,11 +288,11 @@ class IndexService:
         key_hash = java_string_hash(f"{topic}#{key}")
         last_ts = last_phy = 0
         for index in reversed(self.files):
+            header = index.header
             if not last_ts:
-                last_ts, last_phy = index.end_timestamp, index.end_phy_offset
-            if index.overlaps(begin, end):
-                index.select(key_hash, max_num, begin, end, offsets)
-            if len(offsets) >= max_num or index.begin_timestamp < begin:
+                last_ts, last_phy = header.end_timestamp, header.end_phy_offset
+            index.select(key_hash, max_num, begin, end, offsets)
+            if len(offsets) >= max_num or header.begin_timestamp < begin:
                 break
         return offsets, last_ts, last_phy
 
@@ -284,17 +306,17 @@ class IndexService:
         rebuild_from = None
         while (
             self.files
-            and self.files[-1].end_phy_offset >= phys_offset
-            and self.files[-1].index_count > 1
+            and self.files[-1].header.end_phy_offset >= phys_offset
+            and self.files[-1].header.index_count > 1
         ):
             index = self.files.pop()
-            rebuild_from = index.begin_phy_offset
+            rebuild_from = index.header.begin_phy_offset
             index.destroy()
         return rebuild_from
 
     def delete_expired(self, commit_log_min: int) -> int:
         deleted = 0
-        while len(self.files) > 1 and self.files[0].end_phy_offset < commit_log_min:
+        while len(self.files) > 1 and self.files[0].header.end_phy_offset < commit_log_min:
             self.files.pop(0).destroy()
             deleted += 1
         return deleted

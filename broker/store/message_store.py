@@ -32,7 +32,7 @@ from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
-from broker.store.index_file import IndexService
+from broker.store.index_file import IndexFile, IndexService
 from broker.store.mapped_file import StoreError
 from broker.store.mapped_file_queue import now_ms
 from broker.store.recovery import RecoveryReport
@@ -127,8 +127,8 @@ class DefaultMessageStore:
         self.recovery_report = report
         return report
 
-    def _index_file_full(self, index: object) -> None:
-        self.checkpoint.index_msg_timestamp = getattr(index, "end_timestamp", 0)
+    def _index_file_full(self, index: IndexFile) -> None:
+        self.checkpoint.index_msg_timestamp = index.header.end_timestamp
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The store's services; ``started()`` once dispatch has caught up with the log."""

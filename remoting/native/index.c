@@ -1,112 +1,197 @@
-/* IndexFile entries (broker/store/index_file.py IndexFile._put_entries_python). */
+/* IndexFile entries (broker/store/index_file.py python_index_put_entries and
+ * python_index_requests).
+ *
+ * The file: a 40-byte header (begin timestamp, end timestamp, begin phy offset, end phy offset,
+ * hash slot count, index count), `slots` int32 slots (each the newest entry number for its
+ * hash), then 20-byte entries (key hash, phy offset, time diff in seconds, previous entry). The
+ * header in the mapping is the file's state: each call reads it, adds entries and writes it
+ * back, so the caller keeps no copy to update. */
 #include "speedups.h"
 
-/* index_put_entries(mm, slots, entries_at, max_entries, count, time_diff, entries)
- *   -> (written, new_count, slots_taken)
- * entries: (key hash, phy offset) pairs. The file layout: 40-byte header, `slots` int32 slots,
- * then 20-byte entries (key hash, phy offset, time diff, previous entry). */
+typedef struct {
+    unsigned char *base;
+    long long slots, entries_at, max_entries;
+    int64_t begin_ts, end_ts, begin_phy, end_phy, store_ts;
+    int32_t slot_count, count, time_diff;
+    Py_ssize_t written;
+} IndexWriter;
+
+static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries,
+                       long long store_ts) {
+    w->base = (unsigned char *)mm->buf;
+    w->slots = slots;
+    w->max_entries = max_entries;
+    w->entries_at = 40 + slots * 4;
+    if (slots <= 0 || max_entries <= 0 || w->entries_at + max_entries * 20 > mm->len) {
+        PyErr_SetString(PyExc_ValueError, "index geometry does not fit the buffer");
+        return -1;
+    }
+    w->begin_ts = get_i64(w->base);
+    w->end_ts = get_i64(w->base + 8);
+    w->begin_phy = get_i64(w->base + 16);
+    w->end_phy = get_i64(w->base + 24);
+    w->slot_count = get_i32(w->base + 32);
+    w->count = get_i32(w->base + 36);
+    if (w->count < 1) w->count = 1; /* entry numbers start at 1 */
+    w->store_ts = store_ts;
+    long long diff = w->begin_ts <= 0 ? 0 : (store_ts - w->begin_ts) / 1000;
+    w->time_diff = diff < 0 ? 0 : (diff > INT32_MAX ? INT32_MAX : (int32_t)diff);
+    w->written = 0;
+    return 0;
+}
+
+/* 0 when the file is full. */
+static int writer_add(IndexWriter *w, long long key_hash, long long phy) {
+    if (w->count >= w->max_entries) return 0;
+    key_hash = key_hash == INT32_MIN ? 0 : (key_hash < 0 ? -key_hash : key_hash);
+    unsigned char *slot = w->base + 40 + (key_hash % w->slots) * 4;
+    int32_t previous = get_i32(slot);
+    if (previous <= 0 || previous > w->count) {
+        previous = 0;
+        w->slot_count++;
+    }
+    unsigned char *e = w->base + w->entries_at + (long long)w->count * 20;
+    put_i32(e, (int32_t)key_hash);
+    put_i64(e + 4, phy);
+    put_i32(e + 12, w->time_diff);
+    put_i32(e + 16, previous);
+    put_i32(slot, w->count);
+    if (w->count <= 1) {
+        w->begin_phy = phy;
+        w->begin_ts = w->store_ts;
+    }
+    w->count++;
+    w->end_phy = phy;
+    w->written++;
+    return 1;
+}
+
+static void writer_close(IndexWriter *w) {
+    if (!w->written) return;
+    w->end_ts = w->store_ts;
+    put_i64(w->base, w->begin_ts);
+    put_i64(w->base + 8, w->end_ts);
+    put_i64(w->base + 16, w->begin_phy);
+    put_i64(w->base + 24, w->end_phy);
+    put_i32(w->base + 32, w->slot_count);
+    put_i32(w->base + 36, w->count);
+}
+
+/* index_put_entries(mm, slots, max_entries, entries, store_timestamp) -> written
+ * entries: (key hash, phy offset) pairs, written in order until the file is full. */
 PyObject *index_put_entries(PyObject *self, PyObject *args) {
     Py_buffer mm;
-    long long slots, entries_at, max_entries, count, time_diff;
+    long long slots, max_entries, store_ts;
     PyObject *entries;
-    if (!PyArg_ParseTuple(args, "w*LLLLLO", &mm, &slots, &entries_at, &max_entries, &count,
-                          &time_diff, &entries))
+    if (!PyArg_ParseTuple(args, "w*LLOL", &mm, &slots, &max_entries, &entries, &store_ts))
         return NULL;
     PyObject *result = NULL;
+    IndexWriter w;
     PyObject *seq = PySequence_Fast(entries, "entries must be a sequence");
-    if (seq == NULL) goto done;
-    if (slots <= 0 || entries_at < 40 + slots * 4 || entries_at + max_entries * 20 > mm.len) {
-        PyErr_SetString(PyExc_ValueError, "index geometry does not fit the buffer");
-        goto done;
-    }
-    unsigned char *base = (unsigned char *)mm.buf;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), written = 0;
-    long long taken = 0;
-    for (; written < n && count < max_entries; written++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(seq, written);
+    if (seq == NULL || writer_open(&w, &mm, slots, max_entries, store_ts) < 0) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
             PyErr_SetString(PyExc_TypeError, "an entry is a (key hash, phy offset) tuple");
-            goto done;
+            break;
         }
         long long key_hash = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 0));
         long long phy = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
-        if (PyErr_Occurred()) goto done;
-        key_hash = key_hash == INT32_MIN ? 0 : (key_hash < 0 ? -key_hash : key_hash);
-        unsigned char *slot = base + 40 + (key_hash % slots) * 4;
-        int32_t previous = get_i32(slot);
-        if (previous <= 0 || previous > count) {
-            previous = 0;
-            taken++;
-        }
-        unsigned char *e = base + entries_at + count * 20;
-        put_i32(e, (int32_t)key_hash);
-        put_i64(e + 4, phy);
-        put_i32(e + 12, (int32_t)time_diff);
-        put_i32(e + 16, previous);
-        put_i32(slot, (int32_t)count);
-        count++;
+        if (PyErr_Occurred() || !writer_add(&w, key_hash, phy)) break;
     }
-    result = Py_BuildValue("nLL", written, count, taken);
+    writer_close(&w); /* what went in before an error stays in, as in the Python twin */
+    if (!PyErr_Occurred()) result = PyLong_FromSsize_t(w.written);
 done:
     Py_XDECREF(seq);
     PyBuffer_Release(&mm);
     return result;
 }
 
-static int add_hash(PyObject *out, uint32_t h, PyObject *phy) {
-    PyObject *pair = Py_BuildValue("(lO)", (long)(int32_t)h, phy);
+/* Into the file while it has room, then onto `left`. */
+static int add_hash(IndexWriter *w, PyObject *left, uint32_t h, PyObject *phy, long long phy_value) {
+    long long key_hash = (long long)(int32_t)h;
+    if (PyList_GET_SIZE(left) == 0 && writer_add(w, key_hash, phy_value)) return 0;
+    PyObject *pair = Py_BuildValue("(LO)", key_hash, phy);
     if (pair == NULL) return -1;
-    int appended = PyList_Append(out, pair);
+    int appended = PyList_Append(left, pair);
     Py_DECREF(pair);
     return appended;
 }
 
-/* index_hashes(requests, prefix, done) -> [(key hash, phy offset)]
- * requests: DispatchRequest tuples (phy offset at 2, KEYS at 7, UNIQ_KEY at 8). Per request past
- * `done`: the Java hash of prefix + UNIQ_KEY, then of prefix + each non-empty space-separated
- * key. The reference: broker/store/index_file.py python_index_hashes. */
-PyObject *index_hashes(PyObject *self, PyObject *args) {
+/* index_requests(mm, slots, max_entries, requests, prefix) -> [(key hash, phy offset)]
+ * requests: DispatchRequest tuples stored at one time (phy offset at 2, store timestamp at 5,
+ * KEYS at 7, UNIQ_KEY at 8). Per request past what the file already indexes (its end phy
+ * offset, once it has entries): the Java hash of prefix + UNIQ_KEY, then of prefix + each
+ * non-empty space-separated key, added to the file. Returns what did not fit (the file is
+ * full), for the next file. */
+PyObject *index_requests(PyObject *self, PyObject *args) {
+    Py_buffer mm;
+    long long slots, max_entries;
     PyObject *requests, *prefix;
-    long long done;
-    if (!PyArg_ParseTuple(args, "OUL", &requests, &prefix, &done)) return NULL;
+    if (!PyArg_ParseTuple(args, "w*LLOU", &mm, &slots, &max_entries, &requests, &prefix))
+        return NULL;
+    IndexWriter w;
+    PyObject *left = NULL;
     PyObject *seq = PySequence_Fast(requests, "requests must be a sequence");
-    if (seq == NULL) return NULL;
-    PyObject *out = PyList_New(0);
-    if (out == NULL) goto fail;
-    uint32_t base = unsigned_java_hash(prefix);
+    if (seq == NULL) goto fail;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n == 0) {
+        left = PyList_New(0);
+        goto done;
+    }
+    PyObject *last = PySequence_Fast_GET_ITEM(seq, n - 1);
+    if (!PyTuple_Check(last) || PyTuple_GET_SIZE(last) < 9) {
+        PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+        goto fail;
+    }
+    long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(last, 5));
+    if (store_ts == -1 && PyErr_Occurred()) goto fail;
+    if (writer_open(&w, &mm, slots, max_entries, store_ts) < 0) goto fail;
+    long long done = w.count > 1 ? w.end_phy : -1; /* re-dispatch after recovery: skip */
+    left = PyList_New(0);
+    if (left == NULL) goto fail;
+    uint32_t base = unsigned_java_hash(prefix);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 9) {
             PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
-            goto fail;
+            goto fail_written;
         }
         PyObject *phy = PyTuple_GET_ITEM(request, 2);
         long long phy_value = PyLong_AsLongLong(phy);
-        if (phy_value == -1 && PyErr_Occurred()) goto fail;
+        if (phy_value == -1 && PyErr_Occurred()) goto fail_written;
         if (phy_value <= done) continue;
         PyObject *keys = PyTuple_GET_ITEM(request, 7), *uniq = PyTuple_GET_ITEM(request, 8);
         if (!PyUnicode_Check(keys) || !PyUnicode_Check(uniq)) {
             PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
-            goto fail;
+            goto fail_written;
         }
         Py_ssize_t uniq_length = PyUnicode_GET_LENGTH(uniq);
-        if (uniq_length && add_hash(out, java_hash_range(base, uniq, 0, uniq_length), phy) < 0)
-            goto fail;
+        if (uniq_length &&
+            add_hash(&w, left, java_hash_range(base, uniq, 0, uniq_length), phy, phy_value) < 0)
+            goto fail_written;
         Py_ssize_t length = PyUnicode_GET_LENGTH(keys), start = 0;
         int kind = PyUnicode_KIND(keys);
         const void *data = PyUnicode_DATA(keys);
         for (Py_ssize_t at = 0; at <= length; at++) {
             if (at < length && PyUnicode_READ(kind, data, at) != ' ') continue;
-            if (at > start && add_hash(out, java_hash_range(base, keys, start, at), phy) < 0)
-                goto fail;
+            if (at > start &&
+                add_hash(&w, left, java_hash_range(base, keys, start, at), phy, phy_value) < 0)
+                goto fail_written;
             start = at + 1;
         }
     }
+    writer_close(&w);
+done:
     Py_DECREF(seq);
-    return out;
+    PyBuffer_Release(&mm);
+    return left;
+fail_written:
+    writer_close(&w); /* what went in stays in, as in the Python twin */
 fail:
-    Py_DECREF(seq);
-    Py_XDECREF(out);
+    Py_XDECREF(seq);
+    Py_XDECREF(left);
+    PyBuffer_Release(&mm);
     return NULL;
 }

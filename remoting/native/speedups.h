@@ -42,6 +42,12 @@ static inline int32_t get_i32(const unsigned char *p) {
                      (uint32_t)p[3]);
 }
 
+static inline int64_t get_i64(const unsigned char *p) {
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = (u << 8) | p[i];
+    return (int64_t)u;
+}
+
 static inline int16_t get_i16(const unsigned char *p) {
     return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
 }
@@ -55,6 +61,7 @@ PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
+PyObject *message_fields(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);
@@ -62,7 +69,7 @@ PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *decode_batch_body(PyObject *self, PyObject *args);
 PyObject *batch_records(PyObject *self, PyObject *args);
 PyObject *batch_requests(PyObject *self, PyObject *args);
-PyObject *index_hashes(PyObject *self, PyObject *args);
+PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 

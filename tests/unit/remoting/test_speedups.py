@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.store import index_file
 from broker.store.batch_records import python_dispatch_fields
-from broker.store.index_file import IndexFile
+from broker.store.index_file import HEADER, index_file_size, python_index_put_entries
 from remoting import message as codec
 from remoting import record
 from remoting.java_hash import python_java_hash
@@ -221,32 +220,25 @@ def test_batch_entry_bodies_are_views_into_the_request() -> None:
     ),
     slots=st.integers(1, 7),
 )
-def test_index_entries_are_written_alike(tmp_path_factory, batches, slots) -> None:
-    folder = tmp_path_factory.mktemp("index")
+def test_index_entries_are_written_alike(batches, slots) -> None:
+    """Same header, slots and entries; the file fills up (20 entries) and refuses the rest."""
     files = {}
-    for name, twin in (("10", native), ("11", None)):
-        index = IndexFile(folder / name, slots, 20, create=True)
-        index_file.native = twin
-        try:
-            counts = [
-                index.put_entries(batch, 1_700_000_000_000 + i) for i, batch in enumerate(batches)
-            ]
-        finally:
-            index_file.native = native
-        files[name] = (bytes(index.file.mmap), counts, vars_of(index))
-        index.file.close()
-    assert files["10"] == files["11"]
+    for name, put in (("native", native.index_put_entries), ("python", python_index_put_entries)):
+        buffer = bytearray(index_file_size(slots, 20))
+        HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
+        counts = [
+            put(buffer, slots, 20, batch, 1_700_000_000_000 + i) for i, batch in enumerate(batches)
+        ]
+        files[name] = (bytes(buffer), counts)
+    assert files["native"] == files["python"]
 
 
-def vars_of(index: IndexFile) -> tuple:
-    return (
-        index.begin_timestamp,
-        index.end_timestamp,
-        index.begin_phy_offset,
-        index.end_phy_offset,
-        index.hash_slot_count,
-        index.index_count,
-    )
+@needs_native
+def test_index_entries_refuse_a_geometry_past_the_buffer() -> None:
+    buffer = bytearray(index_file_size(4, 10) - 1)
+    for put in (native.index_put_entries, python_index_put_entries):
+        with pytest.raises(ValueError, match="geometry"):
+            put(buffer, 4, 10, [(1, 2)], 0)
 
 
 # ------------------------------------------------------------------------------ dispatch fields

@@ -1,5 +1,5 @@
 """The native twins of a batch put's per-entry work (batch_records, batch_requests,
-index_hashes, pack_cq_units) against their pure-Python references: same records, requests,
+index_requests, pack_cq_units) against their pure-Python references: same records, requests,
 hashes and bytes, and the same errors, on the same inputs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from broker.store import batch_records as twins
 from broker.store.consume_queue import python_pack_cq_units
-from broker.store.index_file import python_index_hashes
+from broker.store.index_file import HEADER, index_file_size, python_index_requests
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.speedups import native
@@ -133,14 +133,25 @@ requests = st.lists(
 )
 
 
-@given(requests=requests, prefix=st.text(max_size=6), done=st.integers(-1, 2**40))
-def test_index_hashes_alike(requests, prefix, done) -> None:
-    assert native.index_hashes(requests, prefix, done) == python_index_hashes(
-        requests, prefix, done
-    )
-    assert native.index_hashes(tuple(requests), prefix, done) == python_index_hashes(
-        requests, prefix, done
-    )
+@given(
+    calls=st.lists(st.tuples(requests, st.integers(1, 2**42)), max_size=6),
+    prefix=st.text(max_size=6),
+    slots=st.integers(1, 7),
+    max_entries=st.integers(1, 12),
+    begin=st.tuples(st.integers(0, 2**40), st.integers(0, 2**42)),
+)
+def test_index_requests_alike(calls, prefix, slots, max_entries, begin) -> None:
+    """Same file bytes (header, slots, entries) and the same leftovers, call after call: the
+    file fills, later records repeat or go below what it indexes (recovery re-dispatch)."""
+    size = index_file_size(slots, max_entries)
+    files = {name: bytearray(size) for name in ("native", "python")}
+    for buffer in files.values():
+        HEADER.pack_into(buffer, 0, begin[1], begin[1], begin[0], begin[0], 0, 1)
+    for batch, store_ts in calls:
+        batch = [request._replace(store_timestamp=store_ts) for request in batch]
+        left = native.index_requests(files["native"], slots, max_entries, batch, prefix)
+        assert left == python_index_requests(files["python"], slots, max_entries, batch, prefix)
+        assert files["native"] == files["python"]
 
 
 @given(
@@ -171,3 +182,35 @@ def test_consume_queue_units_past_the_buffer_are_refused_and_nothing_written() -
     with pytest.raises(IndexError):
         native.pack_cq_units(buffer, 20, [request, request])
     assert buffer == bytearray(50)
+
+
+_PROPERTY_VALUES = st.one_of(st.none(), _VALUES, st.integers(-5, 5))
+
+
+@given(
+    properties=st.dictionaries(
+        st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "WAIT", "", "é"]),
+        st.one_of(st.none(), _VALUES),
+        max_size=6,
+    )
+)
+def test_message_fields_alike(properties) -> None:
+    """A single message's encoded properties (None values left out), tags code, KEYS and
+    UNIQ_KEY."""
+    assert twins.message_fields(properties) == twins.python_message_fields(properties)
+
+
+@given(value=_PROPERTY_VALUES)
+def test_message_fields_format_other_values_alike(value) -> None:
+    properties = {"KEYS": value, "X": value, "UNIQ_KEY": value}
+    assert twins.message_fields(properties) == twins.python_message_fields(properties)
+
+
+def test_message_fields_refuse_alike() -> None:
+    for bad in ({"TAGS": 5}, {"A": "\ud800"}):
+        errors = []
+        for fields in (twins.message_fields, twins.python_message_fields):
+            with pytest.raises((TypeError, UnicodeEncodeError)) as caught:
+                fields(bad)
+            errors.append(caught.type)
+        assert errors[0] is errors[1]
