@@ -28,7 +28,7 @@ FUNCTIONS = (
     "batch_requests",
     "index_requests",
     "pack_cq_units",
-    "message_fields",
+    "append_message",
 )
 
 native: ModuleType | None = None

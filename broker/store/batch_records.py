@@ -51,20 +51,6 @@ def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
 dispatch_fields = native.dispatch_fields if native is not None else python_dispatch_fields
 
 
-def python_message_fields(properties: dict[str, str]) -> tuple[bytes, int, str, str]:
-    """(encoded properties, tags code, KEYS, UNIQ_KEY) of a single message's properties: what
-    its record stores and what its dispatch needs. The reference of remoting/native/hashing.c's
-    message_fields."""
-    return (
-        codec.properties_to_string(properties).encode("utf-8"),
-        tags_code(properties.get(MessageConst.TAGS)),
-        properties.get(MessageConst.KEYS) or "",
-        properties.get(MessageConst.UNIQ_KEY) or "",
-    )
-
-
-message_fields = native.message_fields if native is not None else python_message_fields
-
 
 def python_batch_records(
     body: bytes | memoryview,

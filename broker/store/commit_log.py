@@ -16,17 +16,17 @@ from collections.abc import Callable
 from typing import Any
 from zlib import crc32
 
-from broker.store.batch_records import (
-    Record,
-    batch_records,
-    batch_requests,
-    dispatch_fields,
-    message_fields,
-)
+from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.mapped_file import MappedFile, StoreError
 from broker.store.mapped_file_queue import Allocator, MappedFileQueue
+from broker.store.message_record import (
+    MAX_PROPERTIES_BYTES,
+    RecordRefused,
+    append_message,
+    record_problem,
+)
 from broker.store.types import (
     AppendMessageResult,
     DispatchRequest,
@@ -50,8 +50,6 @@ from remoting.record import (
 
 log = logging.getLogger(__name__)
 
-MAX_TOPIC_BYTES = 127
-MAX_PROPERTIES_BYTES = 32767
 _NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
 _new_request = tuple.__new__  # a DispatchRequest per message: skip NamedTuple's Python __new__
 
@@ -77,11 +75,6 @@ class CommitLog:
         self.on_segment_rolled: Callable[[MappedFile], None] | None = None
         self.last_put_timestamp = 0
         self.warmer = PageWarmer()
-        # record_size without body, topic and properties, by born host IPv6 or not
-        self._fixed_size = {
-            born6: record_size(0, 0, 0, born_v6=born6, store_v6=len(self.store_address) == 16)
-            for born6 in (False, True)
-        }
 
     @property
     def max_offset(self) -> int:
@@ -133,22 +126,11 @@ class CommitLog:
                 msg.topic, msg.queue_id = SCHEDULE_TOPIC, level - 1
 
     def _check(self, topic: bytes, properties: bytes, body_length: int) -> PutMessageResult | None:
-        if len(topic) > MAX_TOPIC_BYTES:
-            return PutMessageResult(
-                status=PutMessageStatus.MESSAGE_ILLEGAL,
-                remark=f"topic is {len(topic)} bytes, max {MAX_TOPIC_BYTES}",
-            )
-        if len(properties) > MAX_PROPERTIES_BYTES:
-            return PutMessageResult(
-                status=PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
-                remark=f"properties are {len(properties)} bytes, max {MAX_PROPERTIES_BYTES}",
-            )
-        if body_length > self.config.max_message_size:
-            return PutMessageResult(
-                status=PutMessageStatus.MESSAGE_ILLEGAL,
-                remark=f"body is {body_length} bytes, max {self.config.max_message_size}",
-            )
-        return None
+        problem = record_problem(topic, properties, body_length, self.config.max_message_size)
+        if problem is None:
+            return None
+        status, remark = problem
+        return PutMessageResult(status=PutMessageStatus[status], remark=remark)
 
     def _segment_for(self, size: int) -> MappedFile:
         """The segment the next ``size`` bytes go into, padding the current one with a BLANK
@@ -201,54 +183,36 @@ class CommitLog:
     def put_message(
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        props = msg.properties
-        if MessageConst.DELAY in props:
+        if MessageConst.DELAY in msg.properties:
             self._prepare(msg)
-        properties, tags, keys, uniq_key = message_fields(props)
         topic = msg.topic.encode("utf-8")
-        body = msg.body
-        refused = self._check(topic, properties, len(body))
-        if refused is not None:
-            return refused, []
-        size = self._fixed_size[len(msg.born_host[0]) == 16] + len(body) + len(topic)
-        size += len(properties)
+        key = (msg.topic, msg.queue_id)
+        queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
+        queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
+        store_ts = self.clock()
         try:
-            mapped = self._segment_for(size)
+            mapped = self.queue.writable()
+            appended = self._append(mapped, msg, topic, queue_offset, store_ts)
+            if type(appended) is int:  # the record does not fit: pad, and the next segment
+                mapped = self._segment_for(appended)
+                appended = self._append(mapped, msg, topic, queue_offset, store_ts)
+        except RecordRefused as refused:
+            return PutMessageResult(
+                status=PutMessageStatus[refused.status], remark=refused.remark
+            ), []
         except StoreError as exc:
             log.error("cannot append: %s", exc)
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), []
-        key = (msg.topic, msg.queue_id)
-        queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
-        queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
-        store_ts = self.clock()
-        position = mapped.wrote_position
-        phys_offset = mapped.start_offset + position
-        born_address, born_port = msg.born_host
-        pack_records_at(
-            mapped.mmap,
-            position,
-            [(msg.flag, body, properties, size, crc32(body) & 0x7FFFFFFF)],
-            topic,
-            msg.queue_id,
-            queue_offset,
-            phys_offset,
-            msg.sys_flag,
-            msg.born_timestamp,
-            born_address,
-            born_port,
-            store_ts,
-            self.store_address,
-            self.store_port,
-            msg.reconsume_times,
-            msg.prepared_transaction_offset,
-        )
-        mapped.wrote_position = position + size
+        size, tags, keys, uniq_key = appended
+        phys_offset = mapped.start_offset + mapped.wrote_position
+        mapped.wrote_position += size
         self.warmer.wrote(mapped)
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
+        props = msg.properties
         if msg.tags_code is not None:
             tags = msg.tags_code
         request = _new_request(
@@ -268,6 +232,30 @@ class CommitLog:
             ),
         )
         return self._put_result(request)
+
+    def _append(
+        self,
+        mapped: MappedFile,
+        msg: MessageExtBrokerInner,
+        topic: bytes,
+        queue_offset: int,
+        store_ts: int,
+    ) -> tuple[int, int, str, str] | int:
+        """``msg``'s record at the segment's write position (message_record.append_message)."""
+        return append_message(
+            mapped.mmap,
+            mapped.wrote_position,
+            mapped.start_offset,
+            msg,
+            topic,
+            queue_offset,
+            store_ts,
+            self.store_address,
+            self.store_port,
+            self.config.max_message_size,
+            RecordRefused,
+            crc32,
+        )
 
     def _put_result(
         self, request: DispatchRequest

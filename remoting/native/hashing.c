@@ -114,12 +114,12 @@ static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) 
     return text;
 }
 
-/* message_fields(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)
+/* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)
  * A single message's properties dict as its record stores it (name \x01 value, \x02-separated,
  * None values left out), with what dispatch needs of it: the TAGS value's String.hashCode (0
- * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/batch_records.py
+ * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/message_record.py
  * python_message_fields. */
-PyObject *message_fields(PyObject *self, PyObject *arg) {
+PyObject *message_fields_of(PyObject *arg) {
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "message_fields takes a dict");
         return NULL;

@@ -52,6 +52,20 @@ static inline int16_t get_i16(const unsigned char *p) {
     return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
 }
 
+/* A CommitLog record's fields (records.c write_record). */
+typedef struct {
+    int32_t size, crc, queue_id, flag, sys_flag, born_port, store_port, reconsume_times;
+    int64_t queue_offset, phys_offset, born_ts, store_ts, prepared;
+    const Py_buffer *born, *store, *body, *topic;
+    const char *props;
+    Py_ssize_t props_len;
+} RecordFields;
+
+void write_record(unsigned char *p, const RecordFields *f);
+
+/* message_fields of a properties dict (hashing.c). */
+PyObject *message_fields_of(PyObject *properties);
+
 /* Java's String.hashCode over the UTF-16 code units of a str, mod 2^32 (hashing.c). */
 uint32_t unsigned_java_hash(PyObject *text);
 uint32_t java_hash_range(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end);
@@ -61,7 +75,7 @@ PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
-PyObject *message_fields(PyObject *self, PyObject *arg);
+PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);

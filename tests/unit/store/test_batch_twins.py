@@ -183,34 +183,3 @@ def test_consume_queue_units_past_the_buffer_are_refused_and_nothing_written() -
         native.pack_cq_units(buffer, 20, [request, request])
     assert buffer == bytearray(50)
 
-
-_PROPERTY_VALUES = st.one_of(st.none(), _VALUES, st.integers(-5, 5))
-
-
-@given(
-    properties=st.dictionaries(
-        st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "WAIT", "", "é"]),
-        st.one_of(st.none(), _VALUES),
-        max_size=6,
-    )
-)
-def test_message_fields_alike(properties) -> None:
-    """A single message's encoded properties (None values left out), tags code, KEYS and
-    UNIQ_KEY."""
-    assert twins.message_fields(properties) == twins.python_message_fields(properties)
-
-
-@given(value=_PROPERTY_VALUES)
-def test_message_fields_format_other_values_alike(value) -> None:
-    properties = {"KEYS": value, "X": value, "UNIQ_KEY": value}
-    assert twins.message_fields(properties) == twins.python_message_fields(properties)
-
-
-def test_message_fields_refuse_alike() -> None:
-    for bad in ({"TAGS": 5}, {"A": "\ud800"}):
-        errors = []
-        for fields in (twins.message_fields, twins.python_message_fields):
-            with pytest.raises((TypeError, UnicodeEncodeError)) as caught:
-                fields(bad)
-            errors.append(caught.type)
-        assert errors[0] is errors[1]
