@@ -215,6 +215,8 @@ class CommitLog:
         props = msg.properties
         if msg.tags_code is not None:
             tags = msg.tags_code
+        if msg.topic == SCHEDULE_TOPIC:
+            tags = self._delivery_time(tags, props.get(MessageConst.DELAY), store_ts)
         request = _new_request(
             DispatchRequest,
             (
@@ -222,7 +224,7 @@ class CommitLog:
                 msg.queue_id,
                 phys_offset,
                 size,
-                self._tags_code(msg.topic, tags, props.get(MessageConst.DELAY), store_ts),
+                tags,
                 store_ts,
                 queue_offset,
                 keys,
@@ -358,8 +360,9 @@ class CommitLog:
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), requests
 
-    def _tags_code(self, topic: str, tags_code: int, delay: str | None, store_ts: int) -> int:
-        if topic == SCHEDULE_TOPIC and delay and delay.isdigit() and int(delay) > 0:
+    def _delivery_time(self, tags_code: int, delay: str | None, store_ts: int) -> int:
+        """The tags code of a SCHEDULE_TOPIC unit: when the message is due, as Java stores it."""
+        if delay and delay.isdigit() and int(delay) > 0:
             level = min(int(delay), len(self.delay_levels_ms))
             return store_ts + self.delay_levels_ms[level - 1]
         return tags_code
@@ -367,8 +370,8 @@ class CommitLog:
     def dispatch_request(self, scan: RecordScan) -> DispatchRequest:
         """What dispatch needs from a record read back from the log (reput, recovery, slaves)."""
         tags, keys, uniq_key, delay = dispatch_fields(scan.properties)
-        if scan.topic != SCHEDULE_TOPIC:
-            delay = None
+        if scan.topic == SCHEDULE_TOPIC:
+            tags = self._delivery_time(tags, delay, scan.store_timestamp)
         return _new_request(
             DispatchRequest,
             (
@@ -376,7 +379,7 @@ class CommitLog:
                 scan.queue_id,
                 scan.phys_offset,
                 scan.size,
-                self._tags_code(scan.topic, tags, delay, scan.store_timestamp),
+                tags,
                 scan.store_timestamp,
                 scan.queue_offset,
                 keys,

@@ -178,12 +178,6 @@ class IndexFile:
             self.file.mmap, self.slots, self.max_entries, entries, store_timestamp
         )
 
-    def index_requests(
-        self, requests: Sequence[DispatchRequest], prefix: str
-    ) -> list[tuple[int, int]]:
-        """Index the keys of records stored at one time; returns what did not fit."""
-        return index_requests(self.file.mmap, self.slots, self.max_entries, requests, prefix)
-
     def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""
         key_hash = index_key_hash(key_hash)
@@ -256,9 +250,6 @@ class IndexService:
             self.on_file_full(last)
         return index
 
-    def build_index(self, request: DispatchRequest) -> None:
-        self.build_index_batch((request,))
-
     def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of consecutive records stored together (one message, or the entries
         of one batch: one topic, one store time), written in one pass. Records the file already
@@ -268,7 +259,9 @@ class IndexService:
         if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
             return
         index = self.files[-1] if self.files else self._roll()
-        left = index.index_requests(requests, first.topic + "#")
+        left = index_requests(
+            index.file.mmap, index.slots, index.max_entries, requests, first.topic + "#"
+        )
         timestamp = requests[-1].store_timestamp
         while left:
             index = self._roll()

@@ -229,7 +229,8 @@ class DefaultMessageStore:
                 self.dispatch(requests[0])
             else:
                 self._dispatch_batch(requests)
-            self.reput.reput_from_offset = self.commit_log.max_offset
+            append = result.append
+            self.reput.reput_from_offset = append.wrote_offset + append.wrote_bytes
         else:
             self.reput.wake()
         return result
@@ -257,7 +258,7 @@ class DefaultMessageStore:
             if notify and self.arrival_listener is not None and not self.is_slave:
                 self._notify_arrival(request)
         if self.config.message_index_enable:
-            self.index_service.build_index(request)
+            self.index_service.build_index_batch((request,))
         self.reput.last_dispatched_timestamp = request.store_timestamp
 
     def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:

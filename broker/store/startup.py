@@ -121,7 +121,7 @@ def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
         for _, scan in iter_records(data):
             if scan.phys_offset >= end:
                 return
-            store.index_service.build_index(store.commit_log.dispatch_request(scan))
+            store.index_service.build_index_batch((store.commit_log.dispatch_request(scan),))
         offset = store.commit_log.roll_next_file(offset)
 
 
