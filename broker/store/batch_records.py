@@ -51,7 +51,6 @@ def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
 dispatch_fields = native.dispatch_fields if native is not None else python_dispatch_fields
 
 
-
 def python_batch_records(
     body: bytes | memoryview,
     batch_properties: bytes,

@@ -192,10 +192,24 @@ class CommitLog:
         store_ts = self.clock()
         try:
             mapped = self.queue.writable()
-            appended = self._append(mapped, msg, topic, queue_offset, store_ts)
-            if type(appended) is int:  # the record does not fit: pad, and the next segment
+            while True:  # twice at most: a record that does not fit goes to the next segment
+                appended = append_message(
+                    mapped.mmap,
+                    mapped.wrote_position,
+                    mapped.start_offset,
+                    msg,
+                    topic,
+                    queue_offset,
+                    store_ts,
+                    self.store_address,
+                    self.store_port,
+                    self.config.max_message_size,
+                    RecordRefused,
+                    crc32,
+                )
+                if type(appended) is not int:
+                    break
                 mapped = self._segment_for(appended)
-                appended = self._append(mapped, msg, topic, queue_offset, store_ts)
         except RecordRefused as refused:
             return PutMessageResult(
                 status=PutMessageStatus[refused.status], remark=refused.remark
@@ -205,13 +219,24 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), []
-        size, tags, keys, uniq_key = appended
         phys_offset = mapped.start_offset + mapped.wrote_position
-        mapped.wrote_position += size
+        mapped.wrote_position += appended[0]
         self.warmer.wrote(mapped)
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
+        return self._put_result(msg, appended, phys_offset, store_ts, queue_offset)
+
+    def _put_result(
+        self,
+        msg: MessageExtBrokerInner,
+        appended: tuple[int, int, str, str],
+        phys_offset: int,
+        store_ts: int,
+        queue_offset: int,
+    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """What a stored single message gives its sender (ids, offsets) and dispatch."""
+        size, tags, keys, uniq_key = appended
         props = msg.properties
         if msg.tags_code is not None:
             tags = msg.tags_code
@@ -233,45 +258,14 @@ class CommitLog:
                 props,
             ),
         )
-        return self._put_result(request)
-
-    def _append(
-        self,
-        mapped: MappedFile,
-        msg: MessageExtBrokerInner,
-        topic: bytes,
-        queue_offset: int,
-        store_ts: int,
-    ) -> tuple[int, int, str, str] | int:
-        """``msg``'s record at the segment's write position (message_record.append_message)."""
-        return append_message(
-            mapped.mmap,
-            mapped.wrote_position,
-            mapped.start_offset,
-            msg,
-            topic,
-            queue_offset,
-            store_ts,
-            self.store_address,
-            self.store_port,
-            self.config.max_message_size,
-            RecordRefused,
-            crc32,
-        )
-
-    def _put_result(
-        self, request: DispatchRequest
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """What a stored single message gives its sender (ids, offsets) and dispatch."""
-        phys_offset = request.commit_log_offset
         msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
         append = AppendMessageResult(
             wrote_offset=phys_offset,
-            wrote_bytes=request.msg_size,
+            wrote_bytes=size,
             msg_id=msg_id,
             msg_ids=[msg_id],
-            store_timestamp=request.store_timestamp,
-            queue_offset=request.consume_queue_offset,
+            store_timestamp=store_ts,
+            queue_offset=queue_offset,
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), [request]
 
