@@ -31,6 +31,7 @@ from broker.store.clean import CleanService, DiskUsage, psutil_disk_usage
 from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
+from broker.store.dispatch import CommitLogDispatcher
 from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
 from broker.store.index_file import IndexFile, IndexService
 from broker.store.mapped_file import StoreError
@@ -39,7 +40,6 @@ from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
 from broker.store.stats import StoreStats
 from broker.store.types import (
-    DispatchRequest,
     GetMessageResult,
     MessageExtBrokerInner,
     PutMessageResult,
@@ -88,6 +88,7 @@ class DefaultMessageStore:
         self.abort_file = AbortFile(config.abort_path)
         self.lock = StoreLock(config.lock_path)
         self.reput = ReputMessageService(self)
+        self.dispatcher = CommitLogDispatcher(self)
         self.group_commit = GroupCommitService(self)
         self.clean = CleanService(self, disk_usage)
         self.stats = StoreStats(clock)
@@ -226,9 +227,9 @@ class DefaultMessageStore:
             self.put_listener()
         if caught_up:
             if len(requests) == 1:
-                self.dispatch(requests[0])
+                self.dispatcher.dispatch(requests[0])
             else:
-                self._dispatch_batch(requests)
+                self.dispatcher.dispatch_batch(requests)
             append = result.append
             self.reput.reput_from_offset = append.wrote_offset + append.wrote_bytes
         else:
@@ -242,85 +243,6 @@ class DefaultMessageStore:
         if timeout_s is None:
             timeout_s = self.config.sync_flush_timeout / 1000
         return await self.group_commit.wait_flushed(end_offset, timeout_s)
-
-    def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
-        """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        if codec.transaction_type(request.sys_flag) in (
-            codec.TRANSACTION_NOT_TYPE,
-            codec.TRANSACTION_COMMIT_TYPE,
-        ):
-            self.find_consume_queue(request.topic, request.queue_id, create=True).put(
-                request.commit_log_offset,
-                request.msg_size,
-                request.tags_code,
-                request.consume_queue_offset,
-            )
-            if notify and self.arrival_listener is not None and not self.is_slave:
-                self._notify_arrival(request)
-        if self.config.message_index_enable:
-            self.index_service.build_index_batch((request,))
-        self.reput.last_dispatched_timestamp = request.store_timestamp
-
-    def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
-        """``dispatch`` for records read back in log order (reput, recovery, slaves): the
-        entries of one batch (same topic, queue, sys flag and store time, consecutive queue
-        offsets) are dispatched together, as when they were put."""
-        index, count = 0, len(requests)
-        while index < count:
-            first = requests[index]
-            end = index + 1
-            topic, queue_id, sys_flag = first.topic, first.queue_id, first.sys_flag
-            store_ts, next_offset = first.store_timestamp, first.consume_queue_offset + 1
-            while end < count:
-                other = requests[end]
-                if (
-                    other.consume_queue_offset != next_offset
-                    or other.queue_id != queue_id
-                    or other.store_timestamp != store_ts
-                    or other.topic != topic
-                    or other.sys_flag != sys_flag
-                ):
-                    break
-                end += 1
-                next_offset += 1
-            if end - index == 1:
-                self.dispatch(first, notify=notify)
-            else:
-                self._dispatch_batch(requests[index:end], notify=notify)
-            index = end
-
-    def _dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
-        """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
-        the queue is looked up once and the checks made once."""
-        first = requests[0]
-        if codec.transaction_type(first.sys_flag) in (
-            codec.TRANSACTION_NOT_TYPE,
-            codec.TRANSACTION_COMMIT_TYPE,
-        ):
-            queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
-            queue.put_batch(requests)
-            if notify and not self.is_slave and self.arrival_listener is not None:
-                # Once per tag, with the newest offset carrying it: the same wake-ups as a
-                # call per message (a held pull wakes for a matching message past its offset).
-                newest: dict[int, DispatchRequest] = {}
-                for request in requests:
-                    newest[request.tags_code] = request
-                for request in newest.values():
-                    self._notify_arrival(request)
-        if self.config.message_index_enable:
-            self.index_service.build_index_batch(requests)
-        self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
-
-    def _notify_arrival(self, request: DispatchRequest) -> None:
-        """Long polling and the schedule service learn the queue has ``request``'s message."""
-        self.arrival_listener(  # type: ignore[misc]
-            request.topic,
-            request.queue_id,
-            request.consume_queue_offset + 1,
-            request.tags_code,
-            request.store_timestamp,
-            request.properties,
-        )
 
     # ================================================================ replication and repair
 

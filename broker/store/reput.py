@@ -76,7 +76,7 @@ class ReputMessageService:
                         scan.reason,
                     )
                 break
-            store.dispatch_many(requests)
+            store.dispatcher.dispatch_many(requests)
             if position < 0:
                 continue
             self.reput_from_offset += position

@@ -78,7 +78,7 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
         def redispatch(scan: object) -> None:
             pending.append(request_of(scan))
             if len(pending) >= REDISPATCH_RUN:
-                store.dispatch_many(pending, notify=False)
+                store.dispatcher.dispatch_many(pending, notify=False)
                 pending.clear()
 
         report = scan_commit_log(
@@ -89,7 +89,7 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
             visit=redispatch,
             progress=progress,
         )
-        store.dispatch_many(pending, notify=False)
+        store.dispatcher.dispatch_many(pending, notify=False)
     log.info("commit log recovered: %s", report.describe())
     cut(store, report.valid_end, max_cq_phys)
     return report
