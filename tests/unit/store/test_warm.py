@@ -38,6 +38,7 @@ def test_the_warm_edge_runs_ahead_of_the_writer_and_stops_at_the_segment_end(
 def test_a_store_warms_its_active_segment_while_appending(stores: StoreFactory) -> None:
     store = stores.open(mapped_file_size_commit_log=32 << 20)
     warmer = store.commit_log.warmer
+    warmer.ahead, warmer.chunk = 4 << 20, 1 << 20  # the defaults would cover the whole segment
     store.put_message(message(body=b"x" * 1000))
     active = store.commit_log.queue.last
     assert warmer.wait_warmed(active, warmer.ahead, timeout_s=10)
