@@ -16,6 +16,9 @@ from remoting import message as codec
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
 
+# Transaction types that take a ConsumeQueue unit (a prepared or rolled-back half does not)
+_QUEUED = (codec.TRANSACTION_NOT_TYPE, codec.TRANSACTION_COMMIT_TYPE)
+
 
 class CommitLogDispatcher:
     def __init__(self, store: DefaultMessageStore) -> None:
@@ -28,10 +31,7 @@ class CommitLogDispatcher:
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
         """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        if codec.transaction_type(request.sys_flag) in (
-            codec.TRANSACTION_NOT_TYPE,
-            codec.TRANSACTION_COMMIT_TYPE,
-        ):
+        if codec.transaction_type(request.sys_flag) in _QUEUED:
             self.find_consume_queue(request.topic, request.queue_id, create=True).put(
                 request.commit_log_offset,
                 request.msg_size,
@@ -45,54 +45,85 @@ class CommitLogDispatcher:
         self.reput.last_dispatched_timestamp = request.store_timestamp
 
     def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
-        """``dispatch`` for records read back in log order (reput, recovery, slaves): the
-        entries of one batch (same topic, queue, sys flag and store time, consecutive queue
-        offsets) are dispatched together, as when they were put."""
-        index, count = 0, len(requests)
-        while index < count:
-            first = requests[index]
-            end = index + 1
-            topic, queue_id, sys_flag = first.topic, first.queue_id, first.sys_flag
-            store_ts, next_offset = first.store_timestamp, first.consume_queue_offset + 1
+        """``dispatch`` for records read back in log order (reput, recovery, slaves), a run at
+        a time instead of a record at a time: each queue's consecutive records get their units
+        in one write (queues are independent, each keeps its own order), and consecutive records
+        of one topic their index entries in one pass."""
+        if not requests:
+            return
+        runs: dict[tuple[str, int], list[list[DispatchRequest]]] = {}
+        run: list[DispatchRequest] = []
+        topic, queue_id, next_offset = "", -1, -1
+        for request in requests:
+            if codec.transaction_type(request.sys_flag) not in _QUEUED:
+                continue
+            if (
+                request.consume_queue_offset == next_offset
+                and request.queue_id == queue_id
+                and request.topic == topic
+            ):
+                run.append(request)  # the common case: the run of the record before
+                next_offset += 1
+                continue
+            topic, queue_id, next_offset = (
+                request.topic,
+                request.queue_id,
+                request.consume_queue_offset + 1,
+            )
+            queue_runs = runs.setdefault((topic, queue_id), [])
+            if queue_runs and queue_runs[-1][-1].consume_queue_offset + 1 == next_offset - 1:
+                run = queue_runs[-1]
+            else:  # a new queue, or a gap (a topic deleted and created again)
+                run = []
+                queue_runs.append(run)
+            run.append(request)
+        wake = notify and not self.store.is_slave and self.store.arrival_listener is not None
+        for (topic, queue_id), queue_runs in runs.items():
+            queue = self.find_consume_queue(topic, queue_id, create=True)
+            for run in queue_runs:
+                queue.put_batch(run)
+                if wake:
+                    self._notify_newest(run)
+        if self.index_enabled:
+            self._index_runs(requests)
+        self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
+
+    def _index_runs(self, requests: list[DispatchRequest]) -> None:
+        """Index entries of records in log order, one pass per run of one topic and one
+        transaction type (what ``build_index_batch`` takes)."""
+        start, count = 0, len(requests)
+        while start < count:
+            first = requests[start]
+            end = start + 1
             while end < count:
                 other = requests[end]
-                if (
-                    other.consume_queue_offset != next_offset
-                    or other.queue_id != queue_id
-                    or other.store_timestamp != store_ts
-                    or other.topic != topic
-                    or other.sys_flag != sys_flag
-                ):
+                if other.topic != first.topic or other.sys_flag != first.sys_flag:
                     break
                 end += 1
-                next_offset += 1
-            if end - index == 1:
-                self.dispatch(first, notify=notify)
-            else:
-                self.dispatch_batch(requests[index:end], notify=notify)
-            index = end
+            self.index_service.build_index_batch(requests[start:end])
+            start = end
 
     def dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
         """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
         the queue is looked up once and the checks made once."""
         first = requests[0]
-        if codec.transaction_type(first.sys_flag) in (
-            codec.TRANSACTION_NOT_TYPE,
-            codec.TRANSACTION_COMMIT_TYPE,
-        ):
+        if codec.transaction_type(first.sys_flag) in _QUEUED:
             queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
             queue.put_batch(requests)
             if notify and not self.store.is_slave and self.store.arrival_listener is not None:
-                # Once per tag, with the newest offset carrying it: the same wake-ups as a
-                # call per message (a held pull wakes for a matching message past its offset).
-                newest: dict[int, DispatchRequest] = {}
-                for request in requests:
-                    newest[request.tags_code] = request
-                for request in newest.values():
-                    self._notify_arrival(request)
+                self._notify_newest(requests)
         if self.index_enabled:
             self.index_service.build_index_batch(requests)
         self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
+
+    def _notify_newest(self, requests: list[DispatchRequest]) -> None:
+        """Once per tag, with the newest offset carrying it: the same wake-ups as a call per
+        message (a held pull wakes for a matching message past its offset)."""
+        newest: dict[int, DispatchRequest] = {}
+        for request in requests:
+            newest[request.tags_code] = request
+        for request in newest.values():
+            self._notify_arrival(request)
 
     def _notify_arrival(self, request: DispatchRequest) -> None:
         """Long polling and the schedule service learn the queue has ``request``'s message."""

@@ -61,45 +61,46 @@ def read_header(mm: mmap.mmap | memoryview) -> IndexHeader:
 
 def python_index_hashes(
     requests: Sequence[DispatchRequest], prefix: str, done: int
-) -> list[tuple[int, int]]:
-    """(Java hash of prefix + key, phy offset) for the UNIQ_KEY and each space-separated KEYS
-    entry of the requests past ``done``."""
-    entries: list[tuple[int, int]] = []
+) -> list[tuple[int, int, int]]:
+    """(Java hash of prefix + key, phy offset, store timestamp) for the UNIQ_KEY and each
+    space-separated KEYS entry of the requests past ``done``."""
+    entries: list[tuple[int, int, int]] = []
     for request in requests:
         phy_offset = request.commit_log_offset
         if phy_offset <= done:
             continue
+        stored = request.store_timestamp
         if request.uniq_key:
-            entries.append((java_hash(prefix + request.uniq_key), phy_offset))
+            entries.append((java_hash(prefix + request.uniq_key), phy_offset, stored))
         if request.keys:
             for key in request.keys.split(" "):
                 if key:
-                    entries.append((java_hash(prefix + key), phy_offset))
+                    entries.append((java_hash(prefix + key), phy_offset, stored))
     return entries
 
 
 def python_index_put_entries(
-    mm: mmap.mmap | memoryview,
+    mm: mmap.mmap | memoryview | bytearray,
     slots: int,
     max_entries: int,
-    entries: Sequence[tuple[int, int]],
-    store_timestamp: int,
+    entries: Sequence[tuple[int, int, int]],
 ) -> int:
-    """Add (key hash, phy offset) entries stored at one time, in order, while the file has
-    room; returns how many went in. The reference of remoting/native/index.c's
-    index_put_entries."""
+    """Add (key hash, phy offset, store timestamp) entries, in order, while the file has room;
+    returns how many went in. Each entry's time diff is from the file's begin timestamp as it
+    stands before it, which the file's first entry then sets (Java's IndexFile.putKey). The
+    reference of remoting/native/index.c's index_put_entries."""
     entries_at = HEADER.size + slots * SLOT.size
     if slots <= 0 or max_entries <= 0 or entries_at + max_entries * ENTRY.size > len(mm):
         raise ValueError("index geometry does not fit the buffer")
-    begin_ts, _, begin_phy, end_phy, slot_count, count = read_header(mm)
-    time_diff = 0
-    if begin_ts > 0:
-        time_diff = min(max((store_timestamp - begin_ts) // 1000, 0), INT_MAX)
+    begin_ts, end_ts, begin_phy, end_phy, slot_count, count = read_header(mm)
     written = 0
     try:
-        for key_hash, phy_offset in entries:
+        for key_hash, phy_offset, stored in entries:
             if count >= max_entries:
                 break
+            time_diff = 0
+            if begin_ts > 0:
+                time_diff = min(max((stored - begin_ts) // 1000, 0), INT_MAX)
             key_hash = index_key_hash(key_hash)
             slot_at = HEADER.size + (key_hash % slots) * SLOT.size
             (previous,) = SLOT.unpack_from(mm, slot_at)
@@ -111,37 +112,31 @@ def python_index_put_entries(
             )
             SLOT.pack_into(mm, slot_at, count)
             if count <= 1:
-                begin_phy, begin_ts = phy_offset, store_timestamp
+                begin_phy, begin_ts = phy_offset, stored
             count += 1
-            end_phy = phy_offset
+            end_phy, end_ts = phy_offset, stored
             written += 1
     finally:  # what went in before an error stays in, header included
         if written:
-            HEADER.pack_into(
-                mm, 0, begin_ts, store_timestamp, begin_phy, end_phy, slot_count, count
-            )
+            HEADER.pack_into(mm, 0, begin_ts, end_ts, begin_phy, end_phy, slot_count, count)
     return written
 
 
 def python_index_requests(
-    mm: mmap.mmap | memoryview,
+    mm: mmap.mmap | memoryview | bytearray,
     slots: int,
     max_entries: int,
     requests: Sequence[DispatchRequest],
     prefix: str,
-) -> list[tuple[int, int]]:
-    """Index the keys of records stored at one time (one message, or one batch's entries):
-    each UNIQ_KEY and space-separated KEYS entry as the Java hash of ``prefix`` + key, skipping
-    records the file already indexes (recovery re-dispatches). Returns the entries that did not
-    fit, for the next file. The reference of remoting/native/index.c's index_requests."""
-    if not requests:
-        return []
+) -> list[tuple[int, int, int]]:
+    """Index the keys of records of one topic in log order: each UNIQ_KEY and space-separated
+    KEYS entry as the Java hash of ``prefix`` + key, skipping records the file already indexes
+    (recovery re-dispatches). Returns the entries that did not fit, for the next file. The
+    reference of remoting/native/index.c's index_requests."""
     header = read_header(mm)
     done = header.end_phy_offset if header.index_count > 1 else -1
     entries = python_index_hashes(requests, prefix, done)
-    written = python_index_put_entries(
-        mm, slots, max_entries, entries, requests[-1].store_timestamp
-    )
+    written = python_index_put_entries(mm, slots, max_entries, entries)
     return entries[written:]
 
 
@@ -172,11 +167,9 @@ class IndexFile:
     def header(self) -> IndexHeader:
         return read_header(self.file.mmap)
 
-    def put_entries(self, entries: Sequence[tuple[int, int]], store_timestamp: int) -> int:
-        """Add (key hash, phy offset) entries stored at one time; returns how many fit."""
-        return index_put_entries(
-            self.file.mmap, self.slots, self.max_entries, entries, store_timestamp
-        )
+    def put_entries(self, entries: Sequence[tuple[int, int, int]]) -> int:
+        """Add (key hash, phy offset, store timestamp) entries; returns how many fit."""
+        return index_put_entries(self.file.mmap, self.slots, self.max_entries, entries)
 
     def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""
@@ -251,10 +244,10 @@ class IndexService:
         return index
 
     def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
-        """Index the keys of consecutive records stored together (one message, or the entries
-        of one batch: one topic, one store time), written in one pass. Records the file already
-        indexes (before a crash: recovery re-dispatches) are skipped; Java compares with <,
-        which indexes the last record twice after every crash."""
+        """Index the keys of records of one topic and transaction type, in log order (one
+        message, a batch's entries, or a run read back from the log), written in one pass.
+        Records the file already indexes (before a crash: recovery re-dispatches) are skipped;
+        Java compares with <, which indexes the last record twice after every crash."""
         first = requests[0]
         if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
             return
@@ -262,10 +255,9 @@ class IndexService:
         left = index_requests(
             index.file.mmap, index.slots, index.max_entries, requests, first.topic + "#"
         )
-        timestamp = requests[-1].store_timestamp
         while left:
             index = self._roll()
-            written = index.put_entries(left, timestamp)
+            written = index.put_entries(left)
             if not written:
                 log.error(
                     "index file %s takes no entries: %d keys not indexed", index.path, len(left)

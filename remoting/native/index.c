@@ -11,13 +11,12 @@
 typedef struct {
     unsigned char *base;
     long long slots, entries_at, max_entries;
-    int64_t begin_ts, end_ts, begin_phy, end_phy, store_ts;
-    int32_t slot_count, count, time_diff;
+    int64_t begin_ts, end_ts, begin_phy, end_phy;
+    int32_t slot_count, count;
     Py_ssize_t written;
 } IndexWriter;
 
-static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries,
-                       long long store_ts) {
+static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries) {
     w->base = (unsigned char *)mm->buf;
     w->slots = slots;
     w->max_entries = max_entries;
@@ -33,16 +32,16 @@ static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long
     w->slot_count = get_i32(w->base + 32);
     w->count = get_i32(w->base + 36);
     if (w->count < 1) w->count = 1; /* entry numbers start at 1 */
-    w->store_ts = store_ts;
-    long long diff = w->begin_ts <= 0 ? 0 : (store_ts - w->begin_ts) / 1000;
-    w->time_diff = diff < 0 ? 0 : (diff > INT32_MAX ? INT32_MAX : (int32_t)diff);
     w->written = 0;
     return 0;
 }
 
-/* 0 when the file is full. */
-static int writer_add(IndexWriter *w, long long key_hash, long long phy) {
+/* 0 when the file is full. The time diff is from the file's begin timestamp as it stands
+ * before the entry, which the file's first entry then sets (Java's IndexFile.putKey). */
+static int writer_add(IndexWriter *w, long long key_hash, long long phy, long long store_ts) {
     if (w->count >= w->max_entries) return 0;
+    long long diff = w->begin_ts <= 0 ? 0 : (store_ts - w->begin_ts) / 1000;
+    int32_t time_diff = diff < 0 ? 0 : (diff > INT32_MAX ? INT32_MAX : (int32_t)diff);
     key_hash = key_hash == INT32_MIN ? 0 : (key_hash < 0 ? -key_hash : key_hash);
     unsigned char *slot = w->base + 40 + (key_hash % w->slots) * 4;
     int32_t previous = get_i32(slot);
@@ -53,22 +52,22 @@ static int writer_add(IndexWriter *w, long long key_hash, long long phy) {
     unsigned char *e = w->base + w->entries_at + (long long)w->count * 20;
     put_i32(e, (int32_t)key_hash);
     put_i64(e + 4, phy);
-    put_i32(e + 12, w->time_diff);
+    put_i32(e + 12, time_diff);
     put_i32(e + 16, previous);
     put_i32(slot, w->count);
     if (w->count <= 1) {
         w->begin_phy = phy;
-        w->begin_ts = w->store_ts;
+        w->begin_ts = store_ts;
     }
     w->count++;
     w->end_phy = phy;
+    w->end_ts = store_ts;
     w->written++;
     return 1;
 }
 
 static void writer_close(IndexWriter *w) {
     if (!w->written) return;
-    w->end_ts = w->store_ts;
     put_i64(w->base, w->begin_ts);
     put_i64(w->base + 8, w->end_ts);
     put_i64(w->base + 16, w->begin_phy);
@@ -77,28 +76,30 @@ static void writer_close(IndexWriter *w) {
     put_i32(w->base + 36, w->count);
 }
 
-/* index_put_entries(mm, slots, max_entries, entries, store_timestamp) -> written
- * entries: (key hash, phy offset) pairs, written in order until the file is full. */
+/* index_put_entries(mm, slots, max_entries, entries) -> written
+ * entries: (key hash, phy offset, store timestamp) tuples, written in order until the file is
+ * full. */
 PyObject *index_put_entries(PyObject *self, PyObject *args) {
     Py_buffer mm;
-    long long slots, max_entries, store_ts;
+    long long slots, max_entries;
     PyObject *entries;
-    if (!PyArg_ParseTuple(args, "w*LLOL", &mm, &slots, &max_entries, &entries, &store_ts))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "w*LLO", &mm, &slots, &max_entries, &entries)) return NULL;
     PyObject *result = NULL;
     IndexWriter w;
     PyObject *seq = PySequence_Fast(entries, "entries must be a sequence");
-    if (seq == NULL || writer_open(&w, &mm, slots, max_entries, store_ts) < 0) goto done;
+    if (seq == NULL || writer_open(&w, &mm, slots, max_entries) < 0) goto done;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "an entry is a (key hash, phy offset) tuple");
+        PyObject *entry = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError,
+                            "an entry is a (key hash, phy offset, store timestamp) tuple");
             break;
         }
-        long long key_hash = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 0));
-        long long phy = PyLong_AsLongLong(PyTuple_GET_ITEM(pair, 1));
-        if (PyErr_Occurred() || !writer_add(&w, key_hash, phy)) break;
+        long long key_hash = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 0));
+        long long phy = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 1));
+        long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+        if (PyErr_Occurred() || !writer_add(&w, key_hash, phy, store_ts)) break;
     }
     writer_close(&w); /* what went in before an error stays in, as in the Python twin */
     if (!PyErr_Occurred()) result = PyLong_FromSsize_t(w.written);
@@ -109,22 +110,43 @@ done:
 }
 
 /* Into the file while it has room, then onto `left`. */
-static int add_hash(IndexWriter *w, PyObject *left, uint32_t h, PyObject *phy, long long phy_value) {
+static int add_hash(IndexWriter *w, PyObject *left, uint32_t h, PyObject *request) {
     long long key_hash = (long long)(int32_t)h;
-    if (PyList_GET_SIZE(left) == 0 && writer_add(w, key_hash, phy_value)) return 0;
-    PyObject *pair = Py_BuildValue("(LO)", key_hash, phy);
-    if (pair == NULL) return -1;
-    int appended = PyList_Append(left, pair);
-    Py_DECREF(pair);
+    PyObject *phy = PyTuple_GET_ITEM(request, 2), *ts = PyTuple_GET_ITEM(request, 5);
+    if (PyList_GET_SIZE(left) == 0 &&
+        writer_add(w, key_hash, PyLong_AsLongLong(phy), PyLong_AsLongLong(ts)))
+        return 0;
+    PyObject *entry = Py_BuildValue("(LOO)", key_hash, phy, ts);
+    if (entry == NULL) return -1;
+    int appended = PyList_Append(left, entry);
+    Py_DECREF(entry);
     return appended;
 }
 
-/* index_requests(mm, slots, max_entries, requests, prefix) -> [(key hash, phy offset)]
- * requests: DispatchRequest tuples stored at one time (phy offset at 2, store timestamp at 5,
- * KEYS at 7, UNIQ_KEY at 8). Per request past what the file already indexes (its end phy
- * offset, once it has entries): the Java hash of prefix + UNIQ_KEY, then of prefix + each
- * non-empty space-separated key, added to the file. Returns what did not fit (the file is
- * full), for the next file. */
+/* 0, or -1 with TypeError (OverflowError) set when `request` is not a DispatchRequest whose
+ * phy offset and store timestamp are int64 and KEYS and UNIQ_KEY str. */
+static int check_request(PyObject *request) {
+    if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 9 ||
+        !PyLong_Check(PyTuple_GET_ITEM(request, 2)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(request, 5)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, 7)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, 8))) {
+        PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+        return -1;
+    }
+    for (int field = 2; field <= 5; field += 3)
+        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, field)) == -1 && PyErr_Occurred())
+            return -1;
+    return 0;
+}
+
+/* index_requests(mm, slots, max_entries, requests, prefix)
+ *   -> [(key hash, phy offset, store timestamp)]
+ * requests: DispatchRequest tuples in log order (phy offset at 2, store timestamp at 5, KEYS
+ * at 7, UNIQ_KEY at 8). Per request past what the file already indexes (its end phy offset,
+ * once it has entries): the Java hash of prefix + UNIQ_KEY, then of prefix + each non-empty
+ * space-separated key, added to the file. Returns what did not fit (the file is full), for the
+ * next file. The requests are all checked first: a malformed one writes nothing. */
 PyObject *index_requests(PyObject *self, PyObject *args) {
     Py_buffer mm;
     long long slots, max_entries;
@@ -134,42 +156,21 @@ PyObject *index_requests(PyObject *self, PyObject *args) {
     IndexWriter w;
     PyObject *left = NULL;
     PyObject *seq = PySequence_Fast(requests, "requests must be a sequence");
-    if (seq == NULL) goto fail;
+    if (seq == NULL || writer_open(&w, &mm, slots, max_entries) < 0) goto fail;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n == 0) {
-        left = PyList_New(0);
-        goto done;
-    }
-    PyObject *last = PySequence_Fast_GET_ITEM(seq, n - 1);
-    if (!PyTuple_Check(last) || PyTuple_GET_SIZE(last) < 9) {
-        PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
-        goto fail;
-    }
-    long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(last, 5));
-    if (store_ts == -1 && PyErr_Occurred()) goto fail;
-    if (writer_open(&w, &mm, slots, max_entries, store_ts) < 0) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (check_request(PySequence_Fast_GET_ITEM(seq, i)) < 0) goto fail;
     long long done = w.count > 1 ? w.end_phy : -1; /* re-dispatch after recovery: skip */
     left = PyList_New(0);
     if (left == NULL) goto fail;
     uint32_t base = unsigned_java_hash(prefix);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 9) {
-            PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
-            goto fail_written;
-        }
-        PyObject *phy = PyTuple_GET_ITEM(request, 2);
-        long long phy_value = PyLong_AsLongLong(phy);
-        if (phy_value == -1 && PyErr_Occurred()) goto fail_written;
-        if (phy_value <= done) continue;
+        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, 2)) <= done) continue;
         PyObject *keys = PyTuple_GET_ITEM(request, 7), *uniq = PyTuple_GET_ITEM(request, 8);
-        if (!PyUnicode_Check(keys) || !PyUnicode_Check(uniq)) {
-            PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
-            goto fail_written;
-        }
         Py_ssize_t uniq_length = PyUnicode_GET_LENGTH(uniq);
         if (uniq_length &&
-            add_hash(&w, left, java_hash_range(base, uniq, 0, uniq_length), phy, phy_value) < 0)
+            add_hash(&w, left, java_hash_range(base, uniq, 0, uniq_length), request) < 0)
             goto fail_written;
         Py_ssize_t length = PyUnicode_GET_LENGTH(keys), start = 0;
         int kind = PyUnicode_KIND(keys);
@@ -177,18 +178,17 @@ PyObject *index_requests(PyObject *self, PyObject *args) {
         for (Py_ssize_t at = 0; at <= length; at++) {
             if (at < length && PyUnicode_READ(kind, data, at) != ' ') continue;
             if (at > start &&
-                add_hash(&w, left, java_hash_range(base, keys, start, at), phy, phy_value) < 0)
+                add_hash(&w, left, java_hash_range(base, keys, start, at), request) < 0)
                 goto fail_written;
             start = at + 1;
         }
     }
     writer_close(&w);
-done:
     Py_DECREF(seq);
     PyBuffer_Release(&mm);
     return left;
 fail_written:
-    writer_close(&w); /* what went in stays in, as in the Python twin */
+    writer_close(&w); /* out of memory midway: what went in stays in */
 fail:
     Py_XDECREF(seq);
     Py_XDECREF(left);

@@ -215,7 +215,14 @@ def test_batch_entry_bodies_are_views_into_the_request() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     batches=st.lists(
-        st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**40)), max_size=9),
+        st.lists(
+            st.tuples(
+                st.integers(-(2**31), 2**31 - 1),
+                st.integers(0, 2**40),
+                st.integers(1_699_999_000_000, 1_700_001_000_000),
+            ),
+            max_size=9,
+        ),
         max_size=12,
     ),
     slots=st.integers(1, 7),
@@ -226,9 +233,7 @@ def test_index_entries_are_written_alike(batches, slots) -> None:
     for name, put in (("native", native.index_put_entries), ("python", python_index_put_entries)):
         buffer = bytearray(index_file_size(slots, 20))
         HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
-        counts = [
-            put(buffer, slots, 20, batch, 1_700_000_000_000 + i) for i, batch in enumerate(batches)
-        ]
+        counts = [put(buffer, slots, 20, batch) for batch in batches]
         files[name] = (bytes(buffer), counts)
     assert files["native"] == files["python"]
 
@@ -238,7 +243,7 @@ def test_index_entries_refuse_a_geometry_past_the_buffer() -> None:
     buffer = bytearray(index_file_size(4, 10) - 1)
     for put in (native.index_put_entries, python_index_put_entries):
         with pytest.raises(ValueError, match="geometry"):
-            put(buffer, 4, 10, [(1, 2)], 0)
+            put(buffer, 4, 10, [(1, 2, 0)])
 
 
 # ------------------------------------------------------------------------------ dispatch fields

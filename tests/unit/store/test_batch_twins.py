@@ -134,7 +134,7 @@ requests = st.lists(
 
 
 @given(
-    calls=st.lists(st.tuples(requests, st.integers(1, 2**42)), max_size=6),
+    calls=st.lists(st.tuples(requests, st.integers(1, 2**42), st.booleans()), max_size=6),
     prefix=st.text(max_size=6),
     slots=st.integers(1, 7),
     max_entries=st.integers(1, 12),
@@ -142,13 +142,17 @@ requests = st.lists(
 )
 def test_index_requests_alike(calls, prefix, slots, max_entries, begin) -> None:
     """Same file bytes (header, slots, entries) and the same leftovers, call after call: the
-    file fills, later records repeat or go below what it indexes (recovery re-dispatch)."""
+    file fills, later records repeat or go below what it indexes (recovery re-dispatch), and a
+    call's records share a store time or not."""
     size = index_file_size(slots, max_entries)
     files = {name: bytearray(size) for name in ("native", "python")}
     for buffer in files.values():
         HEADER.pack_into(buffer, 0, begin[1], begin[1], begin[0], begin[0], 0, 1)
-    for batch, store_ts in calls:
-        batch = [request._replace(store_timestamp=store_ts) for request in batch]
+    for batch, store_ts, one_time in calls:  # a batch's entries, or a run read back
+        batch = [
+            request._replace(store_timestamp=store_ts + (0 if one_time else 1500 * i))
+            for i, request in enumerate(batch)
+        ]
         left = native.index_requests(files["native"], slots, max_entries, batch, prefix)
         assert left == python_index_requests(files["python"], slots, max_entries, batch, prefix)
         assert files["native"] == files["python"]
@@ -182,4 +186,3 @@ def test_consume_queue_units_past_the_buffer_are_refused_and_nothing_written() -
     with pytest.raises(IndexError):
         native.pack_cq_units(buffer, 20, [request, request])
     assert buffer == bytearray(50)
-

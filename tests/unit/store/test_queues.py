@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from broker.store.consume_queue import CQ_UNIT
-from broker.store.types import MessageExtBrokerInner
+from broker.store.index_file import IndexService
+from broker.store.types import DispatchRequest, MessageExtBrokerInner
 from remoting import message as codec
 from remoting.record import iter_records
 from tests.unit.store.conftest import StoreFactory, message
@@ -89,3 +90,37 @@ def test_batch_keys_are_indexed_across_index_files(stores: StoreFactory) -> None
             assert [codec.decode_message(b).keys for b in found] == [f"b{batch}-{i} shared"]
     newest = store.query_message("B", "shared", 64, 0, 2**62).buffers
     assert len(newest) == 64 and len({bytes(b) for b in newest}) == 64
+
+
+def test_the_index_is_the_same_whether_records_come_one_by_one_or_in_runs(tmp_path) -> None:
+    """Puts index a message at a time; recovery, reput and slaves a run at a time. Each entry's
+    time diff is from the file's begin as it stands before it (Java's putKey), so both write
+    the same files, across file boundaries too."""
+    requests = [
+        DispatchRequest(
+            "T",
+            i % 3,
+            1000 * i,
+            900,
+            0,
+            1_700_000_000_000 + 700 * i,
+            i // 3,
+            f"k{i} k",
+            f"U{i}",
+            0,
+            {},
+        )
+        for i in range(200)
+    ]
+    one_by_one = IndexService(tmp_path / "a", 7, 45)
+    for request in requests:
+        one_by_one.build_index_batch((request,))
+    in_runs = IndexService(tmp_path / "b", 7, 45)
+    start = 0
+    for size in [1, 5, 17, 2, 40, 3] * 10:
+        if start < len(requests):
+            in_runs.build_index_batch(requests[start : start + size])
+        start += size
+    assert len(one_by_one.files) == len(in_runs.files) > 5
+    for a, b in zip(one_by_one.files, in_runs.files, strict=True):
+        assert bytes(a.file.mmap) == bytes(b.file.mmap)
