@@ -43,7 +43,11 @@ void write_record(unsigned char *p, const RecordFields *f) {
     put_i32(p + 4, MESSAGE_MAGIC_CODE);
 }
 
-/* Fixed part of a record with IPv4 hosts: 88 bytes; each IPv6 host adds 12. */
+/* pack_records_into(buffer, pos, records, topic, queue id, queue offset, phys offset, sys flag,
+ *                   born timestamp, born address, born port, store timestamp, store address,
+ *                   store port, reconsume times, prepared offset) -> None
+ * records: (flag, body, properties bytes, size, body CRC), written back to back from `pos`
+ * with consecutive queue and phys offsets. */
 PyObject *pack_records_into(PyObject *self, PyObject *args) {
     Py_buffer out, topic, born, store;
     Py_ssize_t pos;
@@ -70,7 +74,6 @@ PyObject *pack_records_into(PyObject *self, PyObject *args) {
     seq = PySequence_Fast(records, "records must be a sequence");
     if (seq == NULL) goto done;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
-    Py_ssize_t header_size = 88 + (born.len == 16 ? 12 : 0) + (store.len == 16 ? 12 : 0);
     unsigned char *base = (unsigned char *)out.buf;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
@@ -95,7 +98,7 @@ PyObject *pack_records_into(PyObject *self, PyObject *args) {
         }
         Py_ssize_t props_len = PyBytes_GET_SIZE(props_o);
         if (PyObject_GetBuffer(body_o, &body, PyBUF_SIMPLE) < 0) goto done;
-        Py_ssize_t expected = header_size + body.len + 1 + topic.len + 2 + props_len;
+        Py_ssize_t expected = record_size(body.len, topic.len, props_len, born.len, store.len);
         if (expected != size) {
             PyErr_Format(PyExc_AssertionError, "record size %zd != declared %ld", expected, size);
             goto done;

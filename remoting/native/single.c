@@ -102,8 +102,7 @@ PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
         goto done;
     }
-    Py_ssize_t size = 88 + (born.len == 16 ? 12 : 0) + (store.len == 16 ? 12 : 0) + body.len +
-                      1 + topic.len + 2 + props_len;
+    Py_ssize_t size = record_size(body.len, topic.len, props_len, born.len, store.len);
     if (position < 0 || position > mm.len) {
         PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", position,
                      mm.len);

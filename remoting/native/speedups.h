@@ -63,6 +63,13 @@ typedef struct {
 
 void write_record(unsigned char *p, const RecordFields *f);
 
+/* TOTALSIZE of a record: 91 bytes with IPv4 hosts (each IPv6 host adds 12), plus its body,
+ * topic and properties (remoting/record.py record_size). */
+static inline Py_ssize_t record_size(Py_ssize_t body, Py_ssize_t topic, Py_ssize_t props,
+                                     Py_ssize_t born_len, Py_ssize_t store_len) {
+    return 91 + body + topic + props + (born_len == 16 ? 12 : 0) + (store_len == 16 ? 12 : 0);
+}
+
 /* message_fields of a properties dict (hashing.c). */
 PyObject *message_fields_of(PyObject *properties);
 
