@@ -65,14 +65,11 @@ class CommitLogDispatcher:
                 run.append(request)  # the common case: the run of the record before
                 next_offset += 1
                 continue
-            topic, queue_id, next_offset = (
-                request.topic,
-                request.queue_id,
-                request.consume_queue_offset + 1,
-            )
+            topic, queue_id, offset = request.topic, request.queue_id, request.consume_queue_offset
+            next_offset = offset + 1
             queue_runs = runs.setdefault((topic, queue_id), [])
-            if queue_runs and queue_runs[-1][-1].consume_queue_offset + 1 == next_offset - 1:
-                run = queue_runs[-1]
+            if queue_runs and queue_runs[-1][-1].consume_queue_offset + 1 == offset:
+                run = queue_runs[-1]  # this queue's run, after records of other queues
             else:  # a new queue, or a gap (a topic deleted and created again)
                 run = []
                 queue_runs.append(run)
@@ -89,8 +86,8 @@ class CommitLogDispatcher:
         self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
 
     def _index_runs(self, requests: list[DispatchRequest]) -> None:
-        """Index entries of records in log order, one pass per run of one topic and one
-        transaction type (what ``build_index_batch`` takes)."""
+        """Index entries of records in log order, one pass per run of one topic and one sys
+        flag, so one transaction type (what ``build_index_batch`` takes)."""
         start, count = 0, len(requests)
         while start < count:
             first = requests[start]

@@ -124,3 +124,44 @@ def test_the_index_is_the_same_whether_records_come_one_by_one_or_in_runs(tmp_pa
     assert len(one_by_one.files) == len(in_runs.files) > 5
     for a, b in zip(one_by_one.files, in_runs.files, strict=True):
         assert bytes(a.file.mmap) == bytes(b.file.mmap)
+
+
+def test_dispatching_read_back_records_in_runs_matches_one_at_a_time(stores: StoreFactory) -> None:
+    """Recovery, reput and slaves dispatch runs of interleaved queues; the ConsumeQueues and
+    index come out as when each record is dispatched alone, across queue files too."""
+    requests = [
+        DispatchRequest(
+            "T" if i % 5 else "U",
+            i % 3,
+            100 * i,
+            90,
+            i % 7,
+            1_700_000_000_000 + 300 * i,
+            0,
+            f"k{i}",
+            f"U{i}",
+            0,
+            {},
+        )
+        for i in range(600)
+    ]
+    next_offset: dict[tuple[str, int], int] = {}
+    for i, request in enumerate(requests):
+        key = (request.topic, request.queue_id)
+        requests[i] = request._replace(consume_queue_offset=next_offset.get(key, 0))
+        next_offset[key] = next_offset.get(key, 0) + 1
+    alone = StoreFactory(stores.root / "alone").open()
+    for request in requests:
+        alone.dispatcher.dispatch(request, notify=False)
+    in_runs = stores.open()
+    for start in range(0, len(requests), 70):
+        in_runs.dispatcher.dispatch_many(requests[start : start + 70], notify=False)
+    for (topic, queue_id), count in next_offset.items():
+        queues = [s.find_consume_queue(topic, queue_id) for s in (alone, in_runs)]
+        assert topic == "U" or len(queues[1].queue.files) > 1  # T's 160 units: three files
+        assert [queues[0].unit(q) for q in range(count)] == [
+            queues[1].unit(q) for q in range(count)
+        ]
+    assert [bytes(f.file.mmap) for f in alone.index_service.files] == [
+        bytes(f.file.mmap) for f in in_runs.index_service.files
+    ]
