@@ -31,7 +31,6 @@ ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous 
 assert ENTRY.size == 20
 SLOT = struct.Struct(">i")
 INT_MAX = 2**31 - 1
-_INT_MIN = -(2**31)
 
 
 def index_key_hash(key_hash: int) -> int:
@@ -54,7 +53,7 @@ class IndexHeader(NamedTuple):
     index_count: int  # the next entry number (entry numbers start at 1)
 
 
-def read_header(mm: mmap.mmap | memoryview) -> IndexHeader:
+def read_header(mm: mmap.mmap | memoryview | bytearray) -> IndexHeader:
     header = IndexHeader._make(HEADER.unpack_from(mm, 0))
     return header if header.index_count >= 1 else header._replace(index_count=1)
 
