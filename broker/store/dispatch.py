@@ -82,23 +82,8 @@ class CommitLogDispatcher:
                 if wake:
                     self._notify_newest(run)
         if self.index_enabled:
-            self._index_runs(requests)
+            self.index_service.build_index_runs(requests)
         self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
-
-    def _index_runs(self, requests: list[DispatchRequest]) -> None:
-        """Index entries of records in log order, one pass per run of one topic and one sys
-        flag, so one transaction type (what ``build_index_batch`` takes)."""
-        start, count = 0, len(requests)
-        while start < count:
-            first = requests[start]
-            end = start + 1
-            while end < count:
-                other = requests[end]
-                if other.topic != first.topic or other.sys_flag != first.sys_flag:
-                    break
-                end += 1
-            self.index_service.build_index_batch(requests[start:end])
-            start = end
 
     def dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
         """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so

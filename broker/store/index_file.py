@@ -264,6 +264,22 @@ class IndexService:
                 return
             del left[:written]
 
+    def build_index_runs(self, requests: Sequence[DispatchRequest]) -> None:
+        """Index records of any topics in log order (read back from the log), one pass per
+        run of one topic and one sys flag, so one transaction type (what
+        ``build_index_batch`` takes)."""
+        start, count = 0, len(requests)
+        while start < count:
+            first = requests[start]
+            end = start + 1
+            while end < count:
+                other = requests[end]
+                if other.topic != first.topic or other.sys_flag != first.sys_flag:
+                    break
+                end += 1
+            self.build_index_batch(requests[start:end])
+            start = end
+
     def query(
         self, topic: str, key: str, max_num: int, begin: int, end: int
     ) -> tuple[list[int], int, int]:

@@ -118,10 +118,15 @@ def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
         data = store.commit_log.get_data(offset)
         if not data:
             break
+        requests: list = []
         for _, scan in iter_records(data):
             if scan.phys_offset >= end:
-                return
-            store.index_service.build_index_batch((store.commit_log.dispatch_request(scan),))
+                break  # end lies in this segment: the loop ends after it
+            requests.append(store.commit_log.dispatch_request(scan))
+            if len(requests) >= REDISPATCH_RUN:
+                store.index_service.build_index_runs(requests)
+                requests.clear()
+        store.index_service.build_index_runs(requests)
         offset = store.commit_log.roll_next_file(offset)
 
 
