@@ -8,8 +8,9 @@ clients over their own sockets), so client and server share this class:
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task, bounded per connection;
 * replies queued while a read batch is handled leave in one non-blocking ``sendmsg`` at its
-  end; only what the kernel cannot take at once goes to the writer task. Stored message bytes
-  are never copied;
+  end; only what the kernel cannot take at once goes to the writer task. On a server with an
+  ``OutboundSender`` (remoting/sender.py) a native thread writes them instead. Stored message
+  bytes are never copied;
 * the connection closes after ``idle_timeout_s`` without a byte in either direction.
 """
 
@@ -34,6 +35,7 @@ from remoting.errors import (
     RequestError,
 )
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class Connection:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
+        sender: OutboundSender | None = None,
     ) -> None:
         self.stream = stream
         self.request_handler = request_handler
@@ -95,6 +98,8 @@ class Connection:
         self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
         self._raw.setblocking(False)
         self._finished = trio.Event()
+        self._sender = sender
+        self._handle = sender.add(self._raw) if sender is not None else -1
 
     def __repr__(self) -> str:
         return f"<Connection {self.local} <-> {self.peer}{' closed' if self.closed else ''}>"
@@ -106,14 +111,15 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._writer)
+                if self._sender is None:
+                    nursery.start_soon(self._writer)
                 nursery.start_soon(self._idle_watchdog)
                 task_status.started()
                 await self._reader()
                 nursery.cancel_scope.cancel()
         finally:
             self._mark_closed(self.close_reason or "connection finished")
-            self._raw.close()
+            self._release_socket()
             with trio.CancelScope(shield=True):
                 await self.stream.aclose()
             self._finished.set()
@@ -124,8 +130,14 @@ class Connection:
             self._nursery.cancel_scope.cancel()
             await self._finished.wait()
         else:
-            self._raw.close()
+            self._release_socket()
             await self.stream.aclose()
+
+    def _release_socket(self) -> None:
+        if self._sender is not None and self._handle >= 0:
+            self._sender.remove(self._handle)  # replies already queued still leave
+            self._handle = -1
+        self._raw.close()
 
     def close_soon(self, reason: str) -> None:
         """Close without waiting (from plain ``def`` code)."""
@@ -188,7 +200,6 @@ class Connection:
                 self._mark_closed("peer closed the connection")
                 return
             self._last_io = trio.current_time()
-            eager = True
             self._decoder.receive_data(data)
             self._in_read_batch = True
             try:
@@ -200,7 +211,9 @@ class Connection:
                 return
             finally:
                 self._in_read_batch = False
-                self.flush_nowait()
+                # A reply still waiting for the sender's thread: the peer's next request
+                # cannot be in yet, an eager read would miss.
+                eager = self.flush_nowait()
 
     def _on_command(self, command: RemotingCommand) -> None:
         if command.is_response:
@@ -278,6 +291,11 @@ class Connection:
             )
             return
         buffers = encode_command(command)
+        if self._sender is not None:
+            self._queue_native(buffers)
+            if not self._in_read_batch:
+                self.flush_nowait()
+            return
         self._out.extend(buffers)
         for buffer in buffers:
             self._out_bytes += len(buffer)
@@ -286,16 +304,40 @@ class Connection:
         if not self._in_read_batch:
             self.flush_nowait()
 
-    def flush_nowait(self) -> None:
-        """Write what is queued now if the kernel takes it; hand any rest to the writer task."""
-        if not self._out or self._writing or self.closed:
+    def _queue_native(self, buffers: list[Any]) -> None:
+        try:
+            self._out_bytes = self._sender.send(self._handle, buffers)  # type: ignore[union-attr]
+        except OSError as exc:
+            self.close_soon(f"write failed: {exc!r}")
             return
+        except RuntimeError:  # the server's sender stopped first: the server is going away
+            self.close_soon("server stopped")
+            return
+        self._last_io = trio.current_time()
+        if self._out_bytes > WRITE_HIGH_WATER and self._drained.is_set():
+            self._drained = trio.Event()
+            if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):  # type: ignore[union-attr]
+                self.on_drained()
+
+    def on_drained(self) -> None:
+        """The sender's thread has written this connection's backlog down (or failed)."""
+        if not self.closed:
+            self._out_bytes = self._sender.pending(self._handle)  # type: ignore[union-attr]
+        self._drained.set()
+
+    def flush_nowait(self) -> bool:
+        """Write what is queued now if the kernel takes it; hand any rest to the writer task
+        (or the sender's thread: then False)."""
+        if self._sender is not None:
+            return self.closed or self._sender.write_now(self._handle)
+        if not self._out or self._writing or self.closed:
+            return True
         buffers, self._out = self._out, []
         try:
             rest = _send_nowait(self._raw, buffers)
         except OSError as exc:
             self.close_soon(f"write failed: {exc!r}")
-            return
+            return True
         self._last_io = trio.current_time()
         if rest:
             self._out[:0] = rest
@@ -304,6 +346,7 @@ class Connection:
         else:
             self._out_bytes = 0
             self._drained.set()
+        return True
 
     async def send(self, command: RemotingCommand) -> None:
         """Queue a command and flush it, waiting first while too many bytes are queued."""

@@ -18,6 +18,7 @@ from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.connection import IDLE_TIMEOUT_S, MAX_HANDLER_TASKS, Connection, HandlerResult
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class RemotingServer:
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
         on_connection_closed: Callable[[Connection], None] | None = None,
+        native_sender: bool = True,
     ) -> None:
         self.name = name
         self.host, self.port = host, port
@@ -62,6 +64,9 @@ class RemotingServer:
         self._on_connection_closed = on_connection_closed
         self._listeners: list[trio.SocketListener] = []
         self._accepting = trio.CancelScope()
+        # Replies written by a native thread, off the event loop (remoting/sender.py).
+        self._use_sender = native_sender and OutboundSender.available()
+        self._sender: OutboundSender | None = None
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -75,18 +80,30 @@ class RemotingServer:
         self.port = self._listeners[0].socket.getsockname()[1]
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
         try:
-            async with trio.open_nursery() as nursery:
-                task_status.started(self.port)
-                with self._accepting:
-                    await trio.serve_listeners(
-                        partial(self._handle_connection), self._listeners, handler_nursery=nursery
-                    )
-                for listener in self._listeners:
-                    await listener.aclose()
+            # The sender outlives every connection: replies queued by the last requests leave.
+            async with trio.open_nursery() as outer:
+                if self._use_sender:
+                    self._sender = OutboundSender()
+                    await outer.start(self._sender.run)
+                try:
+                    await self._serve(task_status)
+                finally:
+                    outer.cancel_scope.cancel()
         finally:
+            self._sender = None
             with trio.CancelScope(shield=True):
                 for listener in self._listeners:
                     await listener.aclose()
+
+    async def _serve(self, task_status: trio.TaskStatus[int]) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started(self.port)
+            with self._accepting:
+                await trio.serve_listeners(
+                    partial(self._handle_connection), self._listeners, handler_nursery=nursery
+                )
+            for listener in self._listeners:
+                await listener.aclose()
 
     async def stop_accepting(self) -> None:
         """Close the listening sockets; connections already open keep being served."""
@@ -102,6 +119,7 @@ class RemotingServer:
                 max_frame_bytes=self._max_frame_bytes,
                 idle_timeout_s=self._idle_timeout_s,
                 max_handler_tasks=self._max_handler_tasks,
+                sender=self._sender,
             )
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)

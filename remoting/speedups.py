@@ -29,6 +29,7 @@ FUNCTIONS = (
     "index_requests",
     "pack_cq_units",
     "append_message",
+    "Sender",
 )
 
 native: ModuleType | None = None

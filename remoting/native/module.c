@@ -8,6 +8,9 @@
  *
  * They run with the GIL held: each call is a few microseconds, less than a thread hop.
  * Every write is bounds-checked against the buffer before anything is written.
+ *
+ * One exception has no twin: Sender (sender.c), the servers' writer thread. Without it the
+ * event loop writes replies itself (remoting/connection.py), which is the reference behaviour.
  */
 #include "speedups.h"
 
@@ -45,4 +48,8 @@ static struct PyModuleDef module = {
     methods,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && add_sender_type(m) < 0) Py_CLEAR(m);
+    return m;
+}

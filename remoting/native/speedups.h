@@ -93,5 +93,6 @@ PyObject *batch_requests(PyObject *self, PyObject *args);
 PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
+int add_sender_type(PyObject *module); /* sender.c: the Sender type */
 
 #endif

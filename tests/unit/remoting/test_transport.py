@@ -1,4 +1,6 @@
-"""The Trio transport over real loopback sockets: dispatch, pipelining, errors, server pushes."""
+"""The Trio transport over real loopback sockets: dispatch, pipelining, errors, server pushes,
+backpressure. Each test runs twice: replies written by the event loop, and by the native
+sender's thread (remoting/sender.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,26 @@ import struct
 import pytest
 import trio
 
+from remoting import connection as connection_module
 from remoting.client import RemotingClient
 from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand
+from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.connection import Connection
 from remoting.errors import RemotingConnectError, RemotingTimeoutError, RequestError
-from remoting.frame import encode_frame
+from remoting.frame import FrameDecoder, encode_frame
+from remoting.sender import OutboundSender
 from remoting.server import RemotingServer, no_reply
 
-ECHO, SLOW, FAIL, REJECT, PUSH, SILENT = 1001, 1002, 1003, 1004, 1005, 1006
+ECHO, SLOW, FAIL, REJECT, PUSH, SILENT, BIG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
+NATIVE_SENDER = {"native_sender": False}
+
+
+@pytest.fixture(autouse=True, params=["loop-writes", "thread-writes"])
+def writer(request: pytest.FixtureRequest) -> str:
+    if request.param == "thread-writes" and not OutboundSender.available():
+        pytest.skip("no native sender without remoting._speedups (ROCKETMQ_TRIO_PURE=1?)")
+    NATIVE_SENDER["native_sender"] = request.param == "thread-writes"
+    return request.param
 
 
 def echo(connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -44,6 +57,7 @@ async def push_back(connection: Connection, request: RemotingCommand) -> Remotin
 
 def make_server(**kwargs: object) -> RemotingServer:
     processors = {ECHO: echo, SLOW: slow, FAIL: fail, REJECT: reject, PUSH: push_back}
+    kwargs = {**NATIVE_SENDER, **kwargs}
     return RemotingServer("127.0.0.1", 0, processors=processors, **kwargs)  # type: ignore[arg-type]
 
 
@@ -112,8 +126,6 @@ async def test_oneway_requests_get_no_reply(nursery: trio.Nursery) -> None:
     port = await nursery.start(server.run)
     with socket.create_connection(("127.0.0.1", port)) as raw:
         request = RemotingCommand.request(SILENT, oneway=True)
-        from remoting.command import encode_command_bytes
-
         raw.sendall(encode_command_bytes(request))
         with trio.fail_after(5):
             await seen.wait()
@@ -129,7 +141,8 @@ async def test_oneway_requests_get_no_reply(nursery: trio.Nursery) -> None:
 
 
 async def test_namesrv_style_default_sends_nothing(nursery: trio.Nursery) -> None:
-    port = await nursery.start(RemotingServer("127.0.0.1", 0, default_processor=no_reply).run)
+    server = RemotingServer("127.0.0.1", 0, default_processor=no_reply, **NATIVE_SENDER)
+    port = await nursery.start(server.run)
     async with RemotingClient.open() as client:
         with pytest.raises(RemotingTimeoutError):
             await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(4242), 0.3)
@@ -203,3 +216,46 @@ async def test_bad_frames_close_only_their_connection(
             f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {"v": "ok"}), 5
         )
     assert response.ext("echo") == "ok"
+
+
+async def test_a_peer_that_stops_reading_is_not_read_until_its_replies_drain(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection_module, "WRITE_HIGH_WATER", 1 << 20)
+    handled: list[int] = []
+    arrived = [trio.Event()]
+
+    def big(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        handled.append(request.opaque)
+        arrived[0].set()
+        return request.make_response(body=bytes(512 * 1024))
+
+    server = make_server()
+    server.register(BIG, big)
+    port = await nursery.start(server.run)
+    sock = trio.socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    await sock.connect(("127.0.0.1", port))
+    with sock:
+        sent: list[int] = []
+        with trio.fail_after(60):
+            # One request at a time, reading nothing back, until one is not served.
+            while True:
+                request = RemotingCommand.request(BIG)
+                sent.append(request.opaque)
+                arrived[0] = trio.Event()
+                await sock.send(encode_command_bytes(request))
+                with trio.move_on_after(1):
+                    await arrived[0].wait()
+                    continue
+                break
+            assert handled == sent[:-1] and len(handled) >= 2
+            # Reading the replies lets the server read again: the last one is answered too.
+            decoder, opaques = FrameDecoder(), []
+            while len(opaques) < len(sent):
+                data = await sock.recv(1 << 20)
+                assert data, "closed by the server"
+                decoder.receive_data(data)
+                while (frame := decoder.next_frame()) is not None:
+                    opaques.append(decode_command(frame).opaque)
+    assert opaques == sent

@@ -1,0 +1,87 @@
+"""OutboundSender: a server's replies written by a native thread (remoting/native/sender.c).
+
+On a busy server a third of the event loop went into ``sendmsg``: on loopback the call runs the
+receiver's TCP stack and wakes it, and in a VM that wake-up is an expensive interrupt. With a
+sender, ``Connection.send_nowait`` only queues the reply's buffers (held, not copied); just
+before the loop waits for I/O, ``kick`` hands everything queued in that pass to the thread with
+a single wake-up, or writes it right there when one connection alone has replies (a lone
+request/response pair would otherwise pay a thread wake-up on top of the write).
+
+A connection's bytes leave in order; what the kernel cannot take waits in the thread, and a
+connection with more than its high-water mark queued is told when it has drained.
+
+Servers use one when the native module is built; clients, and pure mode, write inline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
+
+from remoting.speedups import native
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class DrainListener(Protocol):
+    def on_drained(self) -> None: ...
+
+
+class _KickBeforeIOWait(trio.abc.Instrument):
+    def __init__(self, kick: Any) -> None:
+        self._kick = kick
+
+    def before_io_wait(self, timeout: float) -> None:
+        self._kick()
+
+
+class OutboundSender:
+    def __init__(self) -> None:
+        assert native is not None
+        self._native = native.Sender()
+        self._watching: dict[int, DrainListener] = {}
+        self.add = self._native.add
+        self.pending = self._native.pending
+        self.write_now = self._native.write_now
+
+    @classmethod
+    def available(cls) -> bool:
+        return native is not None
+
+    def send(self, handle: int, buffers: Sequence[Any]) -> int:
+        """Queue ``buffers`` for the connection; the bytes it has queued now. OSError once a
+        write of it failed."""
+        return self._native.send(handle, buffers)
+
+    def watch(self, handle: int, level: int, listener: DrainListener) -> bool:
+        """Call ``listener.on_drained()`` once the connection's queued bytes are <= ``level``
+        (or its writes failed). False when that is already so."""
+        if not self._native.watch(handle, level):
+            return False
+        self._watching[handle] = listener
+        return True
+
+    def remove(self, handle: int) -> None:
+        """No more sends: what is queued leaves if the kernel takes it at once, then the
+        thread's copy of the socket closes."""
+        self._watching.pop(handle, None)
+        self._native.remove(handle)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Kick the thread before every I/O wait of this Trio run and deliver drain notices;
+        on exit the thread writes what the kernel takes and stops."""
+        instrument = _KickBeforeIOWait(self._native.kick)
+        trio.lowlevel.add_instrument(instrument)
+        try:
+            task_status.started()
+            while True:
+                await trio.lowlevel.wait_readable(self._native.notice_fd)
+                for handle in self._native.notices():
+                    listener = self._watching.pop(handle, None)
+                    if listener is not None:
+                        listener.on_drained()
+        finally:
+            trio.lowlevel.remove_instrument(instrument)
+            self._native.close()
