@@ -4,7 +4,8 @@ Requests and responses travel both ways on every connection (a broker sends requ
 clients over their own sockets), so client and server share this class:
 
 * the reader parses every complete frame of each read, matches responses to pending calls by
-  ``opaque``, and hands requests to the request handler;
+  ``opaque``, and hands requests to the request handler. A server's connections are read by
+  its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task, bounded per connection;
 * replies queued while a read batch is handled leave in one non-blocking ``sendmsg`` at its
@@ -35,6 +36,7 @@ from remoting.errors import (
     RequestError,
 )
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,7 @@ class Connection:
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
         sender: OutboundSender | None = None,
+        selector: ReadSelector | None = None,
     ) -> None:
         self.stream = stream
         self.request_handler = request_handler
@@ -99,6 +102,8 @@ class Connection:
         self._raw.setblocking(False)
         self._finished = trio.Event()
         self._sender = sender
+        self._selector = selector
+        self._read_done = trio.Event()
         self._handle = sender.add(self._raw) if sender is not None else -1
 
     def __repr__(self) -> str:
@@ -115,9 +120,15 @@ class Connection:
                     nursery.start_soon(self._writer)
                 nursery.start_soon(self._idle_watchdog)
                 task_status.started()
-                await self._reader()
+                if self._selector is not None:
+                    self._selector.add(self)
+                    await self._read_done.wait()
+                else:
+                    await self._reader()
                 nursery.cancel_scope.cancel()
         finally:
+            if self._selector is not None:
+                self._selector.remove(self)
             self._mark_closed(self.close_reason or "connection finished")
             self._release_socket()
             with trio.CancelScope(shield=True):
@@ -157,6 +168,7 @@ class Connection:
             call.event.set()
         self._out_ready.set()
         self._drained.set()
+        self._read_done.set()
 
     async def _idle_watchdog(self) -> None:
         # A timestamp per read/write and a coarse check here: moving a cancel scope's deadline
@@ -188,32 +200,57 @@ class Connection:
                 await checkpoint()
             else:
                 await wait_readable(raw)
-            try:
-                data = raw.recv(READ_CHUNK)
-            except BlockingIOError:
-                eager = False
-                continue
-            except OSError as exc:
-                self._mark_closed(f"read failed: {exc!r}")
+            eager = self._read_once()
+            if eager is None:
                 return
-            if not data:
-                self._mark_closed("peer closed the connection")
-                return
-            self._last_io = trio.current_time()
-            self._decoder.receive_data(data)
-            self._in_read_batch = True
-            try:
-                while (frame := self._decoder.next_frame()) is not None:
-                    self._on_command(decode_command(frame))
-            except RemoteProtocolError as exc:
-                log.warning("protocol error, closing: peer=%s error=%s", self.peer, exc)
-                self._mark_closed(f"protocol error: {exc}")
-                return
-            finally:
-                self._in_read_batch = False
-                # A reply still waiting for the sender's thread: the peer's next request
-                # cannot be in yet, an eager read would miss.
-                eager = self.flush_nowait()
+
+    def on_readable(self) -> bool:
+        """The selector found the socket readable. False: take it out of the selector (the
+        connection is finished, or reading pauses until its queued replies drain)."""
+        if self.closed or self._read_once() is None:
+            return False
+        if self._out_bytes > WRITE_HIGH_WATER:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._read_when_drained)
+            return False
+        return True
+
+    async def _read_when_drained(self) -> None:
+        await self._drained.wait()
+        if not self.closed and self._selector is not None:
+            self._selector.add(self)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def _read_once(self) -> bool | None:
+        """Read what the socket holds and handle the commands in it. None once the connection
+        is finished; else whether reading again at once may find more."""
+        try:
+            data = self._raw.recv(READ_CHUNK)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
+            return None
+        if not data:
+            self._mark_closed("peer closed the connection")
+            return None
+        self._last_io = trio.current_time()
+        self._decoder.receive_data(data)
+        self._in_read_batch = True
+        try:
+            while (frame := self._decoder.next_frame()) is not None:
+                self._on_command(decode_command(frame))
+        except RemoteProtocolError as exc:
+            log.warning("protocol error, closing: peer=%s error=%s", self.peer, exc)
+            self._mark_closed(f"protocol error: {exc}")
+            return None
+        finally:
+            self._in_read_batch = False
+            written = self.flush_nowait()
+        # A reply still waiting for the sender's thread: the peer's next request cannot be in.
+        return written
 
     def _on_command(self, command: RemotingCommand) -> None:
         if command.is_response:

@@ -18,6 +18,7 @@ from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.connection import IDLE_TIMEOUT_S, MAX_HANDLER_TASKS, Connection, HandlerResult
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class RemotingServer:
         max_handler_tasks: int = MAX_HANDLER_TASKS,
         on_connection_closed: Callable[[Connection], None] | None = None,
         native_sender: bool = True,
+        read_selector: bool = True,
     ) -> None:
         self.name = name
         self.host, self.port = host, port
@@ -67,6 +69,9 @@ class RemotingServer:
         # Replies written by a native thread, off the event loop (remoting/sender.py).
         self._use_sender = native_sender and OutboundSender.available()
         self._sender: OutboundSender | None = None
+        # One task reads every connection (remoting/selector.py).
+        self._use_selector = read_selector and ReadSelector.available()
+        self._selector: ReadSelector | None = None
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -80,17 +85,21 @@ class RemotingServer:
         self.port = self._listeners[0].socket.getsockname()[1]
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
         try:
-            # The sender outlives every connection: replies queued by the last requests leave.
+            # The sender and the selector outlive every connection: replies queued by the
+            # last requests leave, and connections leave the selector before it closes.
             async with trio.open_nursery() as outer:
                 if self._use_sender:
                     self._sender = OutboundSender()
                     await outer.start(self._sender.run)
+                if self._use_selector:
+                    self._selector = ReadSelector()
+                    await outer.start(self._selector.run)
                 try:
                     await self._serve(task_status)
                 finally:
                     outer.cancel_scope.cancel()
         finally:
-            self._sender = None
+            self._sender = self._selector = None
             with trio.CancelScope(shield=True):
                 for listener in self._listeners:
                     await listener.aclose()
@@ -120,6 +129,7 @@ class RemotingServer:
                 idle_timeout_s=self._idle_timeout_s,
                 max_handler_tasks=self._max_handler_tasks,
                 sender=self._sender,
+                selector=self._selector,
             )
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)

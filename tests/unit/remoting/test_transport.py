@@ -1,6 +1,8 @@
 """The Trio transport over real loopback sockets: dispatch, pipelining, errors, server pushes,
-backpressure. Each test runs twice: replies written by the event loop, and by the native
-sender's thread (remoting/sender.py)."""
+backpressure. Each test runs with the server's three ways of doing I/O: a reader task per
+connection writing replies itself (as clients do), the selector reading every connection
+(remoting/selector.py), and the selector with the native sender thread writing replies
+(remoting/sender.py), which is what servers use when the native module is built."""
 
 from __future__ import annotations
 
@@ -21,14 +23,15 @@ from remoting.sender import OutboundSender
 from remoting.server import RemotingServer, no_reply
 
 ECHO, SLOW, FAIL, REJECT, PUSH, SILENT, BIG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
-NATIVE_SENDER = {"native_sender": False}
+SERVER_IO: dict[str, bool] = {}
 
 
-@pytest.fixture(autouse=True, params=["loop-writes", "thread-writes"])
-def writer(request: pytest.FixtureRequest) -> str:
-    if request.param == "thread-writes" and not OutboundSender.available():
+@pytest.fixture(autouse=True, params=["reader-tasks", "selector", "selector-sender-thread"])
+def server_io(request: pytest.FixtureRequest) -> str:
+    if request.param == "selector-sender-thread" and not OutboundSender.available():
         pytest.skip("no native sender without remoting._speedups (ROCKETMQ_TRIO_PURE=1?)")
-    NATIVE_SENDER["native_sender"] = request.param == "thread-writes"
+    SERVER_IO["read_selector"] = request.param != "reader-tasks"
+    SERVER_IO["native_sender"] = request.param == "selector-sender-thread"
     return request.param
 
 
@@ -57,7 +60,7 @@ async def push_back(connection: Connection, request: RemotingCommand) -> Remotin
 
 def make_server(**kwargs: object) -> RemotingServer:
     processors = {ECHO: echo, SLOW: slow, FAIL: fail, REJECT: reject, PUSH: push_back}
-    kwargs = {**NATIVE_SENDER, **kwargs}
+    kwargs = {**SERVER_IO, **kwargs}
     return RemotingServer("127.0.0.1", 0, processors=processors, **kwargs)  # type: ignore[arg-type]
 
 
@@ -141,7 +144,7 @@ async def test_oneway_requests_get_no_reply(nursery: trio.Nursery) -> None:
 
 
 async def test_namesrv_style_default_sends_nothing(nursery: trio.Nursery) -> None:
-    server = RemotingServer("127.0.0.1", 0, default_processor=no_reply, **NATIVE_SENDER)
+    server = RemotingServer("127.0.0.1", 0, default_processor=no_reply, **SERVER_IO)
     port = await nursery.start(server.run)
     async with RemotingClient.open() as client:
         with pytest.raises(RemotingTimeoutError):
