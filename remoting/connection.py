@@ -8,10 +8,8 @@ clients over their own sockets), so client and server share this class:
   its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task, bounded per connection;
-* replies queued while a read batch is handled leave in one non-blocking ``sendmsg`` at its
-  end; only what the kernel cannot take at once goes to the writer task. On a server with an
-  ``OutboundSender`` (remoting/sender.py) a native thread writes them instead. Stored message
-  bytes are never copied;
+* replies are written by the event loop, or on a server with an ``OutboundSender`` by its
+  native thread (remoting/writes.py);
 * the connection closes after ``idle_timeout_s`` without a byte in either direction.
 """
 
@@ -38,6 +36,7 @@ from remoting.errors import (
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
+from remoting.writes import LoopWrites, ThreadWrites
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +46,6 @@ READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
 MAX_PENDING_CALLS = 65536
 MAX_HANDLER_TASKS = 4096
-# Above this many queued outgoing bytes the reader stops reading until the writer catches up.
-WRITE_HIGH_WATER = 32 * 1024 * 1024
-_IOV_MAX = 1024
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
@@ -86,25 +82,22 @@ class Connection:
         self._idle_timeout_s = idle_timeout_s
         self._max_handler_tasks = max_handler_tasks
         self._pending: dict[int, _Pending] = {}
-        self._out: list[Any] = []
-        self._out_bytes = 0
-        self._out_ready = trio.Event()
-        self._drained = trio.Event()
-        self._drained.set()
         self._handler_tasks = 0
         self._nursery: trio.Nursery | None = None
         self._last_io = trio.current_time()
-        self._writing = False
         self._in_read_batch = False
         # A second handle on the same socket for non-blocking writes from plain ``def`` code:
         # replies whose bytes the kernel takes at once never wake the writer task.
         self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
         self._raw.setblocking(False)
         self._finished = trio.Event()
-        self._sender = sender
+        self._writes = (
+            ThreadWrites(sender, self._raw, self.close_soon, self._touch)
+            if sender is not None
+            else LoopWrites(self._raw, stream.socket, self.close_soon, self._touch)
+        )
         self._selector = selector
         self._read_done = trio.Event()
-        self._handle = sender.add(self._raw) if sender is not None else -1
 
     def __repr__(self) -> str:
         return f"<Connection {self.local} <-> {self.peer}{' closed' if self.closed else ''}>"
@@ -116,8 +109,8 @@ class Connection:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                if self._sender is None:
-                    nursery.start_soon(self._writer)
+                if self._writes.run is not None:
+                    nursery.start_soon(self._writes.run)
                 nursery.start_soon(self._idle_watchdog)
                 task_status.started()
                 if self._selector is not None:
@@ -145,10 +138,11 @@ class Connection:
             await self.stream.aclose()
 
     def _release_socket(self) -> None:
-        if self._sender is not None and self._handle >= 0:
-            self._sender.remove(self._handle)  # replies already queued still leave
-            self._handle = -1
+        self._writes.close()
         self._raw.close()
+
+    def _touch(self) -> None:
+        self._last_io = trio.current_time()
 
     def close_soon(self, reason: str) -> None:
         """Close without waiting (from plain ``def`` code)."""
@@ -166,8 +160,7 @@ class Connection:
         for call in pending.values():
             call.response = error
             call.event.set()
-        self._out_ready.set()
-        self._drained.set()
+        self._writes.close()
         self._read_done.set()
 
     async def _idle_watchdog(self) -> None:
@@ -190,8 +183,8 @@ class Connection:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         eager = False
         while not self.closed:
-            if self._out_bytes > WRITE_HIGH_WATER:
-                await self._drained.wait()
+            if not self._writes.drained.is_set():  # too many reply bytes queued
+                await self._writes.drained.wait()
                 continue
             if eager:
                 # A busy server: by the time the other connections had their turn, this
@@ -209,14 +202,14 @@ class Connection:
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
-        if self._out_bytes > WRITE_HIGH_WATER:
+        if not self._writes.drained.is_set():
             assert self._nursery is not None
             self._nursery.start_soon(self._read_when_drained)
             return False
         return True
 
     async def _read_when_drained(self) -> None:
-        await self._drained.wait()
+        await self._writes.drained.wait()
         if not self.closed and self._selector is not None:
             self._selector.add(self)
 
@@ -248,7 +241,7 @@ class Connection:
             return None
         finally:
             self._in_read_batch = False
-            written = self.flush_nowait()
+            written = self.closed or self._writes.flush()
         # A reply still waiting for the sender's thread: the peer's next request cannot be in.
         return written
 
@@ -327,93 +320,17 @@ class Connection:
                 command.code,
             )
             return
-        buffers = encode_command(command)
-        if self._sender is not None:
-            self._queue_native(buffers)
-            if not self._in_read_batch:
-                self.flush_nowait()
-            return
-        self._out.extend(buffers)
-        for buffer in buffers:
-            self._out_bytes += len(buffer)
-        if self._out_bytes > WRITE_HIGH_WATER:
-            self._drained = trio.Event()
-        if not self._in_read_batch:
-            self.flush_nowait()
-
-    def _queue_native(self, buffers: list[Any]) -> None:
-        try:
-            self._out_bytes = self._sender.send(self._handle, buffers)  # type: ignore[union-attr]
-        except OSError as exc:
-            self.close_soon(f"write failed: {exc!r}")
-            return
-        except RuntimeError:  # the server's sender stopped first: the server is going away
-            self.close_soon("server stopped")
-            return
-        self._last_io = trio.current_time()
-        if self._out_bytes > WRITE_HIGH_WATER and self._drained.is_set():
-            self._drained = trio.Event()
-            if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):  # type: ignore[union-attr]
-                self.on_drained()
-
-    def on_drained(self) -> None:
-        """The sender's thread has written this connection's backlog down (or failed)."""
-        if not self.closed:
-            self._out_bytes = self._sender.pending(self._handle)  # type: ignore[union-attr]
-        self._drained.set()
-
-    def flush_nowait(self) -> bool:
-        """Write what is queued now if the kernel takes it; hand any rest to the writer task
-        (or the sender's thread: then False)."""
-        if self._sender is not None:
-            return self.closed or self._sender.write_now(self._handle)
-        if not self._out or self._writing or self.closed:
-            return True
-        buffers, self._out = self._out, []
-        try:
-            rest = _send_nowait(self._raw, buffers)
-        except OSError as exc:
-            self.close_soon(f"write failed: {exc!r}")
-            return True
-        self._last_io = trio.current_time()
-        if rest:
-            self._out[:0] = rest
-            self._out_bytes = sum(len(b) for b in self._out)
-            self._out_ready.set()
-        else:
-            self._out_bytes = 0
-            self._drained.set()
-        return True
+        self._writes.queue(encode_command(command))
+        if not self._in_read_batch and not self.closed:
+            self._writes.flush()
 
     async def send(self, command: RemotingCommand) -> None:
         """Queue a command and flush it, waiting first while too many bytes are queued."""
-        while self._out_bytes > WRITE_HIGH_WATER and not self.closed:
-            await self._drained.wait()
+        while not self._writes.drained.is_set() and not self.closed:
+            await self._writes.drained.wait()
         if self.closed:
             raise RemotingConnectError(f"connection to {self.peer} closed: {self.close_reason}")
         self.send_nowait(command)
-
-    async def _writer(self) -> None:
-        """Finishes writes the kernel could not take at once."""
-        sock = self.stream.socket
-        while True:
-            await self._out_ready.wait()
-            self._out_ready = trio.Event()
-            if self.closed:
-                return
-            self._writing = True
-            try:
-                while self._out:
-                    buffers, self._out = self._out, []
-                    await _send_all(sock, buffers)
-                    self._last_io = trio.current_time()
-            except OSError as exc:
-                self.close_soon(f"write failed: {exc!r}")
-                return
-            finally:
-                self._writing = False
-            self._out_bytes = 0
-            self._drained.set()
 
     # ----------------------------------------------------------------------- calls
 
@@ -443,34 +360,6 @@ class Connection:
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= 2
         await self.send(request)
-
-
-def _send_nowait(sock: socket.socket, buffers: list[Any]) -> list[memoryview]:
-    """Send without blocking; return what the kernel did not take."""
-    views = [memoryview(b) for b in buffers if len(b)]
-    while views:
-        try:
-            sent = sock.sendmsg(views[:_IOV_MAX])
-        except BlockingIOError:
-            return views
-        _consume(views, sent)
-    return views
-
-
-def _consume(views: list[memoryview], sent: int) -> None:
-    index = 0
-    while index < len(views) and sent >= len(views[index]):
-        sent -= len(views[index])
-        index += 1
-    del views[:index]
-    if sent:
-        views[0] = views[0][sent:]
-
-
-async def _send_all(sock: trio.socket.SocketType, buffers: list[Any]) -> None:
-    views = [memoryview(b) for b in buffers if len(b)]
-    while views:
-        _consume(views, await sock.sendmsg(views[:_IOV_MAX]))
 
 
 def _format_addr(addr: Any) -> str:

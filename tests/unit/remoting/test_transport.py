@@ -12,7 +12,7 @@ import struct
 import pytest
 import trio
 
-from remoting import connection as connection_module
+from remoting import writes as writes_module
 from remoting.client import RemotingClient
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command_bytes
@@ -224,7 +224,7 @@ async def test_bad_frames_close_only_their_connection(
 async def test_a_peer_that_stops_reading_is_not_read_until_its_replies_drain(
     nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(connection_module, "WRITE_HIGH_WATER", 1 << 20)
+    monkeypatch.setattr(writes_module, "WRITE_HIGH_WATER", 1 << 20)
     handled: list[int] = []
     arrived = [trio.Event()]
 

@@ -1,0 +1,181 @@
+"""How a Connection's outgoing bytes leave: written by the event loop (LoopWrites) or by a
+server's native sender thread (ThreadWrites). Stored message bytes are never copied.
+
+Both count the bytes still queued, so the connection can stop reading a peer that does not
+read its replies (``WRITE_HIGH_WATER``; ``drained`` is set again once they are written), and
+both report a failed write through ``on_error``: the connection then closes.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from remoting.sender import OutboundSender
+
+# Above this many queued outgoing bytes the reader stops reading until the writes catch up.
+WRITE_HIGH_WATER = 32 * 1024 * 1024
+_IOV_MAX = 1024
+
+OnError = Callable[[str], None]
+
+
+class LoopWrites:
+    """Replies queued while a read batch is handled leave in one non-blocking ``sendmsg`` at
+    its end (``flush``); only what the kernel cannot take at once goes to the writer task
+    (``run``)."""
+
+    def __init__(
+        self,
+        raw: socket.socket,
+        sock: trio.socket.SocketType,
+        on_error: OnError,
+        on_io: Callable[[], None],
+    ) -> None:
+        self._raw, self._sock = raw, sock
+        self._on_error, self._on_io = on_error, on_io
+        self._out: list[Any] = []
+        self._ready = trio.Event()
+        self._writing = False
+        self._closed = False
+        self.queued = 0
+        self.drained = trio.Event()
+        self.drained.set()
+
+    def queue(self, buffers: list[Any]) -> None:
+        self._out.extend(buffers)
+        for buffer in buffers:
+            self.queued += len(buffer)
+        if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
+            self.drained = trio.Event()
+
+    def flush(self) -> bool:
+        """Write what is queued if the kernel takes it; hand any rest to the writer task."""
+        if not self._out or self._writing or self._closed:
+            return True
+        buffers, self._out = self._out, []
+        try:
+            rest = _send_nowait(self._raw, buffers)
+        except OSError as exc:
+            self._on_error(f"write failed: {exc!r}")
+            return True
+        self._on_io()
+        if rest:
+            self._out[:0] = rest
+            self.queued = sum(len(b) for b in self._out)
+            self._ready.set()
+        else:
+            self.queued = 0
+            self.drained.set()
+        return True
+
+    async def run(self) -> None:
+        """The writer task: finishes writes the kernel could not take at once."""
+        while True:
+            await self._ready.wait()
+            self._ready = trio.Event()
+            if self._closed:
+                return
+            self._writing = True
+            try:
+                while self._out:
+                    buffers, self._out = self._out, []
+                    await _send_all(self._sock, buffers)
+                    self._on_io()
+            except OSError as exc:
+                self._on_error(f"write failed: {exc!r}")
+                return
+            finally:
+                self._writing = False
+            self.queued = 0
+            self.drained.set()
+
+    def close(self) -> None:
+        """What is still queued is dropped."""
+        self._closed = True
+        self._ready.set()
+        self.drained.set()
+
+
+class ThreadWrites:
+    """Replies go to the server's sender thread (remoting/sender.py); ``flush`` writes them
+    at once only when no other connection is busy, else the next kick hands them over."""
+
+    run = None  # no writer task: the thread writes
+
+    def __init__(
+        self,
+        sender: OutboundSender,
+        raw: socket.socket,
+        on_error: OnError,
+        on_io: Callable[[], None],
+    ) -> None:
+        self._sender = sender
+        self._handle = sender.add(raw)  # the thread writes through its own dup of the socket
+        self._on_error, self._on_io = on_error, on_io
+        self.queued = 0
+        self.drained = trio.Event()
+        self.drained.set()
+
+    def queue(self, buffers: list[Any]) -> None:
+        try:
+            self.queued = self._sender.send(self._handle, buffers)
+        except OSError as exc:
+            self._on_error(f"write failed: {exc!r}")
+            return
+        except RuntimeError:  # the server's sender stopped first: the server is going away
+            self._on_error("server stopped")
+            return
+        self._on_io()
+        if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
+            self.drained = trio.Event()
+            if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):
+                self.on_drained()
+
+    def on_drained(self) -> None:
+        """The thread has written this connection's backlog down (or failed)."""
+        if self._handle >= 0:
+            self.queued = self._sender.pending(self._handle)
+        self.drained.set()
+
+    def flush(self) -> bool:
+        """False when the bytes wait for the thread: the peer cannot have answered yet."""
+        return self._handle < 0 or self._sender.write_now(self._handle)
+
+    def close(self) -> None:
+        """What is queued still leaves if the kernel takes it at once."""
+        if self._handle >= 0:
+            self._sender.remove(self._handle)
+            self._handle = -1
+        self.drained.set()
+
+
+def _send_nowait(sock: socket.socket, buffers: list[Any]) -> list[memoryview]:
+    """Send without blocking; return what the kernel did not take."""
+    views = [memoryview(b) for b in buffers if len(b)]
+    while views:
+        try:
+            sent = sock.sendmsg(views[:_IOV_MAX])
+        except BlockingIOError:
+            return views
+        _consume(views, sent)
+    return views
+
+
+def _consume(views: list[memoryview], sent: int) -> None:
+    index = 0
+    while index < len(views) and sent >= len(views[index]):
+        sent -= len(views[index])
+        index += 1
+    del views[:index]
+    if sent:
+        views[0] = views[0][sent:]
+
+
+async def _send_all(sock: trio.socket.SocketType, buffers: list[Any]) -> None:
+    views = [memoryview(b) for b in buffers if len(b)]
+    while views:
+        _consume(views, await sock.sendmsg(views[:_IOV_MAX]))
