@@ -18,274 +18,16 @@
  *   epoll; other connections go on meanwhile.
  * - A connection whose queued bytes fall to the level Python asked to watch (or that failed) is
  *   reported through an eventfd, so the loop can wake writers waiting for room.
+ *
+ * This file is the Python type (called with the GIL held); the thread is in sender_thread.c.
  */
-#include "speedups.h"
+#include "sender.h"
 
-#include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
-
-#define MAX_IOV 256
-#define MAX_EVENTS 64
-/* Replies of another connection within this long mean the loop has company (write_now). */
-#define COMPANY_NS 2000000
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-typedef struct chunk {
-    struct chunk *next;
-    Py_ssize_t nbuf, index, offset; /* next buffer to write, bytes of it already written */
-    Py_buffer bufs[];
-} chunk;
-
-typedef struct conn {
-    int fd, id, err;
-    int queued, busy, blocked, closing, in_epoll;
-    chunk *head, *tail;
-    Py_ssize_t pending;      /* bytes queued, not yet taken by the kernel */
-    Py_ssize_t watch_below;  /* report once pending <= this; -1: nobody waits */
-    struct conn *next_ready;
-} conn;
-
-typedef struct {
-    PyObject_HEAD
-    pthread_mutex_t mu;
-    pthread_t thread;
-    int started, stopping, closed, sleeping;
-    int epfd, wake_fd, notice_fd;
-    conn **slots;
-    int nslots;
-    conn *ready_head, *ready_tail;
-    int nready, nblocked;
-    /* Which connection queued last, when, and when another one did before it (write_now). */
-    int last_id;
-    int64_t last_at, other_at;
-    chunk *done;
-    int *notices;
-    int nnotices, cap_notices;
-} Sender;
-
-/* ------------------------------------------------------------------ lists (mutex held) */
-
-static void push_ready(Sender *s, conn *c) {
-    if (c->queued || c->busy || c->blocked) return;
-    c->queued = 1;
-    c->next_ready = NULL;
-    if (s->ready_tail) s->ready_tail->next_ready = c;
-    else s->ready_head = c;
-    s->ready_tail = c;
-    s->nready++;
-}
-
-static conn *pop_ready(Sender *s) {
-    conn *c = s->ready_head;
-    if (!c) return NULL;
-    s->ready_head = c->next_ready;
-    if (!s->ready_head) s->ready_tail = NULL;
-    c->queued = 0;
-    s->nready--;
-    return c;
-}
-
-static void to_done(Sender *s, chunk *first) {
-    while (first) {
-        chunk *next = first->next;
-        first->next = s->done;
-        s->done = first;
-        first = next;
-    }
-}
-
-static void wake(Sender *s) {
-    uint64_t one = 1;
-    ssize_t rc = write(s->wake_fd, &one, sizeof one);
-    (void)rc; /* a full eventfd counter still wakes the thread */
-    s->sleeping = 0;
-}
-
-static void notice(Sender *s, conn *c) {
-    if (c->watch_below < 0) return;
-    if (c->pending > c->watch_below && !c->err) return;
-    c->watch_below = -1;
-    if (s->nnotices == s->cap_notices) {
-        int cap = s->cap_notices ? s->cap_notices * 2 : 16;
-        int *grown = realloc(s->notices, sizeof(int) * (size_t)cap);
-        if (!grown) return; /* the writer re-checks pending when it next sends */
-        s->notices = grown;
-        s->cap_notices = cap;
-    }
-    s->notices[s->nnotices++] = c->id;
-    uint64_t one = 1;
-    ssize_t rc = write(s->notice_fd, &one, sizeof one);
-    (void)rc;
-}
-
-/* The thread's end of a removed connection: drop what is left, close our descriptor. */
-static void finalize(Sender *s, conn *c) {
-    to_done(s, c->head);
-    c->head = c->tail = NULL;
-    if (c->in_epoll) epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    if (c->blocked) s->nblocked--;
-    close(c->fd);
-    s->slots[c->id] = NULL;
-    free(c);
-}
-
-/* ------------------------------------------------------------------ writing (no mutex) */
-
-typedef struct {
-    chunk *sent, *left; /* fully written chunks; the rest, first one possibly part-written */
-    Py_ssize_t bytes;
-    int err, again;
-} outcome;
-
-static outcome write_chunks(int fd, chunk *list) {
-    outcome out = {NULL, list, 0, 0, 0};
-    chunk **sent_tail = &out.sent;
-    struct iovec iov[MAX_IOV];
-    while (out.left) {
-        int n = 0;
-        for (chunk *ch = out.left; ch && n < MAX_IOV; ch = ch->next) {
-            for (Py_ssize_t i = ch->index; i < ch->nbuf && n < MAX_IOV; i++) {
-                Py_ssize_t skip = i == ch->index ? ch->offset : 0;
-                iov[n].iov_base = (char *)ch->bufs[i].buf + skip;
-                iov[n].iov_len = (size_t)(ch->bufs[i].len - skip);
-                n++;
-            }
-        }
-        struct msghdr msg = {0};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = (size_t)n;
-        ssize_t wrote = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (wrote < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) out.again = 1;
-            else out.err = errno;
-            break;
-        }
-        out.bytes += wrote;
-        while (out.left && wrote > 0) {
-            chunk *ch = out.left;
-            Py_ssize_t rest = ch->bufs[ch->index].len - ch->offset;
-            if (wrote < rest) {
-                ch->offset += wrote;
-                break;
-            }
-            wrote -= rest;
-            ch->index++;
-            ch->offset = 0;
-            if (ch->index == ch->nbuf) {
-                out.left = ch->next;
-                ch->next = NULL;
-                *sent_tail = ch;
-                sent_tail = &ch->next;
-            }
-        }
-    }
-    return out;
-}
-
-/* Take a ready connection's chunks (mutex held), write them (mutex released), settle. */
-static void service(Sender *s, conn *c, int on_thread) {
-    chunk *list = c->head;
-    c->head = c->tail = NULL;
-    c->busy = 1;
-    pthread_mutex_unlock(&s->mu);
-    outcome out = write_chunks(c->fd, list);
-    pthread_mutex_lock(&s->mu);
-    c->busy = 0;
-    to_done(s, out.sent);
-    c->pending -= out.bytes;
-    if (out.left) {
-        chunk *last = out.left;
-        while (last->next) last = last->next;
-        last->next = c->head;
-        c->head = out.left;
-        if (!c->tail) c->tail = last;
-    }
-    if (out.err && !c->err) {
-        c->err = out.err;
-        to_done(s, c->head);
-        c->head = c->tail = NULL;
-        c->pending = 0;
-    }
-    if (c->closing) {
-        if (on_thread) finalize(s, c);
-        else {
-            push_ready(s, c);
-            wake(s);
-        }
-        return;
-    }
-    if (out.again && c->head) {
-        struct epoll_event ev = {.events = EPOLLOUT | EPOLLONESHOT, .data.ptr = c};
-        int rc = epoll_ctl(s->epfd, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
-        if (rc == 0) {
-            c->in_epoll = 1;
-            c->blocked = 1;
-            s->nblocked++;
-            if (!on_thread && s->sleeping) wake(s); /* it must wait for this one too */
-        } else {
-            c->err = errno;
-            to_done(s, c->head);
-            c->head = c->tail = NULL;
-            c->pending = 0;
-        }
-    } else if (c->head) {
-        push_ready(s, c);
-    }
-    notice(s, c);
-}
-
-static void *run_thread(void *arg) {
-    Sender *s = arg;
-    struct epoll_event evs[MAX_EVENTS];
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        if (s->stopping) {
-            /* One last pass: what the kernel takes now still leaves. */
-            conn *c;
-            while ((c = pop_ready(s)) != NULL) service(s, c, 1);
-            break;
-        }
-        if (s->nready == 0 || s->nblocked > 0) {
-            int timeout = s->nready == 0 ? -1 : 0;
-            s->sleeping = timeout != 0;
-            pthread_mutex_unlock(&s->mu);
-            int n = epoll_wait(s->epfd, evs, MAX_EVENTS, timeout);
-            pthread_mutex_lock(&s->mu);
-            s->sleeping = 0;
-            for (int i = 0; i < n; i++) {
-                conn *c = evs[i].data.ptr;
-                if (c == NULL) {
-                    uint64_t count;
-                    ssize_t rc = read(s->wake_fd, &count, sizeof count);
-                    (void)rc;
-                } else if (c->blocked) {
-                    c->blocked = 0;
-                    s->nblocked--;
-                    push_ready(s, c);
-                }
-            }
-            if (n > 0 || s->nready == 0) continue;
-        }
-        conn *c = pop_ready(s);
-        if (c) service(s, c, 1);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
 
 /* ------------------------------------------------------------------ Python side (GIL held) */
 
@@ -336,7 +78,7 @@ static PyObject *Sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&s->thread, NULL, run_thread, s);
+    int rc = pthread_create(&s->thread, NULL, sender_run_thread, s);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         errno = rc;
@@ -353,7 +95,7 @@ static PyObject *Sender_close(Sender *s, PyObject *unused) {
     if (s->started) {
         pthread_mutex_lock(&s->mu);
         s->stopping = 1;
-        wake(s);
+        sender_wake(s);
         pthread_mutex_unlock(&s->mu);
         Py_BEGIN_ALLOW_THREADS
         pthread_join(s->thread, NULL);
@@ -364,7 +106,7 @@ static PyObject *Sender_close(Sender *s, PyObject *unused) {
     for (int i = 0; i < s->nslots; i++) {
         conn *c = s->slots[i];
         if (!c) continue;
-        to_done(s, c->head);
+        sender_to_done(s, c->head);
         close(c->fd);
         free(c);
         s->slots[i] = NULL;
@@ -474,7 +216,7 @@ static PyObject *Sender_send(Sender *s, PyObject *const *args, Py_ssize_t nargs)
         else c->head = ch;
         c->tail = ch;
         c->pending += total;
-        push_ready(s, c);
+        sender_push_ready(s, c);
     }
     Py_ssize_t pending = c->pending;
     pthread_mutex_unlock(&s->mu);
@@ -488,9 +230,9 @@ fail:
 
 /* Write the one ready connection here, without the GIL (mutex held, released on return). */
 static void write_alone(Sender *s) {
-    conn *c = pop_ready(s);
+    conn *c = sender_pop_ready(s);
     PyThreadState *ts = PyEval_SaveThread();
-    service(s, c, 0);
+    sender_service(s, c, 0);
     pthread_mutex_unlock(&s->mu);
     PyEval_RestoreThread(ts);
 }
@@ -506,7 +248,7 @@ static PyObject *Sender_kick(Sender *s, PyObject *unused) {
             write_alone(s);
             Py_RETURN_NONE;
         }
-        wake(s);
+        sender_wake(s);
     }
     pthread_mutex_unlock(&s->mu);
     Py_RETURN_NONE;
@@ -603,8 +345,8 @@ static PyObject *Sender_remove(Sender *s, PyObject *arg) {
         c->blocked = 0;
         s->nblocked--;
     }
-    push_ready(s, c);
-    wake(s);
+    sender_push_ready(s, c);
+    sender_wake(s);
     pthread_mutex_unlock(&s->mu);
     Py_RETURN_NONE;
 }
