@@ -72,7 +72,8 @@ class BackgroundProducer:
 def events(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    lines = path.read_text().splitlines()
+    text = path.read_text()
+    lines = text[: text.rfind("\n") + 1].splitlines()  # the consumer may be mid-line
     return [json.loads(line) for line in lines if line.startswith('{"received"')]
 
 
