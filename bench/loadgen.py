@@ -1,14 +1,27 @@
 """A minimal load generator: one OS process per connection, blocking sockets, frames encoded
 once up front, so the generator's per-request cost is a send and a receive. Used by the broker
-and NameServer benchmarks; it reports requests, elapsed time and per-request latencies."""
+and NameServer benchmarks; it reports requests, elapsed time and per-request latencies.
+
+Fixed frames go through the C worker (bench/loadgen.c, built here with the C compiler `make`
+needs anyway): on a 2-vCPU machine the Python worker's own per-request work took CPU from the
+server it measured. Without a compiler, or with BENCH_PYTHON_LOADGEN=1, and for runs whose next
+frame depends on the last response (consume), the Python worker runs."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import multiprocessing as mp
+import os
+import shutil
 import socket
 import struct
+import subprocess
+import tempfile
 import time
+from array import array
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 
@@ -105,6 +118,9 @@ def run(
     max_requests: int = 10**9,
     next_frame: Callable[[int, memoryview], bytes | None] | None = None,
 ) -> list[WorkerResult]:
+    worker = _native_worker()
+    if next_frame is None and worker is not None:
+        return _run_native(worker, addr, frames_per_worker, duration_s, max_requests)
     ctx = mp.get_context("fork")
     out: mp.Queue = ctx.Queue()
     workers = [
@@ -117,6 +133,56 @@ def run(
     for w in workers:
         w.join()
     return results
+
+
+@functools.cache
+def _native_worker() -> str | None:
+    if os.environ.get("BENCH_PYTHON_LOADGEN") == "1":
+        return None
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        print("load generator: no C compiler, the Python worker runs", flush=True)
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="loadgen-"))
+    atexit.register(shutil.rmtree, folder, True)
+    binary = folder / "loadgen"
+    source = Path(__file__).with_name("loadgen.c")
+    built = subprocess.run(
+        [cc, "-O2", "-o", str(binary), str(source)], capture_output=True, text=True
+    )
+    if built.returncode != 0:
+        print(f"load generator: {source} did not build, the Python worker runs:\n{built.stderr}")
+        return None
+    return str(binary)
+
+
+def _run_native(
+    binary: str,
+    addr: tuple[str, int],
+    frames_per_worker: list[list[bytes]],
+    duration_s: float,
+    max_requests: int,
+) -> list[WorkerResult]:
+    folder = Path(tempfile.mkdtemp(prefix="loadgen-run-"))
+    try:
+        procs = []
+        for i, frames in enumerate(frames_per_worker):
+            (folder / f"frames{i}").write_bytes(b"".join(frames))
+            argv = [binary, addr[0], str(addr[1]), str(duration_s), str(max_requests)]
+            procs.append(
+                subprocess.Popen([*argv, str(folder / f"frames{i}"), str(folder / f"out{i}")])
+            )
+        results = []
+        for i, proc in enumerate(procs):
+            if proc.wait() != 0:
+                raise RuntimeError(f"load generator worker {i} failed (exit {proc.returncode})")
+            data = (folder / f"out{i}").read_bytes()
+            requests, errors, payload, elapsed_ns, count = struct.unpack_from("<5Q", data)
+            latencies = array("I", data[40 : 40 + 4 * count]).tolist()
+            results.append(WorkerResult(requests, elapsed_ns / 1e9, latencies, errors, payload, 0))
+        return results
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def percentile(values: list[int], p: float) -> int:

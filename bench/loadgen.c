@@ -1,0 +1,146 @@
+/* The load generator's worker in C: one connection, frames sent in turn, each response read
+ * whole before the next request (a sync client). On the 2-vCPU machines we measure on, the
+ * Python worker's own per-request work took CPU the server needed; this one costs a send and
+ * a receive. bench/loadgen.py builds it with the C compiler `make` already needs and falls back
+ * to its Python worker without one.
+ *
+ * usage: loadgen HOST PORT DURATION_S MAX_REQUESTS FRAMES_FILE OUT_FILE
+ * FRAMES_FILE holds RocketMQ frames back to back (each starts with its big-endian length).
+ * OUT_FILE gets five little-endian u64 (requests, errors, payload bytes, elapsed ns, number of
+ * latencies), then one u32 latency in microseconds per request.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int read_exact(int fd, unsigned char *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = recv(fd, buf + got, n - got, 0);
+        if (k <= 0) return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const unsigned char *buf, size_t n) {
+    size_t put = 0;
+    while (put < n) {
+        ssize_t k = send(fd, buf + put, n - put, MSG_NOSIGNAL);
+        if (k <= 0) return -1;
+        put += (size_t)k;
+    }
+    return 0;
+}
+
+static uint32_t be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* The "code" of a JSON response header; -1 when there is none. */
+static long response_code(const unsigned char *header, size_t n) {
+    static const char key[] = "\"code\":";
+    for (size_t i = 0; i + sizeof key - 1 < n; i++) {
+        if (memcmp(header + i, key, sizeof key - 1) == 0) {
+            return strtol((const char *)header + i + sizeof key - 1, NULL, 10);
+        }
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: %s HOST PORT DURATION_S MAX_REQUESTS FRAMES_FILE OUT_FILE\n", argv[0]);
+        return 2;
+    }
+    double duration_s = atof(argv[3]);
+    uint64_t max_requests = strtoull(argv[4], NULL, 10);
+    FILE *f = fopen(argv[5], "rb");
+    if (!f) {
+        perror("frames file");
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *frames = malloc((size_t)size);
+    if (!frames || fread(frames, 1, (size_t)size, f) != (size_t)size) {
+        fprintf(stderr, "cannot read the frames file\n");
+        return 1;
+    }
+    fclose(f);
+    size_t nframes = 0, offsets[1024], lengths[1024];
+    for (long pos = 0; pos + 4 <= size && nframes < 1024; nframes++) {
+        offsets[nframes] = (size_t)pos;
+        lengths[nframes] = 4 + be32(frames + pos);
+        pos += (long)lengths[nframes];
+    }
+    if (nframes == 0) {
+        fprintf(stderr, "no frames\n");
+        return 1;
+    }
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[2]))};
+    inet_pton(AF_INET, argv[1], &addr.sin_addr);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        perror("connect");
+        return 1;
+    }
+
+    size_t cap = 1 << 20, lat_cap = 1 << 16;
+    unsigned char *buf = malloc(cap);
+    uint32_t *latencies = malloc(lat_cap * sizeof(uint32_t));
+    uint64_t requests = 0, errors = 0, payload = 0;
+    uint64_t started = now_ns(), deadline = started + (uint64_t)(duration_s * 1e9);
+    while (requests < max_requests) {
+        size_t which = requests % nframes;
+        uint64_t t0 = now_ns();
+        if (write_all(fd, frames + offsets[which], lengths[which]) != 0) break;
+        if (read_exact(fd, buf, 4) != 0) break;
+        size_t length = be32(buf);
+        if (length > cap) {
+            cap = length;
+            buf = realloc(buf, cap);
+        }
+        if (read_exact(fd, buf, length) != 0) break;
+        uint64_t t1 = now_ns();
+        size_t header_length = be32(buf) & 0xFFFFFF;
+        if (response_code(buf + 4, header_length) != 0) errors++;
+        payload += length - 4 - header_length;
+        if (requests == lat_cap) {
+            lat_cap *= 2;
+            latencies = realloc(latencies, lat_cap * sizeof(uint32_t));
+        }
+        latencies[requests++] = (uint32_t)((t1 - t0) / 1000);
+        if ((requests & 63) == 0 && t1 > deadline) break;
+    }
+    uint64_t elapsed = now_ns() - started;
+    close(fd);
+
+    FILE *out = fopen(argv[6], "wb");
+    if (!out) {
+        perror("out file");
+        return 1;
+    }
+    uint64_t head[5] = {requests, errors, payload, elapsed, requests};
+    fwrite(head, sizeof head, 1, out);
+    fwrite(latencies, sizeof(uint32_t), requests, out);
+    fclose(out);
+    return 0;
+}
