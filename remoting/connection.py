@@ -86,8 +86,8 @@ class Connection:
         self._nursery: trio.Nursery | None = None
         self._last_io = trio.current_time()
         self._in_read_batch = False
-        # A second handle on the same socket for non-blocking writes from plain ``def`` code:
-        # replies whose bytes the kernel takes at once never wake the writer task.
+        # A second handle on the same socket for non-blocking reads and writes from plain
+        # ``def`` code (the selector's reads; replies the kernel takes at once).
         self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
         self._raw.setblocking(False)
         self._finished = trio.Event()
@@ -123,7 +123,7 @@ class Connection:
             if self._selector is not None:
                 self._selector.remove(self)
             self._mark_closed(self.close_reason or "connection finished")
-            self._release_socket()
+            self._raw.close()
             with trio.CancelScope(shield=True):
                 await self.stream.aclose()
             self._finished.set()
@@ -134,12 +134,8 @@ class Connection:
             self._nursery.cancel_scope.cancel()
             await self._finished.wait()
         else:
-            self._release_socket()
+            self._raw.close()
             await self.stream.aclose()
-
-    def _release_socket(self) -> None:
-        self._writes.close()
-        self._raw.close()
 
     def _touch(self) -> None:
         self._last_io = trio.current_time()
@@ -160,7 +156,7 @@ class Connection:
         for call in pending.values():
             call.response = error
             call.event.set()
-        self._writes.close()
+        self._writes.close()  # the sender's thread still writes what the kernel takes at once
         self._read_done.set()
 
     async def _idle_watchdog(self) -> None:
