@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define MAX_FRAMES 1024
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -82,8 +84,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     fclose(f);
-    size_t nframes = 0, offsets[1024], lengths[1024];
-    for (long pos = 0; pos + 4 <= size && nframes < 1024; nframes++) {
+    size_t nframes = 0, offsets[MAX_FRAMES], lengths[MAX_FRAMES];
+    for (long pos = 0; pos + 4 <= size; nframes++) {
+        if (nframes == MAX_FRAMES) {
+            fprintf(stderr, "more than %d frames\n", MAX_FRAMES);
+            return 1;
+        }
         offsets[nframes] = (size_t)pos;
         lengths[nframes] = 4 + be32(frames + pos);
         pos += (long)lengths[nframes];

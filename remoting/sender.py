@@ -46,8 +46,8 @@ class OutboundSender:
         self.pending = self._native.pending
         self.write_now = self._native.write_now
 
-    @classmethod
-    def available(cls) -> bool:
+    @staticmethod
+    def available() -> bool:
         return native is not None
 
     def send(self, handle: int, buffers: Sequence[Any]) -> int:
