@@ -1,5 +1,5 @@
-"""The marker for tests that compare the native twins (remoting._speedups) with their
-pure-Python references."""
+"""The markers for tests of the native module (remoting._speedups): its twins, compared with their
+pure-Python references, and its native-only sender thread."""
 
 from __future__ import annotations
 
@@ -17,3 +17,16 @@ needs_native = pytest.mark.skipif(
     if os.environ.get("ROCKETMQ_TRIO_PURE") == "1"
     else "remoting._speedups is not built (see test_the_native_twins_are_built)",
 )
+
+
+def not_built(what: str) -> str:
+    """Why a test of a native-only part (no pure twin to fall back on) cannot run here."""
+    if os.environ.get("ROCKETMQ_TRIO_PURE") == "1":
+        return f"{what} is native only, and ROCKETMQ_TRIO_PURE=1 runs without the native module"
+    return (
+        f"{what} needs remoting._speedups, which is not built (see test_the_native_twins_are_built)"
+    )
+
+
+# The servers' sender thread (remoting/native/sender.c): without it servers write from the loop.
+needs_sender = pytest.mark.skipif(native is None, reason=not_built("the servers' sender thread"))

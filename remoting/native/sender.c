@@ -57,6 +57,16 @@ static conn *lookup(Sender *s, int id) {
     return s->slots[id];
 }
 
+/* The connection an id argument names, with the mutex held; NULL (mutex free, error set) else. */
+static conn *lock_conn(Sender *s, PyObject *arg) {
+    int id = (int)PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    pthread_mutex_lock(&s->mu);
+    conn *c = lookup(s, id);
+    if (!c) pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
 static PyObject *Sender_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTuple(args, ":Sender")) return NULL;
     Sender *s = (Sender *)type->tp_alloc(type, 0);
@@ -260,20 +270,15 @@ static PyObject *Sender_kick(Sender *s, PyObject *unused) {
  * reply before the loop's bookkeeping instead of after it (~15% of a round trip); with other
  * clients busy, the loop is better off leaving the write to the thread. */
 static PyObject *Sender_write_now(Sender *s, PyObject *arg) {
-    int id = (int)PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
     if (s->closed) Py_RETURN_TRUE;
-    pthread_mutex_lock(&s->mu);
-    conn *c = lookup(s, id);
-    if (!c) {
-        pthread_mutex_unlock(&s->mu);
-        return NULL;
-    }
+    conn *c = lock_conn(s, arg);
+    if (!c) return NULL;
     if (!c->queued) {
         pthread_mutex_unlock(&s->mu);
         Py_RETURN_TRUE;
     }
-    if (s->nready == 1 && s->sleeping && s->last_id == id && now_ns() - s->other_at > COMPANY_NS) {
+    if (s->nready == 1 && s->sleeping && s->last_id == c->id &&
+        now_ns() - s->other_at > COMPANY_NS) {
         write_alone(s);
         Py_RETURN_TRUE;
     }
@@ -282,13 +287,11 @@ static PyObject *Sender_write_now(Sender *s, PyObject *arg) {
 }
 
 static PyObject *Sender_pending(Sender *s, PyObject *arg) {
-    int id = (int)PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
-    pthread_mutex_lock(&s->mu);
-    conn *c = lookup(s, id);
-    Py_ssize_t pending = c ? c->pending : -1;
+    conn *c = lock_conn(s, arg);
+    if (!c) return NULL;
+    Py_ssize_t pending = c->pending;
     pthread_mutex_unlock(&s->mu);
-    return c ? PyLong_FromSsize_t(pending) : NULL;
+    return PyLong_FromSsize_t(pending);
 }
 
 /* watch(id, level) -> bool: report id through notice_fd once its queued bytes are <= level (or
@@ -331,15 +334,9 @@ static PyObject *Sender_notices(Sender *s, PyObject *unused) {
 /* remove(id): no more sends; the thread writes what the kernel takes at once, then closes its
  * descriptor (a reply queued just before a close still leaves). */
 static PyObject *Sender_remove(Sender *s, PyObject *arg) {
-    int id = (int)PyLong_AsLong(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
     if (s->closed) Py_RETURN_NONE;
-    pthread_mutex_lock(&s->mu);
-    conn *c = lookup(s, id);
-    if (!c) {
-        pthread_mutex_unlock(&s->mu);
-        return NULL;
-    }
+    conn *c = lock_conn(s, arg);
+    if (!c) return NULL;
     c->closing = 1;
     if (c->blocked) {
         c->blocked = 0;

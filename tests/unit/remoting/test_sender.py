@@ -14,9 +14,9 @@ import threading
 import pytest
 
 from remoting.speedups import native
-from tests.nativekit import needs_native
+from tests.nativekit import needs_sender
 
-pytestmark = needs_native
+pytestmark = needs_sender
 
 
 @pytest.fixture

@@ -19,17 +19,22 @@ from remoting.command import RemotingCommand, decode_command, encode_command_byt
 from remoting.connection import Connection
 from remoting.errors import RemotingConnectError, RemotingTimeoutError, RequestError
 from remoting.frame import FrameDecoder, encode_frame
-from remoting.sender import OutboundSender
 from remoting.server import RemotingServer, no_reply
+from tests.nativekit import needs_sender
 
 ECHO, SLOW, FAIL, REJECT, PUSH, SILENT, BIG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
 SERVER_IO: dict[str, bool] = {}
 
 
-@pytest.fixture(autouse=True, params=["reader-tasks", "selector", "selector-sender-thread"])
+@pytest.fixture(
+    autouse=True,
+    params=[
+        "reader-tasks",
+        "selector",
+        pytest.param("selector-sender-thread", marks=needs_sender),
+    ],
+)
 def server_io(request: pytest.FixtureRequest) -> str:
-    if request.param == "selector-sender-thread" and not OutboundSender.available():
-        pytest.skip("no native sender without remoting._speedups (ROCKETMQ_TRIO_PURE=1?)")
     SERVER_IO["read_selector"] = request.param != "reader-tasks"
     SERVER_IO["native_sender"] = request.param == "selector-sender-thread"
     return request.param
