@@ -39,6 +39,11 @@ def transaction_type(sys_flag: int) -> int:
     return sys_flag & TRANSACTION_ROLLBACK_TYPE
 
 
+# The bit shared by the two transaction types that take no ConsumeQueue unit (a prepared
+# half, 0x4, and a rolled-back one, 0xC): the put and dispatch paths test it per message.
+TRANSACTION_NOT_QUEUED_BIT = TRANSACTION_PREPARED_TYPE & TRANSACTION_ROLLBACK_TYPE
+
+
 class MessageConst:
     """Property keys (MessageConst)."""
 

@@ -50,7 +50,6 @@ from remoting.record import (
 
 log = logging.getLogger(__name__)
 
-_NOT_QUEUED = (codec.TRANSACTION_PREPARED_TYPE, codec.TRANSACTION_ROLLBACK_TYPE)
 _new_request = tuple.__new__  # a DispatchRequest per message: skip NamedTuple's Python __new__
 
 
@@ -182,12 +181,17 @@ class CommitLog:
 
     def put_message(
         self, msg: MessageExtBrokerInner
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        if MessageConst.DELAY in msg.properties:
+    ) -> tuple[PutMessageResult, DispatchRequest | None]:
+        """Append one message: its result, and its dispatch request (None when refused)."""
+        properties = msg.properties
+        if MessageConst.DELAY in properties:
             self._prepare(msg)
-        topic = msg.topic.encode("utf-8")
-        key = (msg.topic, msg.queue_id)
-        queued = codec.transaction_type(msg.sys_flag) not in _NOT_QUEUED
+        topic = msg.topic
+        queue_id = msg.queue_id
+        sys_flag = msg.sys_flag
+        key = (topic, queue_id)
+        # Prepared and rolled-back halves take no queue offset.
+        queued = not sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
         queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
         store_ts = self.clock()
         try:
@@ -198,7 +202,7 @@ class CommitLog:
                     mapped.wrote_position,
                     mapped.start_offset,
                     msg,
-                    topic,
+                    topic.encode("utf-8"),
                     queue_offset,
                     store_ts,
                     self.store_address,
@@ -213,40 +217,29 @@ class CommitLog:
         except RecordRefused as refused:
             return PutMessageResult(
                 status=PutMessageStatus[refused.status], remark=refused.remark
-            ), []
+            ), None
         except StoreError as exc:
             log.error("cannot append: %s", exc)
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
-            ), []
-        phys_offset = mapped.start_offset + mapped.wrote_position
-        mapped.wrote_position += appended[0]
+            ), None
+        position = mapped.wrote_position
+        phys_offset = mapped.start_offset + position
+        size, tags, keys, uniq_key = appended
+        mapped.wrote_position = position + size
         self.warmer.wrote(mapped)
         if queued:
             self.topic_queue_table[key] = queue_offset + 1
         self.last_put_timestamp = store_ts
-        return self._put_result(msg, appended, phys_offset, store_ts, queue_offset)
-
-    def _put_result(
-        self,
-        msg: MessageExtBrokerInner,
-        appended: tuple[int, int, str, str],
-        phys_offset: int,
-        store_ts: int,
-        queue_offset: int,
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """What a stored single message gives its sender (ids, offsets) and dispatch."""
-        size, tags, keys, uniq_key = appended
-        props = msg.properties
         if msg.tags_code is not None:
             tags = msg.tags_code
-        if msg.topic == SCHEDULE_TOPIC:
-            tags = self._delivery_time(tags, props.get(MessageConst.DELAY), store_ts)
+        if topic == SCHEDULE_TOPIC:
+            tags = self._delivery_time(tags, properties.get(MessageConst.DELAY), store_ts)
         request = _new_request(
             DispatchRequest,
             (
-                msg.topic,
-                msg.queue_id,
+                topic,
+                queue_id,
                 phys_offset,
                 size,
                 tags,
@@ -254,20 +247,14 @@ class CommitLog:
                 queue_offset,
                 keys,
                 uniq_key,
-                msg.sys_flag,
-                props,
+                sys_flag,
+                properties,
             ),
         )
         msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
-        append = AppendMessageResult(
-            wrote_offset=phys_offset,
-            wrote_bytes=size,
-            msg_id=msg_id,
-            msg_ids=[msg_id],
-            store_timestamp=store_ts,
-            queue_offset=queue_offset,
-        )
-        return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), [request]
+        # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset
+        append = AppendMessageResult(phys_offset, size, msg_id, [msg_id], store_ts, queue_offset)
+        return PutMessageResult(PutMessageStatus.PUT_OK, append), request
 
     def put_messages(
         self, msg: MessageExtBrokerInner

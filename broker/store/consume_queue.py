@@ -74,13 +74,15 @@ class ConsumeQueue:
         if phys_offset + size <= self.max_phys_offset:
             return True  # already there: a re-dispatch after recovery or a slave resync
         expected = queue_offset * UNIT
-        mapped = self.queue.last
-        if mapped is None or mapped.is_full:
+        files = self.queue.files  # once per message: no property lookups here
+        mapped = files[-1] if files else None
+        if mapped is None or mapped.wrote_position >= mapped.file_size:
             first = mapped is None
             mapped = self.queue.next_segment(expected)
             if first and expected != mapped.start_offset:
                 self._fill_before(mapped, expected)
-        current = mapped.start_offset + mapped.wrote_position
+        position = mapped.wrote_position
+        current = mapped.start_offset + position
         if expected < current:
             log.warning(
                 "consume queue unit written twice: %s-%d offset=%d",
@@ -98,8 +100,8 @@ class ConsumeQueue:
                 expected,
                 current,
             )
-        CQ_UNIT.pack_into(mapped.mmap, mapped.wrote_position, phys_offset, size, tags_code)
-        mapped.wrote_position += UNIT
+        CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
+        mapped.wrote_position = position + UNIT
         self.max_phys_offset = phys_offset + size
         return True
 

@@ -31,7 +31,7 @@ class CommitLogDispatcher:
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
         """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        if codec.transaction_type(request.sys_flag) in _QUEUED:
+        if not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
             self.find_consume_queue(request.topic, request.queue_id, create=True).put(
                 request.commit_log_offset,
                 request.msg_size,

@@ -119,10 +119,12 @@ class MappedFileQueue:
         return mapped
 
     def writable(self, start_offset: int | None = None) -> MappedFile:
-        last = self.last
-        if last is None or last.is_full:
-            return self.next_segment(start_offset)
-        return last
+        files = self.files  # every append asks: no property lookups here
+        if files:
+            last = files[-1]
+            if last.wrote_position < last.file_size:
+                return last
+        return self.next_segment(start_offset)
 
     # ------------------------------------------------------------------ truncation
 

@@ -40,6 +40,7 @@ from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
 from broker.store.stats import StoreStats
 from broker.store.types import (
+    AppendMessageResult,
     GetMessageResult,
     MessageExtBrokerInner,
     PutMessageResult,
@@ -208,33 +209,46 @@ class DefaultMessageStore:
         return None
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        return self._put(self.commit_log.put_message, msg)
-
-    def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
-        """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
-        return self._put(self.commit_log.put_messages, batch)
-
-    def _put(self, append: Callable, msg: MessageExtBrokerInner) -> PutMessageResult:
         refused = self._refuse()
         if refused is not None:
             return refused
-        caught_up = self.reput.reput_from_offset == self.commit_log.max_offset
-        result, requests = append(msg)
+        reput = self.reput
+        caught_up = reput.reput_from_offset == self.commit_log.queue.max_offset
+        result, request = self.commit_log.put_message(msg)
+        if request is None:
+            return result
+        self._stored(result.append)
+        if caught_up:
+            self.dispatcher.dispatch(request)
+            reput.reput_from_offset = request.commit_log_offset + request.msg_size
+        else:
+            reput.wake()
+        return result
+
+    def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
+        """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
+        refused = self._refuse()
+        if refused is not None:
+            return refused
+        reput = self.reput
+        caught_up = reput.reput_from_offset == self.commit_log.queue.max_offset
+        result, requests = self.commit_log.put_messages(batch)
         if not result.ok:
             return result
-        self.stats.on_put(result.append.msg_num, result.append.wrote_bytes)
+        self._stored(result.append)
+        if caught_up:
+            self.dispatcher.dispatch_batch(requests)
+            reput.reput_from_offset = result.append.end_offset
+        else:
+            reput.wake()
+        return result
+
+    def _stored(self, append: AppendMessageResult) -> None:
+        """After an append, before its dispatch (by the put when dispatch was caught up,
+        else by reput): stats and HA learn of it."""
+        self.stats.on_put(append.msg_num, append.wrote_bytes)
         if self.put_listener is not None:
             self.put_listener()
-        if caught_up:
-            if len(requests) == 1:
-                self.dispatcher.dispatch(requests[0])
-            else:
-                self.dispatcher.dispatch_batch(requests)
-            append = result.append
-            self.reput.reput_from_offset = append.wrote_offset + append.wrote_bytes
-        else:
-            self.reput.wake()
-        return result
 
     async def wait_flushed(
         self, end_offset: int, timeout_s: float | None = None

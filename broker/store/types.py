@@ -53,7 +53,9 @@ class MessageExtBrokerInner:
     tags_code: int | None = None  # computed from TAGS when None
 
 
-@attrs.define(kw_only=True, slots=True)
+# Built for every stored message: the put path passes fields by position (half the cost of
+# keywords), so the field order of these two is part of their interface.
+@attrs.define(slots=True)
 class AppendMessageResult:
     wrote_offset: int = 0  # physical offset of the first record
     wrote_bytes: int = 0
@@ -68,7 +70,7 @@ class AppendMessageResult:
         return self.wrote_offset + self.wrote_bytes
 
 
-@attrs.define(kw_only=True, slots=True)
+@attrs.define(slots=True)
 class PutMessageResult:
     status: PutMessageStatus
     append: AppendMessageResult | None = None
