@@ -29,6 +29,8 @@ FUNCTIONS = (
     "index_requests",
     "pack_cq_units",
     "append_message",
+    "configure_put",
+    "put_single",
     "Sender",
 )
 

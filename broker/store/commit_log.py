@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from zlib import crc32
 
 from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
 from broker.store.config import MessageStoreConfig
@@ -24,7 +23,7 @@ from broker.store.mapped_file_queue import Allocator, MappedFileQueue
 from broker.store.message_record import (
     MAX_PROPERTIES_BYTES,
     RecordRefused,
-    append_message,
+    put_single,
     record_problem,
 )
 from broker.store.types import (
@@ -67,7 +66,7 @@ class CommitLog:
             config.commit_log_dir, config.mapped_file_size_commit_log, allocator
         )
         self.store_address, self.store_port = store_host
-        self._msg_id_prefix = codec.offset_msg_id_prefix(self.store_address, self.store_port)
+        self.msg_id_prefix = codec.offset_msg_id_prefix(self.store_address, self.store_port)
         self.clock = clock
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
@@ -183,37 +182,15 @@ class CommitLog:
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, DispatchRequest | None]:
         """Append one message: its result, and its dispatch request (None when refused)."""
-        properties = msg.properties
-        if MessageConst.DELAY in properties:
+        if MessageConst.DELAY in msg.properties:
             self._prepare(msg)
-        topic = msg.topic
-        queue_id = msg.queue_id
-        sys_flag = msg.sys_flag
-        key = (topic, queue_id)
-        # Prepared and rolled-back halves take no queue offset.
-        queued = not sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
-        queue_offset = self.topic_queue_table.get(key, 0) if queued else 0
-        store_ts = self.clock()
         try:
             mapped = self.queue.writable()
             while True:  # twice at most: a record that does not fit goes to the next segment
-                appended = append_message(
-                    mapped.mmap,
-                    mapped.wrote_position,
-                    mapped.start_offset,
-                    msg,
-                    topic.encode("utf-8"),
-                    queue_offset,
-                    store_ts,
-                    self.store_address,
-                    self.store_port,
-                    self.config.max_message_size,
-                    RecordRefused,
-                    crc32,
-                )
-                if type(appended) is not int:
+                put = put_single(self, mapped, msg)
+                if type(put) is not int:
                     break
-                mapped = self._segment_for(appended)
+                mapped = self._segment_for(put)
         except RecordRefused as refused:
             return PutMessageResult(
                 status=PutMessageStatus[refused.status], remark=refused.remark
@@ -223,38 +200,19 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), None
-        position = mapped.wrote_position
-        phys_offset = mapped.start_offset + position
-        size, tags, keys, uniq_key = appended
-        mapped.wrote_position = position + size
         self.warmer.wrote(mapped)
-        if queued:
-            self.topic_queue_table[key] = queue_offset + 1
-        self.last_put_timestamp = store_ts
-        if msg.tags_code is not None:
-            tags = msg.tags_code
-        if topic == SCHEDULE_TOPIC:
-            tags = self._delivery_time(tags, properties.get(MessageConst.DELAY), store_ts)
-        request = _new_request(
-            DispatchRequest,
-            (
-                topic,
-                queue_id,
-                phys_offset,
-                size,
-                tags,
-                store_ts,
-                queue_offset,
-                keys,
-                uniq_key,
-                sys_flag,
-                properties,
-            ),
-        )
-        msg_id = f"{self._msg_id_prefix}{phys_offset:016X}"
-        # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset
-        append = AppendMessageResult(phys_offset, size, msg_id, [msg_id], store_ts, queue_offset)
-        return PutMessageResult(PutMessageStatus.PUT_OK, append), request
+        if msg.tags_code is not None or msg.topic == SCHEDULE_TOPIC:
+            return put[0], self._retagged(put[1], msg)
+        return put
+
+    def _retagged(self, request: DispatchRequest, msg: MessageExtBrokerInner) -> DispatchRequest:
+        """The tags code a message's unit gets instead of its TAGS hash: the one it was given
+        (a transaction's half put back), or, in SCHEDULE_TOPIC_XXXX, its due time."""
+        tags = request.tags_code if msg.tags_code is None else msg.tags_code
+        if msg.topic == SCHEDULE_TOPIC:
+            delay = msg.properties.get(MessageConst.DELAY)
+            tags = self._delivery_time(tags, delay, request.store_timestamp)
+        return request._replace(tags_code=tags)
 
     def put_messages(
         self, msg: MessageExtBrokerInner
@@ -317,7 +275,7 @@ class CommitLog:
         self._write_records(mapped, records, msg, topic, queue_offset, store_ts, 0)
         msg_ids, requests = batch_requests(
             records,
-            self._msg_id_prefix,
+            self.msg_id_prefix,
             msg.topic,
             msg.queue_id,
             first_phys,

@@ -1,23 +1,35 @@
 """A single message's CommitLog record: its properties encoded, the CommitLog's checks, its
-size, and the record packed at the segment's write position, in one step.
+size, and the record packed at the segment's write position, in one step; and ``put_single``,
+that step with the CommitLog's bookkeeping around it (offsets, ids, results).
 
-``append_message`` runs for every message sent one at a time, so it is one native call when
+Both run for every message sent one at a time, so each is one native call when
 remoting._speedups is built; the ``python_`` functions here are the reference the tests hold
-the native one to.
+the native ones to.
 """
 
 from __future__ import annotations
 
 import mmap
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from zlib import crc32 as zlib_crc32
 
-from broker.store.types import MessageExtBrokerInner
+from broker.store.mapped_file import MappedFile
+from broker.store.types import (
+    AppendMessageResult,
+    DispatchRequest,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
 from remoting import message as codec
 from remoting.java_hash import tags_code
 from remoting.message import MessageConst
 from remoting.record import END_FILE_MIN_BLANK_LENGTH, python_pack_records_into, record_size
 from remoting.speedups import native
+
+if TYPE_CHECKING:
+    from broker.store.commit_log import CommitLog
 
 MAX_TOPIC_BYTES = 127
 MAX_PROPERTIES_BYTES = 32767
@@ -119,3 +131,77 @@ def python_append_message(
 
 
 append_message = native.append_message if native is not None else python_append_message
+
+
+def python_put_single(
+    commit_log: CommitLog, mapped: MappedFile, msg: MessageExtBrokerInner
+) -> tuple[PutMessageResult, DispatchRequest] | int:
+    """Append ``msg`` at ``mapped``'s write position: its queue offset (none for a prepared or
+    rolled-back half) and store timestamp taken, the record packed, the segment's write
+    position, the queue's next offset and the log's last put time moved on; its result and
+    dispatch request back (tags code from TAGS). A record that does not fit comes back as
+    its size, nothing changed; a refused message raises RecordRefused. The reference of
+    remoting/native/put.c's put_single."""
+    topic = msg.topic
+    key = (topic, msg.queue_id)
+    queued = not msg.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
+    table = commit_log.topic_queue_table
+    queue_offset = table.get(key, 0) if queued else 0
+    store_ts = commit_log.clock()
+    position = mapped.wrote_position
+    appended = append_message(
+        mapped.mmap,
+        position,
+        mapped.start_offset,
+        msg,
+        topic.encode("utf-8"),
+        queue_offset,
+        store_ts,
+        commit_log.store_address,
+        commit_log.store_port,
+        commit_log.config.max_message_size,
+        RecordRefused,
+        zlib_crc32,
+    )
+    if type(appended) is int:
+        return appended
+    size, tags, keys, uniq_key = appended
+    mapped.wrote_position = position + size
+    if queued:
+        table[key] = queue_offset + 1
+    commit_log.last_put_timestamp = store_ts
+    phys_offset = mapped.start_offset + position
+    msg_id = f"{commit_log.msg_id_prefix}{phys_offset:016X}"
+    # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset
+    append = AppendMessageResult(phys_offset, size, msg_id, [msg_id], store_ts, queue_offset)
+    request = DispatchRequest(
+        topic,
+        msg.queue_id,
+        phys_offset,
+        size,
+        tags,
+        store_ts,
+        queue_offset,
+        keys,
+        uniq_key,
+        msg.sys_flag,
+        msg.properties,
+    )
+    return PutMessageResult(PutMessageStatus.PUT_OK, append), request
+
+
+def _native_put_single() -> Callable[..., Any] | None:
+    if native is None:
+        return None
+    native.configure_put(
+        RecordRefused,
+        zlib_crc32,
+        DispatchRequest,
+        AppendMessageResult,
+        PutMessageResult,
+        PutMessageStatus.PUT_OK,
+    )
+    return native.put_single
+
+
+put_single = _native_put_single() or python_put_single

@@ -70,6 +70,13 @@ static inline Py_ssize_t record_size(Py_ssize_t body, Py_ssize_t topic, Py_ssize
     return 91 + body + topic + props + (born_len == 16 ? 12 : 0) + (store_len == 16 ? 12 : 0);
 }
 
+/* A single message's record packed at `position` (single.c): its size, or minus its size when
+ * it does not fit, or 0 with an exception set. */
+Py_ssize_t pack_message(Py_buffer *mm, Py_ssize_t position, long long start, PyObject *msg,
+                        const Py_buffer *topic, long long queue_offset, long long store_ts,
+                        const Py_buffer *store, long long store_port, Py_ssize_t max_body,
+                        PyObject *refused_type, PyObject *crc32, PyObject **fields_out);
+
 /* message_fields of a properties dict (hashing.c). */
 PyObject *message_fields_of(PyObject *properties);
 
@@ -83,6 +90,8 @@ PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *configure_put(PyObject *self, PyObject *args);
+PyObject *put_single(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);

@@ -1,16 +1,18 @@
 """The native append_message (a single message's record: properties encoded, limits checked,
-record packed) against its pure-Python reference: same bytes, same results, same refusals."""
+record packed) and put_single (that append with the CommitLog's bookkeeping) against their
+pure-Python references: same bytes, same results, same state, same refusals."""
 
 from __future__ import annotations
 
 import zlib
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.store import message_record as twins
-from broker.store.types import MessageExtBrokerInner
+from broker.store.types import DispatchRequest, MessageExtBrokerInner
 from remoting.record import RecordKind, python_scan_record
 from remoting.speedups import native
 from tests.nativekit import needs_native
@@ -104,3 +106,72 @@ def test_the_limits_themselves_are_allowed() -> None:
     for append in (native.append_message, twins.python_append_message):
         outcome = _append(append, bytearray(1 << 16), 0, msg, b"t" * 127, b"\x7f\x00\x00\x01", 10)
         assert outcome[0] == 91 + 10 + 127 + 32767
+
+
+def _log_and_segment(room: int, table: dict) -> tuple[SimpleNamespace, SimpleNamespace]:
+    """What put_single reads and moves on of a CommitLog and its writable MappedFile."""
+    ticks = iter(range(1_700_000_000_000, 1_700_000_001_000))
+    commit_log = SimpleNamespace(
+        topic_queue_table=dict(table),
+        clock=lambda: next(ticks),
+        store_address=b"\x0a\x00\x00\x07",
+        store_port=10911,
+        config=SimpleNamespace(max_message_size=30),
+        msg_id_prefix="0A00000700002A9F",
+        last_put_timestamp=0,
+    )
+    mapped = SimpleNamespace(mmap=bytearray(24 + room), wrote_position=24, start_offset=1 << 30)
+    return commit_log, mapped
+
+
+def _put(put, commit_log, mapped, msg):
+    try:
+        return put(commit_log, mapped, msg)
+    except twins.RecordRefused as refused:
+        return ("refused", refused.status, refused.remark)
+    except (TypeError, ValueError, UnicodeEncodeError, IndexError) as exc:
+        return (type(exc),)
+
+
+@given(
+    props=properties,
+    body=st.binary(max_size=40),
+    topic=st.sampled_from(["T", "é" * 63, "t" * 128]),
+    queue_id=st.integers(0, 3),
+    sys_flag=st.sampled_from([0, 0x4, 0x8, 0xC, 0x1]),
+    room=st.integers(0, 300),
+    table=st.dictionaries(st.tuples(st.just("T"), st.integers(0, 3)), st.integers(0, 2**40)),
+)
+def test_put_single_alike(props, body, topic, queue_id, sys_flag, room, table) -> None:
+    """Same record, same result and dispatch request, same state moved on (write position,
+    the queue's next offset, the last put time), or the same size back with nothing changed,
+    or the same refusal."""
+    msg = MessageExtBrokerInner(
+        topic=topic, queue_id=queue_id, body=body, properties=props, sys_flag=sys_flag,
+        born_timestamp=1_700_000_000_000, born_host=(b"\x7f\x00\x00\x01", 40000),
+    )  # fmt: skip
+    states = {name: _log_and_segment(room, table) for name in ("native", "python")}
+    outcomes = {
+        "native": _put(native.put_single, *states["native"], msg),
+        "python": _put(twins.python_put_single, *states["python"], msg),
+    }
+    assert outcomes["native"] == outcomes["python"]
+    (log, mapped), (twin_log, twin_mapped) = states["native"], states["python"]
+    assert mapped.mmap == twin_mapped.mmap and mapped.wrote_position == twin_mapped.wrote_position
+    assert log.topic_queue_table == twin_log.topic_queue_table
+    assert log.last_put_timestamp == twin_log.last_put_timestamp
+    outcome = outcomes["native"]
+    if isinstance(outcome, tuple) and len(outcome) == 2:
+        result, request = outcome
+        assert result.ok and type(request) is DispatchRequest
+        assert result.append.msg_id == f"0A00000700002A9F{(1 << 30) + 24:016X}"
+        assert mapped.wrote_position == 24 + result.append.wrote_bytes
+
+
+def test_put_single_of_a_record_that_does_not_fit_changes_nothing() -> None:
+    msg = MessageExtBrokerInner(topic="T", queue_id=0, body=b"x" * 10, properties={"TAGS": "A"})
+    for put in (native.put_single, twins.python_put_single):
+        commit_log, mapped = _log_and_segment(115, {("T", 0): 5})
+        assert put(commit_log, mapped, msg) == 91 + 10 + 1 + len("TAGS\x01A")
+        assert mapped.wrote_position == 24 and mapped.mmap == bytearray(24 + 115)
+        assert commit_log.topic_queue_table == {("T", 0): 5} and not commit_log.last_put_timestamp
