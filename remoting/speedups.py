@@ -31,6 +31,7 @@ FUNCTIONS = (
     "append_message",
     "configure_put",
     "put_single",
+    "dispatch_single",
     "Sender",
 )
 

@@ -10,14 +10,80 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.store.consume_queue import CQ_UNIT, UNIT, ConsumeQueue
+from broker.store.index_file import (
+    IndexFile,
+    python_index_hashes,
+    python_index_put_entries,
+    read_header,
+)
 from broker.store.types import DispatchRequest
 from remoting import message as codec
+from remoting.speedups import native
 
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
 
 # Transaction types that take a ConsumeQueue unit (a prepared or rolled-back half does not)
 _QUEUED = (codec.TRANSACTION_NOT_TYPE, codec.TRANSACTION_COMMIT_TYPE)
+
+# What dispatch_single did of a message's dispatch
+UNIT_DONE, INDEX_DONE = 1, 2
+MAX_KEYS = 64  # index entries of one message dispatch_single writes; more go the general way
+
+
+def python_dispatch_single(
+    consume_queue: ConsumeQueue | None, index_file: IndexFile | None, request: DispatchRequest
+) -> int:
+    """A single message's unit, when it follows what ``consume_queue`` holds in its last file
+    (UNIT_DONE, also when the queue already had it), and its index entries, when they all fit
+    in ``index_file`` (INDEX_DONE, also when the file already had them or a rolled-back half
+    has none). What is not done is left as it was, for the general code (a new queue file, a
+    unit out of order, a file too full). The reference of remoting/native/dispatch.c."""
+    done = 0
+    if consume_queue is not None and _put_unit(consume_queue, request):
+        done |= UNIT_DONE
+    if index_file is not None:
+        rolled_back = codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE
+        if rolled_back or _put_index(index_file, request):
+            done |= INDEX_DONE
+    return done
+
+
+def _put_unit(consume_queue: ConsumeQueue, request: DispatchRequest) -> bool:
+    end = request.commit_log_offset + request.msg_size
+    if end <= consume_queue.max_phys_offset:
+        return True
+    files = consume_queue.queue.files
+    if not files:
+        return False
+    mapped = files[-1]
+    position = mapped.wrote_position
+    if position >= mapped.file_size:
+        return False
+    if mapped.start_offset + position != request.consume_queue_offset * UNIT:
+        return False
+    CQ_UNIT.pack_into(
+        mapped.mmap, position, request.commit_log_offset, request.msg_size, request.tags_code
+    )
+    mapped.wrote_position = position + UNIT
+    consume_queue.max_phys_offset = end
+    return True
+
+
+def _put_index(index_file: IndexFile, request: DispatchRequest) -> bool:
+    mm = index_file.file.mmap
+    header = read_header(mm)
+    if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
+        return True
+    entries = python_index_hashes((request,), request.topic + "#", -1)
+    if len(entries) > MAX_KEYS or header.index_count + len(entries) > index_file.max_entries:
+        return False
+    python_index_put_entries(mm, index_file.slots, index_file.max_entries, entries)
+    return True
+
+
+dispatch_single = native.dispatch_single if native is not None else python_dispatch_single
 
 
 class CommitLogDispatcher:
@@ -31,16 +97,26 @@ class CommitLogDispatcher:
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
         """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        if not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
-            self.find_consume_queue(request.topic, request.queue_id, create=True).put(
-                request.commit_log_offset,
-                request.msg_size,
-                request.tags_code,
-                request.consume_queue_offset,
-            )
+        queued = not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
+        queue = (
+            self.find_consume_queue(request.topic, request.queue_id, create=True)
+            if queued
+            else None
+        )
+        index_files = self.index_service.files
+        index = index_files[-1] if self.index_enabled and index_files else None
+        done = dispatch_single(queue, index, request)
+        if queued:
+            if not done & UNIT_DONE:
+                queue.put(  # type: ignore[union-attr]
+                    request.commit_log_offset,
+                    request.msg_size,
+                    request.tags_code,
+                    request.consume_queue_offset,
+                )
             if notify and self.store.arrival_listener is not None and not self.store.is_slave:
                 self._notify_arrival(request)
-        if self.index_enabled:
+        if self.index_enabled and not done & INDEX_DONE:
             self.index_service.build_index_batch((request,))
         self.reput.last_dispatched_timestamp = request.store_timestamp
 

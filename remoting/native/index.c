@@ -8,15 +8,7 @@
  * back, so the caller keeps no copy to update. */
 #include "speedups.h"
 
-typedef struct {
-    unsigned char *base;
-    long long slots, entries_at, max_entries;
-    int64_t begin_ts, end_ts, begin_phy, end_phy;
-    int32_t slot_count, count;
-    Py_ssize_t written;
-} IndexWriter;
-
-static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries) {
+int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries) {
     w->base = (unsigned char *)mm->buf;
     w->slots = slots;
     w->max_entries = max_entries;
@@ -38,7 +30,7 @@ static int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long
 
 /* 0 when the file is full. The time diff is from the file's begin timestamp as it stands
  * before the entry, which the file's first entry then sets (Java's IndexFile.putKey). */
-static int writer_add(IndexWriter *w, long long key_hash, long long phy, long long store_ts) {
+int writer_add(IndexWriter *w, long long key_hash, long long phy, long long store_ts) {
     if (w->count >= w->max_entries) return 0;
     long long diff = w->begin_ts <= 0 ? 0 : (store_ts - w->begin_ts) / 1000;
     int32_t time_diff = diff < 0 ? 0 : (diff > INT32_MAX ? INT32_MAX : (int32_t)diff);
@@ -66,7 +58,7 @@ static int writer_add(IndexWriter *w, long long key_hash, long long phy, long lo
     return 1;
 }
 
-static void writer_close(IndexWriter *w) {
+void writer_close(IndexWriter *w) {
     if (!w->written) return;
     put_i64(w->base, w->begin_ts);
     put_i64(w->base + 8, w->end_ts);
@@ -109,8 +101,29 @@ done:
     return result;
 }
 
+int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sink, void *ctx) {
+    Py_ssize_t uniq_length = PyUnicode_GET_LENGTH(uniq);
+    if (uniq_length && sink(ctx, java_hash_range(base, uniq, 0, uniq_length)) < 0) return -1;
+    Py_ssize_t length = PyUnicode_GET_LENGTH(keys), start = 0;
+    int kind = PyUnicode_KIND(keys);
+    const void *data = PyUnicode_DATA(keys);
+    for (Py_ssize_t at = 0; at <= length; at++) {
+        if (at < length && PyUnicode_READ(kind, data, at) != ' ') continue;
+        if (at > start && sink(ctx, java_hash_range(base, keys, start, at)) < 0) return -1;
+        start = at + 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    IndexWriter *w;
+    PyObject *left, *request;
+} Spill;
+
 /* Into the file while it has room, then onto `left`. */
-static int add_hash(IndexWriter *w, PyObject *left, uint32_t h, PyObject *request) {
+static int add_hash(void *ctx, uint32_t h) {
+    IndexWriter *w = ((Spill *)ctx)->w;
+    PyObject *left = ((Spill *)ctx)->left, *request = ((Spill *)ctx)->request;
     long long key_hash = (long long)(int32_t)h;
     PyObject *phy = PyTuple_GET_ITEM(request, 2), *ts = PyTuple_GET_ITEM(request, 5);
     if (PyList_GET_SIZE(left) == 0 &&
@@ -167,21 +180,10 @@ PyObject *index_requests(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
         if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, 2)) <= done) continue;
-        PyObject *keys = PyTuple_GET_ITEM(request, 7), *uniq = PyTuple_GET_ITEM(request, 8);
-        Py_ssize_t uniq_length = PyUnicode_GET_LENGTH(uniq);
-        if (uniq_length &&
-            add_hash(&w, left, java_hash_range(base, uniq, 0, uniq_length), request) < 0)
+        Spill spill = {&w, left, request};
+        if (each_key_hash(base, PyTuple_GET_ITEM(request, 7), PyTuple_GET_ITEM(request, 8),
+                          add_hash, &spill) < 0)
             goto fail_written;
-        Py_ssize_t length = PyUnicode_GET_LENGTH(keys), start = 0;
-        int kind = PyUnicode_KIND(keys);
-        const void *data = PyUnicode_DATA(keys);
-        for (Py_ssize_t at = 0; at <= length; at++) {
-            if (at < length && PyUnicode_READ(kind, data, at) != ' ') continue;
-            if (at > start &&
-                add_hash(&w, left, java_hash_range(base, keys, start, at), request) < 0)
-                goto fail_written;
-            start = at + 1;
-        }
     }
     writer_close(&w);
     Py_DECREF(seq);

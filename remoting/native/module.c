@@ -42,6 +42,8 @@ static PyMethodDef methods[] = {
      "The exception, CRC and result types put_single uses (broker/store/message_record.py)."},
     {"put_single", (PyCFunction)(void (*)(void))put_single, METH_FASTCALL,
      "Append a single message with the CommitLog's bookkeeping (message_record.py)."},
+    {"dispatch_single", (PyCFunction)(void (*)(void))dispatch_single, METH_FASTCALL,
+     "A single message's ConsumeQueue unit and index entries (broker/store/dispatch.py)."},
     {"populate_write", populate_write, METH_VARARGS,
      "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
     {NULL, NULL, 0, NULL},

@@ -39,19 +39,11 @@ PyObject *configure_put(PyObject *self, PyObject *args) {
 }
 
 static int get_ll(PyObject *owner, int name, long long *out) {
-    PyObject *value = PyObject_GetAttr(owner, keys[name]);
-    if (value == NULL) return -1;
-    *out = PyLong_AsLongLong(value);
-    Py_DECREF(value);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+    return get_attr_ll(owner, keys[name], out);
 }
 
 static int set_ll(PyObject *owner, int name, long long value) {
-    PyObject *o = PyLong_FromLongLong(value);
-    if (o == NULL) return -1;
-    int r = PyObject_SetAttr(owner, keys[name], o);
-    Py_DECREF(o);
-    return r;
+    return set_attr_ll(owner, keys[name], value);
 }
 
 static int set_ll_item(PyObject *dict, PyObject *key, long long value) {

@@ -52,6 +52,23 @@ static inline int16_t get_i16(const unsigned char *p) {
     return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
 }
 
+/* An int attribute read and written (the store's objects keep their positions as ints). */
+static inline int get_attr_ll(PyObject *owner, PyObject *name, long long *out) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL) return -1;
+    *out = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static inline int set_attr_ll(PyObject *owner, PyObject *name, long long value) {
+    PyObject *o = PyLong_FromLongLong(value);
+    if (o == NULL) return -1;
+    int r = PyObject_SetAttr(owner, name, o);
+    Py_DECREF(o);
+    return r;
+}
+
 /* A CommitLog record's fields (records.c write_record). */
 typedef struct {
     int32_t size, crc, queue_id, flag, sys_flag, born_port, store_port, reconsume_times;
@@ -77,6 +94,25 @@ Py_ssize_t pack_message(Py_buffer *mm, Py_ssize_t position, long long start, PyO
                         const Py_buffer *store, long long store_port, Py_ssize_t max_body,
                         PyObject *refused_type, PyObject *crc32, PyObject **fields_out);
 
+/* An IndexFile being written (index.c): its header is read by writer_open, entries added by
+ * writer_add (0 once the file is full) and the header written back by writer_close. */
+typedef struct {
+    unsigned char *base;
+    long long slots, entries_at, max_entries;
+    int64_t begin_ts, end_ts, begin_phy, end_phy;
+    int32_t slot_count, count;
+    Py_ssize_t written;
+} IndexWriter;
+
+int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries);
+int writer_add(IndexWriter *w, long long key_hash, long long phy, long long store_ts);
+void writer_close(IndexWriter *w);
+
+/* The Java hashes of base's prefix + UNIQ_KEY (when not empty), then + each non-empty
+ * space-separated KEYS entry, handed to sink in that order; -1 as soon as sink says -1. */
+typedef int (*KeyHashSink)(void *ctx, uint32_t hash);
+int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sink, void *ctx);
+
 /* message_fields of a properties dict (hashing.c). */
 PyObject *message_fields_of(PyObject *properties);
 
@@ -92,6 +128,7 @@ PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_put(PyObject *self, PyObject *args);
 PyObject *put_single(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *dispatch_single(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);

@@ -13,7 +13,8 @@ from client.errors import MQClientError
 from client.message import Message, SendStatus
 from client.producer import Producer
 from remoting.body import MessageModel, TopicConfig
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+from remoting.client import RemotingClient
+from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
 
 FAST_LEVELS = " ".join(["1s"] * 18)
 
@@ -343,6 +344,10 @@ async def test_producer_moves_to_the_other_master_when_one_is_killed(processes, 
             TopicConfig(topic_name="TwoMasters", read_queue_nums=4, write_queue_nums=4),
         )
         assert len(created) == 2
+    async with RemotingClient.open() as client:
+        # Each broker registers the new topic after its reply: a producer that looked it up
+        # before the second one did would only ever know the first.
+        await wait_for_route(client, ns.addr, "TwoMasters", lambda r: r and len(r.queue_datas) == 2)
     async with Producer.open(ns.addr, "PG", send_msg_timeout_ms=1000) as producer:
         brokers = set()
         for _ in range(40):
