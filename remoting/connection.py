@@ -268,7 +268,8 @@ class Connection:
             result = self.request_handler(self, request)
         except Exception as exc:
             result = self._failure_response(request, exc)
-        if inspect.isawaitable(result):
+        # Most answers are ready at once: the type test spares them isawaitable's ABC check.
+        if type(result) is not RemotingCommand and inspect.isawaitable(result):
             if self._handler_tasks >= self._max_handler_tasks:
                 if inspect.iscoroutine(result):
                     result.close()

@@ -6,6 +6,7 @@ Sources: spec/remoting.md §9.2, §10; spec/namesrv.md §6; spec/store-format.md
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # PermName bits
 PERM_PRIORITY = 8
@@ -78,6 +79,7 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 _TOPIC_CHARS = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
+@lru_cache(maxsize=4096)  # every send checks its topic; a broker sees few distinct ones
 def topic_name_problem(topic: str) -> str | None:
     """Why a topic name is invalid (TopicValidator), or None when it is fine."""
     if not topic:
