@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import psutil
 import trio
@@ -40,7 +41,6 @@ from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
 from broker.store.stats import StoreStats
 from broker.store.types import (
-    AppendMessageResult,
     GetMessageResult,
     MessageExtBrokerInner,
     PutMessageResult,
@@ -209,46 +209,38 @@ class DefaultMessageStore:
         return None
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        refused = self._refuse()
-        if refused is not None:
-            return refused
-        reput = self.reput
-        caught_up = reput.reput_from_offset == self.commit_log.queue.max_offset
-        result, request = self.commit_log.put_message(msg)
-        if request is None:
-            return result
-        self._stored(result.append)
-        if caught_up:
-            self.dispatcher.dispatch(request)
-            reput.reput_from_offset = request.commit_log_offset + request.msg_size
-        else:
-            reput.wake()
-        return result
+        return self._put(msg, self.commit_log.put_message, self.dispatcher.dispatch)
 
     def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
         """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
+        return self._put(batch, self.commit_log.put_messages, self.dispatcher.dispatch_batch)
+
+    def _put(
+        self,
+        msg: MessageExtBrokerInner,
+        append: Callable[[MessageExtBrokerInner], tuple[PutMessageResult, Any]],
+        dispatch: Callable[[Any], None],
+    ) -> PutMessageResult:
+        """Append; stats and HA learn of it; when dispatch was caught up the put dispatches
+        what it appended (one request, or a batch's), else reput is woken to read it."""
         refused = self._refuse()
         if refused is not None:
             return refused
         reput = self.reput
         caught_up = reput.reput_from_offset == self.commit_log.queue.max_offset
-        result, requests = self.commit_log.put_messages(batch)
-        if not result.ok:
+        result, dispatched = append(msg)
+        if result.status is not PutMessageStatus.PUT_OK:
             return result
-        self._stored(result.append)
+        append_result = result.append
+        self.stats.on_put(append_result.msg_num, append_result.wrote_bytes)
+        if self.put_listener is not None:
+            self.put_listener()
         if caught_up:
-            self.dispatcher.dispatch_batch(requests)
-            reput.reput_from_offset = result.append.end_offset
+            dispatch(dispatched)
+            reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
         else:
             reput.wake()
         return result
-
-    def _stored(self, append: AppendMessageResult) -> None:
-        """After an append, before its dispatch (by the put when dispatch was caught up,
-        else by reput): stats and HA learn of it."""
-        self.stats.on_put(append.msg_num, append.wrote_bytes)
-        if self.put_listener is not None:
-            self.put_listener()
 
     async def wait_flushed(
         self, end_offset: int, timeout_s: float | None = None
