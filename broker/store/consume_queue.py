@@ -69,12 +69,32 @@ class ConsumeQueue:
 
     # ------------------------------------------------------------------ writing
 
+    def put_next(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
+        """The common case of ``put``: the unit for ``queue_offset`` when it follows what the
+        last file holds, or nothing when the queue already has it (a re-dispatch after
+        recovery or a slave resync). False, with nothing changed, for anything else. The
+        reference of what remoting/native/dispatch.c does for a single message's unit."""
+        end = phys_offset + size
+        if end <= self.max_phys_offset:
+            return True
+        files = self.queue.files  # once per message: no property lookups here
+        if not files:
+            return False
+        mapped = files[-1]
+        position = mapped.wrote_position
+        if position >= mapped.file_size or mapped.start_offset + position != queue_offset * UNIT:
+            return False
+        CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
+        mapped.wrote_position = position + UNIT
+        self.max_phys_offset = end
+        return True
+
     def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
         """Append the unit for ``queue_offset``. False only when the file cannot be created."""
-        if phys_offset + size <= self.max_phys_offset:
-            return True  # already there: a re-dispatch after recovery or a slave resync
+        if self.put_next(phys_offset, size, tags_code, queue_offset):
+            return True
         expected = queue_offset * UNIT
-        files = self.queue.files  # once per message: no property lookups here
+        files = self.queue.files
         mapped = files[-1] if files else None
         if mapped is None or mapped.wrote_position >= mapped.file_size:
             first = mapped is None

@@ -10,22 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.store.consume_queue import CQ_UNIT, UNIT, ConsumeQueue
-from broker.store.index_file import (
-    IndexFile,
-    python_index_hashes,
-    python_index_put_entries,
-    read_header,
-)
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.index_file import IndexFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.speedups import native
 
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
-
-# Transaction types that take a ConsumeQueue unit (a prepared or rolled-back half does not)
-_QUEUED = (codec.TRANSACTION_NOT_TYPE, codec.TRANSACTION_COMMIT_TYPE)
 
 # What dispatch_single did of a message's dispatch
 UNIT_DONE, INDEX_DONE = 1, 2
@@ -41,46 +33,18 @@ def python_dispatch_single(
     has none). What is not done is left as it was, for the general code (a new queue file, a
     unit out of order, a file too full). The reference of remoting/native/dispatch.c."""
     done = 0
-    if consume_queue is not None and _put_unit(consume_queue, request):
+    if consume_queue is not None and consume_queue.put_next(
+        request.commit_log_offset,
+        request.msg_size,
+        request.tags_code,
+        request.consume_queue_offset,
+    ):
         done |= UNIT_DONE
     if index_file is not None:
         rolled_back = codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE
-        if rolled_back or _put_index(index_file, request):
+        if rolled_back or index_file.put_request_whole(request, MAX_KEYS):
             done |= INDEX_DONE
     return done
-
-
-def _put_unit(consume_queue: ConsumeQueue, request: DispatchRequest) -> bool:
-    end = request.commit_log_offset + request.msg_size
-    if end <= consume_queue.max_phys_offset:
-        return True
-    files = consume_queue.queue.files
-    if not files:
-        return False
-    mapped = files[-1]
-    position = mapped.wrote_position
-    if position >= mapped.file_size:
-        return False
-    if mapped.start_offset + position != request.consume_queue_offset * UNIT:
-        return False
-    CQ_UNIT.pack_into(
-        mapped.mmap, position, request.commit_log_offset, request.msg_size, request.tags_code
-    )
-    mapped.wrote_position = position + UNIT
-    consume_queue.max_phys_offset = end
-    return True
-
-
-def _put_index(index_file: IndexFile, request: DispatchRequest) -> bool:
-    mm = index_file.file.mmap
-    header = read_header(mm)
-    if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
-        return True
-    entries = python_index_hashes((request,), request.topic + "#", -1)
-    if len(entries) > MAX_KEYS or header.index_count + len(entries) > index_file.max_entries:
-        return False
-    python_index_put_entries(mm, index_file.slots, index_file.max_entries, entries)
-    return True
 
 
 dispatch_single = native.dispatch_single if native is not None else python_dispatch_single
@@ -131,7 +95,7 @@ class CommitLogDispatcher:
         run: list[DispatchRequest] = []
         topic, queue_id, next_offset = "", -1, -1
         for request in requests:
-            if codec.transaction_type(request.sys_flag) not in _QUEUED:
+            if request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
                 continue
             if (
                 request.consume_queue_offset == next_offset
@@ -165,7 +129,7 @@ class CommitLogDispatcher:
         """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
         the queue is looked up once and the checks made once."""
         first = requests[0]
-        if codec.transaction_type(first.sys_flag) in _QUEUED:
+        if not first.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
             queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
             queue.put_batch(requests)
             if notify and not self.store.is_slave and self.store.arrival_listener is not None:

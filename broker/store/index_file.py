@@ -170,6 +170,21 @@ class IndexFile:
         """Add (key hash, phy offset, store timestamp) entries; returns how many fit."""
         return index_put_entries(self.file.mmap, self.slots, self.max_entries, entries)
 
+    def put_request_whole(self, request: DispatchRequest, max_keys: int) -> bool:
+        """All of one record's entries (its UNIQ_KEY and KEYS, at most ``max_keys``), or none
+        when the file lacks room for all of them: False, for the general path that goes on in
+        the next file. True also when the file already indexes the record. The reference of
+        what remoting/native/dispatch.c does for a single message's keys."""
+        mm = self.file.mmap
+        header = read_header(mm)
+        if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
+            return True
+        entries = python_index_hashes((request,), request.topic + "#", -1)
+        if len(entries) > max_keys or header.index_count + len(entries) > self.max_entries:
+            return False
+        python_index_put_entries(mm, self.slots, self.max_entries, entries)
+        return True
+
     def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""
         key_hash = index_key_hash(key_hash)

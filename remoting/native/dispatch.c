@@ -24,8 +24,8 @@ static int set_ll(PyObject *owner, int name, long long value) {
     return set_attr_ll(owner, keys[name], value);
 }
 
-/* UNIT_DONE when the unit is in (or was already: a re-dispatch), 0 when Python must put it,
- * -1 on error. */
+/* ConsumeQueue.put_next: UNIT_DONE when the unit is in (or was already: a re-dispatch), 0
+ * when Python must put it, -1 on error. */
 static int put_unit(PyObject *consume_queue, long long phys, long long size, long long tags,
                     long long queue_offset) {
     long long max_phys, wrote, file_size, start;
@@ -82,8 +82,9 @@ static int collect(void *ctx, uint32_t h) {
     return 0;
 }
 
-/* INDEX_DONE when every entry is in (or none was due), 0 when Python must index the message
- * (the file lacks room for all of them, or it has too many keys), -1 on error. */
+/* IndexFile.put_request_whole: INDEX_DONE when every entry is in (or none was due), 0 when
+ * Python must index the message (the file lacks room for all of them, or it has too many
+ * keys), -1 on error. */
 static int put_index(PyObject *index_file, PyObject *topic, long long phys, long long ts,
                      PyObject *keys_text, PyObject *uniq) {
     long long slots, max_entries;

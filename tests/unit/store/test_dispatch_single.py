@@ -4,13 +4,15 @@ same bytes, same state moved on, the same parts left to the general code."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.store import dispatch as twins
-from broker.store.index_file import HEADER, index_file_size, read_header
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.index_file import HEADER, IndexFile, index_file_size, read_header
 from broker.store.types import DispatchRequest
 from remoting.speedups import native
 from tests.nativekit import needs_native
@@ -20,8 +22,8 @@ pytestmark = needs_native
 SLOTS, ENTRIES, CQ_FILE = 8, 12, 20 * 4
 
 
-def _queue(files: int, wrote: int, max_phys: int) -> SimpleNamespace:
-    """A ConsumeQueue whose last of ``files`` 4-unit files has ``wrote`` bytes."""
+def _queue(files: int, wrote: int, max_phys: int) -> ConsumeQueue:
+    """A ConsumeQueue whose last of ``files`` 4-unit files (bytearrays) has ``wrote`` bytes."""
     segments = [
         SimpleNamespace(
             mmap=bytearray(CQ_FILE), wrote_position=CQ_FILE, file_size=CQ_FILE, start_offset=i
@@ -30,17 +32,24 @@ def _queue(files: int, wrote: int, max_phys: int) -> SimpleNamespace:
     ]
     if segments:
         segments[-1].wrote_position = wrote
-    return SimpleNamespace(queue=SimpleNamespace(files=segments), max_phys_offset=max_phys)
+    queue = ConsumeQueue("T", 1, Path("unused"), CQ_FILE)  # no file is opened or created
+    queue.queue.files = segments  # type: ignore[assignment]
+    queue.max_phys_offset = max_phys
+    return queue
 
 
-def _index(count: int, end_phy: int) -> SimpleNamespace:
-    """An IndexFile whose next entry number is ``count``, having indexed up to ``end_phy``."""
+def _index(count: int, end_phy: int) -> IndexFile:
+    """An IndexFile over a bytearray whose next entry number is ``count``, having indexed up
+    to ``end_phy``."""
     mm = bytearray(index_file_size(SLOTS, ENTRIES))
     HEADER.pack_into(mm, 0, 1_700_000_000_000, 1_700_000_000_000, 0, end_phy, 0, count)
-    return SimpleNamespace(file=SimpleNamespace(mmap=mm), slots=SLOTS, max_entries=ENTRIES)
+    index = object.__new__(IndexFile)  # its mapping, not a file: what dispatch reads of it
+    index.file = SimpleNamespace(mmap=mm)  # type: ignore[assignment]
+    index.slots, index.max_entries = SLOTS, ENTRIES
+    return index
 
 
-def _state(queue: SimpleNamespace | None, index: SimpleNamespace | None) -> tuple:
+def _state(queue: ConsumeQueue | None, index: IndexFile | None) -> tuple:
     units = (
         None if queue is None else [(bytes(f.mmap), f.wrote_position) for f in queue.queue.files]
     )
