@@ -344,6 +344,12 @@ def load_broker_config(
             )
         store_values["ha_listen_port"] = broker.listen_port + 1
     store = _build(MessageStoreConfig, store_values, properties)
+    if store.ha_housekeeping_interval <= store.ha_send_heartbeat_interval:
+        raise ConfigError(
+            f"bad value for haHousekeepingInterval={store.ha_housekeeping_interval}: it must "
+            f"exceed haSendHeartbeatInterval={store.ha_send_heartbeat_interval}, or an idle "
+            "HA link expires between two heartbeats"
+        )
     return broker, store
 
 

@@ -260,6 +260,7 @@ class BrokerController:
             return {
                 "haConnectionCount": str(service.connection_count),
                 "haPush2SlaveMaxOffset": str(service.push2slave_max_offset),
+                "haSlaveDisconnects": str(service.disconnects),
                 "haSlaves": json.dumps(service.slaves(), separators=(",", ":")),
             }
         if self.ha_client is not None:
@@ -268,6 +269,7 @@ class BrokerController:
                 "masterAddr": self.ha.master_addr or "",
                 "haMasterAddr": str(status["haMasterAddr"]),
                 "haConnected": str(status["connected"]).lower(),
+                "haDisconnects": str(status["disconnects"]),
                 "haLastChunkMillisAgo": str(status["lastChunkMillisAgo"]),
             }
         return {}

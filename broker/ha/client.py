@@ -3,7 +3,8 @@
 It connects to the master's HA address (``haMasterAddress`` or what registration learned),
 reports its CommitLog max offset at once (RocketMQ waits for the first heartbeat, ~5 s; an
 immediate report is compatible and starts the stream sooner), appends every chunk at exactly the
-offset it belongs to and reports again. A chunk that does not start where the local log ends
+offset it belongs to and reports again. It also reports every ``haSendHeartbeatInterval`` after
+its last report, however busy the master keeps the read side (``broker/ha/link.py``). A chunk that does not start where the local log ends
 closes the connection; the next one resumes from the local max offset.
 """
 
@@ -15,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from broker.ha.protocol import ChunkDecoder, ProtocolError, encode_report
+from broker.ha.link import LinkTimers
+from broker.ha.protocol import Chunk, ChunkDecoder, ProtocolError, encode_report
 
 if TYPE_CHECKING:
     from broker.store.config import MessageStoreConfig
@@ -56,12 +58,14 @@ class HAClient:
         self.connected_to: str | None = None
         self.last_chunk_at = 0
         self.reported_offset = -1
+        self.disconnects = 0  # sessions that ended after connecting, for operators
         self._progressed = False
 
     def status(self) -> dict[str, object]:
         return {
             "haMasterAddr": self.master.ha_master_addr or "",
             "connected": self.connected_to is not None,
+            "disconnects": self.disconnects,
             "slaveMaxOffset": self.store.max_phys_offset,
             "lastChunkMillisAgo": now_ms() - self.last_chunk_at if self.last_chunk_at else -1,
         }
@@ -89,6 +93,8 @@ class HAClient:
             ) as exc:
                 log.info("HA master %s unreachable: %s", addr, exc)
             finally:
+                if self.connected_to is not None:
+                    self.disconnects += 1
                 self.connected_to = None
             backoff = RECONNECT_MIN_S if self._progressed else min(backoff * 2, RECONNECT_MAX_S)
             await trio.sleep(backoff)
@@ -103,39 +109,54 @@ class HAClient:
             log.info("connected to HA master %s at offset %d", addr, self.store.max_phys_offset)
             await self._stream(stream)
 
-    async def _stream(self, stream: trio.SocketStream) -> None:
-        store = self.store
+    async def _stream(self, stream: trio.abc.Stream) -> None:
         config = self.store_config
-        heartbeat_s = config.ha_send_heartbeat_interval / 1000
-        idle_ms = config.ha_housekeeping_interval
+        timers = LinkTimers.started(
+            trio.current_time(),
+            heartbeat_ms=config.ha_send_heartbeat_interval,
+            expire_ms=config.ha_housekeeping_interval,
+        )
         decoder = ChunkDecoder(MAX_CHUNK_BODY)
-        await stream.send_all(encode_report(store.max_phys_offset))
-        self.reported_offset = store.max_phys_offset
-        last_heard = now_ms()
+        await self._report(stream, timers)
         while True:
-            with trio.move_on_after(heartbeat_s) as timer:
+            data = None
+            with trio.move_on_at(timers.next_deadline()):
                 data = await stream.receive_some(RECEIVE_BYTES)
-            if timer.cancelled_caught:
-                if now_ms() - last_heard > idle_ms:
-                    raise ProtocolError(f"nothing heard for {idle_ms} ms")
-                await stream.send_all(encode_report(store.max_phys_offset))
+            now = trio.current_time()
+            if data is not None:
+                if not data:
+                    raise ProtocolError("master closed the connection")
+                timers.heard(now)
+                self._append(decoder.feed(data))
+            elif timers.expired(now):
+                raise ProtocolError(
+                    f"nothing heard from the master for {timers.silent_for(now):.1f} s"
+                )
+            # On the write clock, whatever was read (spec/ha.md §3.2): the master's own
+            # heartbeats must not silence ours, or it expires the link.
+            if self.store.max_phys_offset != self.reported_offset or timers.heartbeat_due(now):
+                await self._report(stream, timers)
+
+    def _append(self, chunks: list[Chunk]) -> None:
+        store = self.store
+        for chunk in chunks:
+            own = store.max_phys_offset
+            if own != 0 and chunk.offset != own:
+                raise ProtocolError(
+                    f"master pushed offset {chunk.offset} but the slave's log ends at {own}"
+                )
+            if not chunk.body:
                 continue
-            if not data:
-                raise ProtocolError("master closed the connection")
-            last_heard = now_ms()
-            for chunk in decoder.feed(data):
-                own = store.max_phys_offset
-                if own != 0 and chunk.offset != own:
-                    raise ProtocolError(
-                        f"master pushed offset {chunk.offset} but the slave's log ends at {own}"
-                    )
-                if chunk.body and not store.append_to_commit_log(chunk.offset, chunk.body):
-                    raise ProtocolError(
-                        f"could not append {len(chunk.body)} bytes at {chunk.offset}"
-                    )
-                if chunk.body:
-                    self._progressed = True
-                    self.last_chunk_at = last_heard
-            if store.max_phys_offset != self.reported_offset:
-                self.reported_offset = store.max_phys_offset
-                await stream.send_all(encode_report(self.reported_offset))
+            if not store.append_to_commit_log(chunk.offset, chunk.body):
+                raise ProtocolError(f"could not append {len(chunk.body)} bytes at {chunk.offset}")
+            self._progressed = True
+            self.last_chunk_at = now_ms()
+
+    async def _report(self, stream: trio.abc.Stream, timers: LinkTimers) -> None:
+        offset = self.store.max_phys_offset
+        with trio.move_on_after(timers.expire_s) as timer:
+            await stream.send_all(encode_report(offset))
+        if timer.cancelled_caught:
+            raise ProtocolError(f"the master has not read our report for {timers.expire_s:g} s")
+        self.reported_offset = offset
+        timers.wrote(trio.current_time())

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.ha.link import LinkTimers
 from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def now_ms() -> int:
 
 
 class HAConnection:
-    def __init__(self, service: HAService, stream: trio.SocketStream, peer: str) -> None:
+    def __init__(self, service: HAService, stream: trio.abc.Stream, peer: str) -> None:
         self.service = service
         self.stream = stream
         self.peer = peer
@@ -46,6 +47,12 @@ class HAConnection:
         self.connected_at = now_ms()
         self.caught_up_at = 0  # last time an ack covered the master's whole log
         self._ready = trio.Event()
+        config = service.store_config
+        self.timers = LinkTimers.started(
+            trio.current_time(),
+            heartbeat_ms=config.ha_send_heartbeat_interval,
+            expire_ms=config.ha_housekeeping_interval,
+        )
 
     # ------------------------------------------------------------------ status
 
@@ -122,13 +129,18 @@ class HAConnection:
                 await self.stream.aclose()
 
     async def _read(self, scope: trio.CancelScope) -> None:
+        """Reports until the slave closes; a slave silent for ``haHousekeepingInterval`` is
+        gone (a live one reports at least every ``haSendHeartbeatInterval``)."""
         decoder = ReportDecoder()
-        idle_s = self.service.store_config.ha_housekeeping_interval / 1000
+        timers = self.timers
         while True:
-            with trio.move_on_after(idle_s) as timer:
+            data = None
+            with trio.move_on_at(timers.last_read + timers.expire_s):
                 data = await self.stream.receive_some(RECEIVE_BYTES)
-            if timer.cancelled_caught:
-                raise ProtocolError(f"nothing heard for {idle_s:.0f}s: closing")
+            now = trio.current_time()
+            if data is None:
+                raise ProtocolError(f"nothing heard for {timers.silent_for(now):.1f} s: closing")
+            timers.heard(now)
             if not data:
                 log.info("slave %s closed the connection", self.peer)
                 scope.cancel()
@@ -164,7 +176,7 @@ class HAConnection:
         await self._ready.wait()
         service = self.service
         batch = service.store_config.ha_transfer_batch_size
-        heartbeat_s = service.store_config.ha_send_heartbeat_interval / 1000
+        timers = self.timers
         while True:
             parts = self._next_frames(batch)
             if parts:
@@ -172,14 +184,22 @@ class HAConnection:
                 # by cleanup while the send waits, and one buffer means one syscall.
                 frame = b"".join(parts)
                 del parts
-                await self.stream.send_all(frame)
+                await self._send(frame)
                 continue
             arrived = service.new_data
             service.new_data_waiters += 1
             try:
-                with trio.move_on_after(heartbeat_s) as timer:
+                with trio.move_on_at(timers.last_write + timers.heartbeat_s):
                     await arrived.wait()
             finally:
                 service.new_data_waiters -= 1
-            if timer.cancelled_caught:
-                await self.stream.send_all(encode_chunk_header(self.next_offset, 0))
+            if timers.heartbeat_due(trio.current_time()):
+                await self._send(encode_chunk_header(self.next_offset, 0))
+
+    async def _send(self, data: bytes) -> None:
+        timers = self.timers
+        with trio.move_on_after(timers.expire_s) as timer:
+            await self.stream.send_all(data)
+        if timer.cancelled_caught:
+            raise ProtocolError(f"has not read for {timers.expire_s:g} s: closing")
+        timers.wrote(trio.current_time())

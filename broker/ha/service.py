@@ -4,6 +4,13 @@
 ``wait_replicated(end)`` parks a sender until some slave has acked ``end``. Waiters sit in a heap
 ordered by offset; each ack pops and wakes every waiter it covers at once, so a burst of sends
 costs one wake-up per ack, not a poll per message.
+
+A slave that has just dropped is waited for, not written off: for ``2 x haSendHeartbeatInterval``
+after the last slave went away (a live slave reconnects within its 5 s backoff), a send parks as
+if the slave were there and is answered PUT_OK when the returning slave's ack covers it within
+the send's budget (``syncFlushTimeout``). Only when no slave came back by then is it answered
+SLAVE_NOT_AVAILABLE, which RocketMQ answers at once. Past that window, and on a master no slave
+ever reached, the answer is immediate, as in RocketMQ.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ class HAService:
         self.new_data = trio.Event()
         self.new_data_waiters = 0  # Event.statistics() per put cost more than a counter
         self._waiters: list[tuple[int, int, trio.Event]] = []
+        self.slave_lost_at: float | None = None  # Trio time the last verified slave went away
+        self.disconnects = 0  # verified slaves lost, for operators (haSlaveDisconnects)
         self._sequence = itertools.count()
 
     # ------------------------------------------------------------------ bookkeeping
@@ -63,21 +72,39 @@ class HAService:
             heapq.heappop(waiters)[2].set()
 
     def is_slave_ok(self, end_offset: int) -> bool:
-        return (
-            self.connection_count > 0
-            and end_offset - self.push2slave_max_offset < self.store_config.ha_slave_fallbehind_max
-        )
+        return self.connection_count > 0 and self._within_fallbehind(end_offset)
+
+    def slave_may_return(self, end_offset: int) -> bool:
+        """No slave now, but one dropped so recently that it is probably reconnecting."""
+        if self.slave_lost_at is None or self.connection_count > 0:
+            return False
+        window_s = 2 * self.store_config.ha_send_heartbeat_interval / 1000
+        recent = trio.current_time() - self.slave_lost_at < window_s
+        return recent and self._within_fallbehind(end_offset)
+
+    def _within_fallbehind(self, end_offset: int) -> bool:
+        fallbehind_max = self.store_config.ha_slave_fallbehind_max
+        return end_offset - self.push2slave_max_offset < fallbehind_max
 
     async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         if self.push2slave_max_offset >= end_offset and self.connection_count > 0:
             return PutMessageStatus.PUT_OK
-        if not self.is_slave_ok(end_offset):
+        if not self.is_slave_ok(end_offset) and not self.slave_may_return(end_offset):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         event = trio.Event()
-        heapq.heappush(self._waiters, (end_offset, next(self._sequence), event))
+        waiter = (end_offset, next(self._sequence), event)
+        heapq.heappush(self._waiters, waiter)
         with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
             await event.wait()
             return PutMessageStatus.PUT_OK
+        if event.is_set():  # acked between the deadline and this task running again
+            return PutMessageStatus.PUT_OK
+        # Timeouts are rare and few wait at once: give the entry back now rather than keep it
+        # until an ack that may never come.
+        self._waiters.remove(waiter)
+        heapq.heapify(self._waiters)
+        if self.connection_count == 0:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 
     def slaves(self) -> list[dict[str, object]]:
@@ -111,9 +138,17 @@ class HAService:
         except OSError:
             await stream.aclose()
             return
-        connection = HAConnection(self, stream, f"{host}:{port}")
+        await self.serve_slave(stream, f"{host}:{port}")
+
+    async def serve_slave(self, stream: trio.abc.Stream, peer: str) -> None:
+        """One slave's connection, until it ends."""
+        connection = HAConnection(self, stream, peer)
         self.connections.add(connection)
         try:
             await connection.run()
         finally:
             self.connections.discard(connection)
+            if connection.verified:
+                self.disconnects += 1
+                if self.connection_count == 0:
+                    self.slave_lost_at = trio.current_time()

@@ -78,6 +78,15 @@ def test_roles_must_agree_with_the_broker_id() -> None:
         load_broker_config({"brokerId": "2", "brokerRole": "ASYNC_MASTER"})
 
 
+def test_ha_expiry_must_outlast_the_heartbeat() -> None:
+    with pytest.raises(ConfigError, match="haHousekeepingInterval=5000: it must exceed"):
+        load_broker_config({"haHousekeepingInterval": "5000"})
+    _, store = load_broker_config(
+        {"haHousekeepingInterval": "600", "haSendHeartbeatInterval": "100"}
+    )
+    assert (store.ha_send_heartbeat_interval, store.ha_housekeeping_interval) == (100, 600)
+
+
 def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="broker.config"):
         load_broker_config({"sendMessageThreadPoolNums": "16", "brokerNmae": "typo"})
