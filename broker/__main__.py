@@ -14,10 +14,11 @@ from pathlib import Path
 
 import trio
 
-from broker.config import ConfigError, config_lines, load_broker_config
+from broker.config import ConfigError, config_lines, listening_ports, load_broker_config
 from broker.controller import BrokerController
 from broker.store.mapped_file import StoreError
 from remoting import properties
+from remoting.ports import ephemeral_conflicts
 
 log = logging.getLogger("broker")
 
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if config.log_file is not None:
         setup_logging(args.log_level, config.log_file)
+    for advice in ephemeral_conflicts(listening_ports(config, store_config)):
+        log.warning("%s", advice)
     try:
         controller = BrokerController(
             config,

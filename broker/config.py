@@ -353,6 +353,14 @@ def load_broker_config(
     return broker, store
 
 
+def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tuple[str, int]]:
+    """What a broker binds, named as an operator would look for it (0: any free port)."""
+    ports = [("listenPort", broker.listen_port), ("haListenPort", store.ha_listen_port)]
+    if broker.listen_port > 2:
+        ports.append(("the VIP port (listenPort - 2)", broker.listen_port - 2))
+    return ports
+
+
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     """``key=value`` lines for ``mqbroker -p`` (every key) in RocketMQ's spelling."""
     lines = []

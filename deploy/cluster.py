@@ -25,6 +25,7 @@ from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingError
+from remoting.ports import ephemeral_conflicts
 from remoting.serde import decode_body
 
 READY_TIMEOUT_S = 120.0
@@ -108,6 +109,13 @@ class Cluster:
     # ------------------------------------------------------------------ up
 
     def check_ports(self) -> None:
+        """Refuses ports that are taken, and ports an outgoing connection could take while a
+        process is down (its restart would then fail): ``remoting/ports.py``."""
+        needed = [(f"port of {s.name}", port) for s in self.manifest.processes for port in s.ports]
+        stealable = ephemeral_conflicts(needed)
+        if stealable:
+            more = f" (and {len(stealable) - 1} more)" if len(stealable) > 1 else ""
+            raise ClusterError(f"{stealable[0]}{more}; pick another --port-offset")
         for spec in self.manifest.processes:
             for port in spec.ports:
                 with socket.socket() as probe:

@@ -13,6 +13,7 @@ import trio
 from namesrv.config import ConfigError, config_lines, load_namesrv_config
 from namesrv.controller import NamesrvController
 from remoting import properties
+from remoting.ports import ephemeral_conflicts
 
 log = logging.getLogger("namesrv")
 
@@ -56,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.printConfigItem:
         print("\n".join(config_lines(config)))
         return 0
+    for advice in ephemeral_conflicts([("listenPort", config.listen_port)]):
+        log.warning("%s", advice)
     trio.run(serve, NamesrvController(config))
     return 0
 

@@ -16,6 +16,7 @@ from client.message import Message, SendStatus
 from client.producer import Producer
 from deploy.manifest import load_manifest
 from remoting.body import TopicConfig
+from remoting.ports import read_ephemeral_range
 from tests.consumekit import consume_until, keys_of
 from tests.deploy.clusterkit import REPO, free_offset, mqcluster
 
@@ -64,6 +65,19 @@ def test_a_taken_port_is_named(tmp_path) -> None:
             ok=False,
         )
     assert f"port {port} (needed by namesrv-1) is already in use" in failed.stderr
+
+
+def test_ports_an_outgoing_connection_could_take_are_refused(tmp_path) -> None:
+    span = read_ephemeral_range()
+    if span is None:
+        pytest.skip("the kernel does not say which ports it hands to outgoing connections")
+    offset = span.first + 100 - 9876  # the NameServer's port lands inside the range
+    failed = mqcluster(
+        "up", "deploy/single", "--base-dir", str(tmp_path), "--port-offset", str(offset), ok=False
+    )
+    assert f"port of namesrv-1 {9876 + offset} lies in the kernel's ephemeral" in failed.stderr
+    assert "pick another --port-offset" in failed.stderr
+    assert not (tmp_path / "run").exists()  # nothing was started
 
 
 def test_bad_layout_is_a_clear_error(tmp_path) -> None:
