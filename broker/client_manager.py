@@ -6,8 +6,11 @@ or 120 s of silence removes it. A consumer group's membership change is reported
 
 Java keeps one subscription table per group and lets the last heartbeat win, so members that
 subscribe differently silently flip the group's filter. We keep that table (pulls use it) and
-each member's own subscriptions too, so the disagreement is logged loudly and shown in
-GET_CONSUMER_CONNECTION_LIST instead of only being felt as lost messages.
+each member's own subscriptions too, so the disagreement is logged and shown in
+GET_CONSUMER_CONNECTION_LIST instead of only being felt as lost messages. A member's first
+heartbeat does not count towards the log line: clients send it before they finish subscribing
+(ali-ons adds its retry topic ~0.2 s later), so only a disagreement between members that have
+each heartbeated twice is logged, once, at WARNING, naming what differs.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class ClientChannelInfo:
     version: int
     last_update: int  # ms
     subscriptions: dict[str, str] = attrs.Factory(dict)  # topic -> subString
+    heartbeats: int = 1  # heard from this member so far
 
     @property
     def client_addr(self) -> str:
@@ -61,6 +65,7 @@ class ConsumerGroupInfo:
     channels: dict[Any, ClientChannelInfo] = attrs.Factory(dict)
     subscriptions: dict[str, SubscriptionData] = attrs.Factory(dict)
     last_update: int = 0
+    reported_disagreement: tuple[str, ...] = ()  # the last one logged
 
     def client_ids(self) -> list[str]:
         return [info.client_id for info in self.channels.values()]
@@ -73,7 +78,10 @@ class ConsumerGroupInfo:
         self.last_update = now
         old = self.channels.get(info.channel)
         self.channels[info.channel] = info
-        return old is None or old.client_id != info.client_id
+        new_member = old is None or old.client_id != info.client_id
+        if not new_member:
+            info.heartbeats = old.heartbeats + 1
+        return new_member
 
     def update_subscriptions(self, subs: list[SubscriptionData], now: int) -> bool:
         """Java's rule: a newer subVersion replaces, a new topic is added, a topic the latest
@@ -96,6 +104,32 @@ class ConsumerGroupInfo:
         views = {info.client_id: info.subscriptions for info in self.channels.values()}
         distinct = {tuple(sorted(v.items())) for v in views.values()}
         return views if len(distinct) > 1 else None
+
+    def settled_disagreement(self) -> tuple[str, ...]:
+        """What members that have heartbeated at least twice disagree on (empty: nothing)."""
+        views = {i.client_id: i.subscriptions for i in self.channels.values() if i.heartbeats > 1}
+        return describe_disagreement(views)
+
+
+def describe_disagreement(views: dict[str, dict[str, str]]) -> tuple[str, ...]:
+    """One line per topic the members do not all subscribe to the same way, e.g.
+    ``T: 'a' by c1, c2; 'b' by c3`` or ``%RETRY%G: not by c3``."""
+    lines = []
+    for topic in sorted({t for view in views.values() for t in view}):
+        by_expression: dict[str, list[str]] = {}
+        missing = []
+        for client_id, view in sorted(views.items()):
+            if topic in view:
+                by_expression.setdefault(view[topic], []).append(client_id)
+            else:
+                missing.append(client_id)
+        if len(by_expression) == 1 and not missing:
+            continue
+        parts = [f"{expr!r} by {', '.join(ids)}" for expr, ids in sorted(by_expression.items())]
+        if missing:
+            parts.append(f"not by {', '.join(missing)}")
+        lines.append(f"{topic}: {'; '.join(parts)}")
+    return tuple(lines)
 
 
 @attrs.define(eq=False)
@@ -125,23 +159,32 @@ class ClientManager:
         group = self.consumer_groups.get(data.group_name)
         if group is None:
             group = self.consumer_groups[data.group_name] = ConsumerGroupInfo(data.group_name)
-        info.subscriptions = {s.topic: s.sub_string for s in data.subscription_data_set}
+        # A copy per group: one client's heartbeat names all its groups with one channel.
+        subscriptions = {s.topic: s.sub_string for s in data.subscription_data_set}
+        info = attrs.evolve(info, subscriptions=subscriptions)
         new_member = group.update_channel(info, data, now)
         subs_changed = group.update_subscriptions(list(data.subscription_data_set), now)
-        if new_member or subs_changed:
-            members = group.inconsistent_members()
-            if members:
-                log.error(
-                    "consumer group %s: members subscribe differently, messages will be "
-                    "missed until they agree: %s",
-                    data.group_name,
-                    members,
-                )
+        self._check_agreement(group)
         if new_member:
             log.info("consumer %s joined group %s", info.client_id, data.group_name)
         if new_member or subs_changed:
             self._notify(group)
         return new_member
+
+    def _check_agreement(self, group: ConsumerGroupInfo) -> None:
+        disagreement = group.settled_disagreement()
+        if disagreement == group.reported_disagreement:
+            return
+        if disagreement:
+            log.warning(
+                "consumer group %s: members subscribe differently, messages will be missed "
+                "until they agree: %s",
+                group.group_name,
+                " | ".join(disagreement),
+            )
+        else:
+            log.info("consumer group %s: members subscribe alike again", group.group_name)
+        group.reported_disagreement = disagreement
 
     def unregister_consumer(self, group_name: str, channel: Any) -> bool:
         group = self.consumer_groups.get(group_name)
@@ -150,6 +193,7 @@ class ClientManager:
         if not group.channels:
             del self.consumer_groups[group_name]
         else:
+            self._check_agreement(group)
             self._notify(group)
         return True
 
