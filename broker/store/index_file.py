@@ -5,6 +5,15 @@ File: a 40-byte header, ``maxHashSlotNum`` int32 slots (each the newest entry nu
 hash), then ``maxIndexNum`` 20-byte entries ``(keyHash, phyOffset, timeDiffSeconds, prevIndex)``
 chained newest to oldest. Entry numbers start at 1. Files are named by creation time
 (yyyyMMddHHmmssSSS, local time) and a new one starts when the last is full.
+
+A file is created sparse at its full size (420 MB by default, as RocketMQ's, whose mapping is
+sparse too), with its header and slots allocated and its entries allocated ``GROW_BYTES`` at a
+time as they fill, so a broker starts and indexes on a disk with far less room than that. Its
+``max_entries`` is how many entries are allocated now (what the native dispatch reads),
+``capacity`` how many the file holds. Every byte written through the mapping is allocated
+first: a write into a hole on a full disk would be a SIGBUS. A file or entries the disk will
+not give degrade to keys not indexed (health area ``index``, a warning), never to a failed
+dispatch; the service tries again after RETRY_S.
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from broker.store.mapped_file import MappedFile
+from broker.store.health import INDEX, RETRY_S, StoreHealth
+from broker.store.mapped_file import DiskError, MappedFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.java_hash import java_hash, java_string_hash
@@ -31,6 +41,8 @@ ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous 
 assert ENTRY.size == 20
 SLOT = struct.Struct(">i")
 INT_MAX = 2**31 - 1
+GROW_BYTES = 1 << 20  # entries are allocated this many bytes at a time
+GROW_ENTRIES = GROW_BYTES // ENTRY.size
 
 
 def index_key_hash(key_hash: int) -> int:
@@ -145,15 +157,24 @@ else:
     index_put_entries, index_requests = python_index_put_entries, python_index_requests
 
 
+def _key_count(requests: Sequence[DispatchRequest]) -> int:
+    """How many entries ``requests`` would add (what python_index_hashes counts, unhashed)."""
+    return sum(bool(r.uniq_key) + sum(1 for key in r.keys.split(" ") if key) for r in requests)
+
+
 class IndexFile:
     def __init__(
         self, path: Path, slots: int, entries: int, *, create: bool, begin: tuple[int, int] = (0, 0)
     ) -> None:
         size = index_file_size(slots, entries)
-        # MappedFile wants a numeric name; index files are named by time, which is numeric too.
-        self.file = MappedFile(path, size, create=create)
-        self.slots, self.max_entries = slots, entries
+        self.slots, self.capacity = slots, entries
         self._entries_at = HEADER.size + slots * SLOT.size
+        # A loaded file (perhaps RocketMQ's, sparse anywhere) has nothing known to be allocated:
+        # its first write allocates from the start of the file.
+        self.max_entries = min(entries, GROW_ENTRIES) if create else 1
+        self._allocated_to = self._entries_at + self.max_entries * ENTRY.size if create else 0
+        # MappedFile wants a numeric name; index files are named by time, which is numeric too.
+        self.file = MappedFile(path, size, create=create, preallocate=self._allocated_to)
         if create:
             end_phy, end_ts = begin
             HEADER.pack_into(self.file.mmap, 0, end_ts, end_ts, end_phy, end_phy, 0, 1)
@@ -165,6 +186,20 @@ class IndexFile:
     @property
     def header(self) -> IndexHeader:
         return read_header(self.file.mmap)
+
+    @property
+    def is_full(self) -> bool:
+        return read_header(self.file.mmap).index_count >= self.capacity
+
+    def grow(self, wanted: int) -> None:
+        """Allocate entries so that ``wanted`` more fit (and GROW_ENTRIES beyond, up to the
+        capacity). DiskError when the disk refuses; nothing changes then."""
+        target = min(self.capacity, read_header(self.file.mmap).index_count + wanted + GROW_ENTRIES)
+        end = self._entries_at + target * ENTRY.size
+        if end > self._allocated_to:
+            self.file.allocate_range(self._allocated_to, end - self._allocated_to)
+            self._allocated_to = end
+        self.max_entries = max(self.max_entries, target)
 
     def put_entries(self, entries: Sequence[tuple[int, int, int]]) -> int:
         """Add (key hash, phy offset, store timestamp) entries; returns how many fit."""
@@ -221,11 +256,21 @@ class IndexFile:
 class IndexService:
     """Owns the index directory: builds entries from dispatch, answers key queries."""
 
-    def __init__(self, directory: Path, slots: int, entries: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        slots: int,
+        entries: int,
+        health: StoreHealth | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.directory = directory
         self.slots, self.entries = slots, entries
         self.files: list[IndexFile] = []
         self.on_file_full: Callable[[IndexFile], None] | None = None  # checkpoint + flush
+        self.health = health or StoreHealth()
+        self.clock = clock
+        self._retry_at = 0.0  # while the disk refuses: no new try before this (monotonic s)
 
     def load(self) -> None:
         if not self.directory.is_dir():
@@ -240,7 +285,8 @@ class IndexService:
             self.files.append(index)
 
     def _roll(self) -> IndexFile:
-        """A new file after the last (full) one, starting where it ended."""
+        """A new file after the last (full) one, starting where it ended. DiskError when
+        the disk refuses it."""
         last = self.files[-1] if self.files else None
         begin = (last.header.end_phy_offset, last.header.end_timestamp) if last else (0, 0)
         name = (
@@ -250,8 +296,11 @@ class IndexService:
         path = self.directory / name
         while path.exists() or (last is not None and path.name <= last.path.name):
             path = self.directory / str(int(path.name) + 1)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        index = IndexFile(path, self.slots, self.entries, create=True, begin=begin)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            index = IndexFile(path, self.slots, self.entries, create=True, begin=begin)
+        except OSError as exc:  # mkdir, or a mapping the system refuses
+            raise DiskError(path, "create", exc) from exc
         self.files.append(index)
         if last is not None and self.on_file_full is not None:
             self.on_file_full(last)
@@ -265,12 +314,20 @@ class IndexService:
         first = requests[0]
         if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
             return
-        index = self.files[-1] if self.files else self._roll()
-        left = index_requests(
-            index.file.mmap, index.slots, index.max_entries, requests, first.topic + "#"
-        )
+        prefix = first.topic + "#"
+        index = self.files[-1] if self.files else None
+        if index is not None:
+            left = index_requests(index.file.mmap, index.slots, index.max_entries, requests, prefix)
+        elif self.clock() < self._retry_at:  # no file, and the disk refused one just now
+            self.health.keys_not_indexed += _key_count(requests)
+            return
+        else:
+            left = python_index_hashes(requests, prefix, -1)
         while left:
-            index = self._roll()
+            index = self._room(index, len(left))
+            if index is None:
+                self.health.keys_not_indexed += len(left)
+                return
             written = index.put_entries(left)
             if not written:
                 log.error(
@@ -278,6 +335,24 @@ class IndexService:
                 )
                 return
             del left[:written]
+
+    def _room(self, index: IndexFile | None, wanted: int) -> IndexFile | None:
+        """The file the next ``wanted`` entries go in: ``index`` grown, or a new file when it
+        is full (or there is none). None while the disk refuses (tried again after RETRY_S)."""
+        if self.clock() < self._retry_at:
+            return None
+        try:
+            if index is None or index.is_full:
+                index = self._roll()
+            else:
+                index.grow(wanted)
+        except DiskError as exc:
+            self._retry_at = self.clock() + RETRY_S
+            self.health.failed(INDEX, exc)
+            return None
+        if INDEX in self.health.problems:
+            self.health.recovered(INDEX)
+        return index
 
     def build_index_runs(self, requests: Sequence[DispatchRequest]) -> None:
         """Index records of any topics in log order (read back from the log), one pass per

@@ -34,8 +34,9 @@ from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.dispatch import CommitLogDispatcher
 from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
+from broker.store.health import COMMIT_LOG, DISPATCH, FLUSH, StoreHealth
 from broker.store.index_file import IndexFile, IndexService
-from broker.store.mapped_file import StoreError
+from broker.store.mapped_file import DiskError, StoreError
 from broker.store.mapped_file_queue import now_ms
 from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
@@ -73,7 +74,10 @@ class DefaultMessageStore:
         self.arrival_listener = arrival_listener
         # Called after every successful put (HA wakes its idle connection writers).
         self.put_listener: Callable[[], None] | None = None
+        self.health = StoreHealth()
         self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
+        self.allocation.on_failed = lambda exc: self.health.failed(COMMIT_LOG, exc)
+        self.allocation.on_recovered = lambda: self.health.recovered(COMMIT_LOG)
         self.commit_log = CommitLog(
             config,
             store_host=(codec.host_bytes(store_host[0]), store_host[1]),
@@ -81,9 +85,10 @@ class DefaultMessageStore:
             allocator=self.allocation.allocate,
         )
         self.commit_log.on_segment_rolled = lambda _: self.allocation.request(self.commit_log.queue)
+        self.commit_log.on_disk_error = self._segment_refused
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(
-            config.index_dir, config.max_hash_slot_num, config.max_index_num
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.health
         )
         self.checkpoint: StoreCheckpoint | None = None  # type: ignore[assignment]
         self.abort_file = AbortFile(config.abort_path)
@@ -158,6 +163,29 @@ class DefaultMessageStore:
         self.shutting_down = True
         self.loaded = False
         try:
+            if self._final_flush() and self.reput.behind_bytes == 0:
+                self.abort_file.delete()
+            else:
+                log.warning(
+                    "shutdown incomplete (dispatch %d bytes behind, disk trouble: %s): "
+                    "the next start recovers as after a crash",
+                    self.reput.behind_bytes,
+                    ", ".join(self.health.problems) or "none",
+                )
+        finally:
+            self.allocation.close()
+            self.commit_log.warmer.close()
+            self.commit_log.queue.close()
+            for consume_queue in self._all_queues():
+                consume_queue.close()
+            self.index_service.close()
+            self.checkpoint.close()
+            self.lock.release()
+
+    def _final_flush(self) -> bool:
+        """Dispatch and flush what is left and write the checkpoint; False when the disk
+        refused part of it (or refused a flush before), so the abort file must stay."""
+        try:
             self.reput.do_reput(1 << 62)
             for mapped in self.commit_log.queue.files[-2:]:
                 mapped.flush()
@@ -171,22 +199,10 @@ class DefaultMessageStore:
             if self.reput.last_dispatched_timestamp:
                 self.checkpoint.logics_msg_timestamp = self.reput.last_dispatched_timestamp
             self.checkpoint.flush()
-            if self.reput.behind_bytes == 0:
-                self.abort_file.delete()
-            else:
-                log.warning(
-                    "dispatch is %d bytes behind: next start recovers as after a crash",
-                    self.reput.behind_bytes,
-                )
-        finally:
-            self.allocation.close()
-            self.commit_log.warmer.close()
-            self.commit_log.queue.close()
-            for consume_queue in self._all_queues():
-                consume_queue.close()
-            self.index_service.close()
-            self.checkpoint.close()
-            self.lock.release()
+        except DiskError as exc:
+            log.warning("shutdown flush failed: %s", exc)
+            return False
+        return FLUSH not in self.health.problems
 
     # ================================================================ writing
 
@@ -206,7 +222,22 @@ class DefaultMessageStore:
                 status=PutMessageStatus.DISK_FULL,
                 remark=f"disk full: usage above {self.config.disk_space_warning_level_ratio:.0%}, writes refused until space is freed",
             )
+        if not self.health.writable:
+            return self.health.refusal()
         return None
+
+    def _segment_refused(self, exc: DiskError) -> PutMessageResult:
+        """The CommitLog could not get its next segment: nothing was appended. Sends are
+        refused until the allocation service has created it."""
+        self.health.failed(COMMIT_LOG, exc)
+        self.allocation.retry(exc.path)
+        return self.health.refusal()
+
+    def dispatch_unblocked(self) -> None:
+        """Reput got past what the disk refused. Queue offsets a blocked recovery could not
+        count (sends were refused meanwhile) come from the queues, as after any recovery."""
+        startup.raise_offset_tables(self)
+        self.health.recovered(DISPATCH)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         return self._put(msg, self.commit_log.put_message, self.dispatcher.dispatch)
@@ -222,7 +253,9 @@ class DefaultMessageStore:
         dispatch: Callable[[Any], None],
     ) -> PutMessageResult:
         """Append; stats and HA learn of it; when dispatch was caught up the put dispatches
-        what it appended (one request, or a batch's), else reput is woken to read it."""
+        what it appended (one request, or a batch's), else reput is woken to read it. A
+        message that is appended is answered PUT_OK even when the disk refuses its dispatch:
+        reput dispatches it once there is room."""
         refused = self._refuse()
         if refused is not None:
             return refused
@@ -236,8 +269,12 @@ class DefaultMessageStore:
         if self.put_listener is not None:
             self.put_listener()
         if caught_up:
-            dispatch(dispatched)
-            reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
+            try:
+                dispatch(dispatched)
+            except DiskError as exc:
+                self.health.failed(DISPATCH, exc)  # reput_from_offset stays: reput retries
+            else:
+                reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
         else:
             reput.wake()
         return result
@@ -424,4 +461,5 @@ class DefaultMessageStore:
                 "diskFull": "true" if self.disk_full else "false",
             }
         )
+        info.update(self.health.runtime_info())
         return info
