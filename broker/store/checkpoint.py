@@ -85,8 +85,11 @@ class StoreLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DiskError(self.path, "open", exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -118,10 +121,18 @@ class AbortFile:
         return self.path.exists()
 
     def create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.fsync(fd)
-        os.close(fd)
+        """An empty file: it takes no block, so a full disk still starts."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DiskError(self.path, "create", exc) from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise DiskError(self.path, "flush", exc) from exc
+        finally:
+            os.close(fd)
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -73,6 +73,30 @@ async def flush_commit_log_once(store: DefaultMessageStore, least_pages: int) ->
     return True
 
 
+def final_flush(store: DefaultMessageStore) -> bool:
+    """Shutdown's flush, on the caller's thread: dispatch what is left, flush the newest files
+    and write the checkpoint. False when the disk refused part of it, or refused a flush that
+    was never made good since: the abort file must then stay, for a crash recovery."""
+    try:
+        store.reput.do_reput(1 << 62)
+        for mapped in store.commit_log.queue.files[-2:]:
+            mapped.flush()
+        for consume_queue in store._all_queues():
+            for mapped in consume_queue.queue.files[-2:]:
+                mapped.flush()
+        for mapped in store.index_service.flush_targets():
+            mapped.flush()
+        if store.commit_log.last_put_timestamp:
+            store.checkpoint.physic_msg_timestamp = store.commit_log.last_put_timestamp
+        if store.reput.last_dispatched_timestamp:
+            store.checkpoint.logics_msg_timestamp = store.reput.last_dispatched_timestamp
+        store.checkpoint.flush()
+    except DiskError as exc:
+        log.warning("shutdown flush failed: %s", exc)
+        return False
+    return not {FLUSH, CHECKPOINT} & store.health.problems.keys()
+
+
 class FlushCommitLogService:
     name = "flush-commitlog"
 

@@ -33,9 +33,16 @@ from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.dispatch import CommitLogDispatcher
-from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
-from broker.store.health import COMMIT_LOG, DISPATCH, FLUSH, StoreHealth
-from broker.store.index_file import IndexFile, IndexService
+from broker.store.flush import (
+    FlushCommitLogService,
+    FlushConsumeQueueService,
+    GroupCommitService,
+    final_flush,
+)
+from broker.store.health import COMMIT_LOG, DISPATCH, StoreHealth
+from broker.store.index_file import IndexFile
+from broker.store.index_service import IndexService
+from broker.store.lookups import QueueLookups
 from broker.store.mapped_file import DiskError, StoreError
 from broker.store.mapped_file_queue import now_ms
 from broker.store.recovery import RecoveryReport
@@ -46,10 +53,8 @@ from broker.store.types import (
     MessageExtBrokerInner,
     PutMessageResult,
     PutMessageStatus,
-    QueryMessageResult,
 )
 from remoting import message as codec
-from remoting.record import RecordKind, scan_record
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +62,7 @@ ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
 
 
-class DefaultMessageStore:
+class DefaultMessageStore(QueueLookups):
     def __init__(
         self,
         config: MessageStoreConfig,
@@ -163,7 +168,7 @@ class DefaultMessageStore:
         self.shutting_down = True
         self.loaded = False
         try:
-            if self._final_flush() and self.reput.behind_bytes == 0:
+            if final_flush(self) and self.reput.behind_bytes == 0:
                 self.abort_file.delete()
             else:
                 log.warning(
@@ -181,28 +186,6 @@ class DefaultMessageStore:
             self.index_service.close()
             self.checkpoint.close()
             self.lock.release()
-
-    def _final_flush(self) -> bool:
-        """Dispatch and flush what is left and write the checkpoint; False when the disk
-        refused part of it (or refused a flush before), so the abort file must stay."""
-        try:
-            self.reput.do_reput(1 << 62)
-            for mapped in self.commit_log.queue.files[-2:]:
-                mapped.flush()
-            for consume_queue in self._all_queues():
-                for mapped in consume_queue.queue.files[-2:]:
-                    mapped.flush()
-            for mapped in self.index_service.flush_targets():
-                mapped.flush()
-            if self.commit_log.last_put_timestamp:
-                self.checkpoint.physic_msg_timestamp = self.commit_log.last_put_timestamp
-            if self.reput.last_dispatched_timestamp:
-                self.checkpoint.logics_msg_timestamp = self.reput.last_dispatched_timestamp
-            self.checkpoint.flush()
-        except DiskError as exc:
-            log.warning("shutdown flush failed: %s", exc)
-            return False
-        return FLUSH not in self.health.problems
 
     # ================================================================ writing
 
@@ -298,9 +281,14 @@ class DefaultMessageStore:
             return False
         try:
             self.commit_log.append_data(phys_offset, data)
+        except DiskError as exc:  # the HA client reconnects and sends it again
+            self.health.failed(COMMIT_LOG, exc)
+            return False
         except StoreError as exc:
             log.warning("replicated append refused: %s", exc)
             return False
+        if COMMIT_LOG in self.health.problems:
+            self.health.recovered(COMMIT_LOG)
         self.reput.wake()
         return True
 
@@ -350,76 +338,6 @@ class DefaultMessageStore:
             self, topic, queue_id, queue_offset, max_msg_nums, message_filter
         )
         self.stats.on_get(result)
-        return result
-
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        return consume_queue.max_offset if consume_queue else 0
-
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        return consume_queue.min_offset if consume_queue else -1
-
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(queue_offset) if consume_queue else None
-        return unit[0] if unit else 0
-
-    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
-        """Whether the message at ``offset`` has fallen out of the memory window."""
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(offset) if consume_queue else None
-        if unit is None:
-            return False
-        return self.commit_log.max_offset - unit[0] > self.memory_threshold
-
-    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        if consume_queue is None:
-            return 0
-        return consume_queue.offset_by_time(
-            timestamp, self.commit_log.store_timestamp_at, self.commit_log.min_offset
-        )
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(queue_offset) if consume_queue else None
-        return self.commit_log.store_timestamp_at(unit[0]) if unit else -1
-
-    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        if consume_queue is None or consume_queue.max_offset <= consume_queue.min_offset:
-            return -1
-        return self.get_message_store_timestamp(topic, queue_id, consume_queue.min_offset)
-
-    def look_message_by_offset(
-        self, phys_offset: int, size: int | None = None
-    ) -> memoryview | None:
-        """The raw record at ``phys_offset`` (its own TOTALSIZE when ``size`` is None)."""
-        if size is None:
-            head = self.commit_log.get_message(phys_offset, 8)
-            if head is None:
-                return None
-            scan = scan_record(self.commit_log.get_data(phys_offset), 0)
-            if scan.kind is not RecordKind.MESSAGE:
-                return None
-            size = scan.size
-        return self.commit_log.get_message(phys_offset, size)
-
-    def query_message(
-        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
-    ) -> QueryMessageResult:
-        max_num = min(max_num, self.config.max_msgs_num_batch)
-        offsets, last_ts, last_phy = self.index_service.query(
-            topic, key, max_num, begin_timestamp, end_timestamp
-        )
-        result = QueryMessageResult(
-            index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy
-        )
-        for offset in offsets:
-            record = self.look_message_by_offset(offset)
-            if record is not None:
-                result.buffers.append(record)
         return result
 
     @property

@@ -11,7 +11,8 @@ import trio
 
 from broker.store import allocate, flush
 from broker.store.config import FlushDiskType
-from broker.store.index_file import GROW_BYTES, GROW_ENTRIES, IndexService
+from broker.store.index_file import GROW_BYTES, GROW_ENTRIES
+from broker.store.index_service import IndexService
 from broker.store.types import DispatchRequest, MessageExtBrokerInner, PutMessageStatus
 from remoting import message as codec
 from tests.unit.store.conftest import StoreFactory, crash, message
