@@ -13,6 +13,7 @@ from broker.store import allocate, flush
 from broker.store.config import FlushDiskType
 from broker.store.index_file import GROW_BYTES, GROW_ENTRIES
 from broker.store.index_service import IndexService
+from broker.store.mapped_file import DiskError
 from broker.store.types import DispatchRequest, MessageExtBrokerInner, PutMessageStatus
 from remoting import message as codec
 from tests.unit.store.conftest import StoreFactory, crash, message
@@ -182,50 +183,70 @@ def test_an_index_file_of_rocketmq_size_takes_only_what_it_uses(tmp_path) -> Non
     service.close()
 
 
-@pytest.mark.parametrize("flush_disk_type", list(FlushDiskType))
-async def test_a_failed_flush_is_not_acknowledged_and_sends_wait_for_a_good_one(
-    stores: StoreFactory,
-    disk: FaultyDisk,
-    monkeypatch: pytest.MonkeyPatch,
-    flush_disk_type: FlushDiskType,
+async def test_a_failed_sync_flush_is_answered_at_once_and_never_acknowledged(
+    stores: StoreFactory, disk: FaultyDisk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(flush, "RETRY_S", 0.01)
-    store = stores.open(
-        flush_disk_type=flush_disk_type,
-        flush_interval_commit_log=10,
-        flush_commit_log_least_pages=0,
-    )
+    store = stores.open(flush_disk_type=FlushDiskType.SYNC_FLUSH)
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
         disk.break_flush("/commitlog/")
         stored = store.put_message(message(body=b"not durable yet"))
         assert stored.ok
         end = stored.append.end_offset
-        with trio.fail_after(30):
-            if flush_disk_type is FlushDiskType.SYNC_FLUSH:
-                # answered at the failed flush, long before its own timeout
-                assert await store.wait_flushed(end, 600) is PutMessageStatus.FLUSH_DISK_TIMEOUT
-            while store.health.writable:
-                await trio.sleep(0.01)
+        with trio.fail_after(30):  # answered by the failed flush, not at its 600 s timeout
+            assert await store.wait_flushed(end, 600) is PutMessageStatus.FLUSH_DISK_TIMEOUT
         assert store.commit_log.queue.flushed_where < end
         refused = store.put_message(message())
         assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-        assert "[Errno 5]" in refused.remark and "commitlog" in refused.remark
+        assert "[Errno 5]" in refused.remark and "/commitlog/" in refused.remark
         assert trouble(store).startswith("flush: disk error")
-        assert bodies(store, "T", 0) == [b"not durable yet"]
+        assert bodies(store, "T", 0) == [b"not durable yet"]  # stored, readable
         disk.fix()
-        with trio.fail_after(30):
-            while not store.health.writable:
-                await trio.sleep(0.01)
-        assert store.commit_log.queue.flushed_where >= end
+        with trio.fail_after(30):  # the pages are flushed again, for real this time
+            while await store.wait_flushed(end, 600) is not PutMessageStatus.PUT_OK:
+                pass
+        assert store.health.writable
         again = store.put_message(message(body=b"durable"))
-        assert again.ok
-        if flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            with trio.fail_after(30):
-                assert await store.wait_flushed(again.append.end_offset, 600) is (
-                    PutMessageStatus.PUT_OK
-                )
+        with trio.fail_after(30):
+            assert await store.wait_flushed(again.append.end_offset, 600) is (
+                PutMessageStatus.PUT_OK
+            )
         nursery.cancel_scope.cancel()
+
+
+async def test_a_failed_async_flush_counts_nothing_flushed_and_refuses_sends_until_one_works(
+    stores: StoreFactory, disk: FaultyDisk
+) -> None:
+    store = stores.open()
+    before = store.checkpoint.physic_msg_timestamp
+    stored = store.put_message(message(body=b"not durable yet"))
+    disk.break_flush("/commitlog/")
+    with pytest.raises(DiskError, match=r"cannot flush .*/commitlog/.*\[Errno 5\]"):
+        await flush.flush_commit_log_once(store, 0)
+    assert store.commit_log.queue.flushed_where < stored.append.end_offset
+    assert store.checkpoint.physic_msg_timestamp == before
+    assert store.put_message(message()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    disk.fix()
+    assert await flush.flush_commit_log_once(store, 4)  # retried whatever the least pages
+    assert store.commit_log.queue.flushed_where >= stored.append.end_offset
+    assert store.health.writable and store.put_message(message()).ok
+
+
+async def test_a_failed_queue_flush_keeps_the_checkpoint_where_it_was(
+    stores: StoreFactory, disk: FaultyDisk
+) -> None:
+    store = stores.open()
+    assert store.put_message(message()).ok
+    service = flush.FlushConsumeQueueService(store)
+    disk.break_flush("/consumequeue/")
+    await service.flush_once(0, thorough=True)
+    assert store.checkpoint.logics_msg_timestamp == 0
+    assert store.health.writable and trouble(store).startswith("checkpoint: disk error")
+    disk.fix()
+    await service.flush_once(0, thorough=True)
+    assert store.checkpoint.logics_msg_timestamp == store.reput.last_dispatched_timestamp > 0
+    assert trouble(store) == ""
 
 
 async def test_a_crashed_store_restarts_on_a_full_disk_and_catches_up_once_there_is_room(
