@@ -7,12 +7,14 @@ service dies of a disk. What each area means, and what ends it:
 ==========  =============  ================================================================
 area        refuses sends  over when
 ==========  =============  ================================================================
-commitlog   yes            the allocation service creates the missing segment (retries)
+commitlog   yes            the allocation service creates the missing segment (retries);
+                           on a slave, the next replicated append that lands
 dispatch    yes            reput gets past the record it could not give a ConsumeQueue unit
 flush       yes            a flush round succeeds (the failed pages were dirtied again)
 index       no             an index file or its next entries can be allocated; keys of the
                            messages stored meanwhile are not indexed
-checkpoint  no             a checkpoint flush succeeds (until then recovery starts earlier)
+checkpoint  no             a ConsumeQueue, index and checkpoint flush succeeds (until then
+                           the checkpoint stays behind: a crash re-dispatches from there)
 ==========  =============  ================================================================
 
 RocketMQ marks the store unwritable for good after 30 failed ConsumeQueue writes or 3 failed
@@ -51,7 +53,7 @@ _RESUMES = {
     DISPATCH: "sends resume once dispatch has caught up",
     FLUSH: "sends resume once a flush succeeds",
     INDEX: "keys of messages stored meanwhile are not indexed",
-    CHECKPOINT: "a crash meanwhile recovers from the last checkpoint written",
+    CHECKPOINT: "the checkpoint stays behind: a crash meanwhile re-dispatches from it",
 }
 
 
