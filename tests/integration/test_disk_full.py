@@ -158,13 +158,12 @@ async def test_a_full_disk_refuses_sends_keeps_reads_and_recovers_by_itself(
         # created, the record that needs it is refused whole.
         fill(disk)
         await send_until_refused(client, broker.addr, acked, "commitlog")
+    # kill -9, then start again on the still full disk: recovery needs no room.
     assert broker.alive()
+    broker.kill()  # and its output is all in the log file now
     log = broker.log_path.read_text()
     assert "disk trouble: area=dispatch" in log and "disk trouble over: area=dispatch" in log
     assert "disk trouble: area=commitlog" in log and "Traceback" not in log
-
-    # kill -9, then start again on the still full disk: recovery needs no room.
-    broker.kill()
     broker = start_broker(processes, conf, "broker-on-a-full-disk")
     async with RemotingClient.open() as client:
         assert await stored(client, broker.addr) == acked
