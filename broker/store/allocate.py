@@ -1,29 +1,39 @@
-"""AllocateMappedFileService: the next CommitLog segment, created before it is needed."""
+"""AllocateMappedFileService: the next CommitLog segment, created before it is needed, and
+created again and again while the disk refuses it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import trio
 
-from broker.store.mapped_file import MappedFile, StoreError
+from broker.store.health import RETRY_S
+from broker.store.mapped_file import DiskError, MappedFile, StoreError, segment_name
 
 log = logging.getLogger(__name__)
 
 
 class AllocateMappedFileService:
     """Keeps the next CommitLog segment created (fallocate + map) in a worker thread, so an
-    append that rolls over never waits for a 1 GiB allocation on the event loop."""
+    append that rolls over never waits for a 1 GiB allocation on the event loop.
+
+    When an append could not get its segment (``retry``), the store refuses sends and this
+    service tries to create that segment every RETRY_S; ``on_recovered`` is called once it
+    exists, and the next append takes it."""
 
     name = "allocate-mapped-file"
 
     def __init__(self, file_size: int) -> None:
         self.file_size = file_size
         self.ready: dict[str, MappedFile] = {}
+        self.on_failed: Callable[[DiskError], None] = lambda _: None
+        self.on_recovered: Callable[[], None] = lambda: None
         self._wanted = trio.Event()
-        self._queue = None
+        self._retry: Path | None = None
+        self._warned_for: str | None = None  # a failed pre-allocation is logged once per name
 
     def allocate(self, path: Path, file_size: int) -> MappedFile:
         ready = self.ready.pop(path.name, None)
@@ -31,6 +41,19 @@ class AllocateMappedFileService:
 
     def request(self, queue: object) -> None:
         self._wanted.set()
+
+    def retry(self, path: Path) -> None:
+        """An append needed ``path`` and the disk refused it: create it as soon as possible."""
+        self._retry = path
+        self._wanted.set()
+
+    def _next(self, queue: object) -> Path | None:
+        if self._retry is not None:
+            return self._retry
+        last = queue.last  # type: ignore[attr-defined]
+        if last is None:
+            return None
+        return queue.directory / segment_name(last.end_offset)  # type: ignore[attr-defined]
 
     async def run(
         self, queue: object, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -40,24 +63,39 @@ class AllocateMappedFileService:
         while True:
             await self._wanted.wait()
             self._wanted = trio.Event()
-            last = queue.last  # type: ignore[attr-defined]
-            if last is None:
+            path = self._next(queue)
+            if path is None or path.name in self.ready:
                 continue
-            name = f"{last.end_offset:020d}"
-            path = queue.directory / name  # type: ignore[attr-defined]
-            if name in self.ready or path.exists():
+            if path.exists() and self._retry is None:
                 continue
             try:
-                mapped = await trio.to_thread.run_sync(
-                    partial(MappedFile, path, self.file_size, create=True)
-                )
+                await trio.to_thread.run_sync(partial(self._create, path))
+            except DiskError as exc:
+                if self._retry is None:
+                    if self._warned_for != path.name:
+                        self._warned_for = path.name
+                        log.warning("pre-allocating failed (will retry on demand): %s", exc)
+                    continue
+                self.on_failed(exc)
+                await trio.sleep(RETRY_S)
+                self._wanted.set()
+                continue
             except (OSError, StoreError) as exc:
                 log.warning("pre-allocating %s failed (will retry on demand): %s", path, exc)
                 continue
-            if any(f.start_offset == mapped.start_offset for f in queue.files):  # type: ignore[attr-defined]
-                mapped.close()  # the append path created it meanwhile: keep theirs
-            else:
-                self.ready[name] = mapped
+            mapped = self.ready.get(path.name)
+            if mapped is not None and any(
+                f.start_offset == mapped.start_offset
+                for f in queue.files  # type: ignore[attr-defined]
+            ):
+                self.ready.pop(path.name).close()  # the append path created it meanwhile
+            if self._retry == path:
+                self._retry = None
+                self.on_recovered()
+
+    def _create(self, path: Path) -> None:
+        """In a worker thread: create and map ``path`` (kept in ``ready``)."""
+        self.ready[path.name] = MappedFile(path, self.file_size, create=True)
 
     def close(self) -> None:
         for mapped in self.ready.values():

@@ -9,28 +9,40 @@
 from __future__ import annotations
 
 import fcntl
-import mmap
+import logging
 import os
 import struct
 from pathlib import Path
 
-from broker.store.mapped_file import StoreError
+from broker.store import mapped_file
+from broker.store.mapped_file import DiskError, StoreError
+
+log = logging.getLogger(__name__)
 
 _CHECKPOINT = struct.Struct(">qqq")
 CHECKPOINT_SIZE = 4096
 
 
 class StoreCheckpoint:
+    """Read with ``pread``, written with ``pwrite`` (RocketMQ maps it): on a full disk a
+    write into a file whose page has no block yet fails with ENOSPC, where a store through a
+    mapping would kill the process with SIGBUS."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size != CHECKPOINT_SIZE:
-            os.ftruncate(self._fd, CHECKPOINT_SIZE)
-        self._mmap = mmap.mmap(self._fd, CHECKPOINT_SIZE)
-        self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = (
-            _CHECKPOINT.unpack_from(self._mmap, 0)
-        )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DiskError(path, "open", exc) from exc
+        try:
+            if os.fstat(self._fd).st_size != CHECKPOINT_SIZE:
+                os.ftruncate(self._fd, CHECKPOINT_SIZE)  # no block needed: a full disk starts
+            stamps = _CHECKPOINT.unpack(os.pread(self._fd, _CHECKPOINT.size, 0))
+        except OSError as exc:
+            os.close(self._fd)
+            raise DiskError(path, "read", exc) from exc
+        self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = stamps
 
     def min_timestamp(self, *, index_safe: bool = False) -> int:
         """The safe recovery point: min(physic, logics) - 3 s, as Java's getMinTimestamp."""
@@ -40,22 +52,28 @@ class StoreCheckpoint:
         return max(low - 3000, 0)
 
     def write(self) -> None:
-        _CHECKPOINT.pack_into(
-            self._mmap,
-            0,
-            self.physic_msg_timestamp,
-            self.logics_msg_timestamp,
-            self.index_msg_timestamp,
+        packed = _CHECKPOINT.pack(
+            self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp
         )
+        try:
+            os.pwrite(self._fd, packed, 0)
+        except OSError as exc:
+            raise DiskError(self.path, "write", exc) from exc
 
     def flush(self) -> None:
-        """Blocking: call from a worker thread."""
+        """Write and make durable; DiskError when the disk refuses. Blocking: call from a
+        worker thread."""
         self.write()
-        os.fdatasync(self._fd)
+        try:
+            mapped_file.fdatasync(self._fd)
+        except OSError as exc:
+            raise DiskError(self.path, "flush", exc) from exc
 
     def close(self) -> None:
-        self.write()
-        self._mmap.close()
+        try:
+            self.write()
+        except DiskError as exc:
+            log.warning("checkpoint not written at close: %s", exc)
         os.close(self._fd)
 
 
@@ -67,8 +85,11 @@ class StoreLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DiskError(self.path, "open", exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -78,8 +99,11 @@ class StoreLock:
                 f"store directory {self.path.parent} is in use by another broker ({holder or 'unknown pid'}): "
                 "give each broker its own storePathRootDir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"lock pid={os.getpid()}\n".encode(), 0)
+        try:  # who holds it, for the message above; a full disk may not take it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"lock pid={os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            log.warning("lock file %s: pid not written: %s", self.path, exc)
         self._fd = fd
 
     def release(self) -> None:
@@ -97,10 +121,18 @@ class AbortFile:
         return self.path.exists()
 
     def create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.fsync(fd)
-        os.close(fd)
+        """An empty file: it takes no block, so a full disk still starts."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise DiskError(self.path, "create", exc) from exc
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise DiskError(self.path, "flush", exc) from exc
+        finally:
+            os.close(fd)
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)

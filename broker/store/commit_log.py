@@ -18,7 +18,7 @@ from typing import Any
 from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
-from broker.store.mapped_file import MappedFile, StoreError
+from broker.store.mapped_file import DiskError, MappedFile, StoreError
 from broker.store.mapped_file_queue import Allocator, MappedFileQueue
 from broker.store.message_record import (
     MAX_PROPERTIES_BYTES,
@@ -52,6 +52,12 @@ log = logging.getLogger(__name__)
 _new_request = tuple.__new__  # a DispatchRequest per message: skip NamedTuple's Python __new__
 
 
+def _refusal(exc: DiskError) -> PutMessageResult:
+    log.warning("cannot append: %s", exc)
+    status = PutMessageStatus.DISK_FULL if exc.disk_full else PutMessageStatus.SERVICE_NOT_AVAILABLE
+    return PutMessageResult(status=status, remark=str(exc))
+
+
 class CommitLog:
     def __init__(
         self,
@@ -71,6 +77,8 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
         self.on_segment_rolled: Callable[[MappedFile], None] | None = None
+        # A segment the disk would not give: the store records it and answers the refusal.
+        self.on_disk_error: Callable[[DiskError], PutMessageResult] = _refusal
         self.last_put_timestamp = 0
         self.warmer = PageWarmer()
 
@@ -195,6 +203,8 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus[refused.status], remark=refused.remark
             ), None
+        except DiskError as exc:
+            return self.on_disk_error(exc), None
         except StoreError as exc:
             log.error("cannot append: %s", exc)
             return PutMessageResult(
@@ -251,6 +261,8 @@ class CommitLog:
             ), []
         try:
             mapped = self._segment_for(total)
+        except DiskError as exc:
+            return self.on_disk_error(exc), []
         except StoreError as exc:
             log.error("cannot append a batch: %s", exc)
             return PutMessageResult(

@@ -5,6 +5,14 @@ File: a 40-byte header, ``maxHashSlotNum`` int32 slots (each the newest entry nu
 hash), then ``maxIndexNum`` 20-byte entries ``(keyHash, phyOffset, timeDiffSeconds, prevIndex)``
 chained newest to oldest. Entry numbers start at 1. Files are named by creation time
 (yyyyMMddHHmmssSSS, local time) and a new one starts when the last is full.
+
+A file is created sparse at its full size (420 MB by default, as RocketMQ's, whose mapping is
+sparse too), with its header and slots allocated and its entries allocated ``GROW_BYTES`` at a
+time as they fill, so a broker starts and indexes on a disk with far less room than that. Its
+``max_entries`` is how many entries are allocated now (what the native dispatch reads),
+``capacity`` how many the file holds. Every byte written through the mapping is allocated
+first: a write into a hole on a full disk would be a SIGBUS. A file or entries the disk will
+not give degrade to keys not indexed (broker/store/index_service.py).
 """
 
 from __future__ import annotations
@@ -12,15 +20,13 @@ from __future__ import annotations
 import logging
 import mmap
 import struct
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from broker.store.mapped_file import MappedFile
 from broker.store.types import DispatchRequest
-from remoting import message as codec
-from remoting.java_hash import java_hash, java_string_hash
+from remoting.java_hash import java_hash
 from remoting.speedups import native
 
 log = logging.getLogger(__name__)
@@ -31,6 +37,8 @@ ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous 
 assert ENTRY.size == 20
 SLOT = struct.Struct(">i")
 INT_MAX = 2**31 - 1
+GROW_BYTES = 1 << 20  # entries are allocated this many bytes at a time
+GROW_ENTRIES = GROW_BYTES // ENTRY.size
 
 
 def index_key_hash(key_hash: int) -> int:
@@ -145,15 +153,24 @@ else:
     index_put_entries, index_requests = python_index_put_entries, python_index_requests
 
 
+def key_count(requests: Sequence[DispatchRequest]) -> int:
+    """How many entries ``requests`` would add (what python_index_hashes counts, unhashed)."""
+    return sum(bool(r.uniq_key) + sum(1 for key in r.keys.split(" ") if key) for r in requests)
+
+
 class IndexFile:
     def __init__(
         self, path: Path, slots: int, entries: int, *, create: bool, begin: tuple[int, int] = (0, 0)
     ) -> None:
         size = index_file_size(slots, entries)
-        # MappedFile wants a numeric name; index files are named by time, which is numeric too.
-        self.file = MappedFile(path, size, create=create)
-        self.slots, self.max_entries = slots, entries
+        self.slots, self.capacity = slots, entries
         self._entries_at = HEADER.size + slots * SLOT.size
+        # A loaded file (perhaps RocketMQ's, sparse anywhere) has nothing known to be allocated:
+        # its first write allocates from the start of the file.
+        self.max_entries = min(entries, GROW_ENTRIES) if create else 1
+        self._allocated_to = self._entries_at + self.max_entries * ENTRY.size if create else 0
+        # MappedFile wants a numeric name; index files are named by time, which is numeric too.
+        self.file = MappedFile(path, size, create=create, preallocate=self._allocated_to)
         if create:
             end_phy, end_ts = begin
             HEADER.pack_into(self.file.mmap, 0, end_ts, end_ts, end_phy, end_phy, 0, 1)
@@ -165,6 +182,20 @@ class IndexFile:
     @property
     def header(self) -> IndexHeader:
         return read_header(self.file.mmap)
+
+    @property
+    def is_full(self) -> bool:
+        return read_header(self.file.mmap).index_count >= self.capacity
+
+    def grow(self, wanted: int) -> None:
+        """Allocate entries so that ``wanted`` more fit (and GROW_ENTRIES beyond, up to the
+        capacity). DiskError when the disk refuses; nothing changes then."""
+        target = min(self.capacity, read_header(self.file.mmap).index_count + wanted + GROW_ENTRIES)
+        end = self._entries_at + target * ENTRY.size
+        if end > self._allocated_to:
+            self.file.allocate_range(self._allocated_to, end - self._allocated_to)
+            self._allocated_to = end
+        self.max_entries = max(self.max_entries, target)
 
     def put_entries(self, entries: Sequence[tuple[int, int, int]]) -> int:
         """Add (key hash, phy offset, store timestamp) entries; returns how many fit."""
@@ -216,134 +247,3 @@ class IndexFile:
 
     def destroy(self) -> None:
         self.file.destroy()
-
-
-class IndexService:
-    """Owns the index directory: builds entries from dispatch, answers key queries."""
-
-    def __init__(self, directory: Path, slots: int, entries: int) -> None:
-        self.directory = directory
-        self.slots, self.entries = slots, entries
-        self.files: list[IndexFile] = []
-        self.on_file_full: Callable[[IndexFile], None] | None = None  # checkpoint + flush
-
-    def load(self) -> None:
-        if not self.directory.is_dir():
-            return
-        for path in sorted(p for p in self.directory.iterdir() if p.name.isdigit()):
-            try:
-                index = IndexFile(path, self.slots, self.entries, create=False)
-            except Exception as exc:
-                log.warning("index file unusable, removed: path=%s error=%s", path, exc)
-                path.unlink(missing_ok=True)
-                continue
-            self.files.append(index)
-
-    def _roll(self) -> IndexFile:
-        """A new file after the last (full) one, starting where it ended."""
-        last = self.files[-1] if self.files else None
-        begin = (last.header.end_phy_offset, last.header.end_timestamp) if last else (0, 0)
-        name = (
-            time.strftime("%Y%m%d%H%M%S", time.localtime())
-            + f"{time.time_ns() // 1_000_000 % 1000:03d}"
-        )
-        path = self.directory / name
-        while path.exists() or (last is not None and path.name <= last.path.name):
-            path = self.directory / str(int(path.name) + 1)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        index = IndexFile(path, self.slots, self.entries, create=True, begin=begin)
-        self.files.append(index)
-        if last is not None and self.on_file_full is not None:
-            self.on_file_full(last)
-        return index
-
-    def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
-        """Index the keys of records of one topic and transaction type, in log order (one
-        message, a batch's entries, or a run read back from the log), written in one pass.
-        Records the file already indexes (before a crash: recovery re-dispatches) are skipped;
-        Java compares with <, which indexes the last record twice after every crash."""
-        first = requests[0]
-        if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
-            return
-        index = self.files[-1] if self.files else self._roll()
-        left = index_requests(
-            index.file.mmap, index.slots, index.max_entries, requests, first.topic + "#"
-        )
-        while left:
-            index = self._roll()
-            written = index.put_entries(left)
-            if not written:
-                log.error(
-                    "index file %s takes no entries: %d keys not indexed", index.path, len(left)
-                )
-                return
-            del left[:written]
-
-    def build_index_runs(self, requests: Sequence[DispatchRequest]) -> None:
-        """Index records of any topics in log order (read back from the log), one pass per
-        run of one topic and one sys flag, so one transaction type (what
-        ``build_index_batch`` takes)."""
-        start, count = 0, len(requests)
-        while start < count:
-            first = requests[start]
-            end = start + 1
-            while end < count:
-                other = requests[end]
-                if other.topic != first.topic or other.sys_flag != first.sys_flag:
-                    break
-                end += 1
-            self.build_index_batch(requests[start:end])
-            start = end
-
-    def query(
-        self, topic: str, key: str, max_num: int, begin: int, end: int
-    ) -> tuple[list[int], int, int]:
-        """(offsets, last update timestamp, last update phy offset), newest file first."""
-        offsets: list[int] = []
-        key_hash = java_string_hash(f"{topic}#{key}")
-        last_ts = last_phy = 0
-        for index in reversed(self.files):
-            header = index.header
-            if not last_ts:
-                last_ts, last_phy = header.end_timestamp, header.end_phy_offset
-            index.select(key_hash, max_num, begin, end, offsets)
-            if len(offsets) >= max_num or header.begin_timestamp < begin:
-                break
-        return offsets, last_ts, last_phy
-
-    def truncate_from(self, phys_offset: int) -> int | None:
-        """Destroy the newest files holding entries at or past a CommitLog cut point and return
-        the offset to rebuild them from (their first entry), or None when nothing was cut.
-
-        Java instead deletes every file newer than the checkpoint's index timestamp after a
-        crash, which usually loses the whole current index; this keeps everything below the cut
-        and rebuilds only what the cut touched."""
-        rebuild_from = None
-        while (
-            self.files
-            and self.files[-1].header.end_phy_offset >= phys_offset
-            and self.files[-1].header.index_count > 1
-        ):
-            index = self.files.pop()
-            rebuild_from = index.header.begin_phy_offset
-            index.destroy()
-        return rebuild_from
-
-    def delete_expired(self, commit_log_min: int) -> int:
-        deleted = 0
-        while len(self.files) > 1 and self.files[0].header.end_phy_offset < commit_log_min:
-            self.files.pop(0).destroy()
-            deleted += 1
-        return deleted
-
-    def flush_targets(self) -> list[MappedFile]:
-        return [index.file for index in self.files[-2:]]
-
-    def close(self) -> None:
-        for index in self.files:
-            index.close()
-
-    def destroy(self) -> None:
-        for index in self.files:
-            index.destroy()
-        self.files = []

@@ -3,7 +3,9 @@
 The segment's bytes are written with ``pack_into``/slice assignment straight into ``mmap``.
 Files are pre-allocated with ``posix_fallocate`` (under a temporary name, then linked into place)
 so a full disk shows up as an error at creation, never as a SIGBUS when a page of a sparse file
-is first written, and a crash never leaves a short segment. ``flush()`` is
+is first written, and a crash never leaves a short segment. A file may be allocated only up to
+``preallocate`` bytes (the index grows its entries that way): every byte written through the
+mapping must lie in an allocated range (``allocate_range``). ``flush()`` is
 ``fdatasync``, which releases the GIL (``mmap.flush`` does not) and writes back the pages dirtied
 through the mapping; callers run it in a worker thread.
 
@@ -13,6 +15,7 @@ stays mapped until the slice is released: Python's buffer protocol counts the ex
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -23,33 +26,64 @@ log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
 
+# The store's two system calls that a full or failing disk makes fail (ENOSPC, EIO). Every
+# allocation and every flush of the store goes through these names, so a test swaps them to
+# make the disk fail on demand (tests/unit/store/diskfaults.py).
+fallocate = os.posix_fallocate
+fdatasync = os.fdatasync
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
 
 class StoreError(Exception):
     """The store cannot do what was asked: bad files on disk, a full disk, a second owner."""
 
 
+class DiskError(StoreError):
+    """A store file could not be created, grown or flushed: the disk is full or failing. The
+    store's services report it (broker/store/health.py) and go on; they never die of it."""
+
+    def __init__(self, path: Path, action: str, error: OSError) -> None:
+        self.path = path
+        self.errno = error.errno
+        self.strerror = error.strerror or str(error)
+        super().__init__(f"cannot {action} {path}: [Errno {self.errno}] {self.strerror}")
+
+    @property
+    def disk_full(self) -> bool:
+        return self.errno in _FULL
+
+
 ALLOCATING_SUFFIX = ".allocating"
 
 
-def _allocate(path: Path, file_size: int) -> None:
-    """Create a full-size segment atomically: allocate it under a private name, then link it
-    into place. A crash mid-allocation leaves only a ``.allocating`` file (removed at the next
-    load), never a short segment; of two concurrent creators the second finds it there."""
+def _allocate(path: Path, file_size: int, preallocate: int) -> None:
+    """Create a segment of ``file_size`` bytes, the first ``preallocate`` of them allocated,
+    atomically: under a private name, then linked into place. A crash mid-allocation leaves only
+    a ``.allocating`` file (removed at the next load), never a short segment; of two concurrent
+    creators the second finds it there."""
     temporary = path.with_name(
         f"{path.name}.{os.getpid()}.{threading.get_ident()}{ALLOCATING_SUFFIX}"
     )
-    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.posix_fallocate(fd, 0, file_size)
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as exc:
+        raise DiskError(path, "create", exc) from exc
+    try:
+        if preallocate < file_size:
+            os.ftruncate(fd, file_size)  # sparse beyond what is allocated
+        fallocate(fd, 0, preallocate)
     except OSError as exc:
         os.close(fd)
         temporary.unlink(missing_ok=True)
-        raise StoreError(f"cannot allocate {file_size} bytes for {path}: {exc}") from exc
+        raise DiskError(path, f"allocate {preallocate} bytes for", exc) from exc
     os.close(fd)
     try:
         os.link(temporary, path)
     except FileExistsError:
         pass
+    except OSError as exc:
+        raise DiskError(path, "create", exc) from exc
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -79,13 +113,20 @@ class MappedFile:
         "wrote_position",
     )
 
-    def __init__(self, path: Path, file_size: int, *, create: bool) -> None:
+    def __init__(
+        self, path: Path, file_size: int, *, create: bool, preallocate: int | None = None
+    ) -> None:
         self.path = path
         self.file_size = file_size
         self.start_offset = int(path.name)
         if create and not path.exists():
-            _allocate(path, file_size)
-        self._fd = os.open(path, os.O_RDWR)
+            _allocate(path, file_size, file_size if preallocate is None else preallocate)
+        try:
+            self._fd = os.open(path, os.O_RDWR)
+        except OSError as exc:
+            if not create:
+                raise
+            raise DiskError(path, "open", exc) from exc
         try:
             actual = os.fstat(self._fd).st_size
             if actual != file_size:
@@ -123,7 +164,34 @@ class MappedFile:
 
     def flush(self) -> None:
         """Make everything written so far durable. Blocking: call from a worker thread."""
-        os.fdatasync(self._fd)
+        fd = self._fd
+        if fd < 0:
+            return  # closed (deleted by cleanup): nothing left to make durable
+        try:
+            fdatasync(fd)
+        except OSError as exc:
+            if exc.errno == errno.EBADF and self._fd < 0:
+                return  # closed while this flush ran
+            raise DiskError(self.path, "flush", exc) from exc
+
+    def allocate_range(self, offset: int, length: int) -> None:
+        """Back ``[offset, offset + length)`` with disk blocks, so writing it through the mapping
+        cannot fault for want of space. Raises DiskError."""
+        try:
+            fallocate(self._fd, offset, length)
+        except OSError as exc:
+            raise DiskError(self.path, f"allocate {length} bytes at {offset} in", exc) from exc
+
+    def redirty(self, start: int, end: int) -> None:
+        """Write one byte of each page of ``[start, end)`` back as it is. After a failed flush
+        the kernel may have marked those pages clean with their data never written (Linux
+        reports a writeback error once): dirty again, the next flush writes them for real or
+        fails again, instead of succeeding over data that is not on disk."""
+        mm = self.mmap
+        if mm.closed:
+            return
+        for position in range(start - start % OS_PAGE_SIZE, min(end, self.file_size), OS_PAGE_SIZE):
+            mm[position] = mm[position]
 
     def zero_from(self, position: int) -> int:
         """Zero stale bytes after a cut point, up to the first page-aligned page that is already
@@ -150,8 +218,11 @@ class MappedFile:
             # A reader still holds a slice (a pull being written out). The mapping goes away
             # when the last slice does.
             log.debug("segment still referenced, unmapped later: %s", self.path)
+        fd, self._fd = self._fd, -1
+        if fd < 0:
+            return
         try:
-            os.close(self._fd)
+            os.close(fd)
         except OSError:
             pass
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from broker.store.mapped_file import (
     OS_PAGE_SIZE,
+    DiskError,
     MappedFile,
-    StoreError,
     remove_stale_allocations,
     segment_name,
 )
@@ -102,19 +102,18 @@ class MappedFileQueue:
 
     def next_segment(self, start_offset: int | None = None) -> MappedFile:
         """Open the segment that follows the last one (or the one holding ``start_offset`` when
-        the queue is empty)."""
+        the queue is empty). Raises DiskError when it cannot be created; nothing changes."""
         last = self.last
         if last is not None:
             start = last.end_offset
         else:
             start = 0 if start_offset is None else start_offset - start_offset % self.file_size
-        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / segment_name(start)
         try:
-            mapped = self.allocator(self.directory / segment_name(start), self.file_size)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create segment {segment_name(start)} in {self.directory}: {exc}"
-            ) from exc
+            self.directory.mkdir(parents=True, exist_ok=True)
+            mapped = self.allocator(path, self.file_size)
+        except OSError as exc:  # mkdir, or an mmap the system refuses
+            raise DiskError(path, "create", exc) from exc
         self.files.append(mapped)
         return mapped
 

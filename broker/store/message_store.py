@@ -33,9 +33,17 @@ from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.dispatch import CommitLogDispatcher
-from broker.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
-from broker.store.index_file import IndexFile, IndexService
-from broker.store.mapped_file import StoreError
+from broker.store.flush import (
+    FlushCommitLogService,
+    FlushConsumeQueueService,
+    GroupCommitService,
+    final_flush,
+)
+from broker.store.health import COMMIT_LOG, DISPATCH, StoreHealth
+from broker.store.index_file import IndexFile
+from broker.store.index_service import IndexService
+from broker.store.lookups import QueueLookups
+from broker.store.mapped_file import DiskError, StoreError
 from broker.store.mapped_file_queue import now_ms
 from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
@@ -45,10 +53,8 @@ from broker.store.types import (
     MessageExtBrokerInner,
     PutMessageResult,
     PutMessageStatus,
-    QueryMessageResult,
 )
 from remoting import message as codec
-from remoting.record import RecordKind, scan_record
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +62,7 @@ ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
 
 
-class DefaultMessageStore:
+class DefaultMessageStore(QueueLookups):
     def __init__(
         self,
         config: MessageStoreConfig,
@@ -73,7 +79,10 @@ class DefaultMessageStore:
         self.arrival_listener = arrival_listener
         # Called after every successful put (HA wakes its idle connection writers).
         self.put_listener: Callable[[], None] | None = None
+        self.health = StoreHealth()
         self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
+        self.allocation.on_failed = lambda exc: self.health.failed(COMMIT_LOG, exc)
+        self.allocation.on_recovered = lambda: self.health.recovered(COMMIT_LOG)
         self.commit_log = CommitLog(
             config,
             store_host=(codec.host_bytes(store_host[0]), store_host[1]),
@@ -81,9 +90,10 @@ class DefaultMessageStore:
             allocator=self.allocation.allocate,
         )
         self.commit_log.on_segment_rolled = lambda _: self.allocation.request(self.commit_log.queue)
+        self.commit_log.on_disk_error = self._segment_refused
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.index_service = IndexService(
-            config.index_dir, config.max_hash_slot_num, config.max_index_num
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.health
         )
         self.checkpoint: StoreCheckpoint | None = None  # type: ignore[assignment]
         self.abort_file = AbortFile(config.abort_path)
@@ -158,25 +168,14 @@ class DefaultMessageStore:
         self.shutting_down = True
         self.loaded = False
         try:
-            self.reput.do_reput(1 << 62)
-            for mapped in self.commit_log.queue.files[-2:]:
-                mapped.flush()
-            for consume_queue in self._all_queues():
-                for mapped in consume_queue.queue.files[-2:]:
-                    mapped.flush()
-            for mapped in self.index_service.flush_targets():
-                mapped.flush()
-            if self.commit_log.last_put_timestamp:
-                self.checkpoint.physic_msg_timestamp = self.commit_log.last_put_timestamp
-            if self.reput.last_dispatched_timestamp:
-                self.checkpoint.logics_msg_timestamp = self.reput.last_dispatched_timestamp
-            self.checkpoint.flush()
-            if self.reput.behind_bytes == 0:
+            if final_flush(self) and self.reput.behind_bytes == 0:
                 self.abort_file.delete()
             else:
                 log.warning(
-                    "dispatch is %d bytes behind: next start recovers as after a crash",
+                    "shutdown incomplete (dispatch %d bytes behind, disk trouble: %s): "
+                    "the next start recovers as after a crash",
                     self.reput.behind_bytes,
+                    ", ".join(self.health.problems) or "none",
                 )
         finally:
             self.allocation.close()
@@ -206,7 +205,22 @@ class DefaultMessageStore:
                 status=PutMessageStatus.DISK_FULL,
                 remark=f"disk full: usage above {self.config.disk_space_warning_level_ratio:.0%}, writes refused until space is freed",
             )
+        if not self.health.writable:
+            return self.health.refusal()
         return None
+
+    def _segment_refused(self, exc: DiskError) -> PutMessageResult:
+        """The CommitLog could not get its next segment: nothing was appended. Sends are
+        refused until the allocation service has created it."""
+        self.health.failed(COMMIT_LOG, exc)
+        self.allocation.retry(exc.path)
+        return self.health.refusal()
+
+    def dispatch_unblocked(self) -> None:
+        """Reput got past what the disk refused. Queue offsets a blocked recovery could not
+        count (sends were refused meanwhile) come from the queues, as after any recovery."""
+        startup.raise_offset_tables(self)
+        self.health.recovered(DISPATCH)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         return self._put(msg, self.commit_log.put_message, self.dispatcher.dispatch)
@@ -222,7 +236,9 @@ class DefaultMessageStore:
         dispatch: Callable[[Any], None],
     ) -> PutMessageResult:
         """Append; stats and HA learn of it; when dispatch was caught up the put dispatches
-        what it appended (one request, or a batch's), else reput is woken to read it."""
+        what it appended (one request, or a batch's), else reput is woken to read it. A
+        message that is appended is answered PUT_OK even when the disk refuses its dispatch:
+        reput dispatches it once there is room."""
         refused = self._refuse()
         if refused is not None:
             return refused
@@ -236,8 +252,12 @@ class DefaultMessageStore:
         if self.put_listener is not None:
             self.put_listener()
         if caught_up:
-            dispatch(dispatched)
-            reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
+            try:
+                dispatch(dispatched)
+            except DiskError as exc:
+                self.health.failed(DISPATCH, exc)  # reput_from_offset stays: reput retries
+            else:
+                reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
         else:
             reput.wake()
         return result
@@ -261,9 +281,14 @@ class DefaultMessageStore:
             return False
         try:
             self.commit_log.append_data(phys_offset, data)
+        except DiskError as exc:  # the HA client reconnects and sends it again
+            self.health.failed(COMMIT_LOG, exc)
+            return False
         except StoreError as exc:
             log.warning("replicated append refused: %s", exc)
             return False
+        if COMMIT_LOG in self.health.problems:
+            self.health.recovered(COMMIT_LOG)
         self.reput.wake()
         return True
 
@@ -315,76 +340,6 @@ class DefaultMessageStore:
         self.stats.on_get(result)
         return result
 
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        return consume_queue.max_offset if consume_queue else 0
-
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        return consume_queue.min_offset if consume_queue else -1
-
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(queue_offset) if consume_queue else None
-        return unit[0] if unit else 0
-
-    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
-        """Whether the message at ``offset`` has fallen out of the memory window."""
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(offset) if consume_queue else None
-        if unit is None:
-            return False
-        return self.commit_log.max_offset - unit[0] > self.memory_threshold
-
-    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        if consume_queue is None:
-            return 0
-        return consume_queue.offset_by_time(
-            timestamp, self.commit_log.store_timestamp_at, self.commit_log.min_offset
-        )
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        unit = consume_queue.unit(queue_offset) if consume_queue else None
-        return self.commit_log.store_timestamp_at(unit[0]) if unit else -1
-
-    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
-        consume_queue = self.find_consume_queue(topic, queue_id)
-        if consume_queue is None or consume_queue.max_offset <= consume_queue.min_offset:
-            return -1
-        return self.get_message_store_timestamp(topic, queue_id, consume_queue.min_offset)
-
-    def look_message_by_offset(
-        self, phys_offset: int, size: int | None = None
-    ) -> memoryview | None:
-        """The raw record at ``phys_offset`` (its own TOTALSIZE when ``size`` is None)."""
-        if size is None:
-            head = self.commit_log.get_message(phys_offset, 8)
-            if head is None:
-                return None
-            scan = scan_record(self.commit_log.get_data(phys_offset), 0)
-            if scan.kind is not RecordKind.MESSAGE:
-                return None
-            size = scan.size
-        return self.commit_log.get_message(phys_offset, size)
-
-    def query_message(
-        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
-    ) -> QueryMessageResult:
-        max_num = min(max_num, self.config.max_msgs_num_batch)
-        offsets, last_ts, last_phy = self.index_service.query(
-            topic, key, max_num, begin_timestamp, end_timestamp
-        )
-        result = QueryMessageResult(
-            index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy
-        )
-        for offset in offsets:
-            record = self.look_message_by_offset(offset)
-            if record is not None:
-                result.buffers.append(record)
-        return result
-
     @property
     def max_phys_offset(self) -> int:
         return self.commit_log.max_offset
@@ -424,4 +379,5 @@ class DefaultMessageStore:
                 "diskFull": "true" if self.disk_full else "false",
             }
         )
+        info.update(self.health.runtime_info())
         return info

@@ -1,6 +1,11 @@
 """Start-up of the message store: open the ConsumeQueues, recover the CommitLog (recovery.py
 scans it), then cut the log, queues and index to its valid end and rebuild the offset tables.
-``truncate_dirty_tail`` (a slave rejoining, the repair tool) reuses the cut."""
+``truncate_dirty_tail`` (a slave rejoining, the repair tool) reuses the cut.
+
+Recovery reads; it needs the disk to give it nothing. On a full disk a record whose re-dispatch
+needs a new ConsumeQueue file stops re-dispatching there (the scan goes on to find the log's
+end): reput starts from that record and dispatches the rest once there is room, and sends are
+refused until then (health area ``dispatch``)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.store.consume_queue import ConsumeQueue
+from broker.store.health import DISPATCH, FLUSH
+from broker.store.mapped_file import DiskError
 from broker.store.recovery import RecoveryReport, abnormal_start_index, scan_commit_log
 from remoting.record import iter_records
 
@@ -73,13 +80,24 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
         )
 
         pending: list = []
+        blocked: list[int] = []  # where re-dispatch stopped for the disk
         request_of = store.commit_log.dispatch_request
 
+        def dispatch_pending() -> None:
+            if pending and not blocked:
+                try:
+                    store.dispatcher.dispatch_many(pending, notify=False)
+                except DiskError as exc:
+                    blocked.append(pending[0].commit_log_offset)
+                    store.health.failed(DISPATCH, exc)
+            pending.clear()
+
         def redispatch(scan: object) -> None:
+            if blocked:
+                return
             pending.append(request_of(scan))
             if len(pending) >= REDISPATCH_RUN:
-                store.dispatcher.dispatch_many(pending, notify=False)
-                pending.clear()
+                dispatch_pending()
 
         report = scan_commit_log(
             segments,
@@ -89,9 +107,12 @@ def recover(store: DefaultMessageStore, last_exit_ok: bool) -> RecoveryReport:
             visit=redispatch,
             progress=progress,
         )
-        store.dispatcher.dispatch_many(pending, notify=False)
+        dispatch_pending()
     log.info("commit log recovered: %s", report.describe())
     cut(store, report.valid_end, max_cq_phys)
+    if not last_exit_ok and blocked:
+        store.reput.reput_from_offset = min(store.reput.reput_from_offset, blocked[0])
+        log.warning("re-dispatch stopped at %d by the disk: reput goes on from there", blocked[0])
     return report
 
 
@@ -106,10 +127,36 @@ def cut(store: DefaultMessageStore, valid_end: int, max_cq_phys: int) -> None:
     if rebuild_from is not None and store.config.message_index_enable:
         log.info("rebuilding index from %d to %d", rebuild_from, valid_end)
         _rebuild_index(store, max(rebuild_from, store.commit_log.min_offset), valid_end)
-    for mapped in store.commit_log.queue.files[-2:]:
-        mapped.flush()  # what survived the crash in the page cache is made durable now
-    store.commit_log.queue.flushed_where = store.commit_log.max_offset
+    _flush_recovered(store)
     _rebuild_offset_tables(store)
+
+
+def _flush_recovered(store: DefaultMessageStore) -> None:
+    """What survived the crash in the page cache is made durable now. If the disk refuses,
+    the flush service tries again (and sends wait for it, health area ``flush``)."""
+    queue = store.commit_log.queue
+    tail = queue.files[-2:]
+    try:
+        for mapped in tail:
+            mapped.flush()
+    except DiskError as exc:
+        store.health.failed(FLUSH, exc)
+        for mapped in tail:
+            mapped.redirty(0, mapped.wrote_position)
+            mapped.flushed_position = 0
+        queue.flushed_where = tail[0].start_offset
+        return
+    queue.flushed_where = store.commit_log.max_offset
+
+
+def raise_offset_tables(store: DefaultMessageStore) -> None:
+    """Each queue's next offset is at least what its ConsumeQueue holds: a recovery that the
+    disk stopped counted only what it could dispatch."""
+    table = store.commit_log.topic_queue_table
+    for topic, queues in store.consume_queue_table.items():
+        for queue_id, consume_queue in queues.items():
+            key = (topic, queue_id)
+            table[key] = max(table.get(key, 0), consume_queue.max_offset)
 
 
 def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:

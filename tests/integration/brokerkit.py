@@ -33,8 +33,8 @@ def broker_conf(tmp_path: Path, name: str = "broker-a", **overrides: object) -> 
         "storePathRootDir": tmp_path / f"store-{name}-{overrides.get('brokerId', 0)}",
         "mappedFileSizeCommitLog": 16 * 1024 * 1024,
         "mappedFileSizeConsumeQueue": 6000 * 20,
-        # RocketMQ's index file is 420 MB, allocated up front: a suite starting ~100 brokers would
-        # need ~40 GB of disk. 4 MB indexes the same way.
+        # RocketMQ's index file is 420 MB, its 20 MB of hash slots allocated up front: a suite
+        # starting ~100 brokers would need ~2 GB of disk. 4 MB indexes the same way.
         "maxHashSlotNum": 50_000,
         "maxIndexNum": 200_000,
         "flushConsumerOffsetInterval": 1000,

@@ -11,6 +11,7 @@ import pytest
 from broker.store.config import MessageStoreConfig
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import MessageExtBrokerInner
+from tests.unit.store.diskfaults import FaultyDisk
 
 SMALL = dict(
     mapped_file_size_commit_log=8 * 1024,
@@ -60,6 +61,12 @@ def stores(tmp_path: Path) -> Iterator[StoreFactory]:
     yield factory
     for store in factory.opened:
         store.shutdown()
+
+
+@pytest.fixture
+def disk(monkeypatch: pytest.MonkeyPatch) -> FaultyDisk:
+    """A disk that fills up or fails on demand (tests/unit/store/diskfaults.py)."""
+    return FaultyDisk(monkeypatch)
 
 
 def crash(store: DefaultMessageStore) -> None:

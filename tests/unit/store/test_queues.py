@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from broker.store.consume_queue import CQ_UNIT
-from broker.store.index_file import IndexService
+from broker.store.index_service import IndexService
 from broker.store.types import DispatchRequest, MessageExtBrokerInner
 from remoting import message as codec
 from remoting.record import iter_records
