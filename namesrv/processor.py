@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import zlib
+from pathlib import Path
 from typing import Any
 
 import attrs
-import trio
 
 from namesrv.config import NamesrvConfig, config_lines
 from namesrv.kv_config import KVConfigManager
@@ -41,6 +41,14 @@ from remoting.headers import (
 from remoting.serde import decode_body, decode_header, encode_body
 
 log = logging.getLogger(__name__)
+
+
+def _not_written(request: RemotingCommand, path: Path, exc: OSError) -> RemotingCommand:
+    return request.error_response(
+        ResponseCode.SYSTEM_ERROR,
+        f"cannot write {path} ({exc.strerror or exc}): the disk may be full or failing. "
+        "Nothing was changed",
+    )
 
 
 class NamesrvProcessor:
@@ -80,9 +88,11 @@ class NamesrvProcessor:
 
     async def put_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(PutKVConfigRequestHeader, request.ext_fields)
-        self.kv.table.setdefault(header.namespace, {})[header.key] = header.value
-        self._route_cache.clear()
-        await trio.to_thread.run_sync(self.kv.persist)
+        try:
+            await self.kv.put(header.namespace, header.key, header.value)
+        except OSError as exc:
+            return _not_written(request, self.kv.path, exc)
+        self._route_cache.clear()  # routes carry the order-topic entries
         return request.make_response()
 
     def get_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -97,12 +107,12 @@ class NamesrvProcessor:
 
     async def delete_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(DeleteKVConfigRequestHeader, request.ext_fields)
-        namespace = self.kv.table.get(header.namespace)
-        if namespace is not None and namespace.pop(header.key, None) is not None:
-            if not namespace:
-                del self.kv.table[header.namespace]
+        try:
+            deleted = await self.kv.delete(header.namespace, header.key)
+        except OSError as exc:
+            return _not_written(request, self.kv.path, exc)
+        if deleted:
             self._route_cache.clear()
-            await trio.to_thread.run_sync(self.kv.persist)
         return request.make_response()
 
     def kv_list(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
