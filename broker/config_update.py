@@ -19,15 +19,10 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from broker.config import (
-    IGNORED_KEYS,
-    BrokerConfig,
-    ConfigError,
-    keyed_fields,
-    load_broker_config,
-)
+from broker.config import IGNORED_KEYS, BrokerConfig, ConfigError, load_broker_config
 from broker.store.config import MessageStoreConfig
 from remoting import properties
+from remoting.settings import keyed_fields
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
