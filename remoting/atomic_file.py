@@ -131,8 +131,8 @@ class DurableFile:
             except OSError as exc:
                 if self.failure is None:
                     log.warning(
-                        "cannot write %s (%s): %s; kept in memory, written again at the next "
-                        "change or persist",
+                        "cannot write %s (%s): %s; the next change or periodic persist tries "
+                        "again (logged once until it works)",
                         self.what,
                         self.path,
                         exc,
@@ -140,7 +140,7 @@ class DurableFile:
                 self.failure = exc
                 raise
             if self.failure is not None:
-                log.warning("%s written again after: %s", self.what, self.failure)
+                log.warning("%s written again (writes had failed: %s)", self.what, self.failure)
                 self.failure = None
             self._on_disk, self._on_disk_text = number, text
 

@@ -165,5 +165,5 @@ def test_a_failing_file_is_logged_once_and_once_more_when_it_recovers(
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2, lines
     assert "cannot write config/consumerOffset.json" in lines[0] and "No space left" in lines[0]
-    assert "written again" in lines[1]
+    assert "config/consumerOffset.json written again" in lines[1]
     assert file.failure is None and file.path.read_text() == NEW
