@@ -17,9 +17,11 @@ once more when writing works again.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -55,6 +57,8 @@ def write_atomically(path: Path, text: str | bytes) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
+            with contextlib.suppress(FileNotFoundError):  # keep an operator's permissions
+                os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
             _write_all(fd, data)
             os.fsync(fd)
         finally:
