@@ -23,6 +23,7 @@ from broker.config import (
     load_broker_config,
 )
 from broker.controller import BrokerController
+from broker.persist import ConfigPersistError
 from broker.store.config import MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from remoting import properties
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         trio.run(serve, controller, on_ready)
     except BaseException as exc:
-        failure = None if ready else start_failure(exc, (StoreError,))
+        failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
         if failure is None:
             raise
         print(f"mqbroker: cannot start: {failure}", file=sys.stderr)

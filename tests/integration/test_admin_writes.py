@@ -12,6 +12,7 @@ from remoting.body import SubscriptionGroupConfig
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
 from remoting.serde import encode_body
 from tests.integration.brokerkit import broker_conf, call, start_broker, start_namesrv
 
@@ -145,3 +146,36 @@ async def test_concurrent_topic_and_group_changes_all_land_and_survive_a_kill(
     stored_groups = json.loads((config_dir / "subscriptionGroup.json").read_text())
     assert set(groups) <= set(stored_groups["subscriptionGroupTable"])
     assert stored_groups["subscriptionGroupTable"]["G7"]["retryMaxTimes"] == 3
+
+
+async def test_kv_puts_acknowledged_before_a_kill_survive_it(processes, tmp_path) -> None:
+    ns = start_namesrv(processes, tmp_path)
+    acknowledged: list[str] = []
+    busy = trio.Event()  # a few hundred puts in: writes are in flight all the time
+
+    async def storm(client: RemotingClient, worker: int) -> None:
+        for i in range(10_000):
+            key = f"w{worker}-{i}"
+            put = _kv(RequestCode.PUT_KV_CONFIG, namespace="ns", key=key, value=key)
+            try:
+                answer = await call(client, ns.addr, put, timeout_s=5)
+            except (RemotingError, OSError):  # killed under us: this put was never answered
+                return
+            assert answer.code == 0
+            acknowledged.append(key)
+            if len(acknowledged) >= 300:
+                busy.set()
+
+    async with RemotingClient.open() as client, trio.open_nursery() as nursery:
+        for worker in range(8):
+            nursery.start_soon(storm, client, worker)
+        with trio.fail_after(60):
+            await busy.wait()
+        ns.kill()
+    ns = start_namesrv(processes, tmp_path)
+    async with RemotingClient.open() as client:
+        listed = await call(
+            client, ns.addr, _kv(RequestCode.GET_KVLIST_BY_NAMESPACE, namespace="ns")
+        )
+    stored = json.loads(bytes(listed.body))["table"]
+    assert set(acknowledged) <= set(stored), sorted(set(acknowledged) - set(stored))[:5]
