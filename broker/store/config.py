@@ -50,6 +50,8 @@ MAX_DELAY_SPAN_MS = 2**62
 
 
 def _delay_levels(_: object, attribute: attrs.Attribute, value: str) -> None:
+    if not value.isascii():  # int() would take other scripts' digits
+        raise ValueError("expected ASCII entries like 1s 5m 2h 1d")
     levels = parse_delay_levels(value)  # ValueError names the bad entry
     if len(levels) > MAX_DELAY_LEVELS:
         raise ValueError(f"{len(levels)} levels; at most {MAX_DELAY_LEVELS}")

@@ -90,6 +90,7 @@ BAD_VALUES = [
     ("messageIndexEnable", "1", "true or false"),
     ("messageDelayLevel", "1x", "'1x'"),
     ("messageDelayLevel", "", "no levels"),
+    ("messageDelayLevel", "1s \u0665s", "ASCII"),
     ("messageDelayLevel", "99999999999999999d", "at most"),
     ("deleteWhen", "24", "hours 00-23"),
     ("brokerName", "../../etc", "not . or .."),
