@@ -10,17 +10,28 @@ import argparse
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
 
-from broker.config import ConfigError, config_lines, listening_ports, load_broker_config
+from broker.config import (
+    BrokerConfig,
+    ConfigError,
+    config_lines,
+    listening_ports,
+    load_broker_config,
+)
 from broker.controller import BrokerController
+from broker.persist import ConfigPersistError
+from broker.store.config import MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from remoting import properties
 from remoting.ports import ephemeral_conflicts
+from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
 log = logging.getLogger("broker")
+
 
 # The keys `mqbroker -m` prints: what an operator checks first.
 IMPORTANT_KEYS = (
@@ -59,44 +70,82 @@ def setup_logging(level: str, log_file: object = None) -> None:
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=handlers,
+        force=True,  # called again once logFile is known: replace, not ignore
     )
 
 
-async def serve(controller: BrokerController) -> None:
+async def serve(controller: BrokerController, on_ready: Callable[[], None]) -> None:
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             port = await nursery.start(controller.run)
             print(f"READY broker port={port}", flush=True)
+            on_ready()
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
                 controller.stop()
                 break
 
 
+def directories(config: BrokerConfig, store: MessageStoreConfig) -> list[tuple[str, Path]]:
+    """What the broker writes in, by the key that names it."""
+    found = [
+        ("storePathRootDir", store.store_path_root_dir),
+        ("storePathRootDir", store.config_dir),
+    ]
+    if store.store_path_commit_log is not None:
+        found.append(("storePathCommitLog", store.commit_log_dir))
+    if config.log_file is not None:
+        found.append(("logFile", config.log_file.parent))
+    return found
+
+
+def prepare(config: BrokerConfig, store: MessageStoreConfig, level: str) -> str | None:
+    """Directories created and proven writable, the log file opened; else the one line."""
+    for key, path in directories(config, store):
+        problem = prepare_directory(path)
+        if problem is not None:
+            return f"{key} is not usable: {problem}"
+    if config.log_file is not None:
+        try:
+            setup_logging(level, config.log_file)
+        except OSError as exc:
+            return f"logFile={str(config.log_file)!r} is not usable: {exc.strerror or exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Start-up ends in READY or in one line and an exit code (remoting/startup.py)."""
     args = parse_args(argv)
     setup_logging(args.log_level)
     try:
         props = properties.load(args.config) if args.config else {}
     except (OSError, properties.PropertiesError) as exc:
         print(f"mqbroker: cannot read {args.config}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.namesrv:
         props["namesrvAddr"] = args.namesrv
     try:
         config, store_config = load_broker_config(props)
     except ConfigError as exc:
         print(f"mqbroker: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.printConfigItem or args.printImportantConfig:
         for line in config_lines(config, store_config):
             if args.printConfigItem or line.split("=", 1)[0] in IMPORTANT_KEYS:
                 print(line)
         return 0
-    if config.log_file is not None:
-        setup_logging(args.log_level, config.log_file)
+    problem = prepare(config, store_config, args.log_level)
+    if problem is not None:
+        print(f"mqbroker: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     for advice in ephemeral_conflicts(listening_ports(config, store_config)):
         log.warning("%s", advice)
+    ready = False
+
+    def on_ready() -> None:
+        nonlocal ready
+        ready = True
+
     try:
         controller = BrokerController(
             config,
@@ -104,10 +153,13 @@ def main(argv: list[str] | None = None) -> int:
             properties=props,
             config_path=Path(args.config).resolve() if args.config else None,
         )
-        trio.run(serve, controller)
-    except StoreError as exc:
-        print(f"mqbroker: {exc}", file=sys.stderr)
-        return 3
+        trio.run(serve, controller, on_ready)
+    except BaseException as exc:
+        failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
+        if failure is None:
+            raise
+        print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
+        return EXIT_START
     return 0
 
 

@@ -9,7 +9,6 @@ the value and the reason.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import socket
@@ -18,15 +17,25 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from attrs.validators import ge, gt, le
 
 from broker.store.config import BrokerRole, MessageStoreConfig
+from remoting import constants as K
+from remoting.settings import (
+    PORT,
+    ConfigError,
+    address_list,
+    build,
+    config_text,
+    ip_address,
+    java_int,
+    java_long,
+    node_name,
+    read_fields,
+    topic_name,
+    wire_key,
+)
 
 log = logging.getLogger(__name__)
-
-
-class ConfigError(ValueError):
-    """A broker.conf value that cannot be used; the message names key, value and reason."""
 
 
 def _local_ip() -> str:
@@ -40,46 +49,57 @@ def _local_ip() -> str:
         return "127.0.0.1"
 
 
-def _port(_: object, attribute: attrs.Attribute, value: int) -> None:
-    if not 0 <= value <= 65535:
-        raise ValueError(f"{attribute.name} must be a TCP port 0-65535, got {value}")
+def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
+    node_name(_, attribute, value)
+    room = K.TOPIC_MAX_LENGTH - len(K.reply_topic(""))
+    if len(value) > room:  # the cluster's reply topic is a topic too
+        raise ValueError(f"must be at most {room} characters: {K.reply_topic(value)!r} is a topic")
 
 
+# Every key: its type, and a validator bounding it (remoting/settings.py). Times are ms unless
+# the comment says otherwise.
 @attrs.frozen(kw_only=True)
 class BrokerConfig:
-    broker_cluster_name: str = "DefaultCluster"
-    broker_name: str = attrs.field(factory=socket.gethostname)
-    broker_id: int = attrs.field(default=0, validator=ge(0))
-    broker_ip1: str = attrs.field(factory=_local_ip, metadata={"wire": "brokerIP1"})
-    broker_ip2: str | None = attrs.field(default=None, metadata={"wire": "brokerIP2"})
-    listen_port: int = attrs.field(default=10911, validator=_port)
-    namesrv_addr: str | None = attrs.field(factory=lambda: os.environ.get("NAMESRV_ADDR"))
-    broker_permission: int = attrs.field(default=6, validator=[ge(0), le(7)])
-    default_topic_queue_nums: int = attrs.field(default=8, validator=[ge(1), le(1024)])
+    broker_cluster_name: str = attrs.field(default="DefaultCluster", validator=_cluster_name)
+    broker_name: str = attrs.field(factory=socket.gethostname, validator=node_name)
+    broker_id: int = attrs.field(default=0, validator=java_long())
+    # brokerIP1 is stored in every message (its store host) and must be an address literal.
+    broker_ip1: str = attrs.field(
+        factory=_local_ip, validator=ip_address, metadata={"wire": "brokerIP1"}
+    )
+    broker_ip2: str | None = attrs.field(
+        default=None, validator=ip_address, metadata={"wire": "brokerIP2"}
+    )
+    listen_port: int = attrs.field(default=10911, validator=PORT)
+    namesrv_addr: str | None = attrs.field(
+        factory=lambda: os.environ.get("NAMESRV_ADDR"), validator=address_list
+    )
+    broker_permission: int = attrs.field(default=6, validator=java_int(0, 7))
+    default_topic_queue_nums: int = attrs.field(default=8, validator=java_int(1, 1024))
     auto_create_topic_enable: bool = True
     cluster_topic_enable: bool = True
     broker_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     long_polling_enable: bool = True
-    short_polling_time_mills: int = attrs.field(default=1000, validator=ge(0))
+    short_polling_time_mills: int = attrs.field(default=1000, validator=java_long())
     notify_consumer_ids_changed_enable: bool = True
     slave_read_enable: bool = False
-    flush_consumer_offset_interval: int = attrs.field(default=5000, validator=ge(100))
-    register_name_server_period: int = attrs.field(default=30_000, validator=ge(1000))
-    register_broker_timeout_mills: int = attrs.field(default=6000, validator=ge(1))
+    flush_consumer_offset_interval: int = attrs.field(default=5000, validator=java_int(100))
+    register_name_server_period: int = attrs.field(default=30_000, validator=java_int(1000))
+    register_broker_timeout_mills: int = attrs.field(default=6000, validator=java_int(1))
     # ClientHousekeepingService: a channel silent this long is dropped (Java: 120 s).
-    channel_expired_timeout: int = attrs.field(default=120_000, validator=ge(1000))
-    max_delay_time: int = attrs.field(default=40, validator=ge(0))
+    channel_expired_timeout: int = attrs.field(default=120_000, validator=java_long(1000))
+    max_delay_time: int = attrs.field(default=40, validator=java_int())
     reject_transaction_message: bool = False
     # Transaction check-back: a half message older than transactionTimeOut without commit or
     # rollback is checked with its producer every transactionCheckInterval, at most
     # transactionCheckMax times (then dropped to TRANS_CHECK_MAX_TIME_TOPIC).
-    transaction_time_out: int = attrs.field(default=6000, validator=ge(0))
-    transaction_check_max: int = attrs.field(default=15, validator=ge(1))
-    transaction_check_interval: int = attrs.field(default=60_000, validator=ge(100))
+    transaction_time_out: int = attrs.field(default=6000, validator=java_long())
+    transaction_check_max: int = attrs.field(default=15, validator=java_int(1))
+    transaction_check_interval: int = attrs.field(default=60_000, validator=java_long(100))
     # How long an orderly consumer's queue lock lives without renewal. Java reads it from the
     # system property rocketmq.broker.rebalance.lockMaxLiveTime; this key is our spelling.
-    rebalance_lock_max_live_time: int = attrs.field(default=60_000, validator=ge(1000))
+    rebalance_lock_max_live_time: int = attrs.field(default=60_000, validator=java_long(1000))
     # SQL92 subscriptions are evaluated against message properties only when this is on, as
     # in RocketMQ; filterSupportRetry applies a group's SQL92 filter to its retry topic too.
     enable_property_filter: bool = False
@@ -88,8 +108,9 @@ class BrokerConfig:
     store_reply_message_enable: bool = True
     # A system topic for clients that trace their messages (enableMsgTrace), as Java's.
     trace_topic_enable: bool = False
-    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
-    max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
+    msg_trace_topic_name: str = attrs.field(default="RMQ_SYS_TRACE_TOPIC", validator=topic_name)
+    # a frame's length is an int32 on the wire
+    max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=java_int(1025))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
 
@@ -214,54 +235,6 @@ IGNORED_KEYS = frozenset(
 )
 
 
-def wire_key(attribute: attrs.Attribute) -> str:
-    if "wire" in attribute.metadata:
-        return attribute.metadata["wire"]
-    head, *rest = attribute.name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
-_BOOLS = {"true": True, "false": False}
-
-
-def _convert(attribute: attrs.Attribute, text: str) -> Any:
-    kind = attribute.type
-    if isinstance(kind, str):  # postponed annotations: resolve the few shapes we use
-        kind = {"int": int, "bool": bool, "float": float, "str": str}.get(kind, kind)
-    if kind is bool:
-        try:
-            return _BOOLS[text.strip().lower()]
-        except KeyError:
-            raise ValueError("expected true or false") from None
-    if kind is int:
-        return int(text.strip())
-    if kind is float:
-        return float(text.strip())
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        try:
-            return kind[text.strip()]
-        except KeyError:
-            names = ", ".join(m.name for m in kind)
-            raise ValueError(f"expected one of {names}") from None
-    return text.strip()
-
-
-def keyed_fields(cls: type) -> dict[str, attrs.Attribute]:
-    return {wire_key(a): a for a in attrs.fields(cls)}
-
-
-def _build(cls: type, values: dict[str, Any], sources: Mapping[str, str]) -> Any:
-    try:
-        return cls(**values)
-    except (ValueError, TypeError) as exc:
-        # attrs validators name the attribute; translate it back to the operator's key.
-        text = str(exc)
-        for key, attribute in keyed_fields(cls).items():
-            if attribute.name in text or key in text:
-                raise ConfigError(f"bad value for {key}={sources.get(key, '')!r}: {text}") from None
-        raise ConfigError(f"bad broker config: {text}") from None
-
-
 # RocketMQ features this broker does not have, where running without one is not what the
 # operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
 # refuses to start rather than run open or unreplicated. Switched off they are ignored.
@@ -297,42 +270,19 @@ def resolve_types() -> None:
 def load_broker_config(
     properties: Mapping[str, str], *, warn: bool = True
 ) -> tuple[BrokerConfig, MessageStoreConfig]:
-    """Split ``broker.conf`` properties into the two configs, converting and validating."""
+    """Split ``broker.conf`` properties into the two configs, converting and validating:
+    each key against its type and range, then the rules between keys (broker/config_checks.py).
+    The one validation of start-up and UPDATE_BROKER_CONFIG."""
+    from broker import config_checks  # it needs this module's classes
+
     resolve_types()
     _refuse_missing_features(properties)
-    targets = {
-        BrokerConfig: keyed_fields(BrokerConfig),
-        MessageStoreConfig: keyed_fields(MessageStoreConfig),
-    }
-    values: dict[type, dict[str, Any]] = {BrokerConfig: {}, MessageStoreConfig: {}}
-    unknown = []
-    for key, text in properties.items():
-        for cls, keyed in targets.items():
-            attribute = keyed.get(key)
-            if attribute is None:
-                continue
-            try:
-                values[cls][attribute.name] = _convert(attribute, text)
-            except ValueError as exc:
-                raise ConfigError(f"bad value for {key}={text!r}: {exc}") from None
-            break
-        else:
-            if key not in IGNORED_KEYS:
-                unknown.append(key)
+    values, unknown = read_fields((BrokerConfig, MessageStoreConfig), properties, IGNORED_KEYS)
     if unknown and warn:
         log.warning("broker.conf: unknown keys ignored: %s", ", ".join(sorted(unknown)))
-    broker = _build(BrokerConfig, values[BrokerConfig], properties)
+    broker = build(BrokerConfig, values[BrokerConfig])
     store_values = values[MessageStoreConfig]
-    if broker.broker_id != 0 and "brokerRole" not in properties:
-        store_values["broker_role"] = BrokerRole.SLAVE
-    if broker.broker_id == 0 and store_values.get("broker_role") is BrokerRole.SLAVE:
-        raise ConfigError("bad value for brokerRole='SLAVE': brokerId 0 is a master's id")
-    if broker.broker_id != 0 and store_values.get("broker_role", BrokerRole.SLAVE) is not (
-        BrokerRole.SLAVE
-    ):
-        raise ConfigError(
-            f"bad value for brokerId={broker.broker_id}: a master must have brokerId 0"
-        )
+    _role_from_id(broker, store_values, properties)
     if broker.listen_port > 0:
         # RocketMQ always overwrites haListenPort with listenPort + 1 at start-up.
         configured = store_values.get("ha_listen_port")
@@ -343,14 +293,24 @@ def load_broker_config(
                 broker.listen_port + 1,
             )
         store_values["ha_listen_port"] = broker.listen_port + 1
-    store = _build(MessageStoreConfig, store_values, properties)
-    if store.ha_housekeeping_interval <= store.ha_send_heartbeat_interval:
-        raise ConfigError(
-            f"bad value for haHousekeepingInterval={store.ha_housekeeping_interval}: it must "
-            f"exceed haSendHeartbeatInterval={store.ha_send_heartbeat_interval}, or an idle "
-            "HA link expires between two heartbeats"
-        )
+    store = build(MessageStoreConfig, store_values)
+    config_checks.check(broker, store)
     return broker, store
+
+
+def _role_from_id(
+    broker: BrokerConfig, store_values: dict[str, Any], properties: Mapping[str, str]
+) -> None:
+    if broker.broker_id != 0 and "brokerRole" not in properties:
+        store_values["broker_role"] = BrokerRole.SLAVE
+    if broker.broker_id == 0 and store_values.get("broker_role") is BrokerRole.SLAVE:
+        raise ConfigError("bad value for brokerRole='SLAVE': brokerId 0 is a master's id")
+    if broker.broker_id != 0 and store_values.get("broker_role", BrokerRole.SLAVE) is not (
+        BrokerRole.SLAVE
+    ):
+        raise ConfigError(
+            f"bad value for brokerId={broker.broker_id}: a master must have brokerId 0"
+        )
 
 
 def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tuple[str, int]]:
@@ -363,15 +323,8 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
 
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     """``key=value`` lines for ``mqbroker -p`` (every key) in RocketMQ's spelling."""
-    lines = []
-    for obj in (broker, store):
-        for attribute in attrs.fields(type(obj)):
-            value = getattr(obj, attribute.name)
-            if isinstance(value, enum.Enum):
-                value = value.name
-            elif isinstance(value, bool):
-                value = str(value).lower()
-            elif value is None:
-                value = ""
-            lines.append(f"{wire_key(attribute)}={value}")
-    return lines
+    return [
+        f"{wire_key(attribute)}={config_text(getattr(obj, attribute.name))}"
+        for obj in (broker, store)
+        for attribute in attrs.fields(type(obj))
+    ]

@@ -13,23 +13,16 @@ flush type) are stored for the next start and reported as such, not half-applied
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
-from broker.config import (
-    IGNORED_KEYS,
-    BrokerConfig,
-    ConfigError,
-    keyed_fields,
-    load_broker_config,
-)
-from broker.persist import write_atomically
+from broker.config import IGNORED_KEYS, BrokerConfig, ConfigError, load_broker_config
 from broker.store.config import MessageStoreConfig
+from remoting import properties
+from remoting.settings import keyed_fields
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -105,12 +98,15 @@ def apply_live(update: ConfigUpdate, broker: BrokerConfig, store: MessageStoreCo
 async def update_running_broker(
     broker: BrokerController, changes: Mapping[str, str]
 ) -> ConfigUpdate:
-    """Validate, persist to the -c file, apply what can change now."""
-    update = plan_update(broker.properties, changes)
-    if broker.config_path is not None:
-        await trio.to_thread.run_sync(rewrite_config_file, broker.config_path, changes)
-    apply_live(update, broker.config, broker.store_config)
-    broker.properties = update.properties
+    """Validate, persist to the -c file, apply what can change now. One update at a time: each
+    is validated against, and written over, what the previous one left, so concurrent updates
+    all land; nothing is applied unless it was written."""
+    async with broker.config_lock:
+        update = plan_update(broker.properties, changes)
+        if broker.config_path is not None:
+            await trio.to_thread.run_sync(properties.rewrite, broker.config_path, changes)
+        apply_live(update, broker.config, broker.store_config)
+        broker.properties = update.properties
     broker.topics.auto_create_topic_enable = broker.config.auto_create_topic_enable
     if "brokerPermission" in update.live:
         # the NameServers learn the new permission now, as Java's registerBrokerAll(force)
@@ -118,43 +114,3 @@ async def update_running_broker(
         broker.request_registration()
     log.info("config updated: now %s; at the next start %s", update.live, update.at_restart)
     return update
-
-
-def rewrite_config_file(path: Path, changes: Mapping[str, str]) -> None:
-    """Each changed key's line replaced in place (appended when absent), every other line and
-    comment kept; written atomically with the previous file as ``.bak``."""
-    raw = path.read_bytes() if path.exists() else b""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")  # as remoting.properties.load reads it
-    lines = text.splitlines()
-    pending = dict(changes)
-    out: list[str] = []
-    skipping = False  # inside the continuation lines of a replaced entry
-    for line in lines:
-        if skipping:
-            skipping = _continues(line)
-            continue
-        match = _KEY.match(line)
-        key = match.group(1) if match else None
-        if key in changes:
-            skipping = _continues(line)
-            if key in pending:
-                out.append(f"{key}={_escape(pending.pop(key))}")
-            continue
-        out.append(line)
-    out.extend(f"{key}={_escape(value)}" for key, value in pending.items())
-    write_atomically(path, "\n".join(out) + "\n")
-
-
-_KEY = re.compile(r"^\s*([^\s=:#!]+)\s*[=:\s]")
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n")

@@ -8,6 +8,7 @@ the other way: stop accepting, answer held pulls, unregister, persist, flush and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -88,6 +89,7 @@ class BrokerController:
         # changes against the first and writes them to the second.
         self.properties = dict(properties or {})
         self.config_path = config_path
+        self.config_lock = trio.Lock()  # one UPDATE_BROKER_CONFIG at a time
         self.clock = clock
         self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)
         self.ha = HaState(ha_master_addr=store_config.ha_master_address)
@@ -357,17 +359,17 @@ class BrokerController:
         for manager in (self.topics, self.offsets, self.groups, self.delay_offsets):
             try:
                 manager.persist_sync()
-            except OSError:
-                log.exception("persisting %s failed", type(manager).__name__)
+            except OSError as exc:  # the file logged when its writes started failing
+                log.error("%s not saved at shutdown: %s", manager.file.what, exc)
 
     async def _persist_loop(self) -> None:
+        """Offsets live in memory and land here; a failed write (full disk) is logged once by
+        its file and retried every period until it succeeds."""
         while True:
             await trio.sleep(self.config.flush_consumer_offset_interval / 1000)
             for manager in (self.offsets, self.delay_offsets, self.topics, self.groups):
-                try:
+                with contextlib.suppress(OSError):
                     await manager.persist()
-                except OSError:
-                    log.exception("persisting %s failed", type(manager).__name__)
 
     async def _housekeeping_loop(self) -> None:
         while True:

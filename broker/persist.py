@@ -1,53 +1,43 @@
-"""Atomic JSON files under ``storePathRootDir/config/`` (RocketMQ's ConfigManager).
+"""The broker's JSON configs under ``storePathRootDir/config/`` (RocketMQ's ConfigManager):
+topics, subscription groups, consumer offsets, delay offsets.
 
-A write goes to ``<name>.tmp``, is fsynced, the current file becomes ``<name>.bak`` and the
-temp file is renamed over the name, then the directory is fsynced: a crash at any point
-leaves either the old or the new file whole, and the previous version in ``.bak``. A load
-falls back to ``.bak`` when the file is missing or unreadable, as Java's does.
+Each file is a ``DurableFile`` (remoting/atomic_file.py): atomic, crash-safe writes, one at a
+time, newest state wins. A load falls back to ``.bak`` when the file is missing or unreadable,
+as Java's does.
+
+A change a request asks for (a topic, a group) is written before it is acknowledged: when the
+write fails the change is undone and the request refused with ``ConfigPersistError``. Offsets
+stay in memory and are written periodically: a failed write is retried at the next period.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from remoting import fastjson
+from remoting.atomic_file import DurableFile
+from remoting.codes import ResponseCode
+from remoting.errors import RequestError
 
 log = logging.getLogger(__name__)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    if path.exists():
-        bak = path.with_name(path.name + ".bak")
-        bak.unlink(missing_ok=True)
-        os.link(path, bak)
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+class ConfigPersistError(RequestError):
+    """A change that could not be written (ENOSPC, EIO, ...) and was therefore not made."""
+
+    def __init__(self, what: str, exc: OSError) -> None:
+        super().__init__(
+            ResponseCode.SERVICE_NOT_AVAILABLE,
+            f"service not available now: cannot write {what} ({exc.strerror or exc}); the "
+            "broker's disk may be full or failing. Nothing was changed",
+        )
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(file: DurableFile) -> Any | None:
     """The parsed file, else its ``.bak``, else None (nothing persisted yet)."""
-    for candidate in (path, path.with_name(path.name + ".bak")):
-        try:
-            text = candidate.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        if not text.strip():
-            continue
+    for candidate, text in file.candidates():
         try:
             return fastjson.loads(text)
         except Exception as exc:
@@ -55,24 +45,19 @@ def read_json(path: Path) -> Any | None:
     return None
 
 
-class JsonConfigFile:
-    """One persisted manager: ``encode()`` is called on the event loop (the tables are only
-    touched there), the write runs in a worker thread."""
+class JsonConfigFile(DurableFile):
+    """One persisted manager: its ``encode()`` runs on the event loop (the tables are only
+    touched there); ``persist`` writes in a worker thread, ``persist_sync`` on the loop."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._written: str | None = None
-
-    def persist_sync(self, text: str) -> None:
-        if text != self._written:
-            write_atomically(self.path, text)
-            self._written = text
-
-    async def persist(self, text: str) -> None:
-        if text != self._written:
-            await trio.to_thread.run_sync(write_atomically, self.path, text)
-            self._written = text
+        super().__init__(path, what=f"config/{path.name}")
 
     def load(self) -> Any | None:
-        data = read_json(self.path)
-        return data
+        return read_json(self)
+
+    def persist_change(self, text: str) -> None:
+        """Write a change a request is waiting for; ConfigPersistError when it cannot be."""
+        try:
+            self.persist_sync(text)
+        except OSError as exc:
+            raise ConfigPersistError(self.what, exc) from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from broker.persist import JsonConfigFile
+from broker.persist import ConfigPersistError, JsonConfigFile
 from remoting.body import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 from remoting.serde import encode_body, structure_body
 
@@ -43,21 +43,37 @@ class SubscriptionGroupManager:
         return config
 
     def update(self, config: SubscriptionGroupConfig) -> None:
-        old = self.table.get(config.group_name)
-        self.table[config.group_name] = config
-        if old != config:
-            log.info("subscription group %s: %s", config.group_name, config)
-            self.data_version = self.data_version.next_version()
-            if self.loaded:
-                self.persist_sync()
+        name = config.group_name
+        old = self.table.get(name)
+        if old == config:
+            return
+        self.table[name] = config
+        self._changed(name, old)
+        log.info("subscription group %s: %s", name, config)
 
     def delete(self, group: str) -> bool:
-        if self.table.pop(group, None) is None:
+        old = self.table.pop(group, None)
+        if old is None:
             return False
-        self.data_version = self.data_version.next_version()
-        if self.loaded:
-            self.persist_sync()
+        self._changed(group, old)
         return True
+
+    def _changed(self, name: str, old: SubscriptionGroupConfig | None) -> None:
+        """Written before it is acknowledged; a change that cannot be written is undone and
+        refused (ConfigPersistError)."""
+        previous = self.data_version
+        self.data_version = previous.next_version()
+        if not self.loaded:
+            return
+        try:
+            self.file.persist_change(self.encode())
+        except ConfigPersistError:
+            if old is None:
+                self.table.pop(name, None)
+            else:
+                self.table[name] = old
+            self.data_version = previous
+            raise
 
     def wrapper(self) -> SubscriptionGroupWrapper:
         return SubscriptionGroupWrapper(

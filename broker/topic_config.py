@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from broker.persist import JsonConfigFile
+from broker.persist import ConfigPersistError, JsonConfigFile
 from remoting import constants as K
 from remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from remoting.serde import encode_body, structure_body
@@ -102,14 +102,28 @@ class TopicConfigManager:
 
     # ------------------------------------------------------------------------ changes
 
-    def _changed(self) -> None:
+    def _changed(self, undo: Callable[[], None]) -> None:
         """Persist before the change is acted on: a topic auto-created by a send must
         survive a kill -9 together with the acknowledged message (Java persists here too).
-        Topic changes are rare, so the short blocking write is accepted on the loop."""
-        self.data_version = self.data_version.next_version()
+        Topic changes are rare, so the short blocking write is accepted on the loop. A change
+        that cannot be written is undone and refused (ConfigPersistError)."""
+        previous = self.data_version
+        self.data_version = previous.next_version()
         if self.loaded:
-            self.persist_sync()
+            try:
+                self.file.persist_change(self.encode())
+            except ConfigPersistError:
+                undo()
+                self.data_version = previous
+                raise
         self.on_change()
+
+    def _put_back(self, previous: dict[str, TopicConfig | None]) -> None:
+        for name, config in previous.items():
+            if config is None:
+                self.table.pop(name, None)
+            else:
+                self.table[name] = config
 
     @staticmethod
     def from_queues(topic: str, count: int) -> TopicConfig | None:
@@ -122,18 +136,20 @@ class TopicConfigManager:
         return self.table.get(topic)
 
     def update(self, config: TopicConfig) -> None:
-        old = self.table.get(config.topic_name)
-        self.table[config.topic_name] = config
-        if old != config:
-            log.info("topic config %s: %s -> %s", config.topic_name, old, config)
-            self._changed()
+        name = config.topic_name
+        old = self.table.get(name)
+        if old == config:
+            return
+        self.table[name] = config
+        self._changed(lambda: self._put_back({name: old}))
+        log.info("topic config %s: %s -> %s", name, old, config)
 
     def delete(self, topics: Iterable[str]) -> list[str]:
-        gone = [t for t in topics if self.table.pop(t, None) is not None]
+        gone = {t: self.table.pop(t) for t in topics if t in self.table}
         if gone:
-            log.info("deleted topics %s", gone)
-            self._changed()
-        return gone
+            self._changed(lambda: self._put_back(dict(gone)))
+            log.info("deleted topics %s", list(gone))
+        return list(gone)
 
     def create_in_send(
         self, topic: str, default_topic: str, client_queue_nums: int, sys_flag: int = 0

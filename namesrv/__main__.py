@@ -1,5 +1,6 @@
 """``mqnamesrv [-c namesrv.conf] [-p]``: prints ``READY namesrv port=N`` once it serves and
-stops cleanly on SIGTERM or SIGINT."""
+stops cleanly on SIGTERM or SIGINT. Start-up ends in READY or in one line and an exit code
+(remoting/startup.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import trio
 
@@ -14,15 +17,17 @@ from namesrv.config import ConfigError, config_lines, load_namesrv_config
 from namesrv.controller import NamesrvController
 from remoting import properties
 from remoting.ports import ephemeral_conflicts
+from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
 log = logging.getLogger("namesrv")
 
 
-async def serve(controller: NamesrvController) -> None:
+async def serve(controller: NamesrvController, on_ready: Callable[[], None]) -> None:
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             port = await nursery.start(controller.run)
             print(f"READY namesrv port={port}", flush=True)
+            on_ready()
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
                 controller.stop()
@@ -44,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         props = properties.load(args.config) if args.config else {}
     except (OSError, properties.PropertiesError) as exc:
         print(f"mqnamesrv: cannot read {args.config}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.listen_port is not None:
         props["listenPort"] = str(args.listen_port)
     if args.host:
@@ -53,13 +58,33 @@ def main(argv: list[str] | None = None) -> int:
         config = load_namesrv_config(props)
     except ConfigError as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     if args.printConfigItem:
         print("\n".join(config_lines(config)))
         return 0
+    problem = prepare_directory(config.kv_config_path.parent)
+    if problem is not None:
+        print(f"mqnamesrv: kvConfigPath is not usable: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     for advice in ephemeral_conflicts([("listenPort", config.listen_port)]):
         log.warning("%s", advice)
-    trio.run(serve, NamesrvController(config))
+    ready = False
+
+    def on_ready() -> None:
+        nonlocal ready
+        ready = True
+
+    controller = NamesrvController(
+        config, properties=props, config_path=Path(args.config).resolve() if args.config else None
+    )
+    try:
+        trio.run(serve, controller, on_ready)
+    except BaseException as exc:
+        failure = None if ready else start_failure(exc)
+        if failure is None:
+            raise
+        print(f"mqnamesrv: cannot start: {failure}", file=sys.stderr)
+        return EXIT_START
     return 0
 
 

@@ -1,5 +1,6 @@
 """NamesrvConfig: ``namesrv.conf`` under RocketMQ's key names (NamesrvConfig and the
-NettyServerConfig's ``listenPort``). Field ``x_y`` is key ``xY``."""
+NettyServerConfig's ``listenPort``). Field ``x_y`` is key ``xY``. Every key has a type and a
+range (remoting/settings.py), checked the same way at start-up and by UPDATE_NAMESRV_CONFIG."""
 
 from __future__ import annotations
 
@@ -9,35 +10,54 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
-from attrs.validators import ge, le
+
+from remoting.settings import (
+    PORT,
+    ConfigError,
+    bad_value,
+    build,
+    config_text,
+    file_problem,
+    java_int,
+    java_long,
+    read_fields,
+    wire_key,
+)
 
 log = logging.getLogger(__name__)
 
-
-class ConfigError(ValueError):
-    """A namesrv.conf value that cannot be used: the message names key, value and reason."""
+__all__ = ["ConfigError", "NamesrvConfig", "config_lines", "load_namesrv_config"]
 
 
 def _home() -> Path:
     return Path(os.environ.get("ROCKETMQ_HOME") or Path.home())
 
 
+def _host(_: object, attribute: attrs.Attribute, value: str) -> None:
+    # an address or a host name to bind; whether it resolves is found out by the bind
+    if not value or any(c.isspace() or c in "/\\;" for c in value):
+        raise ValueError("must be an IP address or a host name")
+
+
 @attrs.frozen(kw_only=True)
 class NamesrvConfig:
-    listen_port: int = attrs.field(default=9876, validator=[ge(0), le(65535)])
-    listen_host: str = "0.0.0.0"  # not a RocketMQ key: tests and `make run` bind loopback
+    listen_port: int = attrs.field(default=9876, validator=PORT)
+    listen_host: str = attrs.field(default="0.0.0.0", validator=_host)  # not a RocketMQ key
     rocketmq_home: str = attrs.field(factory=lambda: str(_home()))
     kv_config_path: Path = attrs.field(
         factory=lambda: Path.home() / "namesrv" / "kvConfig.json", converter=Path
     )
     config_store_path: Path = attrs.field(
-        factory=lambda: Path.home() / "namesrv" / "namesrv.properties", converter=Path
+        factory=lambda: Path.home() / "namesrv" / "namesrv.properties",
+        converter=Path,
     )
     order_message_enable: bool = False
+    # Keys UPDATE_NAMESRV_CONFIG refuses to change, ';'-separated (Java's, with its defaults).
+    config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
     # Not RocketMQ keys (Java hard-codes them): shortened in tests.
-    broker_channel_expired_time: int = attrs.field(default=120_000, validator=ge(1))
-    scan_not_active_broker_interval: int = attrs.field(default=10_000, validator=ge(1))
-    server_channel_max_idle_time_seconds: int = attrs.field(default=120, validator=ge(1))
+    broker_channel_expired_time: int = attrs.field(default=120_000, validator=java_long(1))
+    scan_not_active_broker_interval: int = attrs.field(default=10_000, validator=java_long(1))
+    server_channel_max_idle_time_seconds: int = attrs.field(default=120, validator=java_int(1))
 
 
 IGNORED_KEYS = frozenset(
@@ -59,51 +79,24 @@ IGNORED_KEYS = frozenset(
 )
 
 
-def wire_key(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-def load_namesrv_config(properties: Mapping[str, str]) -> NamesrvConfig:
+def load_namesrv_config(properties: Mapping[str, str], *, warn: bool = True) -> NamesrvConfig:
+    """Convert and validate: each key against its type and range, then the file it names.
+    The one validation of start-up and UPDATE_NAMESRV_CONFIG."""
     attrs.resolve_types(NamesrvConfig)
-    fields = {wire_key(a.name): a for a in attrs.fields(NamesrvConfig)}
-    values: dict[str, object] = {}
-    unknown = []
-    for key, raw in properties.items():
-        attribute = fields.get(key)
-        if attribute is None:
-            if key not in IGNORED_KEYS:
-                unknown.append(key)
-            continue
-        text = raw.strip()
-        try:
-            if attribute.type is bool:
-                if text.lower() not in ("true", "false"):
-                    raise ValueError("expected true or false")
-                values[attribute.name] = text.lower() == "true"
-            elif attribute.type is int:
-                values[attribute.name] = int(text)
-            else:
-                values[attribute.name] = text
-        except ValueError as exc:
-            raise ConfigError(f"bad value for {key}={raw!r}: {exc}") from None
-    if unknown:
+    values, unknown = read_fields((NamesrvConfig,), properties, IGNORED_KEYS)
+    if unknown and warn:
         log.warning("namesrv.conf: unknown keys ignored: %s", ", ".join(sorted(unknown)))
-    for name, value in values.items():
-        # one field at a time, so a refusal names the key an operator wrote
-        try:
-            NamesrvConfig(**{name: value})
-        except (ValueError, TypeError) as exc:
-            key = wire_key(name)
-            raise ConfigError(f"bad value for {key}={properties[key]!r}: {exc}") from None
-    return NamesrvConfig(**values)
+    config = build(NamesrvConfig, values[NamesrvConfig])
+    # configStorePath is not checked: Java writes every key there and never reads it; we write
+    # updates to the -c file instead.
+    problem = file_problem(config.kv_config_path)
+    if problem is not None:
+        raise bad_value("kvConfigPath", config.kv_config_path, problem)
+    return config
 
 
 def config_lines(config: NamesrvConfig) -> list[str]:
-    out = []
-    for attribute in attrs.fields(NamesrvConfig):
-        value = getattr(config, attribute.name)
-        out.append(
-            f"{wire_key(attribute.name)}={str(value).lower() if isinstance(value, bool) else value}"
-        )
-    return out
+    return [
+        f"{wire_key(attribute)}={config_text(getattr(config, attribute.name))}"
+        for attribute in attrs.fields(NamesrvConfig)
+    ]

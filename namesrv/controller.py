@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import trio
 
 from namesrv.config import NamesrvConfig
+from namesrv.config_update import NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
 from namesrv.processor import NamesrvProcessor
 from namesrv.route_info import RouteInfoManager
@@ -23,11 +25,21 @@ def now_ms() -> int:
 
 
 class NamesrvController:
-    def __init__(self, config: NamesrvConfig, *, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self,
+        config: NamesrvConfig,
+        *,
+        clock: Callable[[], int] = now_ms,
+        properties: Mapping[str, str] | None = None,
+        config_path: Path | None = None,
+    ) -> None:
         self.config = config
         self.routes = RouteInfoManager(clock, config.broker_channel_expired_time)
         self.kv = KVConfigManager(config.kv_config_path)
-        self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        # UPDATE_NAMESRV_CONFIG validates changes against what namesrv.conf (and the command
+        # line) said, and writes them to the -c file.
+        updater = NamesrvConfigUpdater(config, properties or {}, config_path)
+        self.processor = NamesrvProcessor(config, self.routes, self.kv, updater)
         self.server = RemotingServer(
             config.listen_host,
             config.listen_port,

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import zlib
+from pathlib import Path
 from typing import Any
 
 import attrs
-import trio
 
 from namesrv.config import NamesrvConfig, config_lines
+from namesrv.config_update import BlackListedKeys, NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
 from namesrv.register_body import RegisterBodyError, decode_register_body
 from namesrv.route_info import BrokerRegistration, RouteInfoManager
 from remoting import constants as K
+from remoting import properties
 from remoting.body import DataVersion, KVTable, TopicList
 from remoting.codes import V4_9_4, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -39,17 +41,31 @@ from remoting.headers import (
     WipeWritePermOfBrokerRequestHeader,
 )
 from remoting.serde import decode_body, decode_header, encode_body
+from remoting.settings import ConfigError
 
 log = logging.getLogger(__name__)
 
 
+def _not_written(request: RemotingCommand, path: Path, exc: OSError) -> RemotingCommand:
+    return request.error_response(
+        ResponseCode.SYSTEM_ERROR,
+        f"cannot write {path} ({exc.strerror or exc}): the disk may be full or failing. "
+        "Nothing was changed",
+    )
+
+
 class NamesrvProcessor:
     def __init__(
-        self, config: NamesrvConfig, routes: RouteInfoManager, kv: KVConfigManager
+        self,
+        config: NamesrvConfig,
+        routes: RouteInfoManager,
+        kv: KVConfigManager,
+        updater: NamesrvConfigUpdater | None = None,
     ) -> None:
         self.config = config
         self.routes = routes
         self.kv = kv
+        self.updater = updater or NamesrvConfigUpdater(config, {}, None)
         self._route_cache: dict[tuple[str, bool], bytes] = {}
         self._cache_generation = -1
 
@@ -74,15 +90,18 @@ class NamesrvProcessor:
             RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self.unit_sub_topics,
             RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self.unit_sub_ununit_topics,
             RequestCode.GET_NAMESRV_CONFIG: self.get_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_config,
         }
 
     # ------------------------------------------------------------------------ KV
 
     async def put_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(PutKVConfigRequestHeader, request.ext_fields)
-        self.kv.table.setdefault(header.namespace, {})[header.key] = header.value
-        self._route_cache.clear()
-        await trio.to_thread.run_sync(self.kv.persist)
+        try:
+            await self.kv.put(header.namespace, header.key, header.value)
+        except OSError as exc:
+            return _not_written(request, self.kv.path, exc)
+        self._route_cache.clear()  # routes carry the order-topic entries
         return request.make_response()
 
     def get_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -97,12 +116,12 @@ class NamesrvProcessor:
 
     async def delete_kv(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(DeleteKVConfigRequestHeader, request.ext_fields)
-        namespace = self.kv.table.get(header.namespace)
-        if namespace is not None and namespace.pop(header.key, None) is not None:
-            if not namespace:
-                del self.kv.table[header.namespace]
+        try:
+            deleted = await self.kv.delete(header.namespace, header.key)
+        except OSError as exc:
+            return _not_written(request, self.kv.path, exc)
+        if deleted:
             self._route_cache.clear()
-            await trio.to_thread.run_sync(self.kv.persist)
         return request.make_response()
 
     def kv_list(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -257,3 +276,33 @@ class NamesrvProcessor:
 
     def get_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(body="\n".join(config_lines(self.config)).encode())
+
+    async def update_config(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """The body is ``key=value`` lines; see namesrv/config_update.py."""
+        log.info("updateConfig called by %s", connection.peer)
+        try:
+            changes = properties.loads(bytes(request.body or b"").decode("utf-8"))
+        except (UnicodeDecodeError, properties.PropertiesError) as exc:
+            return request.error_response(
+                ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}"
+            )
+        if not changes:
+            return request.make_response()
+        try:
+            update = await self.updater.update(changes)
+        except BlackListedKeys as exc:
+            return request.error_response(ResponseCode.NO_PERMISSION, str(exc))
+        except ConfigError as exc:
+            return request.error_response(ResponseCode.SYSTEM_ERROR, str(exc))
+        except OSError as exc:
+            return _not_written(request, self.updater.path or Path("?"), exc)
+        parts = []
+        if update.live:
+            parts.append(f"applied: {', '.join(update.live)}")
+        if update.at_restart:
+            parts.append(f"stored, applied at the next start: {', '.join(update.at_restart)}")
+        if self.updater.path is None:
+            parts.append("not persisted: the name server was started without -c")
+        return request.make_response(remark="; ".join(parts) or None)

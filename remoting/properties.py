@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+
+from remoting.atomic_file import write_atomically
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -83,15 +86,64 @@ def loads(text: str) -> dict[str, str]:
     return out
 
 
-def load(path: str | Path) -> dict[str, str]:
+def _decode(raw: bytes) -> str:
     # Java reads .properties as ISO-8859-1 with \u escapes; UTF-8 files are what operators
     # write today, and plain ASCII reads the same either way.
-    raw = Path(path).read_bytes()
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    return loads(text)
+        return raw.decode("latin-1")
+
+
+def load(path: str | Path) -> dict[str, str]:
+    return loads(_decode(Path(path).read_bytes()))
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _escape(value: str) -> str:
+    return (
+        value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\f", "\\f")
+    )
+
+
+def with_changes(text: str, changes: Mapping[str, str]) -> str:
+    """``text`` with each changed key's entry replaced in place (appended when absent); every
+    other line, comment and continuation kept. A key given twice keeps its first place, once."""
+    pending = dict(changes)
+    out: list[str] = []
+    continuing = replacing = False  # a continuation line, of an entry being replaced
+    for line in text.splitlines():
+        if continuing:
+            continuing = _continues(line)
+            if not replacing:
+                out.append(line)
+            continue
+        entry = line.lstrip(" \t\f")
+        if not entry or entry[0] in "#!":  # comments never continue
+            out.append(line)
+            continue
+        key = _split(entry)[0]
+        continuing, replacing = _continues(line), key in changes
+        if not replacing:
+            out.append(line)
+        elif key in pending:
+            out.append(f"{key}={_escape(pending.pop(key))}")
+    out.extend(f"{key}={_escape(value)}" for key, value in pending.items())
+    return "\n".join(out) + "\n"
+
+
+def rewrite(path: Path, changes: Mapping[str, str]) -> None:
+    """The file with ``changes`` (see with_changes), written atomically with the previous
+    version as ``.bak``. The caller serializes rewrites of one file."""
+    try:
+        text = _decode(path.read_bytes())
+    except FileNotFoundError:
+        text = ""
+    write_atomically(path, with_changes(text, changes))
 
 
 def dumps(properties: dict[str, str]) -> str:

@@ -213,6 +213,26 @@ async def add_write_perm(admin: AdminClient, args: argparse.Namespace) -> Any:
     return await _set_write_perm(admin, args.brokerName, wipe=False)
 
 
+@command(
+    "updateNamesrvConfig",
+    "change a NameServer setting at run time (and in its -c file), on every NameServer",
+    lambda p: (
+        p.add_argument("-k", "--key", required=True),
+        p.add_argument("-v", "--value", required=True),
+    ),
+)
+async def update_namesrv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
+    from remoting import properties
+    from remoting.codes import RequestCode
+
+    body = properties.dumps({args.key: args.value}).encode()
+    namesrvs = {}
+    for addr in admin.instance.config.namesrv_addrs:
+        request = admin.instance.request(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body)
+        namesrvs[addr] = (await admin._ok(addr, request)).remark or "ok"
+    return {"updated": {args.key: args.value}, "namesrvs": namesrvs}
+
+
 @command("getNamesrvConfig", "every NameServer's configuration")
 async def get_namesrv_config(admin: AdminClient, args: argparse.Namespace) -> Any:
     from remoting.codes import RequestCode

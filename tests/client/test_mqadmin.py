@@ -268,3 +268,14 @@ def test_get_namesrv_config_reads_every_namesrv(cluster, tmp_path) -> None:
     assert list(config) == [ns.addr]
     assert config[ns.addr]["kvConfigPath"] == str(tmp_path / "namesrv-kv" / "kvConfig.json")
     assert config[ns.addr]["listenHost"] == "127.0.0.1"
+
+
+def test_update_namesrv_config_changes_every_namesrv_or_says_why_not(cluster) -> None:
+    ns, _ = cluster
+    done = as_json(ns, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
+    assert done["namesrvs"] == {ns.addr: "applied: orderMessageEnable"}
+    assert as_json(ns, "getNamesrvConfig")[ns.addr]["orderMessageEnable"] == "true"
+    bad = mqadmin(ns, "updateNamesrvConfig", "-k", "listenPort", "-v", "65536", ok=False)
+    assert "bad value for listenPort='65536': must be between 0 and 65535" in bad.stderr
+    black = mqadmin(ns, "updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/x", ok=False)
+    assert "Can not update config in black list" in black.stderr

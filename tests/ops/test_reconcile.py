@@ -211,6 +211,7 @@ def test_repaired_slave_catches_up_over_ha_without_gaps_or_duplicates(
 
     sizes = {
         "mappedFileSizeCommitLog": 64 * 1024,
+        "maxMessageSize": 16 * 1024,  # a message must fit a 64 KiB CommitLog file
         "mappedFileSizeConsumeQueue": 20 * 1000,
         "maxHashSlotNum": 5_000,
         "maxIndexNum": 20_000,

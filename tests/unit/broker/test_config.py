@@ -55,12 +55,12 @@ def test_values_are_converted_from_their_text() -> None:
     ("key", "value", "reason"),
     [
         ("listenPort", "abc", "abc"),
-        ("listenPort", "70000", "TCP port"),
+        ("listenPort", "70000", "between 0 and 65535"),
         ("brokerRole", "BOSS", "BOSS"),
         ("flushDiskType", "SOMETIMES", "SOMETIMES"),
         ("autoCreateTopicEnable", "maybe", "maybe"),
-        ("rebalanceLockMaxLiveTime", "10", "rebalance_lock_max_live_time"),
-        ("brokerId", "-1", "broker_id"),
+        ("rebalanceLockMaxLiveTime", "10", "between 1000 and"),
+        ("brokerId", "-1", "between 0 and"),
     ],
 )
 def test_a_bad_value_names_the_key_the_value_and_the_reason(key, value, reason) -> None:
@@ -68,6 +68,84 @@ def test_a_bad_value_names_the_key_the_value_and_the_reason(key, value, reason) 
         load_broker_config({key: value})
     assert key in str(caught.value) and value in str(caught.value)
     assert reason in str(caught.value)
+
+
+# One of each class of bad value: syntax, Java bounds, the range a layout or the OS needs,
+# enums, names that become directories, addresses, paths.
+BAD_VALUES = [
+    ("maxMessageSize", "99999999999999999999", "between 1 and 2147483647"),
+    ("maxMessageSize", "2147483648", "between 1 and 2147483647"),
+    ("maxMessageSize", "0", "between 1 and"),
+    ("maxIndexNum", "1e6", "expected an integer"),
+    ("maxIndexNum", "2147483648", "between 1 and 2147483647"),
+    ("mappedFileSizeCommitLog", "2147483648", "between 4096 and 2147483647"),
+    ("mappedFileSizeConsumeQueue", "1001", "multiple of 20"),
+    ("flushIntervalCommitLog", "0", "between 1 and"),
+    ("haListenPort", "65536", "between 0 and 65535"),
+    ("haTransferBatchSize", "4294967296", "between 1 and 2147483647"),
+    ("brokerPermission", "8", "between 0 and 7"),
+    ("diskMaxUsedSpaceRatio", "100", "between 10 and 95"),
+    ("diskSpaceWarningLevelRatio", "NaN", "finite"),
+    ("flushDiskType", "sync_flush", "expected one of ASYNC_FLUSH, SYNC_FLUSH"),
+    ("messageIndexEnable", "1", "true or false"),
+    ("messageDelayLevel", "1x", "'1x'"),
+    ("messageDelayLevel", "", "no levels"),
+    ("messageDelayLevel", "1s \u0665s", "ASCII"),
+    ("messageDelayLevel", "99999999999999999d", "at most"),
+    ("deleteWhen", "24", "hours 00-23"),
+    ("brokerName", "../../etc", "not . or .."),
+    ("brokerName", ".", "not . or .."),
+    ("brokerName", "a/b", "[%|a-zA-Z0-9_.-]"),
+    ("brokerClusterName", "C" * 116, "at most 115 characters"),
+    ("msgTraceTopicName", "a b", "illegal characters"),
+    ("brokerIP1", "localhost", "IPv4 or IPv6 address"),
+    ("brokerIP2", "10.0.0.300", "IPv4 or IPv6 address"),
+    ("namesrvAddr", "127.0.0.1", "host:port"),
+    ("namesrvAddr", "127.0.0.1:9876;127.0.0.1:98765", "port 1-65535"),
+    ("haMasterAddress", "master:0", "port 1-65535"),
+    ("storePathRootDir", "", "must not be empty"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "reason"), BAD_VALUES)
+def test_every_class_of_bad_value_is_refused_naming_key_value_and_reason(
+    key, value, reason
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_broker_config({key: value})
+    message = str(caught.value)
+    assert message.startswith(f"bad value for {key}={value!r}: ") or (
+        len(value) > 80 and message.startswith(f"bad value for {key}='{value[:80]}")
+    ), message
+    assert reason in message, message
+
+
+def test_the_largest_message_must_fit_a_commit_log_file() -> None:
+    # a record is the body plus up to 32 KiB of properties, a 127-byte topic and the header
+    load_broker_config({"mappedFileSizeCommitLog": "1048576", "maxMessageSize": "1000000"})
+    with pytest.raises(ConfigError) as refused:
+        load_broker_config({"mappedFileSizeCommitLog": "1048576", "maxMessageSize": "1048576"})
+    assert "maxMessageSize='1048576': a message that large cannot fit" in str(refused.value)
+
+
+def test_an_index_file_must_stay_below_2_gib() -> None:
+    load_broker_config({"maxHashSlotNum": "5000000", "maxIndexNum": "100000000"})  # 2.02e9 B
+    with pytest.raises(ConfigError) as refused:
+        load_broker_config({"maxHashSlotNum": "5000000", "maxIndexNum": "107000000"})
+    assert "maxIndexNum='107000000': with maxHashSlotNum=5000000" in str(refused.value)
+
+
+def test_store_directories_and_the_log_file_must_be_usable(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    for key, value, reason in [
+        ("storePathRootDir", tmp_path / "file" / "store", "is not a directory"),
+        ("storePathCommitLog", tmp_path / "file", "is not a directory"),
+        ("logFile", tmp_path, "is a directory"),
+        ("logFile", tmp_path / "file" / "broker.log", "is not a directory"),
+    ]:
+        with pytest.raises(ConfigError) as refused:
+            load_broker_config({key: str(value)})
+        assert f"{key}={str(value)!r}" in str(refused.value) and reason in str(refused.value)
 
 
 def test_roles_must_agree_with_the_broker_id() -> None:
@@ -79,7 +157,7 @@ def test_roles_must_agree_with_the_broker_id() -> None:
 
 
 def test_ha_expiry_must_outlast_the_heartbeat() -> None:
-    with pytest.raises(ConfigError, match="haHousekeepingInterval=5000: it must exceed"):
+    with pytest.raises(ConfigError, match="haHousekeepingInterval='5000': it must exceed"):
         load_broker_config({"haHousekeepingInterval": "5000"})
     _, store = load_broker_config(
         {"haHousekeepingInterval": "600", "haSendHeartbeatInterval": "100"}

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from broker.config import ConfigError, load_broker_config
-from broker.config_update import apply_live, plan_update, rewrite_config_file
+from broker.config_update import apply_live, plan_update
+from remoting.properties import rewrite
 
 BASE = {"brokerName": "broker-a", "brokerIP1": "127.0.0.1", "listenPort": "10911"}
 
@@ -68,7 +69,7 @@ def test_the_file_keeps_its_comments_and_order(tmp_path: Path) -> None:
         "   10s\n"
         "deleteWhen=04\n"
     )
-    rewrite_config_file(
+    rewrite(
         conf,
         {
             "brokerPermission": "4",

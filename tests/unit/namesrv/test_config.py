@@ -23,10 +23,10 @@ def test_defaults_and_conversions() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "reason"),
     [
-        ("listenPort", "nine", "invalid literal"),
+        ("listenPort", "nine", "expected an integer"),
         ("listenPort", "70000", "65535"),
         ("orderMessageEnable", "yes", "true or false"),
-        ("scanNotActiveBrokerInterval", "0", "scan_not_active_broker_interval"),
+        ("scanNotActiveBrokerInterval", "0", "between 1 and"),
     ],
 )
 def test_a_bad_value_names_the_key_the_value_and_the_reason(key, value, reason) -> None:

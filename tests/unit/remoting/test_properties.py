@@ -46,3 +46,29 @@ def test_files_round_trip_and_latin1_is_accepted(tmp_path) -> None:
     assert load(path) == {"brokerName": "b", "storePathRootDir": "/data/store"}
     path.write_bytes("brokerName=caf\xe9\n".encode("latin-1"))
     assert load(path) == {"brokerName": "caf\xe9"}
+
+
+def test_changes_keep_every_other_line_and_continuation(tmp_path) -> None:
+    from remoting.properties import rewrite
+
+    path = tmp_path / "broker.conf"
+    path.write_text(
+        "# a comment\n"
+        "namesrvAddr=10.0.0.1:9876;\\\n"
+        "   brokerName=not-a-key-but-a-continuation\n"
+        "brokerName = old \\\n"
+        "   continued\n"
+        "deleteWhen: 04\n"
+    )
+    path.chmod(0o600)
+    rewrite(path, {"brokerName": "new", "fileReservedTime": "24"})
+    assert path.read_text().splitlines() == [
+        "# a comment",
+        "namesrvAddr=10.0.0.1:9876;\\",
+        "   brokerName=not-a-key-but-a-continuation",
+        "brokerName=new",
+        "deleteWhen: 04",
+        "fileReservedTime=24",
+    ]
+    assert load(path)["namesrvAddr"] == "10.0.0.1:9876;brokerName=not-a-key-but-a-continuation"
+    assert path.stat().st_mode & 0o777 == 0o600  # the operator's permissions are kept

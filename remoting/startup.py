@@ -1,0 +1,46 @@
+"""What ``mqbroker`` and ``mqnamesrv`` check as they start, so that start-up ends either in
+``READY`` or in one line on stderr with an exit code, never in a traceback:
+
+- 2 (EXIT_CONFIG): the configuration cannot be used, a key's value or a directory it names
+  (permission, something in the way, a read-only filesystem, a full disk);
+- 3 (EXIT_START): the store or a port could not be opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+EXIT_CONFIG = 2
+EXIT_START = 3
+
+
+def prepare_directory(path: Path) -> str | None:
+    """Create ``path`` and prove a block can be written and synced there; None when it can,
+    else why not (EACCES, EROFS, ENOSPC, EIO, ENOTDIR, ...)."""
+    probe = path / f".write-probe.{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, bytes(4096))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return f"cannot write in {path}: {exc.strerror or exc}"
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
+    return None
+
+
+def start_failure(
+    exc: BaseException, expected: tuple[type[BaseException], ...] = ()
+) -> BaseException | None:
+    """The error that ended start-up when it is the disk's or a port's (OSError) or one of
+    ``expected``: told in one line. None for anything else, our bug, whose traceback is wanted."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, (OSError, *expected)) else None
