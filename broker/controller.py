@@ -165,6 +165,8 @@ class BrokerController:
             port,
             name=name,
             max_frame_bytes=self.config.max_frame_bytes,
+            max_partial_frames_bytes=self.config.server_partial_frames_max_bytes,
+            max_in_flight_bytes=self.config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
         )
         self.send.register(server)

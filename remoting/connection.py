@@ -7,7 +7,12 @@ clients over their own sockets), so client and server share this class:
   ``opaque``, and hands requests to the request handler. A server's connections are read by
   its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
-  one that returns an awaitable gets its own task, bounded per connection;
+  one that returns an awaitable gets its own task;
+* reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
+  many requests or request bytes are in flight: a client that never reads its replies, or
+  pipelines without end, cannot grow the server's memory;
+* a server's connections report their partial frames to one ``PartialFrameBudget``; over it,
+  the connection whose frame has waited longest is closed (remoting/budget.py says why);
 * replies are written by the event loop, or on a server with an ``OutboundSender`` by its
   native thread (remoting/writes.py);
 * the connection closes after ``idle_timeout_s`` without a byte in either direction.
@@ -24,6 +29,7 @@ from typing import Any
 
 import trio
 
+from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command
 from remoting.errors import (
@@ -34,6 +40,8 @@ from remoting.errors import (
     RequestError,
 )
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.log_limit import LogLimiter
+from remoting.memory import trim
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 from remoting.writes import LoopWrites, ThreadWrites
@@ -45,7 +53,13 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
 MAX_PENDING_CALLS = 65536
+# Requests whose handler is still at work (a SYNC_FLUSH send, a held pull): past either bound
+# the connection is not read until some finish.
 MAX_HANDLER_TASKS = 4096
+MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+
+# A peer's broken frames and closed connections: a few lines per host and minute.
+peer_log_limit = LogLimiter()
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
@@ -68,8 +82,10 @@ class Connection:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
         sender: OutboundSender | None = None,
         selector: ReadSelector | None = None,
+        budget: PartialFrameBudget | None = None,
     ) -> None:
         self.stream = stream
         self.request_handler = request_handler
@@ -81,8 +97,13 @@ class Connection:
         self._decoder = FrameDecoder(max_frame_bytes)
         self._idle_timeout_s = idle_timeout_s
         self._max_handler_tasks = max_handler_tasks
+        self._max_in_flight_bytes = max_in_flight_bytes
         self._pending: dict[int, _Pending] = {}
         self._handler_tasks = 0
+        self._in_flight_bytes = 0
+        self._requests_done: trio.Event | None = None  # set while reading waits for handlers
+        self._budget = budget
+        self._held = 0  # bytes of a partial frame, as last told to the budget
         self._nursery: trio.Nursery | None = None
         self._last_io = trio.current_time()
         self._in_read_batch = False
@@ -156,6 +177,11 @@ class Connection:
         for call in pending.values():
             call.response = error
             call.event.set()
+        # A connection is freed only when the cycle collector finds it: its partial frame (up
+        # to 16 MiB) goes now, not then.
+        self._decoder.clear()
+        if self._held:
+            self._release_partial()
         self._writes.close()  # the sender's thread still writes what the kernel takes at once
         self._read_done.set()
 
@@ -179,8 +205,8 @@ class Connection:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         eager = False
         while not self.closed:
-            if not self._writes.drained.is_set():  # too many reply bytes queued
-                await self._writes.drained.wait()
+            if self._reading_paused():
+                await self._until_reading_resumes()
                 continue
             if eager:
                 # A busy server: by the time the other connections had their turn, this
@@ -198,16 +224,31 @@ class Connection:
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
-        if not self._writes.drained.is_set():
+        if self._reading_paused():
             assert self._nursery is not None
-            self._nursery.start_soon(self._read_when_drained)
+            self._nursery.start_soon(self._read_when_resumed)
             return False
         return True
 
-    async def _read_when_drained(self) -> None:
-        await self._writes.drained.wait()
+    async def _read_when_resumed(self) -> None:
+        await self._until_reading_resumes()
         if not self.closed and self._selector is not None:
             self._selector.add(self)
+
+    def _reading_paused(self) -> bool:
+        return (
+            not self._writes.drained.is_set()  # too many reply bytes queued
+            or self._handler_tasks >= self._max_handler_tasks
+            or self._in_flight_bytes > self._max_in_flight_bytes
+        )
+
+    async def _until_reading_resumes(self) -> None:
+        while not self.closed and self._reading_paused():
+            if not self._writes.drained.is_set():
+                await self._writes.drained.wait()
+            else:
+                self._requests_done = done = trio.Event()
+                await done.wait()
 
     def fileno(self) -> int:
         return self._raw.fileno()
@@ -232,14 +273,59 @@ class Connection:
             while (frame := self._decoder.next_frame()) is not None:
                 self._on_command(decode_command(frame))
         except RemoteProtocolError as exc:
-            log.warning("protocol error, closing: peer=%s error=%s", self.peer, exc)
+            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, exc)
             self._mark_closed(f"protocol error: {exc}")
             return None
         finally:
             self._in_read_batch = False
             written = self.closed or self._writes.flush()
+        held = self._decoder.buffered_bytes
+        if held != self._held and self._budget is not None and not self._hold_partial(held):
+            return None
         # A reply still waiting for the sender's thread: the peer's next request cannot be in.
         return written
+
+    def _hold_partial(self, held: int) -> bool:
+        """Tell the budget what our partial frame holds now; over it, close the stalest holder.
+        False when that was this connection."""
+        budget = self._budget
+        assert budget is not None
+        budget.change(self, self._held, held, self._last_io)
+        self._held = held
+        while budget.over:
+            stalest = budget.stalest()
+            if not isinstance(stalest, Connection):
+                break
+            stalest.warn_peer(
+                "partial frames over serverPartialFramesMaxBytes=%d, closing the stalest: "
+                "peer=%s held=%d idle_s=%.1f total=%d",
+                budget.limit,
+                stalest.peer,
+                stalest._held,
+                budget.idle_s(stalest, self._last_io),
+                budget.total,
+            )
+            stalest.close_soon("partial frames over the server's limit")
+        return not self.closed
+
+    def _release_partial(self) -> None:
+        budget = self._budget
+        assert budget is not None
+        budget.change(self, self._held, 0, self._last_io)
+        self._held = 0
+        if budget.take_trim():
+            trim()
+
+    def warn_peer(self, message: str, *args: Any) -> None:
+        """A WARNING about this peer, a few per host and minute (remoting/log_limit.py)."""
+        host = self.peer.rpartition(":")[0]
+        held_back = peer_log_limit.admit(host, trio.current_time())
+        if held_back is None:
+            return
+        if held_back:
+            message += " (%d similar lines held back)"
+            args = (*args, held_back)
+        log.warning(message, *args)
 
     def _on_command(self, command: RemotingCommand) -> None:
         if command.is_response:
@@ -269,23 +355,21 @@ class Connection:
         except Exception as exc:
             result = self._failure_response(request, exc)
         # Most answers are ready at once: the type test spares them isawaitable's ABC check.
+        # The handler has run: its result is never dropped (a send it answers late is stored
+        # already). Bounds on work in flight pause reading instead (_reading_paused).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
-            if self._handler_tasks >= self._max_handler_tasks:
-                if inspect.iscoroutine(result):
-                    result.close()
-                result = request.error_response(
-                    ResponseCode.SYSTEM_BUSY,
-                    f"[OVERLOAD]too many requests in flight on this connection, limit {self._max_handler_tasks}",
-                )
-            else:
-                self._handler_tasks += 1
-                assert self._nursery is not None
-                self._nursery.start_soon(self._finish_request, request, result)
-                return
+            size = len(request.body)
+            self._handler_tasks += 1
+            self._in_flight_bytes += size
+            assert self._nursery is not None
+            self._nursery.start_soon(self._finish_request, request, result, size)
+            return
         if result is not None and not request.is_oneway:
             self.send_nowait(result)
 
-    async def _finish_request(self, request: RemotingCommand, awaitable: Awaitable[Any]) -> None:
+    async def _finish_request(
+        self, request: RemotingCommand, awaitable: Awaitable[Any], size: int
+    ) -> None:
         try:
             try:
                 response = await awaitable
@@ -295,6 +379,10 @@ class Connection:
                 self.send_nowait(response)
         finally:
             self._handler_tasks -= 1
+            self._in_flight_bytes -= size
+            done, self._requests_done = self._requests_done, None
+            if done is not None:
+                done.set()
 
     def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, RequestError):

@@ -53,6 +53,10 @@ class FrameDecoder:
     def buffered_bytes(self) -> int:
         return len(self._buffer) - self._pos
 
+    def clear(self) -> None:
+        """Drop what is buffered: the connection is gone, and its partial frame with it."""
+        self._buffer, self._pos = b"", 0
+
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos

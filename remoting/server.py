@@ -14,16 +14,29 @@ from functools import partial
 
 import trio
 
+from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.connection import IDLE_TIMEOUT_S, MAX_HANDLER_TASKS, Connection, HandlerResult
+from remoting.connection import (
+    IDLE_TIMEOUT_S,
+    MAX_HANDLER_TASKS,
+    MAX_IN_FLIGHT_BYTES,
+    READ_CHUNK,
+    Connection,
+    HandlerResult,
+)
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
+
+# What all connections of a server may hold in partial frames together (a connection alone
+# holds at most a frame and one read): serverPartialFramesMaxBytes.
+MAX_PARTIAL_FRAMES_BYTES = 256 * 1024 * 1024
 
 
 def not_supported(connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -51,6 +64,8 @@ class RemotingServer:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
+        max_partial_frames_bytes: int = MAX_PARTIAL_FRAMES_BYTES,
         on_connection_closed: Callable[[Connection], None] | None = None,
         native_sender: bool = True,
         read_selector: bool = True,
@@ -63,6 +78,16 @@ class RemotingServer:
         self._max_frame_bytes = max_frame_bytes
         self._idle_timeout_s = idle_timeout_s
         self._max_handler_tasks = max_handler_tasks
+        self._max_in_flight_bytes = max_in_flight_bytes
+        self.budget = PartialFrameBudget(max_partial_frames_bytes, floor=READ_CHUNK)
+        if max_partial_frames_bytes < max_frame_bytes:
+            log.warning(
+                "%s: partial frames limit %d < frame limit %d: frames above %d cannot arrive",
+                name,
+                max_partial_frames_bytes,
+                max_frame_bytes,
+                max_partial_frames_bytes,
+            )
         self._on_connection_closed = on_connection_closed
         self._listeners: list[trio.SocketListener] = []
         self._accepting = trio.CancelScope()
@@ -81,6 +106,7 @@ class RemotingServer:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve; ``started(port)`` gives the bound port (pass port 0 in tests)."""
+        pin_mmap_threshold()  # big frames' buffers are unmapped when freed
         self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
         self.port = self._listeners[0].socket.getsockname()[1]
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
@@ -128,8 +154,10 @@ class RemotingServer:
                 max_frame_bytes=self._max_frame_bytes,
                 idle_timeout_s=self._idle_timeout_s,
                 max_handler_tasks=self._max_handler_tasks,
+                max_in_flight_bytes=self._max_in_flight_bytes,
                 sender=self._sender,
                 selector=self._selector,
+                budget=self.budget,
             )
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)

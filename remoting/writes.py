@@ -96,6 +96,8 @@ class LoopWrites:
     def close(self) -> None:
         """What is still queued is dropped."""
         self._closed = True
+        self._out = []
+        self.queued = 0
         self._ready.set()
         self.drained.set()
 
