@@ -40,7 +40,7 @@ from remoting.errors import (
     RequestError,
 )
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
-from remoting.log_limit import LogLimiter
+from remoting.log_limit import bug_tracebacks, log_limited, peer_warnings
 from remoting.memory import trim
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
@@ -57,9 +57,6 @@ MAX_PENDING_CALLS = 65536
 # the connection is not read until some finish.
 MAX_HANDLER_TASKS = 4096
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
-
-# A peer's broken frames and closed connections: a few lines per host and minute.
-peer_log_limit = LogLimiter()
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
@@ -319,13 +316,7 @@ class Connection:
     def warn_peer(self, message: str, *args: Any) -> None:
         """A WARNING about this peer, a few per host and minute (remoting/log_limit.py)."""
         host = self.peer.rpartition(":")[0]
-        held_back = peer_log_limit.admit(host, trio.current_time())
-        if held_back is None:
-            return
-        if held_back:
-            message += " (%d similar lines held back)"
-            args = (*args, held_back)
-        log.warning(message, *args)
+        log_limited(log, peer_warnings, host, logging.WARNING, message, *args)
 
     def _on_command(self, command: RemotingCommand) -> None:
         if command.is_response:
@@ -387,7 +378,16 @@ class Connection:
     def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, RequestError):
             return request.error_response(exc.code, exc.remark)
-        log.exception("request failed: code=%d peer=%s", request.code, self.peer)
+        log_limited(
+            log,
+            bug_tracebacks,
+            ("request", request.code),
+            logging.ERROR,
+            "request failed: code=%d peer=%s",
+            request.code,
+            self.peer,
+            exc_info=True,
+        )
         return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
 
     # ----------------------------------------------------------------------- writing

@@ -1,6 +1,6 @@
-"""LogLimiter: at most a few lines per key (a peer's host) and overall per period, so a peer
-that sends garbage in a loop cannot fill the disk with log lines (STYLE.md §8). Pure: the
-caller passes the clock.
+"""LogLimiter: at most a few lines per key (a peer's host, a request code) and overall per
+period, so a peer that sends garbage in a loop cannot fill the disk with log lines (STYLE.md
+§8). The limiter is pure (the caller passes the clock); ``log_limited`` logs through one.
 
 The first lines of a period pass; the rest are counted, and the next line that passes says how
 many were held back.
@@ -8,7 +8,10 @@ many were held back.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Hashable
+from typing import Any
 
 PERIOD_S = 60.0
 PER_KEY = 5
@@ -64,3 +67,29 @@ class LogLimiter:
         if now - window.start >= self.period_s:
             window.start, window.count = now, 0
         return window
+
+
+def log_limited(
+    logger: logging.Logger,
+    limiter: LogLimiter,
+    key: Hashable,
+    level: int,
+    message: str,
+    *args: Any,
+    exc_info: bool = False,
+) -> None:
+    """``logger.log(level, message, *args)`` unless ``limiter`` holds it back for ``key``."""
+    held_back = limiter.admit(key, time.monotonic())
+    if held_back is None:
+        return
+    if held_back:
+        message += " (%d similar lines held back)"
+        args = (*args, held_back)
+    logger.log(level, message, *args, exc_info=exc_info)
+
+
+# A peer's broken frames and dropped connections, per host: one line per event, a few a minute.
+peer_warnings = LogLimiter()
+# Tracebacks of our own bugs that a peer can trigger again and again (a request code whose
+# processor fails): the first few of each kind in a minute.
+bug_tracebacks = LogLimiter(per_key=3, overall=30)

@@ -26,6 +26,7 @@ from remoting.connection import (
     HandlerResult,
 )
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
@@ -169,7 +170,15 @@ class RemotingServer:
             await connection.run()
         except* Exception:
             # Anything escaping a serve_listeners handler would kill the whole server.
-            log.exception("connection handler failed: peer=%s", connection.peer)
+            log_limited(
+                log,
+                bug_tracebacks,
+                "connection",
+                logging.ERROR,
+                "connection handler failed: peer=%s",
+                connection.peer,
+                exc_info=True,
+            )
         finally:
             self.connections.discard(connection)
             log.debug(
@@ -179,4 +188,12 @@ class RemotingServer:
                 try:
                     self._on_connection_closed(connection)
                 except Exception:
-                    log.exception("on_connection_closed failed: peer=%s", connection.peer)
+                    log_limited(
+                        log,
+                        bug_tracebacks,
+                        "on_connection_closed",
+                        logging.ERROR,
+                        "on_connection_closed failed: peer=%s",
+                        connection.peer,
+                        exc_info=True,
+                    )
