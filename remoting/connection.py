@@ -84,10 +84,19 @@ class Connection:
         selector: ReadSelector | None = None,
         budget: PartialFrameBudget | None = None,
     ) -> None:
-        self.stream = stream
         self.request_handler = request_handler
         self.peer = _format_addr(stream.socket.getpeername())
         self.local = _format_addr(stream.socket.getsockname())
+        # One descriptor per connection: the stream's socket is taken over as a plain one,
+        # read and written from plain ``def`` code (the selector's reads, replies the kernel
+        # takes at once) and waited on through trio.lowlevel. It is released in one place
+        # (_release_socket), once nothing waits on it.
+        trio_sock = stream.socket
+        self._sock = socket.socket(
+            trio_sock.family, trio_sock.type, trio_sock.proto, trio_sock.detach()
+        )
+        self._sock.setblocking(False)
+        self._fd = self._sock.fileno()
         self.closed = False
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # owners' per-connection state (client id, ...)
@@ -98,21 +107,18 @@ class Connection:
         self._pending: dict[int, _Pending] = {}
         self._handler_tasks = 0
         self._in_flight_bytes = 0
+        self._in_flight_full = False  # either bound reached: checked after every read
         self._requests_done: trio.Event | None = None  # set while reading waits for handlers
         self._budget = budget
         self._held = 0  # bytes of a partial frame, as last told to the budget
         self._nursery: trio.Nursery | None = None
         self._last_io = trio.current_time()
         self._in_read_batch = False
-        # A second handle on the same socket for non-blocking reads and writes from plain
-        # ``def`` code (the selector's reads; replies the kernel takes at once).
-        self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
-        self._raw.setblocking(False)
         self._finished = trio.Event()
         self._writes = (
-            ThreadWrites(sender, self._raw, self.close_soon, self._touch)
+            ThreadWrites(sender, self._sock, self.close_soon, self._touch)
             if sender is not None
-            else LoopWrites(self._raw, stream.socket, self.close_soon, self._touch)
+            else LoopWrites(self._sock, self.close_soon, self._touch)
         )
         self._selector = selector
         self._read_done = trio.Event()
@@ -141,9 +147,7 @@ class Connection:
             if self._selector is not None:
                 self._selector.remove(self)
             self._mark_closed(self.close_reason or "connection finished")
-            self._raw.close()
-            with trio.CancelScope(shield=True):
-                await self.stream.aclose()
+            self._release_socket()
             self._finished.set()
 
     async def aclose(self, reason: str = "closed locally") -> None:
@@ -152,8 +156,18 @@ class Connection:
             self._nursery.cancel_scope.cancel()
             await self._finished.wait()
         else:
-            self._raw.close()
-            await self.stream.aclose()
+            self._release_socket()
+            await trio.lowlevel.checkpoint()
+
+    def _release_socket(self) -> None:
+        """Nothing waits on the socket any more: close it, or with a sender hand it to the
+        thread, which closes it after writing what the kernel takes. Its number is free for
+        the next connection only then, so the thread never writes into someone else's."""
+        if self._sock.fileno() < 0:
+            return
+        trio.lowlevel.notify_closing(self._sock)
+        if not self._writes.release(self._sock):
+            self._sock.close()
 
     def _touch(self) -> None:
         self._last_io = trio.current_time()
@@ -198,7 +212,7 @@ class Connection:
         # Reads from the raw socket. After a read that found data the next one is tried after
         # a plain checkpoint (eager); after a miss, after a readiness wait. Either way the
         # await is the checkpoint that keeps a busy peer from starving others.
-        raw = self._raw
+        sock = self._sock
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         eager = False
         while not self.closed:
@@ -211,7 +225,7 @@ class Connection:
                 # saves an epoll_ctl and a wake-up. A miss falls back to waiting.
                 await checkpoint()
             else:
-                await wait_readable(raw)
+                await wait_readable(sock)
             eager = self._read_once()
             if eager is None:
                 return
@@ -221,7 +235,7 @@ class Connection:
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
-        if self._reading_paused():
+        if self._in_flight_full or not self._writes.drained.is_set():
             assert self._nursery is not None
             self._nursery.start_soon(self._read_when_resumed)
             return False
@@ -233,11 +247,7 @@ class Connection:
             self._selector.add(self)
 
     def _reading_paused(self) -> bool:
-        return (
-            not self._writes.drained.is_set()  # too many reply bytes queued
-            or self._handler_tasks >= self._max_handler_tasks
-            or self._in_flight_bytes > self._max_in_flight_bytes
-        )
+        return self._in_flight_full or not self._writes.drained.is_set()
 
     async def _until_reading_resumes(self) -> None:
         while not self.closed and self._reading_paused():
@@ -248,13 +258,13 @@ class Connection:
                 await done.wait()
 
     def fileno(self) -> int:
-        return self._raw.fileno()
+        return self._fd
 
     def _read_once(self) -> bool | None:
         """Read what the socket holds and handle the commands in it. None once the connection
         is finished; else whether reading again at once may find more."""
         try:
-            data = self._raw.recv(READ_CHUNK)
+            data = self._sock.recv(READ_CHUNK)
         except BlockingIOError:
             return False
         except OSError as exc:
@@ -350,8 +360,7 @@ class Connection:
         # already). Bounds on work in flight pause reading instead (_reading_paused).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
             size = len(request.body)
-            self._handler_tasks += 1
-            self._in_flight_bytes += size
+            self._count_in_flight(1, size)
             assert self._nursery is not None
             self._nursery.start_soon(self._finish_request, request, result, size)
             return
@@ -369,11 +378,18 @@ class Connection:
             if response is not None and not request.is_oneway and not self.closed:
                 self.send_nowait(response)
         finally:
-            self._handler_tasks -= 1
-            self._in_flight_bytes -= size
+            self._count_in_flight(-1, -size)
             done, self._requests_done = self._requests_done, None
             if done is not None:
                 done.set()
+
+    def _count_in_flight(self, tasks: int, size: int) -> None:
+        self._handler_tasks += tasks
+        self._in_flight_bytes += size
+        self._in_flight_full = (
+            self._handler_tasks >= self._max_handler_tasks
+            or self._in_flight_bytes > self._max_in_flight_bytes
+        )
 
     def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, RequestError):

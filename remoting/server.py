@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
 
 import trio
 
+from remoting.accept import accept_loop
 from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
@@ -132,12 +132,19 @@ class RemotingServer:
                     await listener.aclose()
 
     async def _serve(self, task_status: trio.TaskStatus[int]) -> None:
-        async with trio.open_nursery() as nursery:
+        async with trio.open_nursery() as handlers:
             task_status.started(self.port)
             with self._accepting:
-                await trio.serve_listeners(
-                    partial(self._handle_connection), self._listeners, handler_nursery=nursery
-                )
+                async with trio.open_nursery() as acceptors:
+                    for listener in self._listeners:
+                        acceptors.start_soon(
+                            accept_loop,
+                            self.name,
+                            listener,
+                            self._handle_connection,
+                            handlers,
+                            self.connections.__len__,
+                        )
             for listener in self._listeners:
                 await listener.aclose()
 
@@ -169,7 +176,7 @@ class RemotingServer:
         try:
             await connection.run()
         except* Exception:
-            # Anything escaping a serve_listeners handler would kill the whole server.
+            # Anything escaping a connection handler would kill the whole server.
             log_limited(
                 log,
                 bug_tracebacks,
