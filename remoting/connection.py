@@ -9,8 +9,8 @@ clients over their own sockets), so client and server share this class:
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task;
 * reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
-  many requests or request bytes are in flight: a client that never reads its replies, or
-  pipelines without end, cannot grow the server's memory;
+  many requests or request bytes are in flight (remoting/in_flight.py): a client that never
+  reads its replies, or pipelines without end, cannot grow the server's memory;
 * a server's connections report their partial frames to one ``PartialFrameBudget``; over it,
   the connection whose frame has waited longest is closed (remoting/budget.py says why);
 * replies are written by the event loop, or on a server with an ``OutboundSender`` by its
@@ -30,16 +30,12 @@ from typing import Any
 import trio
 
 from remoting.budget import PartialFrameBudget
+from remoting.calls import PendingCalls
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command
-from remoting.errors import (
-    RemoteProtocolError,
-    RemotingConnectError,
-    RemotingTimeoutError,
-    RemotingTooMuchRequestError,
-    RequestError,
-)
+from remoting.errors import RemoteProtocolError, RemotingConnectError, RequestError
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES, InFlight
 from remoting.log_limit import bug_tracebacks, log_limited, peer_warnings
 from remoting.memory import trim
 from remoting.selector import ReadSelector
@@ -52,22 +48,9 @@ log = logging.getLogger(__name__)
 # the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
 READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
-MAX_PENDING_CALLS = 65536
-# Requests whose handler is still at work (a SYNC_FLUSH send, a held pull): past either bound
-# the connection is not read until some finish.
-MAX_HANDLER_TASKS = 4096
-MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
-
-
-class _Pending:
-    __slots__ = ("event", "response")
-
-    def __init__(self) -> None:
-        self.event = trio.Event()
-        self.response: RemotingCommand | BaseException | None = None
 
 
 class Connection:
@@ -102,13 +85,8 @@ class Connection:
         self.attributes: dict[str, Any] = {}  # owners' per-connection state (client id, ...)
         self._decoder = FrameDecoder(max_frame_bytes)
         self._idle_timeout_s = idle_timeout_s
-        self._max_handler_tasks = max_handler_tasks
-        self._max_in_flight_bytes = max_in_flight_bytes
-        self._pending: dict[int, _Pending] = {}
-        self._handler_tasks = 0
-        self._in_flight_bytes = 0
-        self._in_flight_full = False  # either bound reached: checked after every read
-        self._requests_done: trio.Event | None = None  # set while reading waits for handlers
+        self._calls = PendingCalls()
+        self._in_flight = InFlight(max_handler_tasks, max_in_flight_bytes)
         self._budget = budget
         self._held = 0  # bytes of a partial frame, as last told to the budget
         self._nursery: trio.Nursery | None = None
@@ -183,11 +161,7 @@ class Connection:
             return
         self.closed = True
         self.close_reason = reason
-        error = RemotingConnectError(f"connection to {self.peer} closed: {reason}")
-        pending, self._pending = self._pending, {}
-        for call in pending.values():
-            call.response = error
-            call.event.set()
+        self._calls.fail_all(RemotingConnectError(f"connection to {self.peer} closed: {reason}"))
         # A connection is freed only when the cycle collector finds it: its partial frame (up
         # to 16 MiB) goes now, not then.
         self._decoder.clear()
@@ -235,7 +209,7 @@ class Connection:
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
-        if self._in_flight_full or not self._writes.drained.is_set():
+        if self._in_flight.full or not self._writes.drained.is_set():
             assert self._nursery is not None
             self._nursery.start_soon(self._read_when_resumed)
             return False
@@ -247,15 +221,14 @@ class Connection:
             self._selector.add(self)
 
     def _reading_paused(self) -> bool:
-        return self._in_flight_full or not self._writes.drained.is_set()
+        return self._in_flight.full or not self._writes.drained.is_set()
 
     async def _until_reading_resumes(self) -> None:
         while not self.closed and self._reading_paused():
             if not self._writes.drained.is_set():
                 await self._writes.drained.wait()
             else:
-                self._requests_done = done = trio.Event()
-                await done.wait()
+                await self._in_flight.wait_finished()
 
     def fileno(self) -> int:
         return self._fd
@@ -329,17 +302,12 @@ class Connection:
         log_limited(log, peer_warnings, host, logging.WARNING, message, *args)
 
     def _on_command(self, command: RemotingCommand) -> None:
-        if command.is_response:
-            call = self._pending.pop(command.opaque, None)
-            if call is None:
-                log.debug(
-                    "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
-                )
-                return
-            call.response = command
-            call.event.set()
-            return
-        self._dispatch(command)
+        if not command.is_response:
+            self._dispatch(command)
+        elif not self._calls.answer(command):
+            log.debug(
+                "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
+            )
 
     def _dispatch(self, request: RemotingCommand) -> None:
         if self.request_handler is None:
@@ -356,11 +324,10 @@ class Connection:
         except Exception as exc:
             result = self._failure_response(request, exc)
         # Most answers are ready at once: the type test spares them isawaitable's ABC check.
-        # The handler has run: its result is never dropped (a send it answers late is stored
-        # already). Bounds on work in flight pause reading instead (_reading_paused).
+        # The handler has run: its result is never dropped (remoting/in_flight.py).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
             size = len(request.body)
-            self._count_in_flight(1, size)
+            self._in_flight.started(size)
             assert self._nursery is not None
             self._nursery.start_soon(self._finish_request, request, result, size)
             return
@@ -378,18 +345,7 @@ class Connection:
             if response is not None and not request.is_oneway and not self.closed:
                 self.send_nowait(response)
         finally:
-            self._count_in_flight(-1, -size)
-            done, self._requests_done = self._requests_done, None
-            if done is not None:
-                done.set()
-
-    def _count_in_flight(self, tasks: int, size: int) -> None:
-        self._handler_tasks += tasks
-        self._in_flight_bytes += size
-        self._in_flight_full = (
-            self._handler_tasks >= self._max_handler_tasks
-            or self._in_flight_bytes > self._max_in_flight_bytes
-        )
+            self._in_flight.finished(size)
 
     def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, RequestError):
@@ -439,24 +395,14 @@ class Connection:
         """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
         if self.closed:
             raise RemotingConnectError(f"connection to {self.peer} closed: {self.close_reason}")
-        if len(self._pending) >= MAX_PENDING_CALLS:
-            raise RemotingTooMuchRequestError(f"{len(self._pending)} calls pending on {self.peer}")
-        call = _Pending()
-        self._pending[request.opaque] = call
+        call = self._calls.open(request.opaque, self.peer)
         try:
             await self.send(request)
             with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
                 await call.event.wait()
         finally:
-            self._pending.pop(request.opaque, None)
-        response = call.response
-        if response is None:
-            raise RemotingTimeoutError(
-                f"no response from {self.peer} to code={request.code} within {timeout_s:g} s"
-            )
-        if isinstance(response, BaseException):
-            raise response
-        return response
+            self._calls.close(request.opaque)
+        return call.result(self.peer, request, timeout_s)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= 2

@@ -17,15 +17,9 @@ from remoting.accept import accept_loop
 from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.connection import (
-    IDLE_TIMEOUT_S,
-    MAX_HANDLER_TASKS,
-    MAX_IN_FLIGHT_BYTES,
-    READ_CHUNK,
-    Connection,
-    HandlerResult,
-)
+from remoting.connection import IDLE_TIMEOUT_S, READ_CHUNK, Connection, HandlerResult
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
