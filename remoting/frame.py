@@ -76,7 +76,10 @@ class FrameDecoder:
         header_end = pos + 8 + header_length
         frame_end = pos + 4 + length
         if header_end > frame_end:
-            raise RemoteProtocolError(f"header length {header_length} > frame length {length}")
+            raise RemoteProtocolError(
+                f"header length {header_length} runs past the frame ({length - 4} bytes after "
+                "the header info)"
+            )
         self._pos = frame_end
         if type(buffer) is bytes:
             return Frame(serialize_type, buffer[pos + 8 : header_end], buffer[header_end:frame_end])
