@@ -47,6 +47,12 @@ def no_reply(connection: Connection, request: RemotingCommand) -> None:
     return None
 
 
+def partial_frames_budget(limit_bytes: int = MAX_PARTIAL_FRAMES_BYTES) -> PartialFrameBudget:
+    """The limit on partial frames a server's connections share, or several servers' (pass it
+    to each as ``budget``). A connection holding no more than one read is never closed for it."""
+    return PartialFrameBudget(limit_bytes, floor=READ_CHUNK)
+
+
 class RemotingServer:
     def __init__(
         self,
@@ -61,6 +67,7 @@ class RemotingServer:
         max_handler_tasks: int = MAX_HANDLER_TASKS,
         max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
         max_partial_frames_bytes: int = MAX_PARTIAL_FRAMES_BYTES,
+        budget: PartialFrameBudget | None = None,
         on_connection_closed: Callable[[Connection], None] | None = None,
         native_sender: bool = True,
         read_selector: bool = True,
@@ -74,14 +81,15 @@ class RemotingServer:
         self._idle_timeout_s = idle_timeout_s
         self._max_handler_tasks = max_handler_tasks
         self._max_in_flight_bytes = max_in_flight_bytes
-        self.budget = PartialFrameBudget(max_partial_frames_bytes, floor=READ_CHUNK)
-        if max_partial_frames_bytes < max_frame_bytes:
+        # Servers of one process may share one (the broker's main and VIP ports).
+        self.budget = budget or partial_frames_budget(max_partial_frames_bytes)
+        if self.budget.limit < max_frame_bytes:
             log.warning(
                 "%s: partial frames limit %d < frame limit %d: frames above %d cannot arrive",
                 name,
-                max_partial_frames_bytes,
+                self.budget.limit,
                 max_frame_bytes,
-                max_partial_frames_bytes,
+                self.budget.limit,
             )
         self._on_connection_closed = on_connection_closed
         self._listeners: list[trio.SocketListener] = []
