@@ -125,8 +125,10 @@ class Connection:
             if self._selector is not None:
                 self._selector.remove(self)
             self._mark_closed(self.close_reason or "connection finished")
-            self._release_socket()
-            self._finished.set()
+            try:
+                self._release_socket()
+            finally:
+                self._finished.set()
 
     async def aclose(self, reason: str = "closed locally") -> None:
         self._mark_closed(reason)
