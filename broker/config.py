@@ -111,6 +111,14 @@ class BrokerConfig:
     msg_trace_topic_name: str = attrs.field(default="RMQ_SYS_TRACE_TOPIC", validator=topic_name)
     # a frame's length is an int32 on the wire
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=java_int(1025))
+    # Not RocketMQ keys (Netty's buffers have no such bound): what all connections may hold
+    # in partial frames together, and the request bytes one connection may have in flight.
+    server_partial_frames_max_bytes: int = attrs.field(
+        default=256 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
+    )
+    server_channel_max_in_flight_bytes: int = attrs.field(
+        default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
+    )
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
 

@@ -52,7 +52,7 @@ from remoting import constants as K
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
-from remoting.server import RemotingServer
+from remoting.server import RemotingServer, partial_frames_budget
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,8 @@ class BrokerController:
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
+        # The main and VIP ports' connections hold partial frames against one limit.
+        self._partial_frames = partial_frames_budget(config.server_partial_frames_max_bytes)
         self.server = self._server("broker", config.listen_port)
         # RocketMQ's VIP channel: clients with vipChannelEnabled dial listenPort - 2.
         self.vip_server = (
@@ -167,6 +169,8 @@ class BrokerController:
             port,
             name=name,
             max_frame_bytes=self.config.max_frame_bytes,
+            budget=self._partial_frames,
+            max_in_flight_bytes=self.config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
         )
         self.send.register(server)

@@ -58,6 +58,16 @@ class NamesrvConfig:
     broker_channel_expired_time: int = attrs.field(default=120_000, validator=java_long(1))
     scan_not_active_broker_interval: int = attrs.field(default=10_000, validator=java_long(1))
     server_channel_max_idle_time_seconds: int = attrs.field(default=120, validator=java_int(1))
+    # Not RocketMQ keys: Java's frame limit is the com.rocketmq.remoting.frameMaxLength
+    # property; what all connections may hold in partial frames together; the request bytes
+    # one connection may have in flight.
+    max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=java_int(1025))
+    server_partial_frames_max_bytes: int = attrs.field(
+        default=256 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
+    )
+    server_channel_max_in_flight_bytes: int = attrs.field(
+        default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
+    )
 
 
 IGNORED_KEYS = frozenset(

@@ -47,6 +47,9 @@ class NamesrvController:
             processors=self.processor.handlers(),
             default_processor=no_reply,
             idle_timeout_s=config.server_channel_max_idle_time_seconds,
+            max_frame_bytes=config.max_frame_bytes,
+            max_partial_frames_bytes=config.server_partial_frames_max_bytes,
+            max_in_flight_bytes=config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
         )
         self._stop = trio.Event()

@@ -1,10 +1,17 @@
 """REGISTER_BROKER bodies (spec/remoting.md §9.1): RegisterBrokerBody JSON, its compressed
-binary form, and the bare TopicConfigSerializeWrapper old brokers send. Pure."""
+binary form, and the bare TopicConfigSerializeWrapper old brokers send. Pure.
+
+Anything wrong with a body is a RegisterBodyError. A compressed body inflates to at most
+``MAX_INFLATED_BYTES``: 16 MiB of deflated zeros would otherwise become 16 GiB (Java's
+InflaterInputStream has no bound either, but reads the topics one at a time).
+"""
 
 from __future__ import annotations
 
 import struct
 import zlib
+
+import cattrs
 
 from remoting import fastjson
 from remoting.body import (
@@ -15,9 +22,12 @@ from remoting.body import (
     TopicFilterType,
 )
 from remoting.codes import V3_0_11
+from remoting.errors import RemotingError
 from remoting.serde import decode_body, encode_body, structure_body
 
 _I32 = struct.Struct(">i")
+# ~1 M topics in the compressed form (~50 bytes each); RocketMQ clusters hold far fewer.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
 
 
 class RegisterBodyError(ValueError):
@@ -33,11 +43,32 @@ def _read_chunk(data: bytes, pos: int) -> tuple[bytes, int]:
     return data[pos + 4 : pos + 4 + length], pos + 4 + length
 
 
-def decode_compressed(body: bytes) -> RegisterBrokerBody:
+def _inflate(body: bytes) -> bytes:
+    inflater = zlib.decompressobj()
     try:
-        data = zlib.decompress(body)
+        data = inflater.decompress(body, MAX_INFLATED_BYTES)
     except zlib.error as exc:
         raise RegisterBodyError(f"compressed register body does not inflate: {exc}") from None
+    if inflater.unconsumed_tail:
+        raise RegisterBodyError(
+            f"compressed register body inflates past {MAX_INFLATED_BYTES} bytes"
+        )
+    if not inflater.eof:
+        raise RegisterBodyError("compressed register body is truncated")
+    return data
+
+
+def decode_compressed(body: bytes) -> RegisterBrokerBody:
+    data = _inflate(body)
+    try:
+        return _parse_inflated(data)
+    except (ValueError, KeyError, TypeError, RemotingError, cattrs.BaseValidationError) as exc:
+        if isinstance(exc, RegisterBodyError):
+            raise
+        raise RegisterBodyError(f"bad compressed register body: {exc!r:.200}") from None
+
+
+def _parse_inflated(data: bytes) -> RegisterBrokerBody:
     raw, pos = _read_chunk(data, 0)
     version = structure_body(DataVersion, fastjson.loads(raw))
     if pos + 4 > len(data):

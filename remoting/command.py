@@ -3,6 +3,11 @@
 Pure: ``decode_command(frame)`` and ``encode_command(cmd)`` only turn bytes into commands and
 back. Every extFields value is normalised to its Java ``toString()`` form on the way in (C++
 sends numbers), and written as a string on the way out (Go and C++ read strings only).
+
+Decoding raises :class:`RemoteProtocolError` and nothing else, whatever the bytes: ``code``,
+``opaque``, ``flag`` and ``version`` are Java ints (a header Java's decoder cannot read closes the
+channel there too), and text that only the lenient parser takes must still be UTF-8 throughout
+(a lone surrogate escape would fail later, when a reply is encoded).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ _ROCKETMQ_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, f
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _ONLY_STR = frozenset((str,))
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
 
 _opaque_counter = itertools.count()
@@ -125,15 +131,22 @@ def decode_command(frame: Frame) -> RemotingCommand:
 def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     try:
         data = _json_loads(header)
+        lenient = False
     except orjson.JSONDecodeError:
         data = fastjson.loads(header)  # raises FastjsonDecodeError (a RemoteProtocolError)
+        lenient = True
     if not isinstance(data, dict):
         raise RemoteProtocolError("command header is not a JSON object")
     code = data.get("code")
     opaque = data.get("opaque", 0)
     flag = data.get("flag", 0)
     version = data.get("version", 0)
-    if not (type(code) is type(opaque) is type(flag) is type(version) is int):
+    # Four ints in [0, 2^31) pass at once; anything else (negative opaques included) is
+    # converted and range-checked one by one.
+    if not (
+        type(code) is type(opaque) is type(flag) is type(version) is int
+        and not (code | opaque | flag | version) >> 31
+    ):
         code, opaque, flag, version = _header_ints(code, opaque, flag, version)
     language = data.get("language", "JAVA")
     if type(language) is not str:
@@ -149,17 +162,39 @@ def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
             raise RemoteProtocolError("extFields is not a JSON object")
         if not _ONLY_STR.issuperset(map(type, ext.values())):
             ext = _java_strings(ext)
+    if lenient:
+        _check_utf8(language, remark, ext)
     return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
 
 
 def _header_ints(code: Any, opaque: Any, flag: Any, version: Any) -> tuple[int, int, int, int]:
-    """Numbers sent as strings (or a null version) by lenient peers."""
+    """Numbers sent as strings (or a null version) by lenient peers, each a Java int."""
     if code is None:
         raise RemoteProtocolError("bad command header field: no code")
+    values = []
+    for name, value in (("code", code), ("opaque", opaque), ("flag", flag), ("version", version)):
+        try:
+            number = int(value or 0)
+        except (TypeError, ValueError, OverflowError):
+            raise RemoteProtocolError(f"bad command header field: {name}={value!r:.40}") from None
+        if not _INT_MIN <= number <= _INT_MAX:
+            raise RemoteProtocolError(
+                f"bad command header field: {name}={value!r:.40} is not a Java int"
+            )
+        values.append(number)
+    return values[0], values[1], values[2], values[3]
+
+
+def _check_utf8(language: str, remark: str | None, ext: dict[str, str] | None) -> None:
     try:
-        return int(code), int(opaque), int(flag), int(version or 0)
-    except (TypeError, ValueError) as exc:
-        raise RemoteProtocolError(f"bad command header field: {exc!r}") from None
+        language.encode("utf-8")
+        if remark is not None:
+            remark.encode("utf-8")
+        for key, value in (ext or {}).items():
+            key.encode("utf-8")
+            value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RemoteProtocolError(f"command header text is not UTF-8: {exc}") from None
 
 
 def _java_strings(ext: dict[Any, Any]) -> dict[str, str]:

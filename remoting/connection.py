@@ -7,7 +7,12 @@ clients over their own sockets), so client and server share this class:
   ``opaque``, and hands requests to the request handler. A server's connections are read by
   its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
-  one that returns an awaitable gets its own task, bounded per connection;
+  one that returns an awaitable gets its own task;
+* reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
+  many requests or request bytes are in flight (remoting/in_flight.py): a client that never
+  reads its replies, or pipelines without end, cannot grow the server's memory;
+* a server's connections report their partial frames to one ``PartialFrameBudget``; over it,
+  the connection whose frame has waited longest is closed (remoting/budget.py says why);
 * replies are written by the event loop, or on a server with an ``OutboundSender`` by its
   native thread (remoting/writes.py);
 * the connection closes after ``idle_timeout_s`` without a byte in either direction.
@@ -24,16 +29,15 @@ from typing import Any
 
 import trio
 
+from remoting.budget import PartialFrameBudget
+from remoting.calls import PendingCalls
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command
-from remoting.errors import (
-    RemoteProtocolError,
-    RemotingConnectError,
-    RemotingTimeoutError,
-    RemotingTooMuchRequestError,
-    RequestError,
-)
+from remoting.errors import RemoteProtocolError, RemotingConnectError, RequestError
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES, InFlight
+from remoting.log_limit import bug_tracebacks, log_limited, peer_warnings
+from remoting.memory import trim
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 from remoting.writes import LoopWrites, ThreadWrites
@@ -44,19 +48,9 @@ log = logging.getLogger(__name__)
 # the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
 READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
-MAX_PENDING_CALLS = 65536
-MAX_HANDLER_TASKS = 4096
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
-
-
-class _Pending:
-    __slots__ = ("event", "response")
-
-    def __init__(self) -> None:
-        self.event = trio.Event()
-        self.response: RemotingCommand | BaseException | None = None
 
 
 class Connection:
@@ -68,33 +62,41 @@ class Connection:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
         sender: OutboundSender | None = None,
         selector: ReadSelector | None = None,
+        budget: PartialFrameBudget | None = None,
     ) -> None:
-        self.stream = stream
         self.request_handler = request_handler
         self.peer = _format_addr(stream.socket.getpeername())
         self.local = _format_addr(stream.socket.getsockname())
+        # One descriptor per connection: the stream's socket is taken over as a plain one,
+        # read and written from plain ``def`` code (the selector's reads, replies the kernel
+        # takes at once) and waited on through trio.lowlevel. It is released in one place
+        # (_release_socket), once nothing waits on it.
+        trio_sock = stream.socket
+        self._sock = socket.socket(
+            trio_sock.family, trio_sock.type, trio_sock.proto, trio_sock.detach()
+        )
+        self._sock.setblocking(False)
+        self._fd = self._sock.fileno()
         self.closed = False
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # owners' per-connection state (client id, ...)
         self._decoder = FrameDecoder(max_frame_bytes)
         self._idle_timeout_s = idle_timeout_s
-        self._max_handler_tasks = max_handler_tasks
-        self._pending: dict[int, _Pending] = {}
-        self._handler_tasks = 0
+        self._calls = PendingCalls()
+        self._in_flight = InFlight(max_handler_tasks, max_in_flight_bytes)
+        self._budget = budget
+        self._held = 0  # bytes of a partial frame, as last told to the budget
         self._nursery: trio.Nursery | None = None
         self._last_io = trio.current_time()
         self._in_read_batch = False
-        # A second handle on the same socket for non-blocking reads and writes from plain
-        # ``def`` code (the selector's reads; replies the kernel takes at once).
-        self._raw = socket.fromfd(stream.socket.fileno(), stream.socket.family, stream.socket.type)
-        self._raw.setblocking(False)
         self._finished = trio.Event()
         self._writes = (
-            ThreadWrites(sender, self._raw, self.close_soon, self._touch)
+            ThreadWrites(sender, self._sock, self.close_soon, self._touch)
             if sender is not None
-            else LoopWrites(self._raw, stream.socket, self.close_soon, self._touch)
+            else LoopWrites(self._sock, self.close_soon, self._touch)
         )
         self._selector = selector
         self._read_done = trio.Event()
@@ -123,10 +125,10 @@ class Connection:
             if self._selector is not None:
                 self._selector.remove(self)
             self._mark_closed(self.close_reason or "connection finished")
-            self._raw.close()
-            with trio.CancelScope(shield=True):
-                await self.stream.aclose()
-            self._finished.set()
+            try:
+                self._release_socket()
+            finally:
+                self._finished.set()
 
     async def aclose(self, reason: str = "closed locally") -> None:
         self._mark_closed(reason)
@@ -134,8 +136,18 @@ class Connection:
             self._nursery.cancel_scope.cancel()
             await self._finished.wait()
         else:
-            self._raw.close()
-            await self.stream.aclose()
+            self._release_socket()
+            await trio.lowlevel.checkpoint()
+
+    def _release_socket(self) -> None:
+        """Nothing waits on the socket any more: close it, or with a sender hand it to the
+        thread, which closes it after writing what the kernel takes. Its number is free for
+        the next connection only then, so the thread never writes into someone else's."""
+        if self._sock.fileno() < 0:
+            return
+        trio.lowlevel.notify_closing(self._sock)
+        if not self._writes.release(self._sock):
+            self._sock.close()
 
     def _touch(self) -> None:
         self._last_io = trio.current_time()
@@ -151,11 +163,12 @@ class Connection:
             return
         self.closed = True
         self.close_reason = reason
-        error = RemotingConnectError(f"connection to {self.peer} closed: {reason}")
-        pending, self._pending = self._pending, {}
-        for call in pending.values():
-            call.response = error
-            call.event.set()
+        self._calls.fail_all(RemotingConnectError(f"connection to {self.peer} closed: {reason}"))
+        # A connection is freed only when the cycle collector finds it: its partial frame (up
+        # to 16 MiB) goes now, not then.
+        self._decoder.clear()
+        if self._held:
+            self._release_partial()
         self._writes.close()  # the sender's thread still writes what the kernel takes at once
         self._read_done.set()
 
@@ -175,12 +188,12 @@ class Connection:
         # Reads from the raw socket. After a read that found data the next one is tried after
         # a plain checkpoint (eager); after a miss, after a readiness wait. Either way the
         # await is the checkpoint that keeps a busy peer from starving others.
-        raw = self._raw
+        sock = self._sock
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         eager = False
         while not self.closed:
-            if not self._writes.drained.is_set():  # too many reply bytes queued
-                await self._writes.drained.wait()
+            if self._reading_paused():
+                await self._until_reading_resumes()
                 continue
             if eager:
                 # A busy server: by the time the other connections had their turn, this
@@ -188,7 +201,7 @@ class Connection:
                 # saves an epoll_ctl and a wake-up. A miss falls back to waiting.
                 await checkpoint()
             else:
-                await wait_readable(raw)
+                await wait_readable(sock)
             eager = self._read_once()
             if eager is None:
                 return
@@ -198,25 +211,35 @@ class Connection:
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
-        if not self._writes.drained.is_set():
+        if self._in_flight.full or not self._writes.drained.is_set():
             assert self._nursery is not None
-            self._nursery.start_soon(self._read_when_drained)
+            self._nursery.start_soon(self._read_when_resumed)
             return False
         return True
 
-    async def _read_when_drained(self) -> None:
-        await self._writes.drained.wait()
+    async def _read_when_resumed(self) -> None:
+        await self._until_reading_resumes()
         if not self.closed and self._selector is not None:
             self._selector.add(self)
 
+    def _reading_paused(self) -> bool:
+        return self._in_flight.full or not self._writes.drained.is_set()
+
+    async def _until_reading_resumes(self) -> None:
+        while not self.closed and self._reading_paused():
+            if not self._writes.drained.is_set():
+                await self._writes.drained.wait()
+            else:
+                await self._in_flight.wait_finished()
+
     def fileno(self) -> int:
-        return self._raw.fileno()
+        return self._fd
 
     def _read_once(self) -> bool | None:
         """Read what the socket holds and handle the commands in it. None once the connection
         is finished; else whether reading again at once may find more."""
         try:
-            data = self._raw.recv(READ_CHUNK)
+            data = self._sock.recv(READ_CHUNK)
         except BlockingIOError:
             return False
         except OSError as exc:
@@ -232,27 +255,61 @@ class Connection:
             while (frame := self._decoder.next_frame()) is not None:
                 self._on_command(decode_command(frame))
         except RemoteProtocolError as exc:
-            log.warning("protocol error, closing: peer=%s error=%s", self.peer, exc)
+            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, exc)
             self._mark_closed(f"protocol error: {exc}")
             return None
         finally:
             self._in_read_batch = False
             written = self.closed or self._writes.flush()
+        held = self._decoder.buffered_bytes
+        if held != self._held and self._budget is not None and not self._hold_partial(held):
+            return None
         # A reply still waiting for the sender's thread: the peer's next request cannot be in.
         return written
 
+    def _hold_partial(self, held: int) -> bool:
+        """Tell the budget what our partial frame holds now; over it, close the stalest holder.
+        False when that was this connection."""
+        budget = self._budget
+        assert budget is not None
+        budget.change(self, self._held, held, self._last_io)
+        self._held = held
+        while budget.over:
+            stalest = budget.stalest()
+            if not isinstance(stalest, Connection):
+                break
+            stalest.warn_peer(
+                "partial frames over serverPartialFramesMaxBytes=%d, closing the stalest: "
+                "peer=%s held=%d idle_s=%.1f total=%d",
+                budget.limit,
+                stalest.peer,
+                stalest._held,
+                budget.idle_s(stalest, self._last_io),
+                budget.total,
+            )
+            stalest.close_soon("partial frames over the server's limit")
+        return not self.closed
+
+    def _release_partial(self) -> None:
+        budget = self._budget
+        assert budget is not None
+        budget.change(self, self._held, 0, self._last_io)
+        self._held = 0
+        if budget.take_trim():
+            trim()
+
+    def warn_peer(self, message: str, *args: Any) -> None:
+        """A WARNING about this peer, a few per host and minute (remoting/log_limit.py)."""
+        host = self.peer.rpartition(":")[0]
+        log_limited(log, peer_warnings, host, logging.WARNING, message, *args)
+
     def _on_command(self, command: RemotingCommand) -> None:
-        if command.is_response:
-            call = self._pending.pop(command.opaque, None)
-            if call is None:
-                log.debug(
-                    "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
-                )
-                return
-            call.response = command
-            call.event.set()
-            return
-        self._dispatch(command)
+        if not command.is_response:
+            self._dispatch(command)
+        elif not self._calls.answer(command):
+            log.debug(
+                "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
+            )
 
     def _dispatch(self, request: RemotingCommand) -> None:
         if self.request_handler is None:
@@ -269,23 +326,19 @@ class Connection:
         except Exception as exc:
             result = self._failure_response(request, exc)
         # Most answers are ready at once: the type test spares them isawaitable's ABC check.
+        # The handler has run: its result is never dropped (remoting/in_flight.py).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
-            if self._handler_tasks >= self._max_handler_tasks:
-                if inspect.iscoroutine(result):
-                    result.close()
-                result = request.error_response(
-                    ResponseCode.SYSTEM_BUSY,
-                    f"[OVERLOAD]too many requests in flight on this connection, limit {self._max_handler_tasks}",
-                )
-            else:
-                self._handler_tasks += 1
-                assert self._nursery is not None
-                self._nursery.start_soon(self._finish_request, request, result)
-                return
+            size = len(request.body)
+            self._in_flight.started(size)
+            assert self._nursery is not None
+            self._nursery.start_soon(self._finish_request, request, result, size)
+            return
         if result is not None and not request.is_oneway:
             self.send_nowait(result)
 
-    async def _finish_request(self, request: RemotingCommand, awaitable: Awaitable[Any]) -> None:
+    async def _finish_request(
+        self, request: RemotingCommand, awaitable: Awaitable[Any], size: int
+    ) -> None:
         try:
             try:
                 response = await awaitable
@@ -294,12 +347,21 @@ class Connection:
             if response is not None and not request.is_oneway and not self.closed:
                 self.send_nowait(response)
         finally:
-            self._handler_tasks -= 1
+            self._in_flight.finished(size)
 
     def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, RequestError):
             return request.error_response(exc.code, exc.remark)
-        log.exception("request failed: code=%d peer=%s", request.code, self.peer)
+        log_limited(
+            log,
+            bug_tracebacks,
+            ("request", request.code),
+            logging.ERROR,
+            "request failed: code=%d peer=%s",
+            request.code,
+            self.peer,
+            exc_info=True,
+        )
         return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
 
     # ----------------------------------------------------------------------- writing
@@ -335,24 +397,14 @@ class Connection:
         """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
         if self.closed:
             raise RemotingConnectError(f"connection to {self.peer} closed: {self.close_reason}")
-        if len(self._pending) >= MAX_PENDING_CALLS:
-            raise RemotingTooMuchRequestError(f"{len(self._pending)} calls pending on {self.peer}")
-        call = _Pending()
-        self._pending[request.opaque] = call
+        call = self._calls.open(request.opaque, self.peer)
         try:
             await self.send(request)
             with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
                 await call.event.wait()
         finally:
-            self._pending.pop(request.opaque, None)
-        response = call.response
-        if response is None:
-            raise RemotingTimeoutError(
-                f"no response from {self.peer} to code={request.code} within {timeout_s:g} s"
-            )
-        if isinstance(response, BaseException):
-            raise response
-        return response
+            self._calls.close(request.opaque)
+        return call.result(self.peer, request, timeout_s)
 
     async def invoke_oneway(self, request: RemotingCommand) -> None:
         request.flag |= 2

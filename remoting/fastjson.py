@@ -4,6 +4,9 @@ Reading: strict JSON first (the C parser, fast), and on failure a small tolerant
 parser that also accepts what fastjson writes for maps whose keys are not strings: bare integer
 keys (``{0:"10.0.0.1:10911"}``) and object keys (``{{"brokerName":"b","queueId":0,"topic":"T"}:{...}}``).
 An object key is returned as an :class:`ObjectKey`, a hashable tuple of its sorted pairs.
+Whatever the input, the only error is :class:`FastjsonDecodeError`: nesting is bounded
+(``MAX_DEPTH``), and ``NaN``/``Infinity`` (not JSON, and not written by fastjson) or numbers
+past Python's 4300-digit limit are refused rather than raising their own errors.
 
 Writing: compact, no whitespace (Go clients split route JSON on ``,`` and ``:``), non-string keys
 either fastjson-native (unquoted) or "standard" (quoted, as the 4.9.4+ NameServer's
@@ -20,8 +23,17 @@ from typing import Any
 
 from remoting.errors import RemoteProtocolError
 
+# RocketMQ's bodies nest a handful of levels; the C parser gives up near the interpreter's
+# recursion limit (~1000), so anything deeper is refused by the tolerant one here.
+MAX_DEPTH = 200
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
-_strict_loads = json.JSONDecoder(strict=False).decode
+_strict_loads = json.JSONDecoder(strict=False, parse_constant=_no_constants).decode
 _WHITESPACE = " \t\n\r"
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -40,9 +52,16 @@ def loads(text: str | bytes | bytearray | memoryview) -> Any:
     try:
         return _strict_loads(text.strip(_WHITESPACE))
     except json.JSONDecodeError:
-        pass
+        pass  # maybe fastjson's own dialect
+    except RecursionError:
+        raise FastjsonDecodeError(f"invalid JSON: nested deeper than {MAX_DEPTH}") from None
+    except ValueError as exc:  # NaN/Infinity, an integer past 4300 digits
+        raise FastjsonDecodeError(f"invalid JSON: {exc}") from None
     parser = _Parser(text)
-    value = parser.value()
+    try:
+        value = parser.value()
+    except RecursionError:  # only if called from deep down already: MAX_DEPTH stops ours
+        raise FastjsonDecodeError(f"invalid JSON: nested deeper than {MAX_DEPTH}") from None
     parser.skip_ws()
     if parser.pos != len(text):
         parser.fail("trailing characters")
@@ -67,10 +86,10 @@ class ObjectKey(tuple):
 
 
 class _Parser:
-    __slots__ = ("pos", "text")
+    __slots__ = ("depth", "pos", "text")
 
     def __init__(self, text: str) -> None:
-        self.text, self.pos = text, 0
+        self.text, self.pos, self.depth = text, 0, 0
 
     def fail(self, what: str) -> None:
         raise FastjsonDecodeError(f"invalid JSON at char {self.pos}: {what}")
@@ -86,10 +105,13 @@ class _Parser:
         if self.pos >= len(self.text):
             self.fail("unexpected end")
         char = self.text[self.pos]
-        if char == "{":
-            return self.obj()
-        if char == "[":
-            return self.array()
+        if char in "{[":
+            if self.depth >= MAX_DEPTH:
+                self.fail(f"nested deeper than {MAX_DEPTH}")
+            self.depth += 1
+            value = self.obj() if char == "{" else self.array()
+            self.depth -= 1
+            return value
         if char == '"':
             return self.string()
         if char == "-" or char.isdigit():
@@ -111,7 +133,11 @@ class _Parser:
         while True:
             key = self.value()
             if isinstance(key, dict):
-                key = ObjectKey.of(key)
+                try:  # names of one type, values that can be in a map key themselves
+                    key = ObjectKey.of(key)
+                    hash(key)
+                except TypeError:
+                    self.fail("object key that cannot be a map key")
             elif isinstance(key, list):
                 self.fail("array as object key")
             self.skip_ws()

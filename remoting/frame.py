@@ -53,6 +53,10 @@ class FrameDecoder:
     def buffered_bytes(self) -> int:
         return len(self._buffer) - self._pos
 
+    def clear(self) -> None:
+        """Drop what is buffered: the connection is gone, and its partial frame with it."""
+        self._buffer, self._pos = b"", 0
+
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos
@@ -72,7 +76,10 @@ class FrameDecoder:
         header_end = pos + 8 + header_length
         frame_end = pos + 4 + length
         if header_end > frame_end:
-            raise RemoteProtocolError(f"header length {header_length} > frame length {length}")
+            raise RemoteProtocolError(
+                f"header length {header_length} runs past the frame ({length - 4} bytes after "
+                "the header info)"
+            )
         self._pos = frame_end
         if type(buffer) is bytes:
             return Frame(serialize_type, buffer[pos + 8 : header_end], buffer[header_end:frame_end])

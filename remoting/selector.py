@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from remoting.log_limit import bug_tracebacks, log_limited
+
 if TYPE_CHECKING:
     from remoting.connection import Connection
 
@@ -79,7 +81,15 @@ class ReadSelector:
         except Exception:
             # Only a bug gets here (handlers' errors are answered): that connection goes, the
             # others are still served.
-            log.exception("reading failed, closing: peer=%s", connection.peer)
+            log_limited(
+                log,
+                bug_tracebacks,
+                "read",
+                logging.ERROR,
+                "reading failed, closing: peer=%s",
+                connection.peer,
+                exc_info=True,
+            )
             connection.close_soon("reading failed")
             reading = False
         if not reading:

@@ -8,7 +8,9 @@ a single wake-up, or writes it right there when one connection alone has replies
 request/response pair would otherwise pay a thread wake-up on top of the write).
 
 A connection's bytes leave in order; what the kernel cannot take waits in the thread, and a
-connection with more than its high-water mark queued is told when it has drained.
+connection with more than its high-water mark queued is told when it has drained. The thread
+writes to the connection's own descriptor, and becomes its owner when the connection goes
+(``remove``): the number cannot be reused for another socket while the thread may still write.
 
 Servers use one when the native module is built; clients, and pure mode, write inline.
 """
@@ -63,11 +65,12 @@ class OutboundSender:
         self._watching[handle] = listener
         return True
 
-    def remove(self, handle: int) -> None:
-        """No more sends: what is queued leaves if the kernel takes it at once, then the
-        thread's copy of the socket closes."""
+    def remove(self, handle: int, fd: int) -> bool:
+        """No more sends, and the connection's descriptor ``fd`` is the thread's: what is
+        queued leaves if the kernel takes it at once, then the thread closes it. False (the
+        caller keeps ``fd``) once the sender has stopped."""
         self._watching.pop(handle, None)
-        self._native.remove(handle)
+        return self._native.remove(handle, fd)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Kick the thread before every I/O wait of this Trio run and deliver drain notices;

@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
 
 import trio
 
+from remoting.accept import accept_loop
+from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.connection import IDLE_TIMEOUT_S, MAX_HANDLER_TASKS, Connection, HandlerResult
+from remoting.connection import IDLE_TIMEOUT_S, READ_CHUNK, Connection, HandlerResult
 from remoting.frame import MAX_FRAME_BYTES
+from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES
+from remoting.log_limit import bug_tracebacks, log_limited
+from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
+
+# What all connections of a server may hold in partial frames together (a connection alone
+# holds at most a frame and one read): serverPartialFramesMaxBytes.
+MAX_PARTIAL_FRAMES_BYTES = 256 * 1024 * 1024
 
 
 def not_supported(connection: Connection, request: RemotingCommand) -> RemotingCommand:
@@ -39,6 +47,12 @@ def no_reply(connection: Connection, request: RemotingCommand) -> None:
     return None
 
 
+def partial_frames_budget(limit_bytes: int = MAX_PARTIAL_FRAMES_BYTES) -> PartialFrameBudget:
+    """The limit on partial frames a server's connections share, or several servers' (pass it
+    to each as ``budget``). A connection holding no more than one read is never closed for it."""
+    return PartialFrameBudget(limit_bytes, floor=READ_CHUNK)
+
+
 class RemotingServer:
     def __init__(
         self,
@@ -51,6 +65,9 @@ class RemotingServer:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_handler_tasks: int = MAX_HANDLER_TASKS,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
+        max_partial_frames_bytes: int = MAX_PARTIAL_FRAMES_BYTES,
+        budget: PartialFrameBudget | None = None,
         on_connection_closed: Callable[[Connection], None] | None = None,
         native_sender: bool = True,
         read_selector: bool = True,
@@ -63,6 +80,17 @@ class RemotingServer:
         self._max_frame_bytes = max_frame_bytes
         self._idle_timeout_s = idle_timeout_s
         self._max_handler_tasks = max_handler_tasks
+        self._max_in_flight_bytes = max_in_flight_bytes
+        # Servers of one process may share one (the broker's main and VIP ports).
+        self.budget = budget or partial_frames_budget(max_partial_frames_bytes)
+        if self.budget.limit < max_frame_bytes:
+            log.warning(
+                "%s: partial frames limit %d < frame limit %d: frames above %d cannot arrive",
+                name,
+                self.budget.limit,
+                max_frame_bytes,
+                self.budget.limit,
+            )
         self._on_connection_closed = on_connection_closed
         self._listeners: list[trio.SocketListener] = []
         self._accepting = trio.CancelScope()
@@ -81,6 +109,7 @@ class RemotingServer:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve; ``started(port)`` gives the bound port (pass port 0 in tests)."""
+        pin_mmap_threshold()  # big frames' buffers are unmapped when freed
         self._listeners = await trio.open_tcp_listeners(self.port, host=self.host or None)
         self.port = self._listeners[0].socket.getsockname()[1]
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
@@ -105,12 +134,19 @@ class RemotingServer:
                     await listener.aclose()
 
     async def _serve(self, task_status: trio.TaskStatus[int]) -> None:
-        async with trio.open_nursery() as nursery:
+        async with trio.open_nursery() as handlers:
             task_status.started(self.port)
             with self._accepting:
-                await trio.serve_listeners(
-                    partial(self._handle_connection), self._listeners, handler_nursery=nursery
-                )
+                async with trio.open_nursery() as acceptors:
+                    for listener in self._listeners:
+                        acceptors.start_soon(
+                            accept_loop,
+                            self.name,
+                            listener,
+                            self._handle_connection,
+                            handlers,
+                            self.connections.__len__,
+                        )
             for listener in self._listeners:
                 await listener.aclose()
 
@@ -128,8 +164,10 @@ class RemotingServer:
                 max_frame_bytes=self._max_frame_bytes,
                 idle_timeout_s=self._idle_timeout_s,
                 max_handler_tasks=self._max_handler_tasks,
+                max_in_flight_bytes=self._max_in_flight_bytes,
                 sender=self._sender,
                 selector=self._selector,
+                budget=self.budget,
             )
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)
@@ -140,8 +178,16 @@ class RemotingServer:
         try:
             await connection.run()
         except* Exception:
-            # Anything escaping a serve_listeners handler would kill the whole server.
-            log.exception("connection handler failed: peer=%s", connection.peer)
+            # Anything escaping a connection handler would kill the whole server.
+            log_limited(
+                log,
+                bug_tracebacks,
+                "connection",
+                logging.ERROR,
+                "connection handler failed: peer=%s",
+                connection.peer,
+                exc_info=True,
+            )
         finally:
             self.connections.discard(connection)
             log.debug(
@@ -151,4 +197,12 @@ class RemotingServer:
                 try:
                     self._on_connection_closed(connection)
                 except Exception:
-                    log.exception("on_connection_closed failed: peer=%s", connection.peer)
+                    log_limited(
+                        log,
+                        bug_tracebacks,
+                        "on_connection_closed",
+                        logging.ERROR,
+                        "on_connection_closed failed: peer=%s",
+                        connection.peer,
+                        exc_info=True,
+                    )

@@ -3,7 +3,8 @@ server's native sender thread (ThreadWrites). Stored message bytes are never cop
 
 Both count the bytes still queued, so the connection can stop reading a peer that does not
 read its replies (``WRITE_HIGH_WATER``; ``drained`` is set again once they are written), and
-both report a failed write through ``on_error``: the connection then closes.
+both report a failed write through ``on_error``: the connection then closes. The connection's
+socket is its only descriptor: ``release`` says who closes it.
 """
 
 from __future__ import annotations
@@ -28,14 +29,8 @@ class LoopWrites:
     its end (``flush``); only what the kernel cannot take at once goes to the writer task
     (``run``)."""
 
-    def __init__(
-        self,
-        raw: socket.socket,
-        sock: trio.socket.SocketType,
-        on_error: OnError,
-        on_io: Callable[[], None],
-    ) -> None:
-        self._raw, self._sock = raw, sock
+    def __init__(self, sock: socket.socket, on_error: OnError, on_io: Callable[[], None]) -> None:
+        self._sock = sock
         self._on_error, self._on_io = on_error, on_io
         self._out: list[Any] = []
         self._ready = trio.Event()
@@ -58,7 +53,7 @@ class LoopWrites:
             return True
         buffers, self._out = self._out, []
         try:
-            rest = _send_nowait(self._raw, buffers)
+            rest = _send_nowait(self._sock, buffers)
         except OSError as exc:
             self._on_error(f"write failed: {exc!r}")
             return True
@@ -96,8 +91,14 @@ class LoopWrites:
     def close(self) -> None:
         """What is still queued is dropped."""
         self._closed = True
+        self._out = []
+        self.queued = 0
         self._ready.set()
         self.drained.set()
+
+    def release(self, sock: socket.socket) -> bool:
+        """False: the connection closes its socket itself."""
+        return False
 
 
 class ThreadWrites:
@@ -109,18 +110,21 @@ class ThreadWrites:
     def __init__(
         self,
         sender: OutboundSender,
-        raw: socket.socket,
+        sock: socket.socket,
         on_error: OnError,
         on_io: Callable[[], None],
     ) -> None:
         self._sender = sender
-        self._handle = sender.add(raw)  # the thread writes through its own dup of the socket
+        self._handle = sender.add(sock)  # the thread writes to the connection's descriptor
         self._on_error, self._on_io = on_error, on_io
+        self._closed = False
         self.queued = 0
         self.drained = trio.Event()
         self.drained.set()
 
     def queue(self, buffers: list[Any]) -> None:
+        if self._closed:
+            return
         try:
             self.queued = self._sender.send(self._handle, buffers)
         except OSError as exc:
@@ -143,14 +147,21 @@ class ThreadWrites:
 
     def flush(self) -> bool:
         """False when the bytes wait for the thread: the peer cannot have answered yet."""
-        return self._handle < 0 or self._sender.write_now(self._handle)
+        return self._closed or self._sender.write_now(self._handle)
 
     def close(self) -> None:
-        """What is queued still leaves if the kernel takes it at once."""
-        if self._handle >= 0:
-            self._sender.remove(self._handle)
-            self._handle = -1
+        """No more bytes; what is queued keeps leaving until ``release``."""
+        self._closed = True
         self.drained.set()
+
+    def release(self, sock: socket.socket) -> bool:
+        """Hand the socket to the thread: it writes what the kernel takes at once, then closes
+        it. False when the server's sender has stopped (the connection closes it itself)."""
+        handle, self._handle = self._handle, -1
+        if handle < 0 or not self._sender.remove(handle, sock.fileno()):
+            return False
+        sock.detach()  # the thread's now; closed by the thread, never here
+        return True
 
 
 def _send_nowait(sock: socket.socket, buffers: list[Any]) -> list[memoryview]:
@@ -175,7 +186,12 @@ def _consume(views: list[memoryview], sent: int) -> None:
         views[0] = views[0][sent:]
 
 
-async def _send_all(sock: trio.socket.SocketType, buffers: list[Any]) -> None:
+async def _send_all(sock: socket.socket, buffers: list[Any]) -> None:
     views = [memoryview(b) for b in buffers if len(b)]
     while views:
-        _consume(views, await sock.sendmsg(views[:_IOV_MAX]))
+        try:
+            _consume(views, sock.sendmsg(views[:_IOV_MAX]))
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+        else:
+            await trio.lowlevel.checkpoint()

@@ -7,8 +7,10 @@
  * scheduler pass (remoting/sender.py calls kick() before each I/O wait).
  *
  * Rules that keep it safe:
- * - The thread owns a dup() of each socket, so a descriptor number the loop closes and reuses
- *   never receives another connection's bytes; it closes its copy when told to (remove).
+ * - The thread writes to the connection's own descriptor (one per connection: a dup() each
+ *   cost the broker a third of its descriptors). Python keeps it open until remove(), which
+ *   hands it over; the thread closes it after its last write. So the number is never reused
+ *   for another socket while the thread may still write to it.
  * - Bytes are never copied: each queued chunk holds Py_buffer views of the objects it was given.
  *   The thread only reads buf/len; releasing the views needs the GIL, so finished chunks wait
  *   on a list that the next call from Python (which holds the GIL) releases.
@@ -23,7 +25,6 @@
  */
 #include "sender.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -117,7 +118,7 @@ static PyObject *Sender_close(Sender *s, PyObject *unused) {
         conn *c = s->slots[i];
         if (!c) continue;
         sender_to_done(s, c->head);
-        close(c->fd);
+        if (c->owns_fd) close(c->fd); /* else Python's, still open there */
         free(c);
         s->slots[i] = NULL;
     }
@@ -137,18 +138,14 @@ static void Sender_dealloc(Sender *s) {
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-/* add(fd) -> id: the thread writes through its own dup of fd from now on. */
+/* add(fd) -> id: the thread writes to fd from now on; the caller keeps it open until remove. */
 static PyObject *Sender_add(Sender *s, PyObject *arg) {
     int fd = PyObject_AsFileDescriptor(arg);
     if (fd < 0) return NULL;
     if (s->closed) return PyErr_Format(PyExc_RuntimeError, "the sender is closed");
     conn *c = calloc(1, sizeof(conn));
     if (!c) return PyErr_NoMemory();
-    c->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (c->fd < 0) {
-        free(c);
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
+    c->fd = fd;
     c->watch_below = -1;
     pthread_mutex_lock(&s->mu);
     int id = 0;
@@ -158,7 +155,6 @@ static PyObject *Sender_add(Sender *s, PyObject *arg) {
         conn **grown = realloc(s->slots, sizeof(conn *) * (size_t)n);
         if (!grown) {
             pthread_mutex_unlock(&s->mu);
-            close(c->fd);
             free(c);
             return PyErr_NoMemory();
         }
@@ -331,12 +327,22 @@ static PyObject *Sender_notices(Sender *s, PyObject *unused) {
     return ids;
 }
 
-/* remove(id): no more sends; the thread writes what the kernel takes at once, then closes its
- * descriptor (a reply queued just before a close still leaves). */
-static PyObject *Sender_remove(Sender *s, PyObject *arg) {
-    if (s->closed) Py_RETURN_NONE;
-    conn *c = lock_conn(s, arg);
+/* remove(id, fd) -> bool: no more sends, and fd (the one add() was given) is the thread's: it
+ * writes what the kernel takes at once, then closes it (a reply queued just before a close
+ * still leaves). False once the sender is closed: the caller keeps fd. */
+static PyObject *Sender_remove(Sender *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "remove(id, fd)");
+    int fd = (int)PyLong_AsLong(args[1]);
+    if (fd == -1 && PyErr_Occurred()) return NULL;
+    if (s->closed) Py_RETURN_FALSE;
+    conn *c = lock_conn(s, args[0]);
     if (!c) return NULL;
+    if (c->fd != fd) {
+        pthread_mutex_unlock(&s->mu);
+        return PyErr_Format(PyExc_ValueError, "connection %d writes to fd %d, not %d", c->id,
+                            c->fd, fd);
+    }
+    c->owns_fd = 1;
     c->closing = 1;
     if (c->blocked) {
         c->blocked = 0;
@@ -345,7 +351,7 @@ static PyObject *Sender_remove(Sender *s, PyObject *arg) {
     sender_push_ready(s, c);
     sender_wake(s);
     pthread_mutex_unlock(&s->mu);
-    Py_RETURN_NONE;
+    Py_RETURN_TRUE;
 }
 
 static PyObject *Sender_notice_fd(Sender *s, void *closure) { return PyLong_FromLong(s->notice_fd); }
@@ -362,8 +368,9 @@ static PyMethodDef Sender_methods[] = {
     {"watch", (PyCFunction)Sender_watch, METH_VARARGS,
      "watch(id, level) -> bool: report id once its queued bytes are <= level."},
     {"notices", (PyCFunction)Sender_notices, METH_NOARGS, "Ids whose watch fired."},
-    {"remove", (PyCFunction)Sender_remove, METH_O,
-     "No more sends for id: flush what the kernel takes, close the thread's descriptor."},
+    {"remove", (PyCFunction)(void (*)(void))Sender_remove, METH_FASTCALL,
+     "remove(id, fd) -> bool: no more sends for id; the thread takes fd, writes what the "
+     "kernel takes and closes it. False once the sender is closed (the caller keeps fd)."},
     {"close", (PyCFunction)Sender_close, METH_NOARGS, "Stop the thread and drop everything."},
     {NULL, NULL, 0, NULL},
 };

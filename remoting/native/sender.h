@@ -30,6 +30,7 @@ typedef struct chunk {
 typedef struct conn {
     int fd, id, err;
     int queued, busy, blocked, closing, in_epoll;
+    int owns_fd; /* set by remove(): the thread closes fd; until then Python owns it */
     chunk *head, *tail;
     Py_ssize_t pending;      /* bytes queued, not yet taken by the kernel */
     Py_ssize_t watch_below;  /* report once pending <= this; -1: nobody waits */

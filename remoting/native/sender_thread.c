@@ -62,13 +62,14 @@ static void notice(Sender *s, conn *c) {
     (void)rc;
 }
 
-/* The thread's end of a removed connection: drop what is left, close our descriptor. */
+/* The thread's end of a removed connection: drop what is left, close its descriptor (ours
+ * since remove()). */
 static void finalize(Sender *s, conn *c) {
     sender_to_done(s, c->head);
     c->head = c->tail = NULL;
     if (c->in_epoll) epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     if (c->blocked) s->nblocked--;
-    close(c->fd);
+    if (c->owns_fd) close(c->fd);
     s->slots[c->id] = NULL;
     free(c);
 }

@@ -37,6 +37,50 @@ def test_what_is_not_json_even_to_fastjson_raises_a_protocol_error(bad) -> None:
         fastjson.loads(bad)
 
 
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "[" * DEEP + "]" * DEEP,  # the C parser's RecursionError
+        '{"a":' * DEEP + "1" + "}" * DEEP,
+        "{0:" + "[" * 500 + "]" * 500 + "}",  # fastjson's dialect: our own parser, bounded
+        "[" * DEEP,
+        "1" + "0" * 5000,  # past Python's int digits limit: ValueError
+        "{0:1" + "0" * 5000 + "}",
+        "NaN",
+        "[Infinity]",
+        "-Infinity",
+        '{{0:1,"a":2}:3}',  # an object key whose names cannot be ordered
+        '{{"a":[1]}:3}',  # nor hashed
+        '{{"a":{"b":1}}:1}',
+    ],
+    ids=[
+        "deep-arrays",
+        "deep-objects",
+        "deep-fastjson",
+        "deep-unclosed",
+        "huge-int",
+        "huge-int-fastjson",
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "object-key-mixed-names",
+        "object-key-list-value",
+        "object-key-object-value",
+    ],
+)
+def test_hostile_text_raises_the_protocol_error_and_nothing_else(bad: str) -> None:
+    with pytest.raises(fastjson.FastjsonDecodeError):
+        fastjson.loads(bad)
+
+
+def test_nesting_up_to_the_bound_is_read() -> None:
+    depth = fastjson.MAX_DEPTH
+    assert fastjson.loads("{0:" + "[" * (depth - 1) + "]" * (depth - 1) + "}") is not None
+
+
 def test_writing_is_compact_with_native_or_standard_non_string_keys() -> None:
     value = {"brokerAddrs": {0: "a:1"}, "skip": None, "on": True}
     assert fastjson.dumps(value) == '{"brokerAddrs":{0:"a:1"},"on":true}'

@@ -1,11 +1,13 @@
 """The native Sender (remoting/native/sender.c): connections' bytes written by its own thread,
-in order, never copied, with room reported and a removed connection's last bytes delivered.
+in order, never copied, with room reported and a removed connection's last bytes delivered;
+it writes to each connection's own descriptor, and closes it itself once handed over.
 
 Each test drives it over real socket pairs, the way Connection does: queue with send(), start
 the writes with kick() (the event loop calls it before each I/O wait)."""
 
 from __future__ import annotations
 
+import os
 import random
 import select
 import socket
@@ -102,13 +104,62 @@ def test_removing_a_connection_still_delivers_what_was_queued_then_closes(sender
     ours, peer = pair()
     cid = sender.add(ours)
     sender.send(cid, [b"last ", b"words"])
-    sender.remove(cid)  # no kick: remove hands it to the thread itself
-    ours.close()  # the loop's descriptor goes; the thread's copy keeps the socket open
+    assert sender.remove(cid, ours.fileno()) is True  # no kick: remove hands it over itself
+    ours.detach()  # the descriptor is the thread's now
     assert read_all(peer, 10) == b"last words"
     peer.settimeout(10)
-    assert peer.recv(1) == b""  # then EOF: the thread closed its copy
+    assert peer.recv(1) == b""  # then EOF: the thread closed it
     with pytest.raises(KeyError):
         sender.send(cid, [b"more"])
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_no_descriptor_is_added_per_connection(sender) -> None:
+    pairs = [pair() for _ in range(50)]
+    before = open_fds()
+    for ours, _ in pairs:
+        sender.add(ours)
+    assert open_fds() == before
+
+
+def test_a_reused_descriptor_number_never_gets_a_removed_connections_bytes(sender) -> None:
+    ours, peer = pair()
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    cid = sender.add(ours)
+    fd = ours.fileno()
+    sender.send(cid, [b"\x01" * (4 << 20)])  # far more than the kernel takes: it waits
+    sender.kick()
+    assert sender.remove(cid, fd) is True
+    ours.detach()
+    peer.close()  # the thread drops the rest and closes fd
+    # The number comes back for new sockets once closed; whoever gets it sees only its bytes.
+    for _ in range(1_000_000):  # until the thread has closed it
+        new_ours, new_peer = pair()
+        if fd in (new_ours.fileno(), new_peer.fileno()):
+            break
+        new_ours.close()
+        new_peer.close()
+    else:
+        pytest.fail(f"descriptor {fd} was never closed by the sender's thread")
+    new_cid = sender.add(new_ours if new_ours.fileno() == fd else new_peer)
+    reader = new_peer if new_ours.fileno() == fd else new_ours
+    sender.send(new_cid, [b"mine"])
+    sender.kick()
+    reader.setblocking(True)
+    assert read_all(reader, 4) == b"mine"
+    reader.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        reader.recv(1)
+
+
+def test_only_the_connections_own_descriptor_can_be_handed_over(sender) -> None:
+    ours, _peer = pair()
+    cid = sender.add(ours)
+    with pytest.raises(ValueError):
+        sender.remove(cid, ours.fileno() + 1000)
 
 
 def test_a_failed_write_is_reported_and_later_sends_raise(sender) -> None:
@@ -146,5 +197,6 @@ def test_unknown_ids_and_a_closed_sender_are_refused() -> None:
     s.close()
     with pytest.raises(RuntimeError):
         s.send(cid, [b"x"])
-    s.remove(cid)  # a connection closing after its server: nothing to do
+    assert s.remove(cid, ours.fileno()) is False  # closing after its server: ours to close
+    ours.close()
     s.kick()
