@@ -78,7 +78,7 @@ def broker(processes, tmp_path):
                 RequestCode.QUERY_CONSUME_QUEUE, {"topic": "Nope", "queueId": "zero"}
             ),
             ResponseCode.SYSTEM_ERROR,
-            "bad header",
+            "queueId='zero' is not a number",
         ),
         (
             lambda: RemotingCommand.request(
