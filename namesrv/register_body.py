@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+from cattrs.errors import CattrsError
+
 from remoting import fastjson
 from remoting.body import (
     DataVersion,
@@ -15,9 +17,12 @@ from remoting.body import (
     TopicFilterType,
 )
 from remoting.codes import V3_0_11
+from remoting.errors import RemoteProtocolError
 from remoting.serde import decode_body, encode_body, structure_body
 
 _I32 = struct.Struct(">i")
+# Ours (Java inflates without a bound): 100,000 topics take about 6 MB inflated.
+INFLATED_MAX_BYTES = 64 * 1024 * 1024
 
 
 class RegisterBodyError(ValueError):
@@ -33,11 +38,41 @@ def _read_chunk(data: bytes, pos: int) -> tuple[bytes, int]:
     return data[pos + 4 : pos + 4 + length], pos + 4 + length
 
 
-def decode_compressed(body: bytes) -> RegisterBrokerBody:
+def _inflate(body: bytes) -> bytes:
+    """The body inflated, at most INFLATED_MAX_BYTES of it: a 16 MiB frame of deflated zeros
+    would otherwise become 16 GiB."""
+    inflater = zlib.decompressobj()
     try:
-        data = zlib.decompress(body)
+        data = inflater.decompress(body, INFLATED_MAX_BYTES)
     except zlib.error as exc:
         raise RegisterBodyError(f"compressed register body does not inflate: {exc}") from None
+    if inflater.unconsumed_tail:
+        raise RegisterBodyError(
+            f"compressed register body inflates past {INFLATED_MAX_BYTES} bytes"
+        )
+    if not inflater.eof:
+        raise RegisterBodyError("compressed register body is truncated")
+    return data
+
+
+def decode_compressed(body: bytes) -> RegisterBrokerBody:
+    try:
+        return _decode_compressed(_inflate(body))
+    except RegisterBodyError:
+        raise
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        CattrsError,
+        RemoteProtocolError,
+    ) as exc:
+        # a field of the wrong shape or text: the peer's fault, answered, not logged
+        raise RegisterBodyError(f"bad compressed register body: {exc!r}") from None
+
+
+def _decode_compressed(data: bytes) -> RegisterBrokerBody:
     raw, pos = _read_chunk(data, 0)
     version = structure_body(DataVersion, fastjson.loads(raw))
     if pos + 4 > len(data):

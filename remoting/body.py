@@ -16,7 +16,15 @@ import attrs
 
 from remoting import fastjson, serde
 from remoting.constants import PERM_READ, PERM_WRITE
-from remoting.wire_types import Group, Int, NonNegLong, RetryQueueNums, Topic
+from remoting.wire_types import (
+    Group,
+    Int,
+    NonNegLong,
+    Perm,
+    RegisteredQueueNums,
+    RetryQueueNums,
+    Topic,
+)
 
 frozen = attrs.frozen(kw_only=True)
 mutable = attrs.define(kw_only=True)
@@ -67,12 +75,12 @@ class DataVersion:
 
 @frozen
 class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
+    topic_name: str  # a broker's own topics (its cluster's, its name) follow no name rule
+    read_queue_nums: RegisteredQueueNums = 16
+    write_queue_nums: RegisteredQueueNums = 16
+    perm: Perm = PERM_READ | PERM_WRITE
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
-    topic_sys_flag: int = 0
+    topic_sys_flag: Int = 0
     order: bool = False
 
 

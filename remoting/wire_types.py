@@ -79,6 +79,8 @@ NonNegInt = Annotated[int, Range(0, INT_MAX, "a Java int >= 0")]
 NonNegLong = Annotated[int, Range(0, LONG_MAX, "a Java long >= 0")]
 QueueNums = Annotated[int, Range(1, QUEUE_NUMS_MAX, "queue numbers")]
 RetryQueueNums = Annotated[int, Range(0, QUEUE_NUMS_MAX, "retry queue numbers")]  # 0: no retry
+# A topic a broker registers may have no queues of a kind (an operator draining it).
+RegisteredQueueNums = Annotated[int, Range(0, QUEUE_NUMS_MAX, "queue numbers")]
 Perm = Annotated[int, Range(0, 0xF, "PermName bits")]  # PRIORITY 8 | READ 4 | WRITE 2 | INHERIT 1
 SendSysFlag = Annotated[int, Range(INT_MIN, INT_MAX, "Java int"), Bits(CLIENT_SYS_FLAG_BITS)]
 Topic = Annotated[str, Name(names.topic_problem, names.valid_topics)]

@@ -9,9 +9,11 @@ import zlib
 
 import pytest
 
+from remoting.body import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
+from remoting.serde import encode_body
 from tests.harness import ServerProcess
 from tests.integration.brokerkit import (
     broker_conf,
@@ -137,14 +139,38 @@ async def test_namesrv_refuses_values_out_of_range(processes, tmp_path) -> None:
         ),
         (RequestCode.PUT_KV_CONFIG, {"namespace": "N", "key": "", "value": "v"}, "key="),
     ]
+    ok = {**register, "brokerId": "0"}
+    big = TopicConfig(topic_name="Big", read_queue_nums=2**31 - 1, write_queue_nums=4)
+    bodies = [
+        (ok | {"compressed": "true"}, zlib.compress(b"\0" * (65 << 20)), "inflates past"),
+        (ok | {"compressed": "true"}, compressed_topic(b"T x 4 6 SINGLE_TAG"), "bad compressed"),
+        (ok | {"compressed": "true"}, compressed_topic(b"T 4 4 6 ANY_TAG"), "bad compressed"),
+        (ok, encode_body(register_body_with(big)), "readQueueNums=2147483647"),
+    ]
+    cases += [
+        (RequestCode.REGISTER_BROKER, fields, remark, body) for fields, body, remark in bodies
+    ]
     async with RemotingClient.open() as client:
-        for code, fields, remark in cases:
-            response = await call(client, ns.addr, RemotingCommand.request(code, fields))
+        for code, fields, remark, *body in cases:
+            request = RemotingCommand.request(code, fields, *body)
+            response = await call(client, ns.addr, request)
             assert response.code == ResponseCode.SYSTEM_ERROR
             assert remark in response.remark
         kv = RemotingCommand.request(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "N"})
         assert (await call(client, ns.addr, kv)).code == ResponseCode.QUERY_NOT_FOUND
     assert_no_traceback(ns)
+
+
+def compressed_topic(entry: bytes) -> bytes:
+    """A compressed REGISTER_BROKER body (spec/remoting.md §9.1) holding one topic line."""
+    version = b'{"counter":1,"timestamp":1}'
+    chunks = [len(version).to_bytes(4, "big"), version, (1).to_bytes(4, "big")]
+    return zlib.compress(b"".join([*chunks, len(entry).to_bytes(4, "big"), entry]))
+
+
+def register_body_with(config: TopicConfig) -> RegisterBrokerBody:
+    wrapper = TopicConfigSerializeWrapper(topic_config_table={config.topic_name: config})
+    return RegisterBrokerBody(topic_config_serialize_wrapper=wrapper)
 
 
 @pytest.mark.parametrize("sys_flag", [0x301, 0x4 | 0x1])
