@@ -19,6 +19,7 @@ from remoting.constants import PERM_READ, PERM_WRITE
 from remoting.wire_types import (
     Group,
     Int,
+    Long,
     NonNegLong,
     Perm,
     RegisteredQueueNums,
@@ -163,7 +164,7 @@ class SubscriptionData:
     sub_string: str = "*"
     tags_set: set[str] = attrs.Factory(set)
     code_set: set[int] = attrs.Factory(set)
-    sub_version: int = 0
+    sub_version: Long = 0
     expression_type: str = "TAG"
     class_filter_mode: bool = False
 

@@ -208,3 +208,22 @@ def test_the_compiled_decoder_agrees_with_the_reference_check(cls: type, data) -
         return
     assert not problems
     assert attrs.asdict(header) == expected
+
+
+def test_request_bodies_are_checked_but_files_a_java_broker_wrote_still_load() -> None:
+    from remoting.body import SubscriptionData, SubscriptionGroupConfig, SubscriptionGroupWrapper
+    from remoting.serde import check_body, structure_body
+
+    for bad, remark in (
+        (SubscriptionGroupConfig(group_name="../g"), "groupName='../g'"),
+        (SubscriptionGroupConfig(group_name="G", retry_queue_nums=2**31 - 1), "retryQueueNums="),
+        (SubscriptionGroupConfig(group_name="G", broker_id=-1), "brokerId=-1"),
+        (SubscriptionData(topic="T", sub_version=2**63), "subVersion="),
+    ):
+        with pytest.raises(RequestError) as caught:
+            check_body(bad)
+        assert remark in caught.value.remark
+    check_body(SubscriptionGroupConfig(group_name="G", retry_queue_nums=0))
+    on_disk = {"subscriptionGroupTable": {"my.group": {"groupName": "my.group", "brokerId": -1}}}
+    loaded = structure_body(SubscriptionGroupWrapper, on_disk)
+    assert loaded.subscription_group_table["my.group"].broker_id == -1
