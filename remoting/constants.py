@@ -1,4 +1,5 @@
-"""Names and numbers every RocketMQ process agrees on: permissions, system topics (name rules: remoting.names).
+"""Names and numbers every RocketMQ process agrees on: permissions, system topics. (The rules
+a topic or group name follows are in remoting.names.)
 
 Sources: spec/remoting.md §9.2, §10; spec/namesrv.md §6; spec/store-format.md §9-§11.
 """
@@ -74,7 +75,8 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 
 
 def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.lower().startswith(SYSTEM_TOPIC_PREFIX)
+    """TopicValidator.isSystemTopic: the prefix is case-sensitive (RMQ_SYS_X is a user topic)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 def retry_topic(group: str) -> str:
