@@ -2,7 +2,7 @@
 it (spec/remoting.md §3.3, §9).
 
 A header field is annotated with one of the aliases below (``queue_offset: Long``); the header
-decoder (remoting.serde) checks each value against its marks, once, so a processor only ever
+decoder (remoting.header_codec) checks each value against its marks, once, so a processor only ever
 sees values a Java broker could hold: an ``int`` within 32 bits, a ``long`` within 64, a name
 that is one path component, an enum's name. Java's own decoder throws NumberFormatException for
 a number out of its type's range, which its remoting layer answers with SYSTEM_ERROR; so do we,
@@ -29,7 +29,8 @@ QUEUE_NUMS_MAX = 65_536
 # MessageSysFlag bits a client decides (4.9.8): COMPRESSED 0x1, MULTI_TAGS 0x2, the transaction
 # type 0xC, the compression type 0x700 (a 4.9.4+ Java client sends 0x301 for a zlib body). The
 # store's layout bits (born host IPv6 0x10, store host IPv6 0x20) follow the real addresses, and
-# 5.x's NEED_UNWRAP 0x40 / INNER_BATCH 0x80 belong to its store: the broker clears them all.
+# NEED_UNWRAP 0x40 / INNER_BATCH 0x80 (defined in 4.9.8, read only by 5.x's store and clients)
+# are the store's too: the broker clears them all.
 CLIENT_SYS_FLAG_BITS = 0x1 | 0x2 | 0xC | 0x700
 
 
@@ -94,9 +95,10 @@ MARKS = (Range, Bits, Name, OneOf, Length)
 
 
 def show(raw: Any) -> str:
-    """A value for a remark: quoted, and cut short (it came from the wire)."""
+    """A value for a remark: as Python writes it (strings quoted), cut short: it came from the
+    wire and may be megabytes."""
     text = repr(raw)
-    return text if len(text) <= 66 else text[:60] + "...'"
+    return text if len(text) <= 66 else text[:60] + "..."
 
 
 def check_value(base: type, marks: tuple[Any, ...], raw: str) -> tuple[Any, str | None]:
