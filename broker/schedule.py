@@ -49,7 +49,9 @@ def restore(record: memoryview) -> MessageExtBrokerInner:
         body=msg.body,
         properties=properties,
         flag=msg.flag,
-        sys_flag=msg.sys_flag,
+        # the host IPv6 bits follow the addresses of the new record (this broker may not be the
+        # one that parked it: a promoted slave)
+        sys_flag=msg.sys_flag & ~(codec.BORNHOST_V6_FLAG | codec.STOREHOSTADDRESS_V6_FLAG),
         born_timestamp=msg.born_timestamp,
         born_host=_host(msg.born_host),
         reconsume_times=msg.reconsume_times,

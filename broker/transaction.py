@@ -24,9 +24,10 @@ from remoting import constants as K
 from remoting import message as codec
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from remoting.errors import RequestError
+from remoting.headers import EndTransactionRequestHeader
 from remoting.message import MessageConst, MessageExt
 from remoting.record import pack_record_into, record_size
+from remoting.serde import decode_header
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -178,16 +179,9 @@ class TransactionalMessageService:
             return request.error_response(
                 ResponseCode.SLAVE_NOT_AVAILABLE, "Slave broker does not accept transaction ends"
             )
-        fields = request.ext_fields or {}
-        try:
-            decision = int(fields["commitOrRollback"])
-            commit_log_offset = int(fields["commitLogOffset"])
-            queue_offset = int(fields["tranStateTableOffset"])
-            group = fields["producerGroup"]
-        except (KeyError, ValueError) as exc:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR, f"bad END_TRANSACTION header: {exc}"
-            ) from None
+        header = decode_header(EndTransactionRequestHeader, request.ext_fields)
+        decision, group = header.commit_or_rollback, header.producer_group
+        commit_log_offset, queue_offset = header.commit_log_offset, header.tran_state_table_offset
         if decision not in (COMMIT, ROLLBACK):
             return None  # unknown: the check service will ask again (Java ignores it too)
         half = self._half(commit_log_offset)

@@ -27,6 +27,7 @@ from client.request_reply import ReplyWaiters, is_reply
 from client.route import TopicPublishInfo, default_topic_publish_info, master_addr, publish_info
 from remoting import constants as K
 from remoting import message as codec
+from remoting import names
 from remoting.body import MessageQueue, ProducerData
 from remoting.codes import RequestCode, ResponseCode
 from remoting.errors import RemotingError
@@ -157,7 +158,7 @@ class Producer:
 
     @staticmethod
     def check(msg: Message) -> None:
-        problem = K.topic_name_problem(msg.topic)
+        problem = names.topic_problem(msg.topic)
         if problem:
             raise MQClientError(f"invalid topic {msg.topic!r}: {problem}")
         if not msg.body:

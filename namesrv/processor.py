@@ -40,7 +40,7 @@ from remoting.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
-from remoting.serde import decode_body, decode_header, encode_body
+from remoting.serde import check_body, decode_body, decode_header, encode_body
 from remoting.settings import ConfigError
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,8 @@ class NamesrvProcessor:
             )
         except RegisterBodyError as exc:
             raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+        for config in parsed.topic_config_serialize_wrapper.topic_config_table.values():
+            check_body(config)  # queue numbers and perm: clients loop over the queues
         fenced_to = self.kv.get(K.FENCE_NAMESPACE, header.broker_name)
         if fenced_to and header.broker_id == K.MASTER_ID and header.broker_addr != fenced_to:
             log.warning(

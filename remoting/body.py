@@ -2,6 +2,9 @@
 
 attrs classes with snake_case fields; ``serde.decode_body`` / ``serde.encode_body`` handle the
 camelCase names and fastjson's dialect. Collections default to empty because clients omit them.
+Fields a broker stores or builds paths from carry their Java type and range
+(remoting.wire_types), which ``serde.check_body`` applies to a request's body; files written by
+a Java broker load without them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,16 @@ import attrs
 
 from remoting import fastjson, serde
 from remoting.constants import PERM_READ, PERM_WRITE
+from remoting.wire_types import (
+    Group,
+    Int,
+    Long,
+    NonNegLong,
+    Perm,
+    RegisteredQueueNums,
+    RetryQueueNums,
+    Topic,
+)
 
 frozen = attrs.frozen(kw_only=True)
 mutable = attrs.define(kw_only=True)
@@ -63,12 +76,12 @@ class DataVersion:
 
 @frozen
 class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
+    topic_name: str  # a broker's own topics (its cluster's, its name) follow no name rule
+    read_queue_nums: RegisteredQueueNums = 16
+    write_queue_nums: RegisteredQueueNums = 16
+    perm: Perm = PERM_READ | PERM_WRITE
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
-    topic_sys_flag: int = 0
+    topic_sys_flag: Int = 0
     order: bool = False
 
 
@@ -88,9 +101,9 @@ class RegisterBrokerBody:
 
 @attrs.frozen(kw_only=True, order=True)
 class MessageQueue:
-    topic: str
+    topic: Topic
     broker_name: str
-    queue_id: int
+    queue_id: Int
 
     def __str__(self) -> str:
         return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
@@ -147,18 +160,18 @@ class KVTable:
 
 @frozen
 class SubscriptionData:
-    topic: str
+    topic: Topic
     sub_string: str = "*"
     tags_set: set[str] = attrs.Factory(set)
     code_set: set[int] = attrs.Factory(set)
-    sub_version: int = 0
+    sub_version: Long = 0
     expression_type: str = "TAG"
     class_filter_mode: bool = False
 
 
 @frozen
 class ConsumerData:
-    group_name: str
+    group_name: Group
     consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
     message_model: MessageModel = MessageModel.CLUSTERING
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
@@ -180,7 +193,7 @@ class HeartbeatData:
 
 @frozen
 class LockBatchRequestBody:
-    consumer_group: str
+    consumer_group: Group
     client_id: str
     mq_set: list[MessageQueue] = attrs.Factory(list)
 
@@ -235,14 +248,14 @@ class ProducerConnection:
 
 @frozen
 class SubscriptionGroupConfig:
-    group_name: str
+    group_name: Group
     consume_enable: bool = True
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
+    retry_queue_nums: RetryQueueNums = 1
+    retry_max_times: Int = 16
+    broker_id: NonNegLong = 0
+    which_broker_when_consume_slowly: NonNegLong = 1
     notify_consumer_ids_changed_enable: bool = True
 
 

@@ -1,12 +1,10 @@
-"""Names and numbers every RocketMQ process agrees on: permissions, system topics, topic rules.
+"""Names and numbers every RocketMQ process agrees on: permissions, system topics. (The rules
+a topic or group name follows are in remoting.names.)
 
 Sources: spec/remoting.md §9.2, §10; spec/namesrv.md §6; spec/store-format.md §9-§11.
 """
 
 from __future__ import annotations
-
-import re
-from functools import lru_cache
 
 # PermName bits
 PERM_PRIORITY = 8
@@ -49,7 +47,6 @@ ORDER_TOPIC_CONFIG_NAMESPACE = "ORDER_TOPIC_CONFIG"
 FENCE_NAMESPACE = "ROCKETMQ_TRIO_FENCE"
 FENCED_REMARK = "FENCED"
 MASTER_ID = 0
-TOPIC_MAX_LENGTH = 127
 
 SYSTEM_TOPICS = frozenset(
     {
@@ -76,23 +73,10 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
     }
 )
 
-_TOPIC_CHARS = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-@lru_cache(maxsize=4096)  # every send checks its topic; a broker sees few distinct ones
-def topic_name_problem(topic: str) -> str | None:
-    """Why a topic name is invalid (TopicValidator), or None when it is fine."""
-    if not topic:
-        return "The specified topic is blank."
-    if not _TOPIC_CHARS.match(topic):
-        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic.encode("utf-8")) > TOPIC_MAX_LENGTH:
-        return f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
-    return None
-
 
 def is_system_topic(topic: str) -> bool:
-    return topic in SYSTEM_TOPICS or topic.lower().startswith(SYSTEM_TOPIC_PREFIX)
+    """TopicValidator.isSystemTopic: the prefix is case-sensitive (RMQ_SYS_X is a user topic)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 def retry_topic(group: str) -> str:

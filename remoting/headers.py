@@ -1,13 +1,30 @@
 """One attrs class per custom header (spec/remoting.md §9).
 
 A field without a default is required (Java's ``@CFNotNull``); ``X | None = None`` is optional.
-Names are snake_case; the wire spelling is camelCase (serde.wire_name) unless ``wire`` says
-otherwise. Decode with ``serde.decode_header``, encode with ``serde.encode_header_fields``.
+A field's type is its Java type and range (remoting.wire_types: ``Int``, ``Long``, ``Topic``,
+...), which the decoder checks before a processor sees the value. Names are snake_case; the
+wire spelling is camelCase (serde.wire_name) unless ``wire`` says otherwise (``java`` gives the
+readable name of a one-letter field for remarks). Decode with ``serde.decode_header``, encode
+with ``serde.encode_header_fields``.
 """
 
 from __future__ import annotations
 
 import attrs
+
+from remoting.wire_types import (
+    Group,
+    Int,
+    KVName,
+    Long,
+    NonNegInt,
+    NonNegLong,
+    Perm,
+    QueueNums,
+    SendSysFlag,
+    Topic,
+    TopicFilterTypeName,
+)
 
 
 def frozen(cls: type) -> type:
@@ -30,9 +47,9 @@ class RegisterBrokerRequestHeader:
     broker_addr: str
     cluster_name: str
     ha_server_addr: str
-    broker_id: int
+    broker_id: NonNegLong
     compressed: bool = False
-    body_crc32: int = 0
+    body_crc32: Int = 0
 
 
 @frozen
@@ -46,7 +63,7 @@ class UnRegisterBrokerRequestHeader:
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: NonNegLong
 
 
 @frozen
@@ -54,7 +71,7 @@ class QueryDataVersionRequestHeader:
     broker_name: str
     broker_addr: str
     cluster_name: str
-    broker_id: int
+    broker_id: NonNegLong
 
 
 @frozen
@@ -76,15 +93,15 @@ class DeleteTopicFromNamesrvRequestHeader:
 
 @frozen
 class PutKVConfigRequestHeader:
-    namespace: str
-    key: str
+    namespace: KVName
+    key: KVName
     value: str
 
 
 @frozen
 class GetKVConfigRequestHeader:
-    namespace: str
-    key: str
+    namespace: KVName
+    key: KVName
 
 
 @frozen
@@ -94,13 +111,13 @@ class GetKVConfigResponseHeader:
 
 @frozen
 class DeleteKVConfigRequestHeader:
-    namespace: str
-    key: str
+    namespace: KVName
+    key: KVName
 
 
 @frozen
 class GetKVListByNamespaceRequestHeader:
-    namespace: str
+    namespace: KVName
 
 
 @frozen
@@ -110,7 +127,7 @@ class WipeWritePermOfBrokerRequestHeader:
 
 @frozen
 class WipeWritePermOfBrokerResponseHeader:
-    wipe_topic_count: int
+    wipe_topic_count: Int
 
 
 @frozen
@@ -120,7 +137,7 @@ class AddWritePermOfBrokerRequestHeader:
 
 @frozen
 class AddWritePermOfBrokerResponseHeader:
-    add_topic_count: int
+    add_topic_count: Int
 
 
 @frozen
@@ -134,18 +151,18 @@ class GetTopicsByClusterRequestHeader:
 @frozen
 class SendMessageRequestHeader:
     producer_group: str
-    topic: str
-    default_topic: str
-    default_topic_queue_nums: int
-    queue_id: int
-    sys_flag: int
-    born_timestamp: int
-    flag: int
+    topic: Topic
+    default_topic: Topic
+    default_topic_queue_nums: Int
+    queue_id: Int
+    sys_flag: SendSysFlag
+    born_timestamp: Long
+    flag: Int
     properties: str | None = None
-    reconsume_times: int | None = None
+    reconsume_times: Int | None = None
     unit_mode: bool = False
     batch: bool = False
-    max_reconsume_times: int | None = None
+    max_reconsume_times: Int | None = None
     bname: str | None = None
 
 
@@ -156,16 +173,16 @@ class ReplyMessageRequestHeader:
     producer_group: str
     topic: str
     default_topic: str
-    default_topic_queue_nums: int
-    queue_id: int
-    sys_flag: int
-    born_timestamp: int
-    flag: int
+    default_topic_queue_nums: Int
+    queue_id: Int
+    sys_flag: Int
+    born_timestamp: Long
+    flag: Int
     born_host: str
     store_host: str
-    store_timestamp: int
+    store_timestamp: Long
     properties: str | None = None
-    reconsume_times: int | None = None
+    reconsume_times: Int | None = None
     unit_mode: bool = False
 
 
@@ -173,20 +190,20 @@ class ReplyMessageRequestHeader:
 class SendMessageRequestHeaderV2:
     """SEND_MESSAGE_V2's one-letter fields; ``to_v1`` gives the readable form."""
 
-    a: str  # producerGroup
-    b: str  # topic
-    c: str  # defaultTopic
-    d: int  # defaultTopicQueueNums
-    e: int  # queueId
-    f: int  # sysFlag
-    g: int  # bornTimestamp
-    h: int  # flag
-    i: str | None = None  # properties
-    j: int | None = None  # reconsumeTimes
-    k: bool = False  # unitMode
-    l: int | None = None  # maxReconsumeTimes  # noqa: E741
-    m: bool = False  # batch
-    n: str | None = None  # bname
+    a: str = attrs.field(metadata={"java": "producerGroup"})
+    b: Topic = attrs.field(metadata={"java": "topic"})
+    c: Topic = attrs.field(metadata={"java": "defaultTopic"})
+    d: Int = attrs.field(metadata={"java": "defaultTopicQueueNums"})
+    e: Int = attrs.field(metadata={"java": "queueId"})
+    f: SendSysFlag = attrs.field(metadata={"java": "sysFlag"})
+    g: Long = attrs.field(metadata={"java": "bornTimestamp"})
+    h: Int = attrs.field(metadata={"java": "flag"})
+    i: str | None = attrs.field(default=None, metadata={"java": "properties"})
+    j: Int | None = attrs.field(default=None, metadata={"java": "reconsumeTimes"})
+    k: bool = attrs.field(default=False, metadata={"java": "unitMode"})
+    l: Int | None = attrs.field(default=None, metadata={"java": "maxReconsumeTimes"})  # noqa: E741
+    m: bool = attrs.field(default=False, metadata={"java": "batch"})
+    n: str | None = attrs.field(default=None, metadata={"java": "bname"})
 
     def to_v1(self) -> SendMessageRequestHeader:
         # Positional (every send goes through here), in SendMessageRequestHeader's field order:
@@ -219,8 +236,8 @@ class SendMessageRequestHeaderV2:
 @frozen
 class SendMessageResponseHeader:
     msg_id: str
-    queue_id: int
-    queue_offset: int
+    queue_id: Int
+    queue_offset: Long
     transaction_id: str | None = None
 
 
@@ -229,15 +246,15 @@ class SendMessageResponseHeader:
 
 @frozen
 class PullMessageRequestHeader:
-    consumer_group: str
-    topic: str
-    queue_id: int
-    queue_offset: int
-    max_msg_nums: int
-    sys_flag: int
-    commit_offset: int
-    suspend_timeout_millis: int
-    sub_version: int
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int
+    queue_offset: Long
+    max_msg_nums: Int
+    sys_flag: Int
+    commit_offset: Long
+    suspend_timeout_millis: Long
+    sub_version: Long
     subscription: str | None = None
     expression_type: str | None = None
     bname: str | None = None
@@ -245,10 +262,10 @@ class PullMessageRequestHeader:
 
 @frozen
 class PullMessageResponseHeader:
-    suggest_which_broker_id: int
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
+    suggest_which_broker_id: Long
+    next_begin_offset: Long
+    min_offset: Long
+    max_offset: Long
 
 
 # ------------------------------------------------------------------------- offsets (§9.4)
@@ -256,73 +273,73 @@ class PullMessageResponseHeader:
 
 @frozen
 class QueryConsumerOffsetRequestHeader:
-    consumer_group: str
-    topic: str
-    queue_id: int
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int
     bname: str | None = None
 
 
 @frozen
 class QueryConsumerOffsetResponseHeader:
-    offset: int
+    offset: Long
 
 
 @frozen
 class UpdateConsumerOffsetRequestHeader:
-    consumer_group: str
-    topic: str
-    queue_id: int
-    commit_offset: int
+    consumer_group: Group
+    topic: Topic
+    queue_id: NonNegInt
+    commit_offset: NonNegLong
     bname: str | None = None
 
 
 @frozen
 class GetMaxOffsetRequestHeader:
-    topic: str
-    queue_id: int
+    topic: Topic
+    queue_id: Int
     bname: str | None = None
 
 
 @frozen
 class GetMaxOffsetResponseHeader:
-    offset: int
+    offset: Long
 
 
 @frozen
 class GetMinOffsetRequestHeader:
-    topic: str
-    queue_id: int
+    topic: Topic
+    queue_id: Int
     bname: str | None = None
 
 
 @frozen
 class GetMinOffsetResponseHeader:
-    offset: int
+    offset: Long
 
 
 @frozen
 class SearchOffsetRequestHeader:
-    topic: str
-    queue_id: int
-    timestamp: int
+    topic: Topic
+    queue_id: Int
+    timestamp: Long
     bname: str | None = None
 
 
 @frozen
 class SearchOffsetResponseHeader:
-    offset: int
+    offset: Long
 
 
 @frozen
 class GetEarliestMsgStoretimeRequestHeader:
-    topic: str
-    queue_id: int
+    topic: Topic
+    queue_id: Int
     bname: str | None = None
 
 
 @frozen
 class GetEarliestMsgStoretimeResponseHeader:
-    timestamp: int
+    timestamp: Long
 
 
 # ------------------------------------------------------------------------- lookup (§9.5)
@@ -330,24 +347,24 @@ class GetEarliestMsgStoretimeResponseHeader:
 
 @frozen
 class ViewMessageRequestHeader:
-    offset: int
+    offset: NonNegLong
     bname: str | None = None
 
 
 @frozen
 class QueryMessageRequestHeader:
-    topic: str
+    topic: Topic
     key: str
-    max_num: int
-    begin_timestamp: int
-    end_timestamp: int
+    max_num: Int
+    begin_timestamp: Long
+    end_timestamp: Long
     bname: str | None = None
 
 
 @frozen
 class QueryMessageResponseHeader:
-    index_last_update_timestamp: int
-    index_last_update_phyoffset: int
+    index_last_update_timestamp: Long
+    index_last_update_phyoffset: Long
 
 
 # ------------------------------------------------------------------------- clients (§9.6-9.10)
@@ -357,32 +374,32 @@ class QueryMessageResponseHeader:
 class UnregisterClientRequestHeader:
     client_id: str = attrs.field(metadata={"wire": "clientID"})
     producer_group: str | None = None
-    consumer_group: str | None = None
+    consumer_group: Group | None = None
 
 
 @frozen
 class GetConsumerListByGroupRequestHeader:
-    consumer_group: str
+    consumer_group: Group
 
 
 @frozen
 class ConsumerSendMsgBackRequestHeader:
-    offset: int
-    group: str
-    delay_level: int
+    offset: NonNegLong
+    group: Group
+    delay_level: Int
     origin_msg_id: str | None = None
     origin_topic: str | None = None
     unit_mode: bool = False
-    max_reconsume_times: int | None = None
+    max_reconsume_times: Int | None = None
     bname: str | None = None
 
 
 @frozen
 class EndTransactionRequestHeader:
     producer_group: str
-    tran_state_table_offset: int
-    commit_log_offset: int
-    commit_or_rollback: int
+    tran_state_table_offset: NonNegLong
+    commit_log_offset: NonNegLong
+    commit_or_rollback: Int
     msg_id: str
     from_transaction_check: bool = False
     transaction_id: str | None = None
@@ -391,8 +408,8 @@ class EndTransactionRequestHeader:
 
 @frozen
 class CheckTransactionStateRequestHeader:
-    tran_state_table_offset: int
-    commit_log_offset: int
+    tran_state_table_offset: Long
+    commit_log_offset: Long
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
@@ -407,9 +424,9 @@ class NotifyConsumerIdsChangedRequestHeader:
 class ResetOffsetRequestHeader:
     """INVOKE_BROKER_TO_RESET_OFFSET (admin -> broker) and RESET_CONSUMER_CLIENT_OFFSET (-> client)."""
 
-    topic: str
-    group: str
-    timestamp: int
+    topic: Topic
+    group: Group
+    timestamp: Long
     is_force: bool = False
 
 
@@ -422,8 +439,8 @@ class GetConsumerRunningInfoRequestHeader:
 
 @frozen
 class GetConsumerStatusRequestHeader:
-    topic: str
-    group: str
+    topic: Topic
+    group: Group
     client_addr: str | None = None
 
 
@@ -432,35 +449,35 @@ class GetConsumerStatusRequestHeader:
 
 @frozen
 class CreateTopicRequestHeader:
-    topic: str
+    topic: Topic
     default_topic: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_filter_type: str
-    topic_sys_flag: int | None = None
+    read_queue_nums: QueueNums
+    write_queue_nums: QueueNums
+    perm: Perm
+    topic_filter_type: TopicFilterTypeName
+    topic_sys_flag: Int | None = None
     order: bool = False
 
 
 @frozen
 class DeleteTopicRequestHeader:
-    topic: str
+    topic: Topic
 
 
 @frozen
 class GetTopicStatsInfoRequestHeader:
-    topic: str
+    topic: Topic
 
 
 @frozen
 class GetConsumeStatsRequestHeader:
-    consumer_group: str
-    topic: str | None = None
+    consumer_group: Group
+    topic: Topic | None = None
 
 
 @frozen
 class GetConsumerConnectionListRequestHeader:
-    consumer_group: str
+    consumer_group: Group
 
 
 @frozen
@@ -470,7 +487,7 @@ class GetProducerConnectionListRequestHeader:
 
 @frozen
 class DeleteSubscriptionGroupRequestHeader:
-    group_name: str
+    group_name: Group
     remove_offset: bool = False
 
 
@@ -481,10 +498,38 @@ class GetBrokerConfigResponseHeader:
 
 @frozen
 class QueryTopicConsumeByWhoRequestHeader:
-    topic: str
+    topic: Topic
 
 
 @frozen
 class QueryConsumeTimeSpanRequestHeader:
-    topic: str
-    group: str
+    topic: Topic
+    group: Group
+
+
+@frozen
+class CloneGroupOffsetRequestHeader:
+    src_group: Group
+    dest_group: Group
+    topic: Topic | None = None
+    offline: bool = False
+
+
+@frozen
+class QueryConsumeQueueRequestHeader:
+    topic: Topic
+    queue_id: Int
+    index: Long
+    count: Int = 10  # ours: Java requires it
+    consumer_group: Group | None = None
+
+
+@frozen
+class ViewBrokerStatsDataRequestHeader:
+    stats_name: str
+    stats_key: str
+
+
+@frozen
+class GetConsumeStatsInBrokerHeader:
+    is_order: bool = False

@@ -1,8 +1,7 @@
 """cattrs converters between attrs classes and the wire (STYLE.md §4).
 
-* ``decode_header`` / ``encode_header_fields``: custom headers <-> extFields, a Java
-  ``Map<String,String>``: camelCase names, every value a string, booleans parsed like
-  ``Boolean.parseBoolean``, nulls dropped on the way out.
+* ``decode_header`` / ``encode_header_fields``: custom headers <-> extFields (from
+  remoting.header_codec, where every header value is parsed and range-checked).
 * ``decode_body`` / ``encode_body``: JSON bodies in fastjson's dialect: camelCase names, enums
   as names (ordinals accepted, the C++ client sends them), numbers accepted as strings,
   missing collections as empty.
@@ -11,7 +10,6 @@
 from __future__ import annotations
 
 import enum
-import types
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -23,16 +21,13 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from remoting import fastjson
 from remoting.codes import ResponseCode
 from remoting.errors import RequestError
+from remoting.header_codec import ExtFields as ExtFields  # re-exported: one import for callers
+from remoting.header_codec import decode_header as decode_header
+from remoting.header_codec import encode_header_fields as encode_header_fields
+from remoting.header_codec import optional_inner, wire_name
+from remoting.wire_types import MARKS, value_problem
 
 T = TypeVar("T")
-
-
-def wire_name(a: attrs.Attribute) -> str:
-    """queue_offset -> queueOffset, unless the field gives its Java spelling in metadata."""
-    if "wire" in a.metadata:
-        return a.metadata["wire"]
-    head, *rest = a.name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def _renames(cls: type, converter: cattrs.Converter, omit_none: bool = False) -> dict[str, Any]:
@@ -91,157 +86,8 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
     raise ValueError(f"{value!r} is not a valid {cls.__name__}")
 
 
-# ---------------------------------------------------------------- extFields (custom headers)
-
-ext_converter = cattrs.Converter()
-ext_converter.register_structure_hook(bool, lambda v, _: java_bool(v))
-ext_converter.register_structure_hook(int, _java_int)
-ext_converter.register_structure_hook(float, _java_float)
-ext_converter.register_structure_hook(str, _java_str)
-ext_converter.register_unstructure_hook(bool, lambda v: "true" if v else "false")
-ext_converter.register_unstructure_hook(int, str)
-ext_converter.register_unstructure_hook(float, repr)
-ext_converter.register_structure_hook_factory(
-    lambda t: isinstance(t, type) and issubclass(t, enum.Enum), lambda t: _structure_enum
-)
-ext_converter.register_unstructure_hook_factory(
-    lambda t: isinstance(t, type) and issubclass(t, enum.Enum), lambda t: lambda v: v.name
-)
-ext_converter.register_unstructure_hook_factory(
-    attrs.has,
-    lambda cls: make_dict_unstructure_fn(cls, ext_converter, **_renames(cls, ext_converter)),
-)
-ext_converter.register_structure_hook_factory(
-    attrs.has,
-    lambda cls: make_dict_structure_fn(
-        cls, ext_converter, _cattrs_forbid_extra_keys=False, **_renames(cls, ext_converter)
-    ),
-)
-
-
 def _error_lines(exc: BaseException) -> str:
     return "; ".join(cattrs.transform_error(exc, format_exception=lambda e, _: str(e)))
-
-
-# Headers are decoded on every request, so each class gets a straight-line function generated
-# once (about 5x faster than cattrs' per-field hook calls). Any failure falls back to the cattrs
-# path, which produces the error message naming every bad field.
-_FAST_PARSERS: dict[Any, str] = {
-    str: "{v}",
-    int: "_int({v})",
-    bool: "({v}.lower() == 'true')",
-    float: "float({v})",
-}
-_header_decoders: dict[type, Callable[[dict[str, str]], Any]] = {}
-_header_encoders: dict[type, Callable[[Any], dict[str, str]]] = {}
-
-
-def _optional_inner(t: Any) -> Any:
-    args = typing.get_args(t)
-    if typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        return rest[0] if len(rest) == 1 else None
-    return None
-
-
-def _compile_header_decoder(cls: type) -> Callable[[dict[str, str]], Any] | None:
-    hints = typing.get_type_hints(cls)
-    lines = ["def decode(ext):"]
-    args = []
-    positional = all(a.init and not a.kw_only for a in attrs.fields(cls))
-    for index, a in enumerate(attrs.fields(cls)):
-        typ = hints[a.name]
-        inner = _optional_inner(typ)
-        parser = _FAST_PARSERS.get(inner if inner is not None else typ)
-        if parser is None:
-            return None
-        local = f"f{index}"
-        value = parser.format(v="_v")
-        if a.default is attrs.NOTHING:
-            lines.append(f"    _v = ext[{wire_name(a)!r}]")
-            lines.append(f"    {local} = {value}")
-        else:
-            lines.append(f"    _v = ext.get({wire_name(a)!r})")
-            lines.append(f"    {local} = _d{index} if _v is None else {value}")
-        args.append(local if positional else f"{a.name}={local}")
-    lines.append(f"    return _cls({', '.join(args)})")
-    # int() also takes "1_000" and " 7 ", which Java's parseLong refuses; harmless, and the
-    # check would cost more than the parse.
-    namespace: dict[str, Any] = {"_cls": cls, "_int": int}
-    for index, a in enumerate(attrs.fields(cls)):
-        if a.default is not attrs.NOTHING:
-            namespace[f"_d{index}"] = a.default
-    exec("\n".join(lines), namespace)
-    return namespace["decode"]
-
-
-class ExtFields(dict):
-    """extFields whose values are all strings already (what the header encoders build): the
-    JSON writer then skips its per-value check."""
-
-    __slots__ = ()
-
-
-def _compile_header_encoder(cls: type) -> Callable[[Any], dict[str, str]] | None:
-    hints = typing.get_type_hints(cls)
-    lines = ["def encode(h):", "    out = _ExtFields()"]
-    for a in attrs.fields(cls):
-        typ = hints[a.name]
-        inner = _optional_inner(typ)
-        base = inner if inner is not None else typ
-        if base is str:
-            render = "_v"
-        elif base is bool:
-            render = "('true' if _v else 'false')"
-        elif base is int:
-            render = "str(_v)"
-        elif base is float:
-            render = "repr(_v)"
-        else:
-            return None
-        lines.append(f"    _v = h.{a.name}")
-        lines.append("    if _v is not None:")
-        lines.append(f"        out[{wire_name(a)!r}] = {render}")
-    lines.append("    return out")
-    namespace: dict[str, Any] = {"_ExtFields": ExtFields}
-    exec("\n".join(lines), namespace)
-    return namespace["encode"]
-
-
-def _slow_decode_header(cls: type[T], ext_fields: dict[str, str]) -> T:
-    try:
-        return ext_converter.structure(ext_fields, cls)
-    except Exception as exc:
-        raise RequestError(
-            ResponseCode.SYSTEM_ERROR, f"bad {cls.__name__}: {_error_lines(exc)}"
-        ) from None
-
-
-def decode_header(cls: type[T], ext_fields: dict[str, str] | None) -> T:
-    """extFields -> header object, or RequestError(SYSTEM_ERROR) naming every bad field."""
-    fn = _header_decoders.get(cls)
-    if fn is None:
-        fn = _compile_header_decoder(cls) or (lambda ext: _slow_decode_header(cls, ext))
-        _header_decoders[cls] = fn
-    ext = ext_fields or {}
-    try:
-        return fn(ext)
-    except RequestError:
-        raise
-    except Exception:
-        return _slow_decode_header(cls, ext)
-
-
-def encode_header_fields(header: object) -> dict[str, str]:
-    """Header object -> extFields. Java drops nulls, never zeros or defaults."""
-    cls = type(header)
-    fn = _header_encoders.get(cls)
-    if fn is None:
-        fn = _compile_header_encoder(cls) or (
-            lambda h: {k: v for k, v in ext_converter.unstructure(h).items() if v is not None}
-        )
-        _header_encoders[cls] = fn
-    return fn(header)
 
 
 # ---------------------------------------------------------------- JSON bodies
@@ -322,6 +168,42 @@ def decode_body(cls: type[T], body: bytes | bytearray | memoryview | str) -> T:
         raise RequestError(
             ResponseCode.SYSTEM_ERROR, f"bad {cls.__name__} body: {_error_lines(exc)}"
         ) from None
+
+
+_marked_fields: dict[type, list[tuple[str, str, tuple[Any, ...]]]] = {}
+
+
+def _marks_of(cls: type) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(attribute, wire name, marks) of each field of ``cls`` whose type carries checks."""
+    marked = _marked_fields.get(cls)
+    if marked is None:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        marked = []
+        for a in attrs.fields(cls):
+            typ = hints[a.name]
+            inner = optional_inner(typ)
+            typ = inner if inner is not None else typ
+            if typing.get_origin(typ) is typing.Annotated:
+                marks = tuple(m for m in typ.__metadata__ if isinstance(m, MARKS))
+                marked.append((a.name, wire_name(a), marks))
+        _marked_fields[cls] = marked
+    return marked
+
+
+def check_body(obj: Any) -> None:
+    """A request body's own fields against their Java types and name rules (not the objects it
+    holds: the caller checks those it uses), or RequestError(SYSTEM_ERROR) naming the bad ones.
+    The body converter ignores these marks, so files a Java broker wrote still load."""
+    problems = []
+    for name, wire, marks in _marks_of(type(obj)):
+        value = getattr(obj, name)
+        problem = None if value is None else value_problem(marks, value)
+        if problem is not None:
+            problems.append(f"{wire}={problem}")
+    if problems:
+        raise RequestError(
+            ResponseCode.SYSTEM_ERROR, f"bad {type(obj).__name__}: {'; '.join(problems)}"
+        )
 
 
 def unstructure_body(obj: Any) -> Any:

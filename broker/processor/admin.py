@@ -36,12 +36,15 @@ from remoting.headers import (
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
-from remoting.serde import decode_body, decode_header, encode_body
+from remoting.serde import check_body, decode_body, decode_header, encode_body
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -81,30 +84,16 @@ class AdminBrokerProcessor:
     # ------------------------------------------------------------------------ topics
 
     def create_topic(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        """UPDATE_AND_CREATE_TOPIC. The decoder checked the name, the queue numbers (1 to
+        QUEUE_NUMS_MAX), the perm bits and the filter type."""
         header = decode_header(CreateTopicRequestHeader, request.ext_fields)
-        topic = header.topic
-        if topic == self.broker.config.broker_cluster_name:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR,
-                f"The topic[{topic}] is conflict with system reserved words.",
-            )
-        problem = K.topic_name_problem(topic)
-        if problem is not None:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
-        try:
-            filter_type = TopicFilterType[header.topic_filter_type]
-        except KeyError:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR, f"bad topicFilterType {header.topic_filter_type!r}"
-            ) from None
-        if header.read_queue_nums < 1 or header.write_queue_nums < 1:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "queue numbers must be at least 1")
+        self._refuse_system_topic(header.topic)
         config = TopicConfig(
-            topic_name=topic,
+            topic_name=header.topic,
             read_queue_nums=header.read_queue_nums,
             write_queue_nums=header.write_queue_nums,
             perm=header.perm,
-            topic_filter_type=filter_type,
+            topic_filter_type=TopicFilterType[header.topic_filter_type],
             topic_sys_flag=header.topic_sys_flag or 0,
             order=header.order,
         )
@@ -113,8 +102,17 @@ class AdminBrokerProcessor:
 
     def delete_topic(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(DeleteTopicRequestHeader, request.ext_fields)
+        self._refuse_system_topic(header.topic)
         self.broker.delete_topics({header.topic})
         return request.make_response()
+
+    def _refuse_system_topic(self, topic: str) -> None:
+        """As Java's TopicValidator.isSystemTopic on create and delete: the broker's own topics
+        (deleting SCHEDULE_TOPIC_XXXX would drop every delayed message)."""
+        if topic in self.broker.topics.system_topics or K.is_system_topic(topic):
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
+            )
 
     def all_topic_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(body=self.broker.topics.encode(pretty=False).encode())
@@ -175,7 +173,7 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         """GET_BROKER_CONSUME_STATS (``mqadmin brokerConsumeStats``, monitoring exporters):
         every subscription group's stats per topic it committed on here, and the total lag."""
-        order_only = (request.ext("isOrder") or "false").lower() == "true"
+        order_only = decode_header(GetConsumeStatsInBrokerHeader, request.ext_fields).is_order
         broker, out, total_diff = self.broker, [], 0
         for group in sorted(broker.groups.table):
             per_topic = []
@@ -197,7 +195,8 @@ class AdminBrokerProcessor:
     def view_stats(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         """VIEW_BROKER_STATS_DATA: a counter (TOPIC_PUT_NUMS of a topic, GROUP_GET_NUMS of
         topic@group, ...) over the last minute, hour and day."""
-        name, key = request.ext("statsName") or "", request.ext("statsKey") or ""
+        header = decode_header(ViewBrokerStatsDataRequestHeader, request.ext_fields)
+        name, key = header.stats_name, header.stats_key
         item = self.broker.stats.get(name, key)
         if item is None:
             raise RequestError(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
@@ -213,7 +212,8 @@ class AdminBrokerProcessor:
     ) -> RemotingCommand:
         """QUERY_CONSUME_TIME_SPAN: per queue of a topic, how far a group is behind in time
         (Java's queryConsumeTimeSpan)."""
-        topic, group = request.ext("topic") or "", request.ext("group") or ""
+        header = decode_header(QueryConsumeTimeSpanRequestHeader, request.ext_fields)
+        topic, group = header.topic, header.group
         broker, store = self.broker, self.broker.store
         config = broker.topics.get(topic)
         if config is None:
@@ -341,8 +341,7 @@ class AdminBrokerProcessor:
 
     def update_group(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         config = decode_body(SubscriptionGroupConfig, request.body)
-        if not config.group_name:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "groupName is empty")
+        check_body(config)  # the name, and retryQueueNums within QUEUE_NUMS_MAX
         self.broker.groups.update(config)
         return request.make_response()
 

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from broker.client_manager import ClientChannelInfo
 from broker.processor.message_filter import TAG_TYPES, expression_problem
 from remoting import constants as K
+from remoting import names
 from remoting.body import (
     CheckClientRequestBody,
+    ConsumerData,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -26,7 +28,7 @@ from remoting.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from remoting.serde import decode_body, decode_header, encode_body
+from remoting.serde import check_body, decode_body, decode_header, encode_body
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -65,6 +67,8 @@ class ClientManageProcessor:
             version=request.version,
             last_update=broker.clock(),
         )
+        for consumer in data.consumer_data_set:
+            _check_consumer(consumer)
         connection.attributes["client_id"] = data.client_id
         for consumer in data.consumer_data_set:
             group_config = broker.groups.find(consumer.group_name)
@@ -166,14 +170,35 @@ class ClientManageProcessor:
         return request.make_response()
 
     def lock_batch(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        body = decode_body(LockBatchRequestBody, request.body)
+        body = _lock_body(request)
         locked = self.broker.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
         return request.make_response(body=encode_body(LockBatchResponseBody(lock_ok_mq_set=locked)))
 
     def unlock_batch(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        body = decode_body(LockBatchRequestBody, request.body)
+        body = _lock_body(request)
         self.broker.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return request.make_response()
+
+
+def _check_consumer(consumer: ConsumerData) -> None:
+    """A heartbeat's consumer before anything of it is kept: its group names a retry topic
+    (a directory of the store) and every subscription names a topic."""
+    check_body(consumer)
+    for sub in consumer.subscription_data_set:
+        check_body(sub)
+    problem = names.topic_problem(K.retry_topic(consumer.group_name))
+    if problem is not None:
+        raise RequestError(
+            ResponseCode.SYSTEM_ERROR, f"group {consumer.group_name} has no retry topic: {problem}"
+        )
+
+
+def _lock_body(request: RemotingCommand) -> LockBatchRequestBody:
+    body = decode_body(LockBatchRequestBody, request.body)
+    check_body(body)
+    for mq in body.mq_set:
+        check_body(mq)
+    return body
 
 
 def require(condition: bool, code: int, remark: str) -> None:

@@ -220,7 +220,15 @@ class PullMessageProcessor:
         # Java sets PULL_RETRY_IMMEDIATELY here for a slave without slaveReadEnable, then
         # overwrites it with the status's code: a slave serves its messages either way and only
         # the suggestion to go back to the master (brokerId 0) remains (spec/ha.md §7).
-        if allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET and not slave:
+        # commitOffset is range-checked only (a client with no offset in memory may send -1
+        # with the commit bit clear). Java's broker would store a negative one sent with the bit
+        # set, rewinding the group to "never committed"; no Java client sends that: ignored.
+        if (
+            allow_suspend
+            and header.sys_flag & FLAG_COMMIT_OFFSET
+            and header.commit_offset >= 0
+            and not slave
+        ):
             broker.offsets.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )

@@ -12,7 +12,8 @@ from broker.processor.message_filter import tags_filter
 from remoting.body import ConsumeQueueData, QueryConsumeQueueResponseBody
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from remoting.serde import encode_body
+from remoting.headers import QueryConsumeQueueRequestHeader
+from remoting.serde import decode_header, encode_body
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -29,14 +30,9 @@ class QueryConsumeQueueProcessor:
         server.register(RequestCode.QUERY_CONSUME_QUEUE, self.handle)
 
     def handle(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
-        fields = request.ext_fields or {}
-        topic = fields.get("topic", "")
-        try:
-            queue_id = int(fields.get("queueId", "0"))
-            index = int(fields.get("index", "0"))
-            count = min(max(int(fields.get("count", "10")), 0), MAX_COUNT)
-        except ValueError as exc:
-            return request.error_response(ResponseCode.SYSTEM_ERROR, f"bad header: {exc}")
+        header = decode_header(QueryConsumeQueueRequestHeader, request.ext_fields)
+        topic, queue_id, index = header.topic, header.queue_id, header.index
+        count = min(max(header.count, 0), MAX_COUNT)
         store = self.broker.store
         queue = store.find_consume_queue(topic, queue_id)
         if queue is None:
@@ -44,7 +40,7 @@ class QueryConsumeQueueProcessor:
                 ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!"
             )
         subscription, filter_data, passes = None, None, None
-        group = fields.get("consumerGroup")
+        group = header.consumer_group
         if group:
             subscription = self.broker.clients.find_subscription(group, topic)
             if subscription is None:

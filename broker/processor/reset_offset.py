@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from remoting.body import MessageQueue, ResetOffsetBody
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from remoting.headers import ResetOffsetRequestHeader
+from remoting.headers import CloneGroupOffsetRequestHeader, ResetOffsetRequestHeader
 from remoting.serde import decode_header, encode_body, encode_header_fields
 
 if TYPE_CHECKING:
@@ -41,15 +41,14 @@ class ResetOffsetProcessor:
         server.register(RequestCode.CLONE_GROUP_OFFSET, self.clone)
 
     def clone(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
-        fields = request.ext_fields or {}
-        source, dest = fields.get("srcGroup"), fields.get("destGroup")
-        if not source or not dest:
-            return request.error_response(
-                ResponseCode.SYSTEM_ERROR, "cloneGroupOffset needs srcGroup and destGroup"
-            )
+        header = decode_header(CloneGroupOffsetRequestHeader, request.ext_fields)
+        source, dest, topic, offline = (
+            header.src_group,
+            header.dest_group,
+            header.topic,
+            header.offline,
+        )
         broker = self.broker
-        topic = fields.get("topic")
-        offline = fields.get("offline", "false").lower() == "true"
         online = broker.clients.consumer_groups.get(source)
         for name in sorted([topic] if topic else broker.offsets.topics_of_group(source)):
             if broker.topics.get(name) is None:

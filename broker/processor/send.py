@@ -22,6 +22,7 @@ from remoting.errors import RequestError
 from remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.message import MessageConst
 from remoting.serde import decode_header
+from remoting.wire_types import INT_MAX, INT_MIN, show
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -92,6 +93,19 @@ def put_result_response(
     return request.error_response(ResponseCode.SYSTEM_ERROR, f"UNKNOWN_ERROR {result.remark}")
 
 
+def _check_delay_level(delay: str) -> None:
+    """DELAY is read with Integer.parseInt by Java's store, whose NumberFormatException the
+    producer gets as SYSTEM_ERROR; the store clamps a level past the last one."""
+    try:
+        level = int(delay)
+    except ValueError:
+        level = None
+    if level is None or not INT_MIN <= level <= INT_MAX:
+        raise RequestError(
+            ResponseCode.SYSTEM_ERROR, f"bad property DELAY={show(delay)}: not a Java int"
+        )
+
+
 class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -116,8 +130,9 @@ class SendMessageProcessor:
         return decode_header(SendMessageRequestHeaderV2, request.ext_fields).to_v1()
 
     def check(self, header: SendMessageRequestHeader, connection: Connection) -> Any:
-        """Java's msgCheck: broker and topic permissions, the topic's name, auto-creation,
-        the queue id. Returns the TopicConfig or raises RequestError."""
+        """Java's msgCheck: broker and topic permissions, auto-creation, the queue id (the
+        header decoder checked the topic's name). Returns the TopicConfig or raises
+        RequestError."""
         broker = self.broker
         if not K.is_writeable(broker.config.broker_permission):
             raise RequestError(
@@ -126,10 +141,7 @@ class SendMessageProcessor:
             )
         if broker.fenced is not None:
             raise RequestError(ResponseCode.NO_PERMISSION, broker.fenced)
-        topic = header.topic
-        problem = K.topic_name_problem(topic)
-        if problem is not None:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        topic = header.topic  # a valid name: the header decoder checked it
         if topic in K.NOT_ALLOWED_SEND_TOPICS:
             raise RequestError(
                 ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
@@ -174,6 +186,9 @@ class SendMessageProcessor:
         """The message to store, after Java's msgCheck; a negative queue id picks a random
         writable queue of the topic."""
         config = self.check(header, connection)
+        delay = properties.get(MessageConst.DELAY)
+        if delay is not None:
+            _check_delay_level(delay)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)

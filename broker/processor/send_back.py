@@ -16,6 +16,7 @@ from broker.stats import SNDBCK_PUT_NUMS
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from remoting import constants as K
 from remoting import message as codec
+from remoting import names
 from remoting.codes import V3_4_9, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
@@ -35,6 +36,17 @@ RW = K.PERM_READ | K.PERM_WRITE
 def _host(text: str) -> tuple[bytes, int]:
     host, _, port = text.rpartition(":")
     return codec.host_bytes(host.strip("[]")), int(port)
+
+
+LAYOUT_SYS_FLAG_BITS = codec.BORNHOST_V6_FLAG | codec.STOREHOSTADDRESS_V6_FLAG
+
+
+def _derived_topic(topic: str) -> str:
+    """A retry or dead-letter topic built from a (valid) group: one directory of the store."""
+    problem = names.topic_problem(topic)
+    if problem is not None:
+        raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+    return topic
 
 
 class SendBackProcessor:
@@ -71,7 +83,7 @@ class SendBackProcessor:
         properties.setdefault(MessageConst.RETRY_TOPIC, original.topic)
         properties[MessageConst.WAIT] = "false"
         if original.reconsume_times >= max_times or delay_level < 0:
-            topic = K.dlq_topic(header.group)
+            topic = _derived_topic(K.dlq_topic(header.group))
             config = broker.topics.create_in_send_back(topic, 1, perm=RW)
             properties.pop(MessageConst.DELAY, None)
             log.info(
@@ -81,7 +93,7 @@ class SendBackProcessor:
                 original.reconsume_times,
             )
         else:
-            topic = K.retry_topic(header.group)
+            topic = _derived_topic(K.retry_topic(header.group))
             config = broker.topics.create_in_send_back(topic, group.retry_queue_nums, perm=RW)
             if delay_level == 0:
                 delay_level = 3 + original.reconsume_times
@@ -99,7 +111,7 @@ class SendBackProcessor:
             body=original.body,
             properties=properties,
             flag=original.flag,
-            sys_flag=original.sys_flag,
+            sys_flag=original.sys_flag & ~LAYOUT_SYS_FLAG_BITS,  # this store's addresses decide
             born_timestamp=original.born_timestamp,
             born_host=_host(original.born_host),
             reconsume_times=original.reconsume_times + 1,

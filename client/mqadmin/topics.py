@@ -9,6 +9,7 @@ from client.admin import AdminClient
 from client.errors import MQClientError
 from client.mqadmin.base import command, targets, where
 from remoting import constants as K
+from remoting import names
 from remoting.body import TopicConfig
 from remoting.serde import unstructure_body
 
@@ -24,7 +25,7 @@ def _topic_setup(p: argparse.ArgumentParser) -> None:
 
 @command("updateTopic", "create or update a topic", _topic_setup)
 async def update_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
-    problem = K.topic_name_problem(args.topic)
+    problem = names.topic_problem(args.topic)
     if problem:
         raise MQClientError(f"invalid topic {args.topic!r}: {problem}")
     config = TopicConfig(

@@ -53,6 +53,30 @@ def broker(processes, tmp_path):
             ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
             "9999",
         ),
+        # the broker's own topics, as TopicValidator.isSystemTopic (deleting SCHEDULE_TOPIC_XXXX
+        # would drop every delayed message)
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "SCHEDULE_TOPIC_XXXX"}
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "conflict with system topic",
+        ),
+        (
+            lambda: RemotingCommand.request(
+                RequestCode.UPDATE_AND_CREATE_TOPIC,
+                {
+                    "topic": "TestCluster",
+                    "defaultTopic": "TBW102",
+                    "readQueueNums": "1",
+                    "writeQueueNums": "1",
+                    "perm": "6",
+                    "topicFilterType": "SINGLE_TAG",
+                },
+            ),
+            ResponseCode.SYSTEM_ERROR,
+            "conflict with system topic",
+        ),
         # operators' requests this stop added
         (
             lambda: RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"\xff\xfe"),
@@ -78,7 +102,7 @@ def broker(processes, tmp_path):
                 RequestCode.QUERY_CONSUME_QUEUE, {"topic": "Nope", "queueId": "zero"}
             ),
             ResponseCode.SYSTEM_ERROR,
-            "bad header",
+            "queueId='zero' is not a number",
         ),
         (
             lambda: RemotingCommand.request(

@@ -1,5 +1,5 @@
 """Compressed REGISTER_BROKER bodies from a hostile peer: every fault is a RegisterBodyError
-(answered SYSTEM_ERROR with its text), and none inflates past MAX_INFLATED_BYTES."""
+(answered SYSTEM_ERROR with its text), and none inflates past INFLATED_MAX_BYTES."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_what_a_broker_sends_reads_back() -> None:
 
 
 def test_a_body_inflating_past_the_bound_is_refused_without_inflating_it(monkeypatch) -> None:
-    monkeypatch.setattr(register_body, "MAX_INFLATED_BYTES", 1 << 20)
+    monkeypatch.setattr(register_body, "INFLATED_MAX_BYTES", 1 << 20)
     bomb = zlib.compress(bytes(64 << 20), 9)  # 64 KiB that inflate to 64 MiB
     with pytest.raises(RegisterBodyError, match="inflates past"):
         decode_compressed(bomb)
