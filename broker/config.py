@@ -20,6 +20,7 @@ import attrs
 
 from broker.store.config import BrokerRole, MessageStoreConfig
 from remoting import constants as K
+from remoting.names import TOPIC_MAX_LENGTH
 from remoting.settings import (
     PORT,
     ConfigError,
@@ -51,7 +52,7 @@ def _local_ip() -> str:
 
 def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
     node_name(_, attribute, value)
-    room = K.TOPIC_MAX_LENGTH - len(K.reply_topic(""))
+    room = TOPIC_MAX_LENGTH - len(K.reply_topic(""))
     if len(value) > room:  # the cluster's reply topic is a topic too
         raise ValueError(f"must be at most {room} characters: {K.reply_topic(value)!r} is a topic")
 

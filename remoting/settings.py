@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from remoting import constants as K
+from remoting.names import TOPIC_MAX_LENGTH, topic_problem
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -77,15 +77,15 @@ PORT = Range(0, 65535)
 
 
 def topic_name(_: object, attribute: attrs.Attribute, value: str) -> None:
-    problem = K.topic_name_problem(value)
+    problem = topic_problem(value)
     if problem is not None:
         raise ValueError(problem)
 
 
 def node_name(_: object, attribute: attrs.Attribute, value: str) -> None:
-    if len(value) > K.TOPIC_MAX_LENGTH or not _NAME.fullmatch(value) or value in (".", ".."):
+    if len(value) > TOPIC_MAX_LENGTH or not _NAME.fullmatch(value) or value in (".", ".."):
         raise ValueError(
-            f"must be 1-{K.TOPIC_MAX_LENGTH} characters of [%|a-zA-Z0-9_.-], not . or .. "
+            f"must be 1-{TOPIC_MAX_LENGTH} characters of [%|a-zA-Z0-9_.-], not . or .. "
             "(it names a topic, and a topic names a directory)"
         )
 

@@ -22,6 +22,33 @@ from remoting.speedups import native
 log = logging.getLogger(__name__)
 
 CQ_UNIT = struct.Struct(">qiq")  # commit log offset, size, tags code
+_REFUSED_NAMES_LOGGED = 1024
+
+
+def safe_directory_name(topic: str) -> bool:
+    """Whether ``topic`` can be a directory of ``consumequeue/`` and nothing else.
+
+    Names from clients were held to RocketMQ's rules at the wire (remoting/names.py), but a
+    record also arrives from a master over HA, or from a CommitLog another broker wrote: its
+    topic must still not become a path out of the store. A refused topic gets no ConsumeQueue
+    (its messages stay in the CommitLog, unreachable by pulls) and one WARNING."""
+    if (
+        topic
+        and "/" not in topic
+        and "\0" not in topic
+        and topic not in (".", "..")
+        and len(topic.encode("utf-8", "surrogatepass")) <= 255
+    ):
+        return True
+    if len(_refused_names) < _REFUSED_NAMES_LOGGED and topic not in _refused_names:
+        _refused_names.add(topic)
+        log.warning(
+            "topic %r cannot be a ConsumeQueue directory: its messages are not queued", topic
+        )
+    return False
+
+
+_refused_names: set[str] = set()
 assert CQ_UNIT.size == 20
 UNIT = CQ_UNIT.size
 _FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)

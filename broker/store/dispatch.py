@@ -67,6 +67,7 @@ class CommitLogDispatcher:
             if queued
             else None
         )
+        queued = queue is not None  # None: a topic that cannot be a directory
         index_files = self.index_service.files
         index = index_files[-1] if self.index_enabled and index_files else None
         done = dispatch_single(queue, index, request)
@@ -117,6 +118,8 @@ class CommitLogDispatcher:
         wake = notify and not self.store.is_slave and self.store.arrival_listener is not None
         for (topic, queue_id), queue_runs in runs.items():
             queue = self.find_consume_queue(topic, queue_id, create=True)
+            if queue is None:  # a topic that cannot be a directory
+                continue
             for run in queue_runs:
                 queue.put_batch(run)
                 if wake:
@@ -131,6 +134,9 @@ class CommitLogDispatcher:
         first = requests[0]
         if not first.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
             queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
+        else:
+            queue = None
+        if queue is not None:
             queue.put_batch(requests)
             if notify and not self.store.is_slave and self.store.arrival_listener is not None:
                 self._notify_newest(requests)

@@ -31,7 +31,7 @@ from broker.store.checkpoint import AbortFile, StoreCheckpoint, StoreLock
 from broker.store.clean import CleanService, DiskUsage, psutil_disk_usage
 from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
-from broker.store.consume_queue import ConsumeQueue
+from broker.store.consume_queue import ConsumeQueue, safe_directory_name
 from broker.store.dispatch import CommitLogDispatcher
 from broker.store.flush import (
     FlushCommitLogService,
@@ -312,7 +312,7 @@ class DefaultMessageStore(QueueLookups):
     ) -> ConsumeQueue | None:
         queues = self.consume_queue_table.get(topic)
         if queues is None:
-            if not create:
+            if not create or not safe_directory_name(topic):
                 return None
             queues = self.consume_queue_table[topic] = {}
         consume_queue = queues.get(queue_id)
