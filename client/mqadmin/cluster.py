@@ -43,7 +43,7 @@ MORE_HEADERS = [
 ]
 
 
-def _first_number(text: str | None) -> float | None:
+def first_number(text: str | None) -> float | None:
     """Java's tps values are "10s 1min 10min" figures; the first is the one shown."""
     try:
         return float((text or "").split()[0])
@@ -52,7 +52,7 @@ def _first_number(text: str | None) -> float | None:
 
 
 def _tps(rt: dict[str, str], tps_key: str, pool: str) -> str:
-    tps = _first_number(rt.get(tps_key))
+    tps = first_number(rt.get(tps_key))
     if tps is None:
         return "-"
     queued = rt.get(f"{pool}ThreadPoolQueueSize", "-")
@@ -63,8 +63,8 @@ def _tps(rt: dict[str, str], tps_key: str, pool: str) -> str:
 def base_row(rt: dict[str, str], now_ms: int) -> list[Any]:
     """Apache's clusterList columns from a broker's runtime info ("-" for a figure the broker
     does not report), then ours: its role and CommitLog end."""
-    earliest = _first_number(rt.get("earliestMessageTimeStamp"))
-    ratio = _first_number(rt.get("commitLogDiskRatio"))
+    earliest = first_number(rt.get("earliestMessageTimeStamp"))
+    ratio = first_number(rt.get("commitLogDiskRatio"))
     return [
         rt.get("brokerVersionDesc", "-"),
         _tps(rt, "putTps", "send"),

@@ -18,8 +18,8 @@ from client.admin_brokers import parse_properties
 from client.errors import MQClientError
 from client.mqadmin import args as A
 from client.mqadmin.base import command, flag
-from client.mqadmin.cluster import _first_number
-from client.mqadmin.monitor import _day_sum
+from client.mqadmin.cluster import first_number
+from client.mqadmin.monitor import day_sum
 from client.route import MASTER_ID
 from remoting import constants as K
 from remoting import fastjson
@@ -163,10 +163,6 @@ class Totals:
     )
 
 
-def _number(text: str | None) -> float | None:
-    return _first_number(text)
-
-
 async def _broker_metrics(admin: AdminClient, addr: str, totals: Totals) -> dict[str, Any]:
     rt = await admin.runtime_info(addr)
     config = parse_properties((await admin.broker_config(addr)).encode())
@@ -174,12 +170,12 @@ async def _broker_metrics(admin: AdminClient, addr: str, totals: Totals) -> dict
     schedule = await admin.view_broker_stats(addr, "TOPIC_PUT_NUMS", K.SCHEDULE_TOPIC)
     groups = await admin.user_sub_groups(addr)
     tps = {
-        "normalInTps": _number(rt.get("putTps")),
-        "normalOutTps": _number(rt.get("getTransferedTps")),
+        "normalInTps": first_number(rt.get("putTps")),
+        "normalOutTps": first_number(rt.get("getTransferedTps")),
         "transInTps": trans.stats_minute.tps if trans else 0.0,
         "scheduleInTps": schedule.stats_minute.tps if schedule else 0.0,
     }
-    day = {"transOneDayInNum": _day_sum(trans), "scheduleOneDayInNum": _day_sum(schedule)}
+    day = {"transOneDayInNum": day_sum(trans), "scheduleOneDayInNum": day_sum(schedule)}
     for key, value in zip(totals.tps, tps.values(), strict=True):
         totals.tps[key] += value or 0.0
     for key in day:

@@ -15,7 +15,7 @@ from client.mqadmin.groups import every_group
 from remoting import constants as K
 
 
-def _day_sum(stats) -> int:
+def day_sum(stats) -> int:
     """Messages over the last day, as Java's statsAll reads it: the day window, or when that
     is still empty the hour, or the minute."""
     if stats is None:
@@ -52,7 +52,7 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
         masters = await admin.topic_masters(topic)
         puts = [await admin.view_broker_stats(a, "TOPIC_PUT_NUMS", topic) for a in masters]
         in_tps = sum(s.stats_minute.tps for s in puts if s is not None)
-        in_day = sum(_day_sum(s) for s in puts)
+        in_day = sum(day_sum(s) for s in puts)
         groups = await admin.topic_consumer_groups(topic)
         for group in groups or [""]:
             lag = out_tps = out_day = 0
@@ -64,7 +64,7 @@ async def stats_all(admin: AdminClient, args: argparse.Namespace) -> Any:
                     for a in masters
                 ]
                 out_tps = sum(s.stats_minute.tps for s in gets if s is not None)
-                out_day = sum(_day_sum(s) for s in gets)
+                out_day = sum(day_sum(s) for s in gets)
             if args.activeTopic and not (in_tps or out_tps):
                 continue
             rows.append([topic, group, lag, f"{in_tps:.2f}", f"{out_tps:.2f}", in_day, out_day])
