@@ -31,7 +31,7 @@ from client.mqadmin import (  # noqa: F401  (importing them registers their comm
 from client.mqadmin import namesrv as _namesrv_commands  # noqa: F401
 from client.mqadmin.base import COMMANDS, Shown, table
 from deploy.cli import OneLineArgumentParser, fail, one_line, unexpected
-from remoting.errors import RemotingError
+from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 PROG = "mqadmin"
 EXPECTED = (MQClientError, RemotingError, OSError)
@@ -110,6 +110,15 @@ def _namesrv(args: argparse.Namespace) -> str | None:
         raise MQClientError(f"NAMESRV_ADDR: {exc}") from None
 
 
+def explain(exc: BaseException) -> str:
+    """The error, with what to check when a server did not answer."""
+    if isinstance(exc, RemotingConnectError) and " failed: " in str(exc):
+        return f"{exc}: is the broker (or NameServer) running there, and is that its address?"
+    if isinstance(exc, RemotingTimeoutError):
+        return f"{exc}: the server is up but did not answer in time (overloaded, or hung?)"
+    return str(exc)
+
+
 def _emitter(as_json: bool):
     def emit(result: Any) -> None:
         emit.count += 1  # type: ignore[attr-defined]  (before the print: Ctrl-C may follow it)
@@ -143,11 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C is how a repeating command (-i, startMonitoring) is meant to end.
         return 0 if args.emit.count else 130
     except EXPECTED as exc:
-        return fail(prog, exc)
+        return fail(prog, explain(exc))
     except BaseExceptionGroup as group:  # raised inside the client's nurseries
         failure = sole_exception(group)
         if isinstance(failure, EXPECTED):
-            return fail(prog, failure)
+            return fail(prog, explain(failure))
         return unexpected(prog, failure or group)
     except Exception as exc:
         return unexpected(prog, exc)

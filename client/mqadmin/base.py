@@ -36,8 +36,15 @@ def command(name: str, help: str, setup: Setup = lambda p: None):
     return register
 
 
+def cell(value: Any) -> str:
+    """A table cell as Java's printf shows it (booleans lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def table(headers: list[str], rows: list[list[Any]]) -> str:
-    cells = [headers] + [[str(c) for c in row] for row in rows]
+    cells = [headers] + [[cell(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells

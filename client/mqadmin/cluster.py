@@ -203,7 +203,7 @@ def _ha_rows(addr: str, status: dict[str, Any]) -> list[list[Any]]:
             f"master {status.get('haMasterAddr', '-')}",
             "-",
             "-",
-            status.get("haLastChunkMillisAgo", "-"),
+            "-",  # a slave knows what it has, not what its master has since (see the master)
             f"connected={connected}",
         ]
     ]
