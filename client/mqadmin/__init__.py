@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+import attrs
 import trio
 
 from client.admin import AdminClient
@@ -30,7 +31,7 @@ from client.mqadmin import (  # noqa: F401  (importing them registers their comm
 )
 from client.mqadmin import namesrv as _namesrv_commands  # noqa: F401
 from client.mqadmin.base import COMMANDS, Shown, table
-from deploy.cli import OneLineArgumentParser, fail, one_line, unexpected
+from deploy.cli import OneLineArgumentParser, fail, unexpected
 from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 PROG = "mqadmin"
@@ -119,13 +120,16 @@ def explain(exc: BaseException) -> str:
     return str(exc)
 
 
-def _emitter(as_json: bool):
-    def emit(result: Any) -> None:
-        emit.count += 1  # type: ignore[attr-defined]  (before the print: Ctrl-C may follow it)
-        print(render(result, as_json), flush=True)
+@attrs.define
+class Emitter:
+    """``args.emit``: prints one round of a repeating command, counting the rounds."""
 
-    emit.count = 0  # type: ignore[attr-defined]
-    return emit
+    as_json: bool
+    count: int = 0
+
+    def __call__(self, result: Any) -> None:
+        self.count += 1  # before the print: a Ctrl-C may follow it at once
+        print(render(result, self.as_json), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(PROG, f"no command {argv[0]!r} ({PROG} help lists them)")
     args = parser().parse_args(argv)
     prog = f"{PROG} {args.command}"
-    args.emit = _emitter(args.json)
+    args.emit = Emitter(args.json)
     _, _, fn = COMMANDS[args.command]
 
     async def run() -> Any:
@@ -150,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         result = trio.run(run)
     except KeyboardInterrupt:
         # Ctrl-C is how a repeating command (-i, startMonitoring) is meant to end.
-        return 0 if args.emit.count else 130
+        if args.emit.count:
+            return 0
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
     except EXPECTED as exc:
         return fail(prog, explain(exc))
     except BaseExceptionGroup as group:  # raised inside the client's nurseries
@@ -165,4 +172,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["main", "one_line", "parser", "render"]
+__all__ = ["main", "parser", "render"]
