@@ -29,6 +29,7 @@ from broker.persist import JsonConfigFile
 from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
+from broker.processor.maintenance import MaintenanceProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
 from broker.processor.query_cq import QueryConsumeQueueProcessor
@@ -53,6 +54,7 @@ from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
 from remoting.server import RemotingServer, partial_frames_budget
+from remoting.version import CURRENT_VERSION_DESC
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +185,7 @@ class BrokerController:
         ConsumerCallProcessor(self).register(server)
         UpdateBrokerConfigProcessor(self).register(server)
         QueryConsumeQueueProcessor(self).register(server)
+        MaintenanceProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         return server
 
@@ -246,7 +249,9 @@ class BrokerController:
         info = self.store.runtime_info()
         info.update(
             {
-                "brokerVersionDesc": "V4_9_4",
+                # The RocketMQ release whose protocol we speak (the version every reply carries,
+                # which Java clients gate features on), not a release of rocketmq-trio.
+                "brokerVersionDesc": CURRENT_VERSION_DESC,
                 "brokerVersion": str(CURRENT_VERSION),
                 "bootTimestamp": str(self.boot_timestamp),
                 "brokerRole": self.store_config.broker_role.name,

@@ -1,15 +1,18 @@
 """Admin API (DefaultMQAdminExt): cluster and topic views, topic and group changes, consumer
-progress, message lookups, HA status and ``diagnose_group``. ``mqadmin`` is its command line."""
+progress, message lookups, HA status and ``diagnose_group``. ``mqadmin`` is its command line.
+Group operations are in admin_groups.py, broker-wide and NameServer ones in admin_brokers.py."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
+from client.admin_brokers import BrokerAdmin
 from client.admin_groups import GroupAdmin
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientConfig, MQClientInstance
@@ -21,6 +24,7 @@ from remoting.body import (
     ClusterInfo,
     GroupList,
     KVTable,
+    QueueTimeSpan,
     TopicConfig,
     TopicList,
     TopicRouteData,
@@ -33,7 +37,7 @@ from remoting.headers import CreateTopicRequestHeader
 from remoting.serde import decode_body, encode_header_fields
 
 
-class AdminClient(GroupAdmin):
+class AdminClient(GroupAdmin, BrokerAdmin):
     def __init__(self, instance: MQClientInstance) -> None:
         self.instance = instance
 
@@ -112,11 +116,38 @@ class AdminClient(GroupAdmin):
             await self.create_topic(addr, config)
         return sorted(masters.values())
 
-    async def delete_topic(self, topic: str, cluster: str | None = None) -> None:
-        for addr in (await self.masters(cluster)).values():
+    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        """Delete ``topic`` from every master of ``cluster``, then from every NameServer for
+        that cluster (its other clusters keep it). A topic neither knows is an error: nothing
+        is deleted. (Apache's tool reports success for any name.) Returns the masters."""
+        masters = sorted((await self.masters(cluster)).values())
+        if not masters:
+            raise MQClientError(f"cluster {cluster!r} has no master online: nothing deleted")
+        if not await self._topic_in_cluster(topic, cluster, masters):
+            raise MQClientError(
+                f"topic {topic!r} does not exist in cluster {cluster!r}: nothing deleted "
+                "(topicList lists the topics, topicRoute shows where one lives)"
+            )
+        for addr in masters:
             await self._ok(addr, self._req(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic}))
+        fields = {"topic": topic, "clusterName": cluster}
         for ns in self.instance.config.namesrv_addrs:
-            await self._ok(ns, self._req(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic}))
+            await self._ok(ns, self._req(RequestCode.DELETE_TOPIC_IN_NAMESRV, fields))
+        return masters
+
+    async def _topic_in_cluster(self, topic: str, cluster: str, masters: list[str]) -> bool:
+        """The NameServers route ``topic`` to a broker of ``cluster``, or one of its masters
+        has it (a broker that has not registered it yet)."""
+        route = await self.instance.fetch_route(topic)
+        if route is not None and any(d.cluster == cluster for d in route.broker_datas):
+            return True
+        for addr in masters:
+            response = await self.instance.invoke(
+                addr, self._req(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}), 5
+            )
+            if response.code == ResponseCode.SUCCESS:
+                return True
+        return False
 
     async def topic_masters(self, topic: str) -> list[str]:
         """The master address of each broker serving ``topic``, by broker name."""
@@ -166,12 +197,14 @@ class AdminClient(GroupAdmin):
         return bytes(response.body).decode()
 
     async def ha_status(self, addr: str) -> dict[str, Any]:
+        """Replication as a broker reports it: per slave on a master (ack offset, lagBytes,
+        lagMillis, inSync; see broker/ha/service.py slaves()), the master followed on a slave."""
         info = await self.runtime_info(addr)
         status: dict[str, Any] = {"brokerRole": info.get("brokerRole", "")}
         status["commitLogMaxOffset"] = int(info.get("commitLogMaxOffset", "0"))
         if "haSlaves" in info:
             status["slaves"] = json.loads(info["haSlaves"])
-        for key in ("masterAddr", "haMasterAddr", "haConnected"):
+        for key in ("masterAddr", "haMasterAddr", "haConnected", "haLastChunkMillisAgo"):
             if key in info:
                 status[key] = info[key]
         return status
@@ -179,7 +212,10 @@ class AdminClient(GroupAdmin):
     # ------------------------------------------------------------------ messages
 
     async def view_message(self, offset_msg_id: str) -> codec.MessageExt:
-        stored = codec.decode_offset_msg_id(offset_msg_id)
+        try:
+            stored = codec.decode_offset_msg_id(offset_msg_id)
+        except ValueError as exc:
+            raise MQClientError(str(exc)) from None
         response = await self._ok(
             stored.addr,
             self._req(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(stored.phys_offset)}),
@@ -247,34 +283,8 @@ class AdminClient(GroupAdmin):
         except MQClientError:
             report["members"] = []
             problems.append(f"no consumer of {group} is online")
-        queues, total_lag = [], 0
-        try:
-            stats = await self.consume_stats(group, topic)
-            for mq, w in sorted(stats.offset_table.items()):
-                if mq.topic != topic:
-                    continue
-                lag = max(0, w.broker_offset - w.consumer_offset)
-                total_lag += lag
-                queues.append(
-                    {
-                        "broker": mq.broker_name,
-                        "queueId": mq.queue_id,
-                        "brokerOffset": w.broker_offset,
-                        "consumerOffset": w.consumer_offset,
-                        "lag": lag,
-                        "lastConsumeTimestamp": w.last_timestamp,
-                    }
-                )
-        except (MQClientError, RemotingError) as exc:
-            problems.append(f"consume stats unavailable: {exc}")
-        report["queues"], report["totalLag"] = queues, total_lag
-        if total_lag:
-            try:
-                spans = await self.consume_time_span(group, topic)
-                # how long the oldest unconsumed message has waited
-                report["delaySeconds"] = max(s.delay_time for s in spans) / 1000 if spans else 0
-            except (MQClientError, RemotingError) as exc:
-                problems.append(f"consume time span unavailable: {exc}")
+        await self._lag_report(group, topic, report)
+        total_lag = report["totalLag"]
         if total_lag and not report.get("members"):
             problems.append(f"{total_lag} messages wait and nobody consumes them")
         report["retryDepth"] = await self._depth(K.retry_topic(group))
@@ -285,12 +295,66 @@ class AdminClient(GroupAdmin):
             )
         return report
 
+    async def _lag_report(self, group: str, topic: str, report: dict[str, Any]) -> None:
+        """Per-queue offsets and lag of ``group`` on ``topic``, and how long the oldest message
+        it has not consumed has waited, into ``report``."""
+        problems: list[str] = report["problems"]
+        queues: list[dict[str, Any]] = []
+        try:
+            stats = await self.consume_stats(group, topic)
+        except (MQClientError, RemotingError) as exc:
+            problems.append(f"consume stats unavailable: {exc}")
+            stats = None
+        for mq, w in sorted(stats.offset_table.items()) if stats else []:
+            if mq.topic == topic:
+                queues.append({"broker": mq.broker_name, "queueId": mq.queue_id,
+                               "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+                               "lag": max(0, w.broker_offset - w.consumer_offset),
+                               "lastConsumeTimestamp": w.last_timestamp})  # fmt: skip
+        report["queues"] = queues
+        report["totalLag"] = sum(q["lag"] for q in queues)
+        if not report["totalLag"]:
+            return
+        try:
+            spans = await self.consume_time_span(group, topic)
+        except (MQClientError, RemotingError) as exc:
+            problems.append(f"consume time span unavailable: {exc}")
+            return
+        lags = {(q["broker"], q["queueId"]): q["lag"] for q in queues}
+        report["delaySeconds"] = oldest_wait_ms(spans, lags, now_ms()) / 1000
+
     async def _depth(self, topic: str) -> int:
         try:
             stats = await self.topic_stats(topic)
         except (MQClientError, MQBrokerError, RemotingError):
             return 0
         return sum(o.max_offset - o.min_offset for o in stats.offset_table.values())
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def oldest_wait_ms(spans: list[QueueTimeSpan], lags: dict[tuple[str, int], int], now: int) -> int:
+    """How long the oldest message the group has not consumed has waited, over the queues
+    where it lags. A span's delayTime is now minus the store time of the message at the group's
+    offset; a group that never consumed a queue, or whose offset points at deleted messages,
+    has none there and brokers (RocketMQ's too) count from time 0, so those queues count from
+    their oldest message instead."""
+    oldest = 0
+    for span in spans:
+        mq = span.message_queue
+        if lags.get((mq.broker_name, mq.queue_id), 0) <= 0:
+            continue
+        wait = span.delay_time
+        if span.min_time_stamp > 0:
+            queue_age = now - span.min_time_stamp
+            if wait <= 0 or wait > queue_age:
+                wait = queue_age
+        elif wait >= now - 1:  # counted from time 0, and no oldest message to go by
+            wait = 0
+        oldest = max(oldest, wait)
+    return oldest
 
 
 def run_admin(namesrv_addr: str, fn) -> Any:

@@ -34,8 +34,9 @@ class GroupAdmin:
             self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=encode_body(config)),
         )
 
-    async def delete_sub_group(self, addr: str, group: str) -> None:
-        await self._ok(addr, self._req(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group}))
+    async def delete_sub_group(self, addr: str, group: str, *, remove_offset: bool = False) -> None:
+        fields = {"groupName": group, "removeOffset": "true" if remove_offset else "false"}
+        await self._ok(addr, self._req(RequestCode.DELETE_SUBSCRIPTIONGROUP, fields))
 
     async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         """Per-queue broker and consumer offsets, over every master of the group's topics."""
@@ -56,11 +57,13 @@ class GroupAdmin:
         return ConsumeStats(offset_table=table, consume_tps=tps)
 
     async def broker_consume_stats(
-        self, addr: str, *, order_only: bool = False
+        self, addr: str, *, order_only: bool = False, timeout_s: float = 50
     ) -> ConsumeStatsList:
         """GET_BROKER_CONSUME_STATS: every group's offsets and lag on one broker."""
         fields = {"isOrder": "true" if order_only else "false"}
-        response = await self._ok(addr, self._req(RequestCode.GET_BROKER_CONSUME_STATS, fields))
+        response = await self._ok(
+            addr, self._req(RequestCode.GET_BROKER_CONSUME_STATS, fields), timeout_s
+        )
         return decode_body(ConsumeStatsList, response.body)
 
     async def query_consume_queue(
@@ -100,14 +103,18 @@ class GroupAdmin:
             spans.extend(decode_body(QueryConsumeTimeSpanBody, response.body).consume_time_span_set)
         return spans
 
-    async def consumer_connection(self, group: str) -> ConsumerConnection:
-        response = await self._via_group_broker(
-            group, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
-        )
+    async def consumer_connection(self, group: str, addr: str | None = None) -> ConsumerConnection:
+        """The group's members as a broker sees them: ``addr``, or the first broker of the
+        group's retry topic that answers."""
+        code, fields = RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        if addr is not None:
+            response = await self._ok(addr, self._req(code, fields))
+        else:
+            response = await self._via_group_broker(group, code, fields)
         return decode_body(ConsumerConnection, response.body)
 
     async def consumer_running_info(
-        self, group: str, client_id: str, *, jstack: bool = False
+        self, group: str, client_id: str, *, jstack: bool = False, addr: str | None = None
     ) -> ConsumerRunningInfo:
         """A consumer's own view (queues held, offsets, subscriptions), asked through a broker
         it heartbeats to: GET_CONSUMER_RUNNING_INFO, which the broker forwards to it."""
@@ -116,9 +123,11 @@ class GroupAdmin:
             "clientId": client_id,
             "jstackEnable": "true" if jstack else "false",
         }
-        response = await self._via_group_broker(
-            group, RequestCode.GET_CONSUMER_RUNNING_INFO, fields
-        )
+        code = RequestCode.GET_CONSUMER_RUNNING_INFO
+        if addr is not None:
+            response = await self._ok(addr, self._req(code, fields))
+        else:
+            response = await self._via_group_broker(group, code, fields)
         return decode_body(ConsumerRunningInfo, response.body)
 
     async def consume_message_directly(
@@ -167,9 +176,11 @@ class GroupAdmin:
         return masters
 
     async def reset_offset_by_time(
-        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, cpp: bool = False
     ) -> dict:
-        """INVOKE_BROKER_TO_RESET_OFFSET on every master of ``topic``: queue -> new offset."""
+        """INVOKE_BROKER_TO_RESET_OFFSET on every master of ``topic``: queue -> new offset
+        (``timestamp_ms`` -1: each queue's end). ``cpp`` marks the request as from C++, which
+        is how Apache's tool asks a broker to notify C++ consumers in their own format."""
         from remoting.body import ResetOffsetBody
 
         fields = {
@@ -180,9 +191,10 @@ class GroupAdmin:
         }
         table = {}
         for addr in await self.topic_masters(topic):
-            response = await self._ok(
-                addr, self._req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
-            )
+            request = self._req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+            if cpp:
+                request.language = "CPP"
+            response = await self._ok(addr, request)
             table.update(decode_body(ResetOffsetBody, response.body).offset_table)
         return table
 

@@ -23,11 +23,13 @@ from remoting.body import (
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.serde import encode_body
+from remoting.version import CURRENT_VERSION_DESC
 
 if TYPE_CHECKING:
     from client.consumer import PushConsumer
 
-CLIENT_VERSION = "V4_9_4"  # the Java release whose behaviour the client follows
+# What the version in our requests (CURRENT_VERSION) names, as Java fills PROP_CLIENT_VERSION.
+CLIENT_VERSION = CURRENT_VERSION_DESC
 
 
 def _wrong_group(consumer: PushConsumer, request: RemotingCommand) -> RemotingCommand | None:

@@ -138,7 +138,10 @@ class MQClientInstance:
                 continue
             self._namesrv_index = index
             return response
-        raise MQClientError(f"no NameServer answered ({';'.join(addrs)}): {last}")
+        raise MQClientError(
+            f"no NameServer answered ({';'.join(addrs)}): {last}; is mqnamesrv running there, "
+            "and is that the address (namesrvAddr, -n)?"
+        )
 
     # ------------------------------------------------------------------ routes
 

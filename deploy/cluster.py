@@ -10,23 +10,18 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-import trio
 
 from deploy.manifest import Manifest, ProcessSpec
+from deploy.probes import put_kv_everywhere, runtime_infos
 from remoting import constants as K
 from remoting import properties
-from remoting.body import KVTable
-from remoting.client import RemotingClient
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.errors import RemotingError
 from remoting.ports import ephemeral_conflicts
-from remoting.serde import decode_body
 
 READY_TIMEOUT_S = 120.0
 SYNC_TIMEOUT_S = 120.0
@@ -35,15 +30,33 @@ POLL_S = 0.1
 
 
 class ClusterError(RuntimeError):
-    """``up``/``down`` could not do what was asked; the message says why."""
+    """``up``/``down`` could not do what was asked; the message says why in one line, ``detail``
+    (a process's last log lines, say) shows more."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class Interrupted(ClusterError):
+    """A signal asked mqcluster to stop while it was starting or waiting."""
 
 
 class Cluster:
-    def __init__(self, manifest: Manifest, base_dir: Path, out: Callable[[str], None] = print):
+    def __init__(
+        self,
+        manifest: Manifest,
+        base_dir: Path,
+        out: Callable[[str], None] = print,
+        stop: threading.Event | None = None,
+    ):
         self.base = base_dir.resolve()
         self.layout = manifest
         self.manifest = manifest.with_promotions(self.promotions())
         self.out = out
+        # Set by mqcluster's signal handlers: every wait checks it, so SIGTERM or Ctrl-C while
+        # `up` starts things ends in `up`'s cleanup rather than in the middle of a Popen.
+        self.stop = stop or threading.Event()
         self._processes: dict[str, subprocess.Popen] = {}  # started by this invocation
         self._log_start: dict[str, int] = {}  # log size before each start: its READY comes after
 
@@ -143,13 +156,12 @@ class Cluster:
             )
         self.check_ports()
         order = self.manifest.start_order()
-        started: list[ProcessSpec] = []
         try:
             for step, spec in enumerate(order, 1):
+                self._check_stop(spec)
                 self.out(f"[{step}/{len(order)}] starting {spec.name} ({spec.role}) on {spec.addr}")
                 t0 = time.monotonic()
                 self._start(spec)
-                started.append(spec)
                 self._wait_ready(spec)
                 detail = ""
                 if spec.role == "slave":
@@ -160,10 +172,24 @@ class Cluster:
                     f"{detail} ({time.monotonic() - t0:.1f} s)"
                 )
         except BaseException:
-            for spec in reversed(started):
-                self._stop(spec)
+            self.stop_started()
             raise
         self.out(f"cluster {self.manifest.name} up: namesrvAddr={self.manifest.namesrv_addr}")
+
+    def stop_started(self) -> list[str]:
+        """Stop, in reverse, every process this invocation started (a pid file it never wrote
+        included): `up`'s way out of any failure or signal."""
+        by_name = {spec.name: spec for spec in self.manifest.processes}
+        stopped = []
+        for name in reversed(list(self._processes)):
+            if self._stop(by_name[name]):
+                stopped.append(name)
+                self.out(f"stopped {name}")
+        return stopped
+
+    def _check_stop(self, spec: ProcessSpec) -> None:
+        if self.stop.is_set():
+            raise Interrupted(f"interrupted while starting {spec.name}: stopped what was started")
 
     def _start(self, spec: ProcessSpec) -> None:
         for path in (self.log_path(spec), self.pid_path(spec), self.conf_path(spec)):
@@ -184,8 +210,8 @@ class Cluster:
                 cwd=self.base,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": _repo_path()},
             )
+        self._processes[spec.name] = process  # first: a failed pid-file write still stops it
         self.pid_path(spec).write_text(str(process.pid))
-        self._processes[spec.name] = process
 
     def _wait_ready(self, spec: ProcessSpec) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -200,13 +226,21 @@ class Cluster:
                         return
             if process.poll() is not None:
                 raise ClusterError(
-                    f"{spec.name} exited with code {process.returncode} while starting; "
-                    f"last log lines ({self.log_path(spec)}):\n{self.tail(spec)}"
+                    f"{spec.name} exited with code {process.returncode} while starting: see "
+                    f"the last lines of {self.log_path(spec)} above",
+                    detail=self.tail(spec),
                 )
-            time.sleep(POLL_S)
+            self._pause(spec, POLL_S)
         raise ClusterError(
-            f"{spec.name} not ready after {READY_TIMEOUT_S:.0f} s:\n{self.tail(spec)}"
+            f"{spec.name} not ready after {READY_TIMEOUT_S:.0f} s: see the last lines of "
+            f"{self.log_path(spec)} above",
+            detail=self.tail(spec),
         )
+
+    def _pause(self, spec: ProcessSpec, seconds: float) -> None:
+        """A poll interval that ends early, in Interrupted, when a signal asks to stop."""
+        if self.stop.wait(seconds):
+            self._check_stop(spec)
 
     def _wait_in_sync(self, spec: ProcessSpec) -> int:
         master = self.manifest.master_of(spec)
@@ -220,7 +254,7 @@ class Cluster:
                 behind = int(m["commitLogMaxOffset"]) - int(s["commitLogMaxOffset"])
                 if behind <= 0:
                     return 0
-            time.sleep(POLL_S * 5)
+            self._pause(spec, POLL_S * 5)
         raise ClusterError(
             f"{spec.name} did not catch up with {master.name} in {SYNC_TIMEOUT_S:.0f} s"
         )
@@ -238,6 +272,9 @@ class Cluster:
     def _stop(self, spec: ProcessSpec, grace_s: float = STOP_GRACE_S) -> bool:
         pid = self.pid(spec)
         self.pid_path(spec).unlink(missing_ok=True)
+        child = self._processes.get(spec.name)
+        if pid is None and child is not None and child.poll() is None:
+            pid = child.pid  # started by us, its pid file not (yet) written
         if pid is None:
             return False
         try:
@@ -264,11 +301,14 @@ class Cluster:
         spec = self.spec(name)
         if self.pid(spec):
             raise ClusterError(f"{name} is already running (pid {self.pid(spec)})")
-        self._start(spec)
-        self._wait_ready(spec)
-        detail = (
-            f", in sync ({self._wait_in_sync(spec)} bytes behind)" if spec.role == "slave" else ""
-        )
+        try:
+            self._start(spec)
+            self._wait_ready(spec)
+            behind = self._wait_in_sync(spec) if spec.role == "slave" else None
+        except BaseException:
+            self.stop_started()
+            raise
+        detail = f", in sync ({behind} bytes behind)" if behind is not None else ""
         self.out(f"{name} up as {spec.role}, pid {self.pid(spec)}{detail}")
 
     def stop_one(self, name: str) -> None:
@@ -374,44 +414,3 @@ def _repo_path() -> str:
     here = str(Path(__file__).resolve().parents[1])
     existing = os.environ.get("PYTHONPATH")
     return f"{here}{os.pathsep}{existing}" if existing else here
-
-
-def put_kv_everywhere(manifest: Manifest, namespace: str, key: str, value: str) -> list[str]:
-    """PUT_KV_CONFIG on every NameServer of the layout; the ones that accepted it."""
-    names = [p.addr for p in manifest.processes if p.role == "namesrv"]
-
-    async def main() -> list[str]:
-        done = []
-        async with RemotingClient.open() as client:
-            for addr in names:
-                request = RemotingCommand.request(
-                    RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value}
-                )
-                try:
-                    response = await client.invoke(addr, request, 3.0)
-                except (RemotingError, OSError):
-                    continue
-                if response.code == 0:
-                    done.append(addr)
-        return done
-
-    return trio.run(main)
-
-
-def runtime_infos(addrs: list[str], timeout_s: float = 2.0) -> dict[str, dict[str, str]]:
-    """GET_BROKER_RUNTIME_INFO from each address that answers."""
-
-    async def main() -> dict[str, dict[str, str]]:
-        out: dict[str, dict[str, str]] = {}
-        async with RemotingClient.open() as client:
-            for addr in addrs:
-                request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})
-                try:
-                    response = await client.invoke(addr, request, timeout_s)
-                except (RemotingError, OSError):
-                    continue
-                if response.code == 0:
-                    out[addr] = decode_body(KVTable, response.body).table
-        return out
-
-    return trio.run(main)

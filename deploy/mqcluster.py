@@ -1,7 +1,10 @@
 """``mqcluster up|down|status|logs LAYOUT [--base-dir DIR]``: run a layout from ``deploy/`` (a
 folder with cluster.toml) as local daemons. Data, logs, pid files and the effective configs go
 to ``--base-dir`` (default ``.run/<layout>``). ``up --foreground`` stays attached and stops the
-cluster on Ctrl-C (what ``make run`` does)."""
+whole layout on Ctrl-C, on SIGTERM, or when any of its processes exits (what ``make run`` does).
+
+Whatever ends ``up`` before it is done (SIGINT, SIGTERM, SIGHUP, an error, a process that fails
+to start) stops what it had started. Errors are one line on stderr, exit status 1."""
 
 from __future__ import annotations
 
@@ -12,8 +15,16 @@ import sys
 import threading
 from pathlib import Path
 
-from deploy.cluster import Cluster, ClusterError
+from deploy.cli import OneLineArgumentParser, fail, unexpected
+from deploy.cluster import Cluster, ClusterError, Interrupted
 from deploy.manifest import ManifestError, load_manifest
+
+PROG = "mqcluster"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+BANNER = (
+    "running in the foreground: Ctrl-C (or SIGTERM) stops the whole layout, and so does any of "
+    "its processes exiting"
+)
 
 
 def table(rows: list[dict[str, object]]) -> str:
@@ -27,16 +38,22 @@ def table(rows: list[dict[str, object]]) -> str:
     )
 
 
-def wait_for_signal(cluster: Cluster) -> None:
+def catch_stop_signals() -> threading.Event:
+    """SIGINT, SIGTERM and SIGHUP set the returned event instead of ending the process at once;
+    every wait of Cluster checks it, so cleanup runs in order and is never cut short."""
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, lambda *_: stop.set())
-    print("running in the foreground: Ctrl-C stops the cluster", flush=True)
-    while not stop.wait(1.0):
+    return stop
+
+
+def wait_in_foreground(cluster: Cluster) -> None:
+    print(BANNER, flush=True)
+    while not cluster.stop.wait(1.0):
         if len(cluster.running()) < len(cluster.manifest.processes):
             dead = {p.name for p in cluster.manifest.processes} - set(cluster.running())
             print(f"process(es) gone: {', '.join(sorted(dead))}; stopping the rest", flush=True)
-            break
+            return
 
 
 def example(cluster: Cluster) -> str:
@@ -49,8 +66,18 @@ def example(cluster: Cluster) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mqcluster", description=__doc__.split("\n")[0])
+def _lines(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give at least 1 line")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument(
         "command", choices=["up", "down", "status", "logs", "start", "stop", "promote"]
     )
@@ -63,49 +90,71 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--port-offset", type=int, default=0, help="move every port by N (two copies side by side)"
     )
-    parser.add_argument("-n", "--lines", type=int, default=40, help="logs: lines per process")
-    args = parser.parse_intermixed_args(argv)
+    parser.add_argument("-n", "--lines", type=_lines, default=40, help="logs: lines per process")
+    return parser
+
+
+def up(cluster: Cluster, foreground: bool) -> None:
+    try:
+        cluster.up()
+        if cluster.stop.is_set():  # a signal after the last wait: `up` did not finish for it
+            raise Interrupted("interrupted: stopped what was started")
+        print(example(cluster), flush=True)
+        if foreground:
+            wait_in_foreground(cluster)
+    finally:
+        if foreground or cluster.stop.is_set():
+            cluster.down()
+
+
+def run(cluster: Cluster, args: argparse.Namespace) -> None:
+    if args.command == "up":
+        up(cluster, args.foreground)
+    elif args.command == "down":
+        if not cluster.down():
+            print(f"nothing of {cluster.manifest.name} is running in {cluster.base}")
+    elif args.command == "status":
+        rows = cluster.status()
+        print(json.dumps(rows, indent=2) if args.json else table(rows))
+    elif args.command in ("start", "stop", "promote"):
+        if not args.name:
+            raise ClusterError("name a process (or, for promote, a brokerName)")
+        if args.command == "start":
+            cluster.start_one(args.name)
+        elif args.command == "stop":
+            cluster.stop_one(args.name)
+        else:
+            cluster.promote(args.name, force=args.force)
+    else:
+        for spec in cluster.manifest.start_order():
+            if args.name in (None, spec.name):
+                print(f"==> {cluster.log_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    stop = catch_stop_signals()
+    args = build_parser().parse_intermixed_args(argv)
+    prog = f"{PROG} {args.command}"
     try:
         manifest = load_manifest(args.layout).shifted(args.port_offset)
     except ManifestError as exc:
-        print(f"mqcluster: {exc}", file=sys.stderr)
-        return 1
+        return fail(PROG, exc)
+    except OSError as exc:
+        return fail(PROG, f"{args.layout}: {exc.strerror or exc}")
     default_base = Path(".run") / (
         manifest.name + (f"+{args.port_offset}" if args.port_offset else "")
     )
-    cluster = Cluster(manifest, args.base_dir or default_base, out=_say)
     try:
-        if args.command == "up":
-            cluster.up()
-            print(example(cluster), flush=True)
-            if args.foreground:
-                try:
-                    wait_for_signal(cluster)
-                finally:
-                    cluster.down()
-        elif args.command == "down":
-            if not cluster.down():
-                print(f"nothing of {manifest.name} is running in {cluster.base}")
-        elif args.command == "status":
-            rows = cluster.status()
-            print(json.dumps(rows, indent=2) if args.json else table(rows))
-        elif args.command in ("start", "stop", "promote"):
-            if not args.name:
-                print(f"mqcluster {args.command}: name a process (or brokerName)", file=sys.stderr)
-                return 1
-            if args.command == "start":
-                cluster.start_one(args.name)
-            elif args.command == "stop":
-                cluster.stop_one(args.name)
-            else:
-                cluster.promote(args.name, force=args.force)
-        else:
-            for spec in cluster.manifest.start_order():
-                if args.name in (None, spec.name):
-                    print(f"==> {cluster.log_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
+        cluster = Cluster(manifest, args.base_dir or default_base, out=_say, stop=stop)
+        run(cluster, args)
     except ClusterError as exc:
-        print(f"mqcluster {args.command}: {exc}", file=sys.stderr)
-        return 1
+        if exc.detail:
+            print(exc.detail, flush=True)
+        return fail(prog, exc)
+    except (ManifestError, OSError) as exc:
+        return fail(prog, exc)
+    except Exception as exc:
+        return unexpected(prog, exc)
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 import trio
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 RECEIVE_BYTES = 64 * 1024
 MAX_SEND_BYTES = 1 << 20
+LAG_MARKS = 64  # lag_millis precision: the master's end at this many recent reports
 
 
 class SlaveRefused(ProtocolError):
@@ -45,7 +47,10 @@ class HAConnection:
         self.ack_offset = -1
         self.next_offset = -1  # the first byte not yet sent
         self.connected_at = now_ms()
-        self.caught_up_at = 0  # last time an ack covered the master's whole log
+        # lag_*: the latest moment whose whole log the slave is known to hold, and the
+        # master's end offset at recent reports (the candidates for that moment, oldest first).
+        self.caught_up_at = 0
+        self._lag_marks: deque[tuple[int, int]] = deque(maxlen=LAG_MARKS)  # (end, ms)
         self._ready = trio.Event()
         config = service.store_config
         self.timers = LinkTimers.started(
@@ -59,10 +64,28 @@ class HAConnection:
     def lag_bytes(self) -> int:
         return max(0, self.service.store.max_phys_offset - max(self.ack_offset, 0))
 
-    def lag_millis(self) -> int:
+    def lag_millis(self, now: int | None = None) -> int:
+        """How long ago the master had no byte the slave lacks now: 0 when caught up, else an
+        upper bound on the age of the oldest missing byte, off by at most one report interval
+        while the slave trails by fewer than LAG_MARKS reports. (It used to count from the last
+        report that matched the master's end exactly, which a slave trailing a busy master by
+        a few KiB never sends: the figure grew without bound while the slave kept up.)"""
         if self.lag_bytes() == 0:
             return 0
-        return now_ms() - (self.caught_up_at or self.connected_at)
+        now = now_ms() if now is None else now
+        return max(0, now - (self.caught_up_at or self.connected_at))
+
+    def lag_track(self, acked: int, master_end: int, now: int) -> None:
+        """On each report: an ack that reaches the end the master had at an earlier report
+        means the slave holds everything the master had at that moment."""
+        marks = self._lag_marks
+        while marks and marks[0][0] <= acked:
+            self.caught_up_at = marks.popleft()[1]
+        if acked >= master_end:
+            self.caught_up_at = now
+            marks.clear()
+        elif not marks or marks[-1][0] < master_end:
+            marks.append((master_end, now))
 
     # ------------------------------------------------------------------ reports
 
@@ -78,8 +101,7 @@ class HAConnection:
             )
         if offset > self.ack_offset:
             self.ack_offset = offset
-        if offset >= max_offset:
-            self.caught_up_at = now_ms()
+        self.lag_track(offset, max_offset, now_ms())
         self.service.on_ack(offset)
 
     def _handshake(self, offset: int, max_offset: int, min_offset: int) -> None:

@@ -108,19 +108,29 @@ class HAService:
         return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 
     def slaves(self) -> list[dict[str, object]]:
-        """Per-slave status for GET_BROKER_RUNTIME_INFO and ``mqadmin haStatus``."""
+        """Per-slave status for GET_BROKER_RUNTIME_INFO and ``mqadmin haStatus``.
+
+        ``inSync`` has RocketMQ 5's haStatus meaning: the slave trails by less than
+        ``haSlaveFallbehindMax`` bytes (``inSyncMaxLagBytes``), so a SYNC_MASTER send waits for
+        its ack (is_slave_ok); it says nothing about time. ``lagMillis`` is time: the master
+        had none of the bytes the slave lacks that long ago (0 when it lacks none)."""
         fall_behind_max = self.store_config.ha_slave_fallbehind_max
-        return [
-            {
-                "addr": connection.peer,
-                "ackOffset": connection.ack_offset,
-                "lagBytes": connection.lag_bytes(),
-                "lagMillis": connection.lag_millis(),
-                "inSync": connection.lag_bytes() < fall_behind_max,
-            }
-            for connection in sorted(self.connections, key=lambda c: c.peer)
-            if connection.verified
-        ]
+        out: list[dict[str, object]] = []
+        for connection in sorted(self.connections, key=lambda c: c.peer):
+            if not connection.verified:
+                continue
+            lag_bytes = connection.lag_bytes()
+            out.append(
+                {
+                    "addr": connection.peer,
+                    "ackOffset": connection.ack_offset,
+                    "lagBytes": lag_bytes,
+                    "lagMillis": connection.lag_millis() if lag_bytes else 0,
+                    "inSync": lag_bytes < fall_behind_max,
+                    "inSyncMaxLagBytes": fall_behind_max,
+                }
+            )
+        return out
 
     # ------------------------------------------------------------------ serving
 

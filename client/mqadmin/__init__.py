@@ -1,5 +1,7 @@
-"""``mqadmin``: RocketMQ's admin command line (subcommand and flag names as in Java's tool).
-Tables for people by default, ``--json`` for scripts. Exit 1 with a message on any error."""
+"""``mqadmin``: RocketMQ's admin command line, with Apache 4.9.8's command names, flag letters
+and long names (the table: client/mqadmin/COMMANDS.md). Tables for people by default,
+``--json`` for scripts, ``mqadmin help [COMMAND]``. Any error is one line on stderr and exit
+status 1 (Apache's tool prints a stack trace and exits 0)."""
 
 from __future__ import annotations
 
@@ -10,25 +12,30 @@ import os
 import sys
 from typing import Any
 
+import attrs
 import trio
 
 from client.admin import AdminClient
-from client.errors import MQClientError
-from client.mqadmin import cluster, groups, messages, topics  # noqa: F401  (they register)
-from client.mqadmin.base import COMMANDS, table
-from remoting.errors import RemotingError
+from client.errors import MQClientError, sole_exception
+from client.mqadmin import args as A
+from client.mqadmin import (  # noqa: F401  (importing them registers their commands)
+    brokers,
+    cluster,
+    export,
+    groups,
+    message_query,
+    messages,
+    monitor,
+    offsets,
+    topics,
+)
+from client.mqadmin import namesrv as _namesrv_commands  # noqa: F401
+from client.mqadmin.base import COMMANDS, Shown, table
+from deploy.cli import OneLineArgumentParser, fail, unexpected
+from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
-
-def _expected_failure(group: BaseExceptionGroup) -> BaseException | None:
-    """The first client, remoting or OS error in a (nested) exception group."""
-    for exc in group.exceptions:
-        if isinstance(exc, MQClientError | RemotingError | OSError):
-            return exc
-        if isinstance(exc, BaseExceptionGroup):
-            found = _expected_failure(exc)
-            if found is not None:
-                return found
-    return None
+PROG = "mqadmin"
+EXPECTED = (MQClientError, RemotingError, OSError)
 
 
 def _plain(value: Any) -> Any:
@@ -37,53 +44,132 @@ def _plain(value: Any) -> Any:
 
 
 def render(result: Any, as_json: bool) -> str:
+    if isinstance(result, Shown):
+        return render(result.data, True) if as_json else result.text
     if as_json:
+        if isinstance(result, dict) and "headers" in result:
+            result = result.get("json", {k: v for k, v in result.items() if k != "json"})
         return json.dumps(result, indent=2, sort_keys=True, default=_plain)
+    if isinstance(result, str):
+        return result
     if isinstance(result, dict) and "headers" in result:
         out = table(result["headers"], result["rows"])
         return out + ("\n\n" + result["footer"] if result.get("footer") else "")
     if isinstance(result, list) and all(isinstance(x, str) for x in result):
         return "\n".join(result)
-    if isinstance(result, dict) and all(isinstance(v, str) for v in result.values()):
+    if isinstance(result, dict) and result and all(isinstance(v, str) for v in result.values()):
         return "\n\n".join(f"== {k}\n{v}" for k, v in result.items())
     return json.dumps(result, indent=2, sort_keys=True, default=_plain)
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
-        prog="mqadmin", description="RocketMQ admin tool (rocketmq-trio)"
-    )
+    root = OneLineArgumentParser(prog=PROG, description="RocketMQ admin tool (rocketmq-trio)")
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, setup, _) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("-n", "--namesrvAddr", default=None, help="host:port;host:port")
+        p.add_argument(
+            "-n", "--namesrvAddr", type=A.namesrv_list, help="host:port;host:port (or NAMESRV_ADDR)"
+        )
         p.add_argument("--json", action="store_true", help="machine-readable output")
         setup(p)
     return root
 
 
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        f"usage: {PROG} COMMAND [-n host:port;host:port] [--json] [flags]",
+        "",
+        f"The {PROG} commands are:",
+        *(f"   {name.ljust(width)}  {COMMANDS[name][0]}" for name in sorted(COMMANDS)),
+        "",
+        f"See '{PROG} help <command>' for a command's flags.",
+    ]
+    return "\n".join(lines)
+
+
+def _help(argv: list[str]) -> int:
+    """``mqadmin``, ``mqadmin help`` and ``mqadmin help COMMAND`` (as Apache's tool)."""
+    if len(argv) <= 1:
+        print(usage())
+        return 0
+    if argv[1] not in COMMANDS:
+        return fail(PROG, f"no command {argv[1]!r} ({PROG} help lists them)")
+    parser().parse_args([argv[1], "--help"])
+    return 0
+
+
+def _namesrv(args: argparse.Namespace) -> str | None:
+    if args.namesrvAddr:
+        return args.namesrvAddr
+    from_env = os.environ.get("NAMESRV_ADDR", "")
+    if not from_env.strip():
+        return None
+    try:
+        return A.namesrv_list(from_env)
+    except argparse.ArgumentTypeError as exc:
+        raise MQClientError(f"NAMESRV_ADDR: {exc}") from None
+
+
+def explain(exc: BaseException) -> str:
+    """The error, with what to check when a server did not answer."""
+    if isinstance(exc, RemotingConnectError) and " failed: " in str(exc):
+        return f"{exc}: is the broker (or NameServer) running there, and is that its address?"
+    if isinstance(exc, RemotingTimeoutError):
+        return f"{exc}: the server is up but did not answer in time (overloaded, or hung?)"
+    return str(exc)
+
+
+@attrs.define
+class Emitter:
+    """``args.emit``: prints one round of a repeating command, counting the rounds."""
+
+    as_json: bool
+    count: int = 0
+
+    def __call__(self, result: Any) -> None:
+        self.count += 1  # before the print: a Ctrl-C may follow it at once
+        print(render(result, self.as_json), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] == "help":
+        return _help(argv)
+    if argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        return fail(PROG, f"no command {argv[0]!r} ({PROG} help lists them)")
     args = parser().parse_args(argv)
-    namesrv = args.namesrvAddr or os.environ.get("NAMESRV_ADDR")
-    if not namesrv:
-        print("mqadmin: no NameServer: pass -n host:port or set NAMESRV_ADDR", file=sys.stderr)
-        return 1
+    prog = f"{PROG} {args.command}"
+    args.emit = Emitter(args.json)
     _, _, fn = COMMANDS[args.command]
 
     async def run() -> Any:
+        namesrv = _namesrv(args)
+        if namesrv is None:
+            raise MQClientError("no NameServer: pass -n host:port or set NAMESRV_ADDR")
         async with AdminClient.open(namesrv) as admin:
             return await fn(admin, args)
 
     try:
         result = trio.run(run)
-    except (MQClientError, RemotingError, OSError) as exc:
-        print(f"mqadmin {args.command}: {exc}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        # Ctrl-C is how a repeating command (-i, startMonitoring) is meant to end.
+        if args.emit.count:
+            return 0
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except EXPECTED as exc:
+        return fail(prog, explain(exc))
     except BaseExceptionGroup as group:  # raised inside the client's nurseries
-        failure = _expected_failure(group)
-        if failure is None:
-            raise
-        print(f"mqadmin {args.command}: {failure}", file=sys.stderr)
-        return 1
-    print(render(result, args.json))
+        failure = sole_exception(group)
+        if isinstance(failure, EXPECTED):
+            return fail(prog, explain(failure))
+        return unexpected(prog, failure or group)
+    except Exception as exc:
+        return unexpected(prog, exc)
+    if result is not None:
+        print(render(result, args.json))
     return 0
+
+
+__all__ = ["main", "parser", "render"]

@@ -5,21 +5,43 @@
 
 ``run`` uses Spark: local[*] by default (``--master local[2]``), or the cluster given by
 spark-submit when launched through it (see ops/spark/README.md).
+
+Every path and number is checked here before Spark starts or a store is opened (a mistyped
+``--store`` must not become a new, empty store); any error is one line and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import os
 import sys
 from pathlib import Path
 
+from deploy.cli import OneLineArgumentParser, fail, unexpected
 from ops.spark.apply import BundleError, apply_bundle
 from ops.spark.segments import BackupError
 
+PROG = "mqreconcile"
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mqreconcile", description=__doc__.split("\n")[0])
+
+class InputError(ValueError):
+    """A path or value on the command line that cannot be used; the message says what to do."""
+
+
+def _mib(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB") from None
+    if not 1 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..1048576 MiB")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="report (and bundle) what a stopped slave lacks")
     run.add_argument(
@@ -29,48 +51,124 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--dry-run", action="store_true", help="report only")
     run.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
-    run.add_argument("--split-mb", type=int, default=256, help="bytes per task, in MiB")
+    run.add_argument("--split-mb", type=_mib, default=256, help="bytes per task, in MiB")
     apply = sub.add_parser("apply", help="apply a repair bundle to a stopped slave's store")
     apply.add_argument("--store", type=Path, required=True)
     apply.add_argument("bundle", type=Path)
     apply.add_argument("--dry-run", action="store_true")
     apply.add_argument("--broker-conf", type=Path, help="the slave's broker.conf (store settings)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def existing_dir(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        problem = "is not a directory" if path.exists() else "does not exist"
+        raise InputError(f"{what} {path} {problem} (a typo? nothing was created)")
+    return path
+
+
+def lock_holder(store: Path) -> str | None:
+    """Who holds the store's lock (a running broker), or None. Never creates the lock file."""
     try:
-        if args.command == "apply":
-            store_config = None
-            if args.broker_conf:
-                from broker.config import load_broker_config
-                from remoting import properties
-
-                _, store_config = load_broker_config(properties.loads(args.broker_conf.read_text()))
-            result = apply_bundle(
-                args.store, args.bundle, dry_run=args.dry_run, store_config=store_config
-            )
-            print(json.dumps(result, indent=2))
-            return 0
-        from ops.spark.reconcile import reconcile, summary
-        from ops.spark.session import spark_session
-
-        spark = spark_session(args.master)
+        fd = os.open(store / "lock", os.O_RDWR)
+    except FileNotFoundError:
+        return None
+    try:
         try:
-            report = reconcile(
-                spark,
-                args.backup,
-                args.slave_store,
-                args.out,
-                dry_run=args.dry_run,
-                split_bytes=args.split_mb << 20,
-            )
-        finally:
-            spark.stop()
-        print(summary(report))
-        print(f"\nreport: {args.out / 'report.json'}")
-        return 0
-    except (BackupError, BundleError) as exc:
-        print(f"mqreconcile {args.command}: {exc}", file=sys.stderr)
-        return 1
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown pid"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def check_stopped(store: Path) -> None:
+    holder = lock_holder(store)
+    if holder is not None:
+        raise InputError(
+            f"the store {store} is in use by a running broker ({holder}): stop that broker (the "
+            "slave) first, apply, then start it; it replicates on from the repaired offset"
+        )
+
+
+def _store_config(conf: Path | None):
+    if conf is None:
+        return None
+    from broker.config import ConfigError, load_broker_config
+    from remoting import properties
+
+    if not conf.is_file():
+        raise InputError(f"--broker-conf {conf} is not a file")
+    try:
+        _, store_config = load_broker_config(properties.loads(conf.read_text()))
+    except (ConfigError, properties.PropertiesError) as exc:
+        raise InputError(f"--broker-conf {conf}: {exc}") from None
+    return store_config
+
+
+def apply(args: argparse.Namespace) -> int:
+    store = existing_dir(args.store, "--store")
+    existing_dir(args.bundle, "the bundle")
+    check_stopped(store)
+    result = apply_bundle(
+        store, args.bundle, dry_run=args.dry_run, store_config=_store_config(args.broker_conf)
+    )
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from ops.spark.reconcile import check_backups
+
+    for backup in args.backup:
+        existing_dir(backup, "--backup")
+    existing_dir(args.slave_store, "--slave-store")
+    check_stopped(args.slave_store)
+    check_backups(args.backup)  # refuses gaps and overlaps before Spark starts
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise InputError(
+            "pyspark is not installed: pip install '.[spark]' (and Java 17+)"
+        ) from None
+    from ops.spark.reconcile import reconcile, summary
+    from ops.spark.session import spark_session
+
+    spark = spark_session(args.master)
+    try:
+        report = reconcile(
+            spark,
+            args.backup,
+            args.slave_store,
+            args.out,
+            dry_run=args.dry_run,
+            split_bytes=args.split_mb << 20,
+        )
+    finally:
+        spark.stop()
+    print(summary(report))
+    print(f"\nreport: {args.out / 'report.json'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    prog = f"{PROG} {args.command}"
+    try:
+        return apply(args) if args.command == "apply" else run(args)
+    except (InputError, BackupError, BundleError, OSError) as exc:
+        return fail(prog, exc)
+    except KeyboardInterrupt:
+        return fail(prog, "interrupted")
+    except Exception as exc:
+        from broker.store.mapped_file import StoreError
+
+        if isinstance(exc, StoreError):
+            return fail(prog, exc)
+        return unexpected(prog, exc)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

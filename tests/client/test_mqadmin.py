@@ -151,7 +151,7 @@ def test_print_msg_in_a_time_range_and_cluster_rt(cluster) -> None:
     assert len(only_a) == 2 and all("body" not in m for m in only_a)
     assert as_json(ns, "printMsg", "-t", "Printed", "-b", "now") == []
     rt = as_json(ns, "clusterRT", "-a", "5")
-    assert [(r[1], r[5]) for r in rt["rows"]] == [("broker-a", 0)]
+    assert [(r[1], r[3], r[4]) for r in rt["rows"]] == [("broker-a", 5, 0)]
 
 
 async def test_clone_group_offset_starts_a_new_group_where_the_old_one_is(cluster) -> None:
