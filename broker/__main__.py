@@ -14,6 +14,7 @@ from pathlib import Path
 
 import trio
 
+from acl.errors import AclConfigError
 from broker.config import ConfigError, config_lines, listening_ports, load_broker_config
 from broker.controller import BrokerController
 from broker.store.mapped_file import StoreError
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as exc:
         print(f"mqbroker: {exc}", file=sys.stderr)
         return 3
+    except AclConfigError as exc:
+        print(f"mqbroker: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

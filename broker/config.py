@@ -92,6 +92,17 @@ class BrokerConfig:
     max_frame_bytes: int = attrs.field(default=16 * 1024 * 1024, validator=gt(1024))
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    # ACL (acl/): RocketMQ's aclEnable reads the accounts from ${rocketmqHome}/conf/plain_acl.yml
+    # and conf/acl/*.yml; plainAclFile (ours) names another file, relative to rocketmqHome.
+    acl_enable: bool = False
+    rocketmq_home: str = attrs.field(
+        factory=lambda: os.environ.get("ROCKETMQ_HOME") or str(Path.home())
+    )
+    plain_acl_file: str | None = None
+    # Ours (RocketMQ's broker signs nothing): the account this broker signs its own requests
+    # with, to NameServers with ACL on and, as a slave, to its master.
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)
 
     @property
     def is_master(self) -> bool:
@@ -114,7 +125,6 @@ class BrokerConfig:
 # those of REFUSED_WHEN_ON switched on.
 IGNORED_KEYS = frozenset(
     [
-        "rocketmqHome",
         "regionId",
         "sendMessageThreadPoolNums",
         "pullMessageThreadPoolNums",
@@ -178,7 +188,6 @@ IGNORED_KEYS = frozenset(
         "filterDataCleanTimeSpan",
         "compressedRegister",
         "forceRegister",
-        "aclEnable",
         "autoDeleteUnusedStats",
         "filterServerNums",
         "accessMessageInMemoryMaxRatio",
@@ -266,11 +275,6 @@ def _build(cls: type, values: dict[str, Any], sources: Mapping[str, str]) -> Any
 # operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
 # refuses to start rather than run open or unreplicated. Switched off they are ignored.
 REFUSED_WHEN_ON = {
-    "aclEnable": (
-        "ACL (plain_acl.yml access keys and signatures) is not implemented by this broker, so "
-        "requests would go unchecked; set it to false and restrict access to the broker's "
-        "ports at the network"
-    ),
     "useTLS": (
         "TLS is not implemented by this broker: its connections to name servers and its "
         "ports would be plaintext"
@@ -361,6 +365,9 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
     return ports
 
 
+SECRET_FIELDS = frozenset({"secret_key"})
+
+
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     """``key=value`` lines for ``mqbroker -p`` (every key) in RocketMQ's spelling."""
     lines = []
@@ -373,5 +380,7 @@ def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
                 value = str(value).lower()
             elif value is None:
                 value = ""
+            elif attribute.name in SECRET_FIELDS:
+                value = "******"  # -p and GET_BROKER_CONFIG show that one is set, never it
             lines.append(f"{wire_key(attribute)}={value}")
     return lines

@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from acl.credentials import SessionCredentials
 from client.admin_groups import GroupAdmin
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientConfig, MQClientInstance
@@ -39,8 +40,11 @@ class AdminClient(GroupAdmin):
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, namesrv_addr: str) -> AsyncIterator[AdminClient]:
-        async with MQClientInstance.open(ClientConfig(namesrv_addr)) as instance:
+    async def open(
+        cls, namesrv_addr: str, credentials: SessionCredentials | None = None
+    ) -> AsyncIterator[AdminClient]:
+        config = ClientConfig(namesrv_addr, credentials=credentials)
+        async with MQClientInstance.open(config) as instance:
             yield cls(instance)
 
     # ------------------------------------------------------------------ plumbing

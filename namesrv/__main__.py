@@ -10,6 +10,7 @@ import sys
 
 import trio
 
+from acl.errors import AclConfigError
 from namesrv.config import ConfigError, config_lines, load_namesrv_config
 from namesrv.controller import NamesrvController
 from remoting import properties
@@ -59,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for advice in ephemeral_conflicts([("listenPort", config.listen_port)]):
         log.warning("%s", advice)
-    trio.run(serve, NamesrvController(config))
+    try:
+        controller = NamesrvController(config)
+    except AclConfigError as exc:
+        print(f"mqnamesrv: {exc}", file=sys.stderr)
+        return 2
+    trio.run(serve, controller)
     return 0
 
 

@@ -38,6 +38,10 @@ class NamesrvConfig:
     broker_channel_expired_time: int = attrs.field(default=120_000, validator=ge(1))
     scan_not_active_broker_interval: int = attrs.field(default=10_000, validator=ge(1))
     server_channel_max_idle_time_seconds: int = attrs.field(default=120, validator=ge(1))
+    # Ours (RocketMQ's NameServer has no ACL): with aclEnable=true its write requests need a
+    # signed admin account from ${rocketmqHome}/conf/plain_acl.yml (or plainAclFile).
+    acl_enable: bool = False
+    plain_acl_file: str | None = None
 
 
 IGNORED_KEYS = frozenset(

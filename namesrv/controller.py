@@ -5,9 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import trio
 
+from acl.files import resolve_acl_file
+from acl.hook import AclHook
+from acl.service import PlainAclService
 from namesrv.config import NamesrvConfig
 from namesrv.kv_config import KVConfigManager
 from namesrv.processor import NamesrvProcessor
@@ -28,6 +32,11 @@ class NamesrvController:
         self.routes = RouteInfoManager(clock, config.broker_channel_expired_time)
         self.kv = KVConfigManager(config.kv_config_path)
         self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        self.acl: PlainAclService | None = None
+        if config.acl_enable:  # loaded now: a bad file stops start-up (AclConfigError)
+            home = Path(config.rocketmq_home)
+            self.acl = PlainAclService(home, resolve_acl_file(home, config.plain_acl_file))
+            self.acl.load()
         self.server = RemotingServer(
             config.listen_host,
             config.listen_port,
@@ -36,6 +45,7 @@ class NamesrvController:
             default_processor=no_reply,
             idle_timeout_s=config.server_channel_max_idle_time_seconds,
             on_connection_closed=self._on_connection_closed,
+            authorize=AclHook(self.acl) if self.acl is not None else None,
         )
         self._stop = trio.Event()
 
@@ -47,7 +57,10 @@ class NamesrvController:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         self.kv.load()
+        self.warn_if_open()
         async with trio.open_nursery() as nursery:
+            if self.acl is not None:
+                await nursery.start(self.acl.run)
             port = await nursery.start(self.server.run)
             nursery.start_soon(self._scan_loop)
             log.info("name server serving on %s:%d", self.config.listen_host, port)
@@ -55,6 +68,17 @@ class NamesrvController:
             await self._stop.wait()
             await self.server.stop_accepting()
             nursery.cancel_scope.cancel()
+
+    def warn_if_open(self) -> None:
+        if self.acl is None and self.config.listen_host not in ("127.0.0.1", "::1", "localhost"):
+            log.warning(
+                "aclEnable=false and the name server listens on %s: anyone who can reach port "
+                "%d can register a broker (hijacking its topics' routes), wipe a broker's write "
+                "permission, delete topics and change KV config. Turn on ACL (aclEnable=true, "
+                "conf/plain_acl.yml) or limit who can reach the port.",
+                self.config.listen_host or "every interface",
+                self.config.listen_port,
+            )
 
     async def _scan_loop(self) -> None:
         while True:
