@@ -14,7 +14,7 @@ import trio
 
 from client.admin import AdminClient
 from client.errors import MQClientError
-from client.mqadmin import cluster, groups, messages, topics  # noqa: F401  (they register)
+from client.mqadmin import acl, cluster, groups, messages, topics  # noqa: F401  (they register)
 from client.mqadmin.base import COMMANDS, table
 from remoting.errors import RemotingError
 
@@ -59,6 +59,7 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("-n", "--namesrvAddr", default=None, help="host:port;host:port")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         setup(p)
+        acl.add_credential_flags(p)
     return root
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     _, _, fn = COMMANDS[args.command]
 
     async def run() -> Any:
-        async with AdminClient.open(namesrv) as admin:
+        async with AdminClient.open(namesrv, acl.credentials(args)) as admin:
             return await fn(admin, args)
 
     try:
