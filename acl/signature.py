@@ -7,10 +7,12 @@ concatenated as UTF-8, then the body. The signature is base64(HMAC-SHA1(secretKe
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
-from collections.abc import Mapping
+from binascii import b2a_base64
+from collections.abc import Callable, Mapping
+from operator import itemgetter
+from typing import Any
 
 ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
@@ -27,15 +29,35 @@ def _java_order(key: str) -> object:
     return key.encode("utf-16-be", "surrogatepass")
 
 
+def _values_in_order(keys: tuple[str, ...], skip: frozenset[str]) -> Callable[[Any], Any]:
+    ordered = sorted(k for k in keys if k not in skip)
+    if not all(k.isascii() for k in ordered):
+        ordered.sort(key=_java_order)
+    if not ordered:
+        return lambda fields: ()
+    # itemgetter of one key returns the value itself: joining a str's characters is the str
+    return itemgetter(*ordered)
+
+
+# Requests of one kind carry the same extFields keys in the same order, so the sorted order is
+# worked out once per (keys, skip) shape: half the cost of sorting on every request. Bounded,
+# as the shapes come from peers.
+_ORDERS: dict[tuple[tuple[str, ...], frozenset[str]], Callable[[Any], Any]] = {}
+MAX_CACHED_SHAPES = 1024
+
+
 def content_prefix(ext_fields: Mapping[str, str] | None, skip: frozenset[str]) -> bytes:
     """The extFields part of the signed content."""
     if not ext_fields:
         return b""
-    keys = sorted(ext_fields)
-    if not all(k.isascii() for k in keys):
-        keys.sort(key=_java_order)
+    shape = (tuple(ext_fields), skip)
+    values = _ORDERS.get(shape)
+    if values is None:
+        values = _values_in_order(shape[0], skip)
+        if len(_ORDERS) < MAX_CACHED_SHAPES:
+            _ORDERS[shape] = values
     # Java's getBytes(UTF_8) writes '?' for a lone surrogate, as "replace" does.
-    return "".join([ext_fields[k] for k in keys if k not in skip]).encode("utf-8", "replace")
+    return "".join(values(ext_fields)).encode("utf-8", "replace")
 
 
 class Signer:
@@ -52,7 +74,7 @@ class Signer:
         mac.update(prefix)
         if body:
             mac.update(body)
-        return base64.b64encode(mac.digest())
+        return b2a_base64(mac.digest(), newline=False)
 
     def __repr__(self) -> str:  # never the key
         return "<Signer>"
