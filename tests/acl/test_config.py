@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acl.config import FileVersion, parse_acl_file, parse_tools_file
@@ -49,6 +51,12 @@ def test_rocketmqs_example_reads_as_java_reads_it() -> None:
     assert second.admin is True and second.white_remote_address == "192.168.1.*"
     assert second.default_topic_perm is None  # DENY, as Java reads a missing one
     assert parsed.data_version == FileVersion() and parsed.warnings == ()
+
+
+def test_our_example_file_parses() -> None:
+    example = Path(__file__).resolve().parents[2] / "conf" / "plain_acl.yml"
+    parsed = parse_acl_file(example.read_text(), str(example))
+    assert [a.admin for a in parsed.accounts] == [True, False] and not parsed.warnings
 
 
 def test_an_empty_file_has_no_accounts() -> None:
