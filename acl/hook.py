@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any, Protocol
 
-from acl.address import Address, parse_host
+from acl.address import parse_host
 from acl.errors import Refusal
 from acl.rules import AclRules
 from acl.signature import ACCESS_KEY
@@ -65,7 +65,3 @@ class AclHook:
             request.ext(ACCESS_KEY),
             refusal.message,
         )
-
-
-def peer_address(connection: Any) -> Address | None:
-    return connection.attributes.get(_ADDR)

@@ -14,14 +14,12 @@ from acl.errors import FRAME_NO_ACCESS_KEY, FRAME_SIGNATURE, FRAME_UNKNOWN_ACCES
 from acl.rules import AclRules, check_perm
 from acl.signature import (
     ACCESS_KEY,
+    SERVER_SKIPS,
     SIGNATURE,
     UNIQUE_KEY_QUERY,
     Signer,
     content_prefix,
     signature_matches,
-)
-from acl.signature import (
-    SERVER_SKIPS as _SKIPS,
 )
 from acl.table import Access, BodyError, MessageLookup, rule_for
 from remoting.command import RemotingCommand
@@ -67,7 +65,7 @@ def _signed(
     signer: Signer, ext_fields: dict[str, str], body: bytes | bytearray | memoryview
 ) -> bool:
     given = ext_fields.get(SIGNATURE)
-    if signature_matches(signer.sign(content_prefix(ext_fields, _SKIPS), body), given):
+    if signature_matches(signer.sign(content_prefix(ext_fields, SERVER_SKIPS), body), given):
         return True
     # Java's own admin client signs _UNIQUE_KEY_QUERY too (it adds the flag before its RPC
     # hook runs) while Java's broker leaves it out: accept either reading.

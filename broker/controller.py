@@ -17,11 +17,8 @@ from pathlib import Path
 import attrs
 import trio
 
-from acl.credentials import SessionCredentials
-from acl.errors import AclConfigError
-from acl.files import resolve_acl_file
 from acl.hook import AclHook
-from acl.service import PlainAclService
+from broker.access import StoredTopics, broker_credentials, load_acl, warn_if_open
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.ha.client import HAClient
@@ -54,7 +51,6 @@ from broker.subscription_group import SubscriptionGroupManager
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
-from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
@@ -146,7 +142,8 @@ class BrokerController:
             parse_delay_levels(store_config.message_delay_level),
             clock=clock,
         )
-        self.acl, self.credentials = self._acl(config)
+        self.acl = load_acl(config)
+        self.credentials = broker_credentials(config)
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
@@ -167,32 +164,6 @@ class BrokerController:
 
     # ------------------------------------------------------------------------ wiring
 
-    @staticmethod
-    def _acl(config: BrokerConfig) -> tuple[PlainAclService | None, SessionCredentials | None]:
-        """The rules this broker checks requests against (aclEnable), loaded now so a bad file
-        stops start-up, and the account it signs its own requests with (AclConfigError)."""
-        if bool(config.access_key) != bool(config.secret_key):
-            raise AclConfigError("broker.conf: accessKey and secretKey must be set together")
-        credentials = None
-        if config.access_key and config.secret_key:
-            credentials = SessionCredentials(config.access_key, config.secret_key)
-        if not config.acl_enable:
-            return None, credentials
-        home = Path(config.rocketmq_home)
-        service = PlainAclService(home, resolve_acl_file(home, config.plain_acl_file))
-        service.load()
-        return service, credentials
-
-    def topic_at(self, phys_offset: int) -> str | None:
-        """The ACL's look-up for VIEW_MESSAGE_BY_ID: the topic of the message it names."""
-        record = self.store.look_message_by_offset(phys_offset) if phys_offset >= 0 else None
-        if record is None:
-            return None
-        try:
-            return codec.decode_message(record, decompress=False).topic
-        except codec.MessageDecodeError:
-            return None
-
     def _server(self, name: str, port: int) -> RemotingServer:
         server = RemotingServer(
             self.bind_host,
@@ -200,7 +171,9 @@ class BrokerController:
             name=name,
             max_frame_bytes=self.config.max_frame_bytes,
             on_connection_closed=self._on_connection_closed,
-            authorize=AclHook(self.acl, lookup=self) if self.acl is not None else None,
+            authorize=(
+                AclHook(self.acl, StoredTopics(self.store)) if self.acl is not None else None
+            ),
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
@@ -219,16 +192,6 @@ class BrokerController:
     @property
     def bind_host(self) -> str:
         return self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else ""
-
-    def warn_if_open(self) -> None:
-        if self.acl is None and self.bind_host != "127.0.0.1":
-            log.warning(
-                "aclEnable=false and the broker listens on every interface (port %d): anyone "
-                "who can reach it can read, change and delete messages, topics, groups, offsets "
-                "and broker config. Turn on ACL (aclEnable=true, conf/plain_acl.yml) or limit "
-                "who can reach the port.",
-                self.config.listen_port,
-            )
 
     def _on_arrival(
         self,
@@ -354,7 +317,7 @@ class BrokerController:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         self.load()
-        self.warn_if_open()
+        warn_if_open(self.config, self.acl is not None, self.bind_host)
         try:
             async with trio.open_nursery() as nursery:
                 if self.acl is not None:
