@@ -116,7 +116,8 @@ class _Reader:
             return value
         if numbers and isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        raise self.fail(node, f"{what} must be text (quote it), found {value!r}")
+        # the value itself may be a secret key: name its type only
+        raise self.fail(node, f"{what} must be text (quote it), found a {type(value).__name__}")
 
 
 def parse_acl_file(text: str, name: str) -> AclFile:
@@ -130,14 +131,20 @@ def parse_acl_file(text: str, name: str) -> AclFile:
             return AclFile()
         reader = _Reader(loader, name)
         return _file(reader, root)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise AclConfigError(f"{name}{line}: not valid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
-        raise AclConfigError(f"{name}: not valid YAML: {exc}") from None
+        raise AclConfigError(yaml_problem(name, exc)) from None
     finally:
         loader.dispose()
+
+
+def yaml_problem(name: str, exc: yaml.YAMLError) -> str:
+    """Where and why the YAML does not parse, without the snippet of the file PyYAML's own
+    message quotes (that line may hold a secret key)."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        return f"{name}{line}: not valid YAML: {exc.problem or exc.context or 'cannot parse'}"
+    return f"{name}: not valid YAML: {type(exc).__name__}"
 
 
 def _file(reader: _Reader, root: yaml.Node) -> AclFile:
@@ -273,7 +280,7 @@ def parse_tools_file(text: str, name: str) -> tuple[str, str] | None:
             for k in ("accessKey", "secretKey")
         ]
     except yaml.YAMLError as exc:
-        raise AclConfigError(f"{name}: not valid YAML: {exc}") from None
+        raise AclConfigError(yaml_problem(name, exc)) from None
     finally:
         loader.dispose()
     access_key, secret_key = (v.strip() if v else "" for v in values)

@@ -21,6 +21,7 @@ from acl.config import (
     MIN_KEY_LENGTH,
     AclFile,
     parse_acl_file,
+    yaml_problem,
 )
 from acl.errors import AclConfigError
 from acl.permission import PERM_NAMES, parse_perm, split_resource_perm
@@ -48,7 +49,7 @@ def _load(text: str, name: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise AclEditError(f"{name}: not valid YAML: {exc}") from None
+        raise AclEditError(yaml_problem(name, exc)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -189,12 +189,17 @@ class PlainAclService:
 
     async def update_global_white(self, addresses: list[str], file: str | None) -> None:
         async with self._lock:
-            path = Path(file) if file else self.default_file
-            if path not in self.loaded:
+            path = self._known(Path(file)) if file else self.default_file
+            if path is None:
                 raise AclEditError(f"{file} is not one of this process's ACL files")
             await self._edit(
                 path, lambda text, n, now: set_global_white(text, str(path), addresses, n, now)
             )
+
+    def _known(self, path: Path) -> Path | None:
+        """One of the loaded files, however ``path`` spells it; never any other file."""
+        wanted = path.resolve()
+        return next((p for p in self.loaded if p.resolve() == wanted), None)
 
     async def _edit(
         self, path: Path, change: Callable[[str, int, int], tuple[str, AclFile] | None]

@@ -104,6 +104,9 @@ def test_a_bad_file_is_refused_naming_line_and_reason(text: str, where: str, rea
 def test_secrets_stay_out_of_reprs_and_errors() -> None:
     parsed = parse_acl_file(ACCOUNT.replace("12345678", "verysecret"), "f.yml")
     assert "verysecret" not in repr(parsed)
+    with pytest.raises(AclConfigError) as refused:
+        parse_acl_file(ACCOUNT.replace("12345678", "31415.9265"), "f.yml")
+    assert "31415" not in str(refused.value) and "found a float" in str(refused.value)
 
 
 def test_tools_yml_gives_mqadmins_credentials() -> None:

@@ -106,6 +106,9 @@ async def test_edits_are_written_and_in_force_at_once(tmp_path: Path) -> None:
     assert not await acl.delete_account("newUser1")
     await acl.update_global_white(["192.168.0.*"], None)
     assert len(acl.rules.global_white) == 1
+    spelled = tmp_path / "conf" / ".." / "conf" / "plain_acl.yml"
+    await acl.update_global_white(["192.168.1.*", "10.0.0.1"], str(spelled))
+    assert len(acl.rules.global_white) == 2
     with pytest.raises(AclEditError, match="not one of"):
         await acl.update_global_white(["192.168.0.*"], "/etc/passwd")
     assert oct(acl.default_file.stat().st_mode & 0o777) == oct(0o644 & ~_umask())
