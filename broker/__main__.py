@@ -15,6 +15,7 @@ from pathlib import Path
 
 import trio
 
+from acl.errors import AclConfigError
 from broker.config import (
     BrokerConfig,
     ConfigError,
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             properties=props,
             config_path=Path(args.config).resolve() if args.config else None,
         )
+    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+        print(f"mqbroker: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
         trio.run(serve, controller, on_ready)
     except BaseException as exc:
         failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))

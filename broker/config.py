@@ -122,6 +122,17 @@ class BrokerConfig:
     )
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    # ACL (acl/): RocketMQ's aclEnable reads the accounts from ${rocketmqHome}/conf/plain_acl.yml
+    # and conf/acl/*.yml; plainAclFile (ours) names another file, relative to rocketmqHome.
+    acl_enable: bool = False
+    rocketmq_home: str = attrs.field(
+        factory=lambda: os.environ.get("ROCKETMQ_HOME") or str(Path.home())
+    )
+    plain_acl_file: str | None = None
+    # Ours (RocketMQ's broker signs nothing): the account this broker signs its own requests
+    # with, to NameServers with ACL on and, as a slave, to its master.
+    access_key: str | None = None
+    secret_key: str | None = attrs.field(default=None, repr=False)
 
     @property
     def is_master(self) -> bool:
@@ -144,7 +155,6 @@ class BrokerConfig:
 # those of REFUSED_WHEN_ON switched on.
 IGNORED_KEYS = frozenset(
     [
-        "rocketmqHome",
         "regionId",
         "sendMessageThreadPoolNums",
         "pullMessageThreadPoolNums",
@@ -208,7 +218,6 @@ IGNORED_KEYS = frozenset(
         "filterDataCleanTimeSpan",
         "compressedRegister",
         "forceRegister",
-        "aclEnable",
         "autoDeleteUnusedStats",
         "filterServerNums",
         "accessMessageInMemoryMaxRatio",
@@ -248,11 +257,6 @@ IGNORED_KEYS = frozenset(
 # operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
 # refuses to start rather than run open or unreplicated. Switched off they are ignored.
 REFUSED_WHEN_ON = {
-    "aclEnable": (
-        "ACL (plain_acl.yml access keys and signatures) is not implemented by this broker, so "
-        "requests would go unchecked; set it to false and restrict access to the broker's "
-        "ports at the network"
-    ),
     "useTLS": (
         "TLS is not implemented by this broker: its connections to name servers and its "
         "ports would be plaintext"
@@ -330,10 +334,19 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
     return ports
 
 
+SECRET_FIELDS = frozenset({"secret_key"})
+
+
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     """``key=value`` lines for ``mqbroker -p`` (every key) in RocketMQ's spelling."""
     return [
-        f"{wire_key(attribute)}={config_text(getattr(obj, attribute.name))}"
+        f"{wire_key(attribute)}={_shown(attribute, getattr(obj, attribute.name))}"
         for obj in (broker, store)
         for attribute in attrs.fields(type(obj))
     ]
+
+
+def _shown(attribute: attrs.Attribute, value: object) -> str:
+    if attribute.name in SECRET_FIELDS and value:
+        return "******"  # -p and GET_BROKER_CONFIG show that one is set, never it
+    return config_text(value)

@@ -56,6 +56,12 @@ RESTART_KEYS = frozenset(
         "haMasterAddress",
         "traceTopicEnable",
         "msgTraceTopicName",
+        # the ACL check and this broker's own signing are set up at start
+        "aclEnable",
+        "rocketmqHome",
+        "plainAclFile",
+        "accessKey",
+        "secretKey",
     }
 )
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import attrs
 import trio
 
+from acl.hook import AclHook
+from broker.access import StoredTopics, broker_credentials, load_acl, warn_if_open
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.ha.client import HAClient
@@ -26,6 +28,7 @@ from broker.ha.slave_sync import SlaveSynchronize
 from broker.long_polling import PullRequestHoldService
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
+from broker.processor.acl_admin import AclAdminProcessor
 from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
@@ -143,6 +146,8 @@ class BrokerController:
             parse_delay_levels(store_config.message_delay_level),
             clock=clock,
         )
+        self.acl = load_acl(config)
+        self.credentials = broker_credentials(config)
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
@@ -167,13 +172,16 @@ class BrokerController:
 
     def _server(self, name: str, port: int) -> RemotingServer:
         server = RemotingServer(
-            self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
+            self.bind_host,
             port,
             name=name,
             max_frame_bytes=self.config.max_frame_bytes,
             budget=self._partial_frames,
             max_in_flight_bytes=self.config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
+            authorize=(
+                AclHook(self.acl, StoredTopics(self.store)) if self.acl is not None else None
+            ),
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
@@ -187,7 +195,12 @@ class BrokerController:
         QueryConsumeQueueProcessor(self).register(server)
         MaintenanceProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
+        AclAdminProcessor(self).register(server)
         return server
+
+    @property
+    def bind_host(self) -> str:
+        return self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else ""
 
     def _on_arrival(
         self,
@@ -315,8 +328,11 @@ class BrokerController:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         self.load()
+        warn_if_open(self.config, self.acl is not None, self.bind_host)
         try:
             async with trio.open_nursery() as nursery:
+                if self.acl is not None:
+                    await nursery.start(self.acl.run)
                 await nursery.start(self.store.run)
                 if self.ha_service is not None:
                     self.ha_port = await nursery.start(self.ha_service.run)
@@ -327,7 +343,8 @@ class BrokerController:
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
-                client = RemotingClient(nursery)
+                signer = self.credentials.sign if self.credentials is not None else None
+                client = RemotingClient(nursery, before_request=signer)
                 self.outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
                 await self.register_all()
                 nursery.start_soon(self._registration_loop)

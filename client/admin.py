@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from acl.credentials import SessionCredentials
 from client.admin_brokers import BrokerAdmin
 from client.admin_groups import GroupAdmin
 from client.errors import MQBrokerError, MQClientError
@@ -43,8 +44,11 @@ class AdminClient(GroupAdmin, BrokerAdmin):
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, namesrv_addr: str) -> AsyncIterator[AdminClient]:
-        async with MQClientInstance.open(ClientConfig(namesrv_addr)) as instance:
+    async def open(
+        cls, namesrv_addr: str, credentials: SessionCredentials | None = None
+    ) -> AsyncIterator[AdminClient]:
+        config = ClientConfig(namesrv_addr, credentials=credentials)
+        async with MQClientInstance.open(config) as instance:
             yield cls(instance)
 
     # ------------------------------------------------------------------ plumbing

@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from acl.credentials import SessionCredentials
 from client import consumer_inspect
 from client.allocate import Strategy, averagely
 from client.errors import MQClientError
@@ -165,11 +166,12 @@ class PushConsumer(RebalanceImpl):
         subscriptions: dict[str, str | MessageSelector],
         *,
         instance_name: str | None = None,
+        credentials: SessionCredentials | None = None,
         **kwargs: object,
     ) -> AsyncIterator[PushConsumer]:
-        config = ClientConfig(namesrv_addr)
+        config = ClientConfig(namesrv_addr, credentials=credentials)
         if instance_name:
-            config = ClientConfig(namesrv_addr, instance_name=instance_name)
+            config = attrs.evolve(config, instance_name=instance_name)
         async with MQClientInstance.open(config) as instance:
             consumer = cls(instance, group, listener, **kwargs)  # type: ignore[arg-type]
             for topic, expression in subscriptions.items():

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from acl.credentials import SessionCredentials
 from client.errors import MQClientError, sole_exception
 from client.route import all_broker_addrs
 from remoting import constants as K
@@ -50,6 +51,8 @@ class ClientConfig:
     heartbeat_broker_interval: int = 30_000
     persist_consumer_offset_interval: int = 5_000
     request_timeout_ms: int = 3_000
+    # ACL: every request is signed with this account (Java's AclClientRPCHook).
+    credentials: SessionCredentials | None = None
 
     @property
     def client_id(self) -> str:
@@ -85,7 +88,11 @@ class MQClientInstance:
     @asynccontextmanager
     async def open(cls, config: ClientConfig) -> AsyncIterator[MQClientInstance]:
         try:
-            async with RemotingClient.open() as remoting, trio.open_nursery() as nursery:
+            signer = config.credentials.sign if config.credentials is not None else None
+            async with (
+                RemotingClient.open(before_request=signer) as remoting,
+                trio.open_nursery() as nursery,
+            ):
                 instance = cls(config, remoting)
                 nursery.start_soon(instance._route_loop)
                 nursery.start_soon(instance._heartbeat_loop)

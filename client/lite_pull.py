@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from acl.credentials import SessionCredentials
 from client.instance import ClientConfig, MQClientInstance
 from client.offset_store import RemoteBrokerOffsetStore
 from client.puller import Puller, PullTarget
@@ -40,9 +41,11 @@ class LitePullConsumer:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, namesrv_addr: str, group: str) -> AsyncIterator[LitePullConsumer]:
+    async def open(
+        cls, namesrv_addr: str, group: str, *, credentials: SessionCredentials | None = None
+    ) -> AsyncIterator[LitePullConsumer]:
         async with (
-            MQClientInstance.open(ClientConfig(namesrv_addr)) as instance,
+            MQClientInstance.open(ClientConfig(namesrv_addr, credentials=credentials)) as instance,
             trio.open_nursery() as nursery,
         ):
             consumer = cls(instance, group)

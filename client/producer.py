@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 import trio
 
+from acl.credentials import SessionCredentials
 from client.errors import MQBrokerError, MQClientError
 from client.fault import LatencyFaultTolerance
 from client.instance import ClientConfig, MQClientInstance
@@ -94,13 +95,17 @@ class Producer:
         group: str,
         *args: Any,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """A started producer of ``cls`` (subclasses take their own extra arguments);
-        ``client_config`` overrides the instance's intervals (its address wins over it)."""
+        ``client_config`` overrides the instance's intervals (its address wins over it);
+        ``credentials`` sign every request (ACL)."""
         config = attrs.evolve(
             client_config or ClientConfig(namesrv_addr), namesrv_addr=namesrv_addr
         )
+        if credentials is not None:
+            config = attrs.evolve(config, credentials=credentials)
         async with (
             MQClientInstance.open(config) as instance,
             trio.open_nursery() as nursery,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import trio
 
+from acl.errors import AclConfigError
 from namesrv.config import ConfigError, config_lines, load_namesrv_config
 from namesrv.controller import NamesrvController
 from remoting import properties
@@ -74,9 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         nonlocal ready
         ready = True
 
-    controller = NamesrvController(
-        config, properties=props, config_path=Path(args.config).resolve() if args.config else None
-    )
+    try:
+        controller = NamesrvController(
+            config,
+            properties=props,
+            config_path=Path(args.config).resolve() if args.config else None,
+        )
+    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+        print(f"mqnamesrv: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     try:
         trio.run(serve, controller, on_ready)
     except BaseException as exc:

@@ -68,6 +68,10 @@ class NamesrvConfig:
     server_channel_max_in_flight_bytes: int = attrs.field(
         default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
     )
+    # Ours (RocketMQ's NameServer has no ACL): with aclEnable=true its write requests need a
+    # signed admin account from ${rocketmqHome}/conf/plain_acl.yml (or plainAclFile).
+    acl_enable: bool = False
+    plain_acl_file: str | None = None
 
 
 IGNORED_KEYS = frozenset(

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import trio
 
+from acl.files import resolve_acl_file
+from acl.hook import AclHook
+from acl.service import PlainAclService
 from namesrv.config import NamesrvConfig
 from namesrv.config_update import NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
@@ -40,6 +43,11 @@ class NamesrvController:
         # line) said, and writes them to the -c file.
         updater = NamesrvConfigUpdater(config, properties or {}, config_path)
         self.processor = NamesrvProcessor(config, self.routes, self.kv, updater)
+        self.acl: PlainAclService | None = None
+        if config.acl_enable:  # loaded now: a bad file stops start-up (AclConfigError)
+            home = Path(config.rocketmq_home)
+            self.acl = PlainAclService(home, resolve_acl_file(home, config.plain_acl_file))
+            self.acl.load()
         self.server = RemotingServer(
             config.listen_host,
             config.listen_port,
@@ -51,6 +59,7 @@ class NamesrvController:
             max_partial_frames_bytes=config.server_partial_frames_max_bytes,
             max_in_flight_bytes=config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
+            authorize=AclHook(self.acl) if self.acl is not None else None,
         )
         self._stop = trio.Event()
 
@@ -62,7 +71,10 @@ class NamesrvController:
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         self.kv.load()
+        self.warn_if_open()
         async with trio.open_nursery() as nursery:
+            if self.acl is not None:
+                await nursery.start(self.acl.run)
             port = await nursery.start(self.server.run)
             nursery.start_soon(self._scan_loop)
             log.info("name server serving on %s:%d", self.config.listen_host, port)
@@ -70,6 +82,17 @@ class NamesrvController:
             await self._stop.wait()
             await self.server.stop_accepting()
             nursery.cancel_scope.cancel()
+
+    def warn_if_open(self) -> None:
+        if self.acl is None and self.config.listen_host not in ("127.0.0.1", "::1", "localhost"):
+            log.warning(
+                "aclEnable=false and the name server listens on %s: anyone who can reach port "
+                "%d can register a broker (hijacking its topics' routes), wipe a broker's write "
+                "permission, delete topics and change KV config. Turn on ACL (aclEnable=true, "
+                "conf/plain_acl.yml) or limit who can reach the port.",
+                self.config.listen_host or "every interface",
+                self.config.listen_port,
+            )
 
     async def _scan_loop(self) -> None:
         while True:

@@ -8,7 +8,7 @@ CHECK_TRANSACTION_STATE, ...) go to ``processors``, like on a server.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
@@ -21,6 +21,10 @@ from remoting.server import Processor, not_supported
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 3.0
+
+# Java's client RPCHook.doBeforeRequest: called with every request just before it is sent;
+# acl.credentials.SessionCredentials.sign is the one we have (ACL signatures).
+BeforeRequest = Callable[[RemotingCommand], None]
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -40,11 +44,13 @@ class RemotingClient:
         processors: dict[int, Processor] | None = None,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         idle_timeout_s: float = 120.0,
+        before_request: BeforeRequest | None = None,
     ) -> None:
         self._nursery = nursery
         self.processors: dict[int, Processor] = dict(processors or {})
         self._connect_timeout_s = connect_timeout_s
         self._idle_timeout_s = idle_timeout_s
+        self.before_request = before_request
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, trio.Lock] = {}
         self.closed = False
@@ -96,10 +102,14 @@ class RemotingClient:
         self, addr: str, request: RemotingCommand, timeout_s: float
     ) -> RemotingCommand:
         connection = await self.connection(addr)
+        if self.before_request is not None:
+            self.before_request(request)
         return await connection.invoke(request, timeout_s)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         connection = await self.connection(addr)
+        if self.before_request is not None:
+            self.before_request(request)
         await connection.invoke_oneway(request)
 
     async def close_connection(self, addr: str) -> None:

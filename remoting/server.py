@@ -28,6 +28,8 @@ from remoting.sender import OutboundSender
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
+# The access check (acl/hook.py): None lets the request through, a command is its refusal.
+Authorize = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
 # What all connections of a server may hold in partial frames together (a connection alone
 # holds at most a frame and one read): serverPartialFramesMaxBytes.
@@ -71,11 +73,13 @@ class RemotingServer:
         on_connection_closed: Callable[[Connection], None] | None = None,
         native_sender: bool = True,
         read_selector: bool = True,
+        authorize: Authorize | None = None,
     ) -> None:
         self.name = name
         self.host, self.port = host, port
         self.processors: dict[int, Processor] = dict(processors or {})
         self.default_processor = default_processor
+        self.authorize = authorize
         self.connections: set[Connection] = set()
         self._max_frame_bytes = max_frame_bytes
         self._idle_timeout_s = idle_timeout_s
@@ -105,7 +109,15 @@ class RemotingServer:
         self.processors[int(code)] = processor
 
     def handle_request(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
-        return self.processors.get(request.code, self.default_processor)(connection, request)
+        processor = self.processors.get(request.code)
+        if processor is None:
+            return self.default_processor(connection, request)
+        # ACL: checked once here, before any processor sees the request (Java's RPC hook).
+        if self.authorize is not None:
+            refusal = self.authorize(connection, request)
+            if refusal is not None:
+                return refusal
+        return processor(connection, request)
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         """Listen and serve; ``started(port)`` gives the bound port (pass port 0 in tests)."""

@@ -17,8 +17,8 @@ import trio
 
 from client.admin import AdminClient
 from client.errors import MQClientError, sole_exception
-from client.mqadmin import args as A
 from client.mqadmin import (  # noqa: F401  (importing them registers their commands)
+    acl,
     brokers,
     cluster,
     export,
@@ -29,6 +29,7 @@ from client.mqadmin import (  # noqa: F401  (importing them registers their comm
     offsets,
     topics,
 )
+from client.mqadmin import args as A
 from client.mqadmin import namesrv as _namesrv_commands  # noqa: F401
 from client.mqadmin.base import COMMANDS, Shown, table
 from deploy.cli import OneLineArgumentParser, fail, unexpected
@@ -72,6 +73,7 @@ def parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--json", action="store_true", help="machine-readable output")
         setup(p)
+        acl.add_credential_flags(p)
     return root
 
 
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         namesrv = _namesrv(args)
         if namesrv is None:
             raise MQClientError("no NameServer: pass -n host:port or set NAMESRV_ADDR")
-        async with AdminClient.open(namesrv) as admin:
+        async with AdminClient.open(namesrv, acl.credentials(args)) as admin:
             return await fn(admin, args)
 
     try:

@@ -4,6 +4,9 @@ through this script's arguments and its JSON-lines stdout.
 
     python -m tests.interop.cpp_driver produce --ns ADDR --topic T --count N --mode sync
     python -m tests.interop.cpp_driver consume --ns ADDR --topic T --group G --expr '*' --expect N
+
+Either takes ``--access-key K --secret-key S [--channel C]`` to sign every request (ACL): the
+client's ``set_session_credentials``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ def produce(args: argparse.Namespace) -> int:
 
     producer = Producer(args.group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.ns)
+    if args.access_key:
+        producer.set_session_credentials(args.access_key, args.secret_key, args.channel)
     producer.start()
     failures = 0
     try:
@@ -101,6 +106,8 @@ def consume(args: argparse.Namespace) -> int:
     consumer = PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.ns)
     consumer.set_thread_count(args.threads)
+    if args.access_key:
+        consumer.set_session_credentials(args.access_key, args.secret_key, args.channel)
     consumer.subscribe(args.topic, on_message, args.expr)
     consumer.start()
     emit(started=True)
@@ -144,6 +151,10 @@ def main() -> int:
     c.add_argument("--reconsume-first", action="store_true")
     c.add_argument("--delay-ms", type=int, default=0, help="time each message takes")
     c.add_argument("--stop-file", help="stop consuming once this file exists")
+    for command in (p, c):
+        command.add_argument("--access-key", help="sign requests (ACL) with this account")
+        command.add_argument("--secret-key", default="")
+        command.add_argument("--channel", default="LOCAL", help="the OnsChannel extField")
     args = parser.parse_args()
     return produce(args) if args.command == "produce" else consume(args)
 

@@ -175,10 +175,10 @@ def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None
 
 @pytest.mark.parametrize(
     ("key", "reason"),
-    [("aclEnable", "ACL"), ("enableDLegerCommitLog", "DLedger"), ("useTLS", "TLS")],
+    [("enableDLegerCommitLog", "DLedger"), ("useTLS", "TLS")],
 )
 def test_a_feature_we_lack_switched_on_is_refused_switched_off_accepted(key, reason) -> None:
-    # Running open (no ACL checks) or unreplicated is not what such a config asks for.
+    # Running in plaintext or unreplicated is not what such a config asks for.
     for on in ("true", "TRUE", " True"):
         with pytest.raises(ConfigError) as refused:
             load_broker_config({key: on})

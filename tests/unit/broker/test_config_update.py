@@ -39,7 +39,7 @@ def test_only_the_live_keys_change_the_running_objects_in_place() -> None:
         ({"brokerPermission": "9"}, "brokerPermission"),
         ({"fileReservedTime": "soon"}, "fileReservedTime='soon'"),
         ({"flushDiskType": "SOMETIMES"}, "expected one of"),
-        ({"aclEnable": "true"}, "ACL"),
+        ({"aclEnable": "maybe"}, "aclEnable"),
         (
             {"brokerPermision": "4", "noSuchKey": "1"},
             "unknown broker config key(s): brokerPermision, noSuchKey",
