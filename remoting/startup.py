@@ -2,23 +2,31 @@
 ``READY`` or in one line on stderr with an exit code, never in a traceback:
 
 - 2 (EXIT_CONFIG): the configuration cannot be used, a key's value or a directory it names
-  (permission, something in the way, a read-only filesystem, a full disk);
+  (permission, something in the way, a read-only filesystem);
 - 3 (EXIT_START): the store or a port could not be opened.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# A full disk is weather, not configuration: the process starts, serves what it has and refuses
+# writes until space is freed (the store and the config files each say so when they fail).
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 EXIT_CONFIG = 2
 EXIT_START = 3
 
 
 def prepare_directory(path: Path) -> str | None:
-    """Create ``path`` and prove a block can be written and synced there; None when it can,
-    else why not (EACCES, EROFS, ENOSPC, EIO, ENOTDIR, ...)."""
+    """Create ``path`` and prove a block can be written and synced there; None when it can (or
+    when only a full disk stops it, logged), else why not (EACCES, EROFS, EIO, ENOTDIR, ...)."""
     probe = path / f".write-probe.{os.getpid()}"
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -29,6 +37,11 @@ def prepare_directory(path: Path) -> str | None:
         finally:
             os.close(fd)
     except OSError as exc:
+        if exc.errno in _FULL:
+            log.warning(
+                "%s: the disk is full: starting, writes are refused until space is freed", path
+            )
+            return None
         return f"cannot write in {path}: {exc.strerror or exc}"
     finally:
         with contextlib.suppress(OSError):

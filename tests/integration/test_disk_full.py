@@ -25,6 +25,7 @@ MiB = 1024 * 1024
 # covers that one), and nothing stored may be cleaned away to make room.
 SMALL_STORE = {
     "mappedFileSizeCommitLog": MiB,
+    "maxMessageSize": 128 * 1024,  # a message must fit a CommitLog file
     "mappedFileSizeConsumeQueue": 1000 * 20,
     "maxHashSlotNum": 1000,
     "maxIndexNum": 20_000,
@@ -190,6 +191,7 @@ async def test_rocketmq_s_default_index_starts_on_a_disk_smaller_than_its_file(
             name,
             storePathRootDir=disk / "store",
             mappedFileSizeCommitLog=MiB,
+            maxMessageSize=128 * 1024,
             **defaults,
         )
         broker = start_broker(processes, conf, name)
