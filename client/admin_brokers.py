@@ -145,14 +145,14 @@ class BrokerAdmin:
 
     async def update_namesrv_config(
         self, values: dict[str, str], addrs: list[str] | None = None
-    ) -> list[str]:
-        """UPDATE_NAMESRV_CONFIG on each NameServer: the body is a properties text, as Java's
-        MixAll.properties2String writes it."""
+    ) -> dict[str, str]:
+        """UPDATE_NAMESRV_CONFIG on each NameServer, in order, and what each said; the body is
+        a properties text, as Java's MixAll.properties2String writes it."""
         body = "".join(f"{k}={v}\n" for k, v in values.items()).encode()
-        done = []
+        done = {}
         for addr in addrs or self.instance.config.namesrv_addrs:
-            await self._ok(addr, self._req(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body))
-            done.append(addr)
+            answer = await self._ok(addr, self._req(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body))
+            done[addr] = answer.remark or "ok"
         return done
 
     async def namesrv_configs(self) -> dict[str, dict[str, str]]:

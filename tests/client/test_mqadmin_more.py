@@ -3,7 +3,6 @@ would against a live NameServer and broker."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import signal
 import subprocess
@@ -12,7 +11,6 @@ import sys
 import pytest
 import trio
 
-import namesrv.processor
 from client.message import Message
 from client.producer import Producer
 from remoting import constants as K
@@ -194,16 +192,3 @@ def test_monitoring_and_intervals_run_until_told_to_stop(cluster) -> None:  # no
     finally:
         watch.kill()
     assert "Traceback" not in watch.stderr.read()
-
-
-NAMESRV_SERVES_UPDATE = "UPDATE_NAMESRV_CONFIG" in inspect.getsource(namesrv.processor)
-
-
-@pytest.mark.skipif(
-    not NAMESRV_SERVES_UPDATE, reason="needs UPDATE_NAMESRV_CONFIG on the NameServer"
-)
-def test_update_namesrv_config_changes_every_namesrv(processes, tmp_path) -> None:
-    ns = start_namesrv(processes, tmp_path)
-    done = as_json(ns, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
-    assert done["namesrvs"] == [ns.addr]
-    assert as_json(ns, "getNamesrvConfig")[ns.addr]["orderMessageEnable"] == "true"

@@ -57,7 +57,7 @@ async def test_unsigned_and_non_admin_commands_are_refused(cluster, tmp_path) ->
     )
     assert refused.returncode == 1 and "code 16" in refused.stderr
     assert "No accessKey is configured" in refused.stderr
-    as_user = ("-a", USER.access_key, "-s", USER.secret_key)
+    as_user = ("--access-key", USER.access_key, "--secret-key", USER.secret_key)
     refused = await trio.to_thread.run_sync(
         lambda: mqadmin(ns, "updateTopic", "-b", broker.addr, "-t", "X", *as_user)
     )
