@@ -16,13 +16,8 @@ from pathlib import Path
 import trio
 
 from acl.errors import AclConfigError
-from broker.config import (
-    BrokerConfig,
-    ConfigError,
-    config_lines,
-    listening_ports,
-    load_broker_config,
-)
+from broker.config import BrokerConfig, ConfigError, config_lines, listening_ports
+from broker.config_update import start_config
 from broker.controller import BrokerController
 from broker.persist import ConfigPersistError
 from broker.store.config import MessageStoreConfig
@@ -125,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     if args.namesrv:
         props["namesrvAddr"] = args.namesrv
+    config_file = Path(args.config).resolve() if args.config else None
     try:
-        config, store_config = load_broker_config(props)
+        runtime, config, store_config = start_config(props, config_file)
     except ConfigError as exc:
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -148,12 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         ready = True
 
     try:
-        controller = BrokerController(
-            config,
-            store_config,
-            properties=props,
-            config_path=Path(args.config).resolve() if args.config else None,
-        )
+        controller = BrokerController(config, store_config, runtime=runtime)
     except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG

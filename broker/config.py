@@ -122,6 +122,14 @@ class BrokerConfig:
     )
     # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    # Where updateBrokerConfig keeps its changes, read over the -c file at every start
+    # (broker/config_update.py). Java's brokerConfigPath is not a key: it is the -c file.
+    # Default (None): <storePathRootDir>/config/broker.properties, Java's default spot.
+    broker_config_path: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
+    )
+    # Keys UPDATE_BROKER_CONFIG refuses, ';'-separated (Java's key and default).
+    config_black_list: str = "configBlackList;brokerConfigPath"
     # ACL (acl/): RocketMQ's aclEnable reads the accounts from ${rocketmqHome}/conf/plain_acl.yml
     # and conf/acl/*.yml; plainAclFile (ours) names another file, relative to rocketmqHome.
     acl_enable: bool = False
@@ -307,6 +315,8 @@ def load_broker_config(
             )
         store_values["ha_listen_port"] = broker.listen_port + 1
     store = build(MessageStoreConfig, store_values)
+    if broker.broker_config_path is None:
+        broker = attrs.evolve(broker, broker_config_path=store.config_dir / "broker.properties")
     config_checks.check(broker, store)
     return broker, store
 
@@ -335,6 +345,7 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
 
 
 SECRET_FIELDS = frozenset({"secret_key"})
+SECRET_KEYS = frozenset({"secretKey"})
 
 
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 import trio
 
 from acl.errors import AclConfigError
-from namesrv.config import ConfigError, config_lines, load_namesrv_config
+from namesrv.config import ConfigError, config_lines
+from namesrv.config_update import start_config
 from namesrv.controller import NamesrvController
 from remoting import properties
 from remoting.ports import ephemeral_conflicts
@@ -55,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         props["listenPort"] = str(args.listen_port)
     if args.host:
         props["listenHost"] = args.host
+    config_file = Path(args.config).resolve() if args.config else None
     try:
-        config = load_namesrv_config(props)
+        runtime, config = start_config(props, config_file)
     except ConfigError as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -76,11 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         ready = True
 
     try:
-        controller = NamesrvController(
-            config,
-            properties=props,
-            config_path=Path(args.config).resolve() if args.config else None,
-        )
+        controller = NamesrvController(config, runtime=runtime)
     except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG

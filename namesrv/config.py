@@ -47,9 +47,11 @@ class NamesrvConfig:
     kv_config_path: Path = attrs.field(
         factory=lambda: Path.home() / "namesrv" / "kvConfig.json", converter=Path
     )
-    config_store_path: Path = attrs.field(
-        factory=lambda: Path.home() / "namesrv" / "namesrv.properties",
-        converter=Path,
+    # Where updateNamesrvConfig keeps its changes, read over the -c file at every start
+    # (namesrv/config_update.py). Default (None): namesrv.properties beside kvConfigPath, which
+    # is Java's default ~/namesrv/namesrv.properties when kvConfigPath is left at its default.
+    config_store_path: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
     )
     order_message_enable: bool = False
     # Keys UPDATE_NAMESRV_CONFIG refuses to change, ';'-separated (Java's, with its defaults).
@@ -101,12 +103,20 @@ def load_namesrv_config(properties: Mapping[str, str], *, warn: bool = True) -> 
     if unknown and warn:
         log.warning("namesrv.conf: unknown keys ignored: %s", ", ".join(sorted(unknown)))
     config = build(NamesrvConfig, values[NamesrvConfig])
-    # configStorePath is not checked: Java writes every key there and never reads it; we write
-    # updates to the -c file instead.
-    problem = file_problem(config.kv_config_path)
-    if problem is not None:
-        raise bad_value("kvConfigPath", config.kv_config_path, problem)
+    if config.config_store_path is None:
+        config = attrs.evolve(config, config_store_path=runtime_config_path(config))
+    for key, path in (
+        ("kvConfigPath", config.kv_config_path),
+        ("configStorePath", config.config_store_path),
+    ):
+        problem = file_problem(path)
+        if problem is not None:
+            raise bad_value(key, path, problem)
     return config
+
+
+def runtime_config_path(config: NamesrvConfig) -> Path:
+    return config.config_store_path or config.kv_config_path.parent / "namesrv.properties"
 
 
 def config_lines(config: NamesrvConfig) -> list[str]:
