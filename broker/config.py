@@ -20,6 +20,7 @@ import attrs
 
 from broker.store.config import BrokerRole, MessageStoreConfig
 from remoting import constants as K
+from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.names import TOPIC_MAX_LENGTH
 from remoting.settings import (
     PORT,
@@ -120,8 +121,11 @@ class BrokerConfig:
     server_channel_max_in_flight_bytes: int = attrs.field(
         default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
     )
-    # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
+    # Not RocketMQ keys (remoting/logs.py): the log file, rotated past logFileMaxBytes (0:
+    # never) keeping logFileBackups old files; with it stderr gets warnings and errors only.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    log_file_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=java_long(0))
+    log_file_backups: int = attrs.field(default=DEFAULT_BACKUPS, validator=java_int(1, 1000))
     # Where updateBrokerConfig keeps its changes, read over the -c file at every start
     # (broker/config_update.py). Java's brokerConfigPath is not a key: it is the -c file.
     # Default (None): <storePathRootDir>/config/broker.properties, Java's default spot.

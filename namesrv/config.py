@@ -11,6 +11,7 @@ from pathlib import Path
 
 import attrs
 
+from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.settings import (
     PORT,
     ConfigError,
@@ -74,6 +75,11 @@ class NamesrvConfig:
     # signed admin account from ${rocketmqHome}/conf/plain_acl.yml (or plainAclFile).
     acl_enable: bool = False
     plain_acl_file: str | None = None
+    # Not RocketMQ keys (remoting/logs.py): the log file, rotated past logFileMaxBytes (0:
+    # never) keeping logFileBackups old files; with it stderr gets warnings and errors only.
+    log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    log_file_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=java_long(0))
+    log_file_backups: int = attrs.field(default=DEFAULT_BACKUPS, validator=java_int(1, 1000))
 
 
 IGNORED_KEYS = frozenset(
@@ -108,8 +114,9 @@ def load_namesrv_config(properties: Mapping[str, str], *, warn: bool = True) -> 
     for key, path in (
         ("kvConfigPath", config.kv_config_path),
         ("configStorePath", config.config_store_path),
+        ("logFile", config.log_file),
     ):
-        problem = file_problem(path)
+        problem = None if path is None else file_problem(path)
         if problem is not None:
             raise bad_value(key, path, problem)
     return config
