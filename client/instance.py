@@ -12,6 +12,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -53,6 +54,9 @@ class ClientConfig:
     request_timeout_ms: int = 3_000
     # ACL: every request is signed with this account (Java's AclClientRPCHook).
     credentials: SessionCredentials | None = None
+    # TLS to NameServers and brokers (Java's useTLS); remoting.tls.client_context makes one
+    # from RocketMQ's tls.client.* keys, or pass any client-side ssl.SSLContext.
+    ssl_context: ssl.SSLContext | None = None
 
     @property
     def client_id(self) -> str:
@@ -90,7 +94,9 @@ class MQClientInstance:
         try:
             signer = config.credentials.sign if config.credentials is not None else None
             async with (
-                RemotingClient.open(before_request=signer) as remoting,
+                RemotingClient.open(
+                    before_request=signer, ssl_context=config.ssl_context
+                ) as remoting,
                 trio.open_nursery() as nursery,
             ):
                 instance = cls(config, remoting)
