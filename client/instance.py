@@ -67,6 +67,18 @@ class ClientConfig:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
 
 
+def _hint(failure: Exception | None, *, tls: bool) -> str:
+    """What to check when no NameServer answered."""
+    text = str(failure)
+    if "TLS handshake failed" in text:
+        return "does it take TLS (tls.server.mode), and do the certificates match?"
+    if " closed: " in text:  # it accepted, then closed: a server that takes only TLS does
+        if tls:
+            return "does it want a client certificate (tls.client.certPath)?"
+        return "does it take only TLS (tls.server.mode=enforcing)? Then use TLS (mqadmin --tls)"
+    return "is mqnamesrv running there, and is that the address (namesrvAddr, -n)?"
+
+
 class Member(Protocol):
     """A producer or consumer registered with the instance."""
 
@@ -151,10 +163,8 @@ class MQClientInstance:
                 continue
             self._namesrv_index = index
             return response
-        raise MQClientError(
-            f"no NameServer answered ({';'.join(addrs)}): {last}; is mqnamesrv running there, "
-            "and is that the address (namesrvAddr, -n)?"
-        )
+        hint = _hint(last, tls=self.config.ssl_context is not None)
+        raise MQClientError(f"no NameServer answered ({';'.join(addrs)}): {last}; {hint}")
 
     # ------------------------------------------------------------------ routes
 

@@ -78,3 +78,35 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     if OPENSSL is None:
         pytest.skip("the openssl command makes test certificates")
     return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+def server_keys(certs: Certs, mode: str = "enforcing", **more: object) -> dict[str, object]:
+    """broker.conf / namesrv.conf lines for a TLS server with our certificate."""
+    return {
+        "tls.server.mode": mode,
+        "tls.server.certPath": certs.server_cert,
+        "tls.server.keyPath": certs.server_key,
+        **more,
+    }
+
+
+def requiring_client_certs(certs: Certs) -> dict[str, object]:
+    return {"tls.server.need.client.auth": "require", "tls.server.trustCertPath": certs.ca}
+
+
+def client_cert_keys(certs: Certs) -> dict[str, object]:
+    return {"tls.client.certPath": certs.client_cert, "tls.client.keyPath": certs.client_key}
+
+
+def verifying_keys(certs: Certs, ca: Path | None = None) -> dict[str, object]:
+    """A client that checks the server's chain (RocketMQ's defaults do not)."""
+    return {
+        "tls.test.mode.enable": "false",
+        "tls.client.authServer": "true",
+        "tls.client.trustCertPath": ca or certs.ca,
+    }
+
+
+def properties_file(path: Path, keys: dict[str, object]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
+    return path

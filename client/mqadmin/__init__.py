@@ -146,8 +146,14 @@ def _namesrv(args: argparse.Namespace) -> str | None:
         raise MQClientError(f"NAMESRV_ADDR: {exc}") from None
 
 
-def explain(exc: BaseException) -> str:
+def explain(exc: BaseException, tls: bool = False) -> str:
     """The error, with what to check when a server did not answer."""
+    if isinstance(exc, RemotingConnectError) and "TLS handshake failed" in str(exc):
+        return f"{exc}: does the server take TLS (tls.server.mode), and do the certificates match?"
+    if isinstance(exc, RemotingConnectError) and " closed: " in str(exc):
+        if tls:
+            return f"{exc}: does the server want a client certificate (tls.client.certPath)?"
+        return f"{exc}: does the server take only TLS (tls.server.mode=enforcing)? Then pass --tls"
     if isinstance(exc, RemotingConnectError) and " failed: " in str(exc):
         return f"{exc}: is the broker (or NameServer) running there, and is that its address?"
     if isinstance(exc, RemotingTimeoutError):
@@ -178,13 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     args.emit = Emitter(args.json)
     _, _, fn = COMMANDS[args.command]
 
+    tls_used = False
+
     async def run() -> Any:
+        nonlocal tls_used
+        context = ssl_context(args)
+        tls_used = context is not None
         namesrv = _namesrv(args)
         if namesrv is None:
             raise MQClientError("no NameServer: pass -n host:port or set NAMESRV_ADDR")
-        async with AdminClient.open(
-            namesrv, acl.credentials(args), ssl_context=ssl_context(args)
-        ) as admin:
+        async with AdminClient.open(namesrv, acl.credentials(args), ssl_context=context) as admin:
             return await fn(admin, args)
 
     try:
@@ -196,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except EXPECTED as exc:
-        return fail(prog, explain(exc))
+        return fail(prog, explain(exc, tls_used))
     except BaseExceptionGroup as group:  # raised inside the client's nurseries
         failure = sole_exception(group)
         if isinstance(failure, EXPECTED):
-            return fail(prog, explain(failure))
+            return fail(prog, explain(failure, tls_used))
         return unexpected(prog, failure or group)
     except Exception as exc:
         return unexpected(prog, exc)
