@@ -35,7 +35,7 @@ from remoting.settings import (
     topic_name,
     wire_key,
 )
-from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +345,7 @@ def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     return [
         f"{wire_key(attribute)}={_shown(attribute, getattr(obj, attribute.name))}"
         for obj in (broker, store)
-        for attribute in attrs.fields(type(obj))
+        for attribute in tls_keys_last(type(obj))
     ]
 
 

@@ -23,7 +23,7 @@ from remoting.settings import (
     read_fields,
     wire_key,
 )
-from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def load_namesrv_config(properties: Mapping[str, str], *, warn: bool = True) -> 
 
 def config_lines(config: NamesrvConfig) -> list[str]:
     return [
-        f"{wire_key(a)}={_shown(a, getattr(config, a.name))}" for a in attrs.fields(NamesrvConfig)
+        f"{wire_key(a)}={_shown(a, getattr(config, a.name))}" for a in tls_keys_last(NamesrvConfig)
     ]
 
 

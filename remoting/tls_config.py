@@ -122,6 +122,11 @@ attrs.resolve_types(TlsKeys)  # read_fields parses by the fields' types, not the
 SECRET_TLS_FIELDS = frozenset({"tls_server_key_password", "tls_client_key_password"})
 
 
+def tls_keys_last(cls: type) -> list[attrs.Attribute]:
+    """A config class's fields with the inherited TLS keys after its own (``-p`` lists)."""
+    return sorted(attrs.fields(cls), key=lambda attribute: attribute.inherited)
+
+
 def tls_keys(config: TlsKeys) -> TlsKeys:
     """Just the TLS keys of a BrokerConfig or NamesrvConfig."""
     return TlsKeys(**{a.name: getattr(config, a.name) for a in attrs.fields(TlsKeys)})
