@@ -114,11 +114,13 @@ class HAClient:
             plain = await trio.open_tcp_stream(host, port)
         stream: trio.abc.Stream = plain
         if self.ssl_context is not None:
-            stream = await tls.connect(plain, self.ssl_context, host)  # OSError if it fails
-        async with stream:
+            stream = await tls.connect(plain, self.ssl_context, host)  # closes it if it fails
+        try:
             self.connected_to = addr
             log.info("connected to HA master %s at offset %d", addr, self.store.max_phys_offset)
             await self._stream(stream)
+        finally:
+            await tls.close_quietly(stream)  # bounded: TLS's close_notify may not be taken
 
     async def _stream(self, stream: trio.abc.Stream) -> None:
         config = self.store_config
