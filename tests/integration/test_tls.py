@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import ssl
 import subprocess
+from pathlib import Path
 
 import pytest
 import trio
@@ -31,7 +32,6 @@ from tests.integration.brokerkit import (
 )
 from tests.integration.hakit import wait_until
 from tests.tlskit import (
-    Certs,
     client_cert_keys,
     properties_file,
     requiring_client_certs,
@@ -42,13 +42,9 @@ from tests.tlskit import (
 TIMEOUT_S = 30.0
 
 
-def tls_client(certs: Certs, **keys: object) -> ssl.SSLContext:
-    """Our client's context from RocketMQ keys, as a Java client takes them."""
-    names = {
-        "tls.client.certPath": "tls_client_cert_path",
-        "tls.client.keyPath": "tls_client_key_path",
-    }
-    return client_context(TlsKeys(**{names[k]: v for k, v in keys.items()}))  # type: ignore[arg-type]
+def tls_client(cert: Path, key: Path) -> ssl.SSLContext:
+    """Our client's context presenting ``cert``."""
+    return client_context(TlsKeys(tls_client_cert_path=cert, tls_client_key_path=key))
 
 
 async def produce_and_consume(namesrv: str, context: ssl.SSLContext, topic: str) -> None:
@@ -156,17 +152,13 @@ async def test_client_certificates_are_required_and_checked(processes, tmp_path,
     common = {"tls.server.mode": "enforcing", "tls.config.file": tls_file}
     ns = start_namesrv(processes, tmp_path, **common)
     broker = start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr, **common))
-    with_cert = tls_client(certs, **client_cert_keys(certs))
+    with_cert = tls_client(certs.client_cert, certs.client_key)
     async with RemotingClient.open(ssl_context=with_cert) as client:
         await wait_for_route(client, ns.addr, "TBW102", bool)  # the broker's certificate passed
     async with AdminClient.open(ns.addr, ssl_context=with_cert) as admin:
         assert broker.addr in (await admin.masters()).values()  # the NameServer
         assert (await admin.runtime_info(broker.addr))["brokerRole"] == "ASYNC_MASTER"
-    stranger = {
-        "tls.client.certPath": certs.stranger_cert,
-        "tls.client.keyPath": certs.stranger_key,
-    }
-    for context in (client_context(), tls_client(certs, **stranger)):
+    for context in (client_context(), tls_client(certs.stranger_cert, certs.stranger_key)):
         for server in (ns, broker):
             await plain_refused(server.addr, context)
     await logged(broker, "TLS handshake failed, closing: PEER_DID_NOT_RETURN_A_CERTIFICATE")

@@ -1,10 +1,13 @@
 """Replication over TLS (``haUseTLS=true``, ours: RocketMQ's HA channel is plain): a SYNC_MASTER
-and its slave replicate byte for byte with client certificates both ways, and the master's HA
-port refuses a plain slave and a slave without a certificate it trusts."""
+and its slave replicate byte for byte with client certificates both ways (and register and
+sync config over TLS), and the master's HA port refuses a plain slave and a slave without a
+certificate it trusts."""
 
 from __future__ import annotations
 
 from remoting.client import RemotingClient
+from remoting.tls import client_context
+from remoting.tls_config import TlsKeys
 from tests.integration.brokerkit import broker_conf, call, send_request, start_broker, start_namesrv
 from tests.integration.hakit import (
     commit_log_bytes,
@@ -12,9 +15,16 @@ from tests.integration.hakit import (
     slaves_of,
     start_pair,
     wait_converged,
+    wait_topic_on_slave,
     wait_until,
 )
-from tests.tlskit import Certs, client_cert_keys, requiring_client_certs, verifying_keys
+from tests.tlskit import (
+    Certs,
+    client_cert_keys,
+    requiring_client_certs,
+    server_keys,
+    verifying_keys,
+)
 
 TIMEOUT_S = 30.0
 
@@ -40,16 +50,15 @@ async def wait_slave_connected(client: RemotingClient, master: str) -> None:
 
 
 async def test_a_sync_master_replicates_over_tls(processes, tmp_path, certs) -> None:
-    namesrv = start_namesrv(processes, tmp_path)
+    # Every channel on TLS: registration (useTLS follows enforcing), the slave's config sync
+    # from the master's remoting port, and replication (haUseTLS).
+    namesrv = start_namesrv(processes, tmp_path, **server_keys(certs))
+    everything = {**ha_tls(certs), "tls.server.mode": "enforcing"}
     pair = start_pair(
-        processes,
-        tmp_path,
-        namesrv.addr,
-        role="SYNC_MASTER",
-        syncFlushTimeout=5000,
-        **ha_tls(certs),
+        processes, tmp_path, namesrv.addr, role="SYNC_MASTER", syncFlushTimeout=5000, **everything
     )
-    async with RemotingClient.open() as client:
+    with_cert = {"tls_client_cert_path": certs.client_cert, "tls_client_key_path": certs.client_key}
+    async with RemotingClient.open(ssl_context=client_context(TlsKeys(**with_cert))) as client:
         await wait_slave_connected(client, pair.master.addr)
         # every batch is answered only once the slave acked it over the TLS channel
         await produce_batches(client, pair.master.addr, "OverTls", 20_000)
@@ -59,6 +68,7 @@ async def test_a_sync_master_replicates_over_tls(processes, tmp_path, certs) -> 
         )
         [slave] = await slaves_of(client, pair.master.addr)
         assert slave["ackOffset"] == end and slave["inSync"]
+        await wait_topic_on_slave(client, pair.slave.addr, "OverTls")  # the config sync
 
 
 async def test_the_tls_ha_port_refuses_plain_and_unknown_slaves(processes, tmp_path, certs) -> None:
