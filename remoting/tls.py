@@ -54,7 +54,8 @@ def _load_chain(
     _readable(f"tls.{side}.certPath", cert)
     _readable(f"tls.{side}.keyPath", key)
     try:
-        context.load_cert_chain(cert, key, password or None)
+        # "" rather than None: with None, OpenSSL prompts on the terminal for an encrypted key
+        context.load_cert_chain(cert, key, password or "")
     except ssl.SSLError as exc:
         raise ConfigError(
             f"tls.{side}.certPath={str(cert)!r} with tls.{side}.keyPath={str(key)!r}: "
