@@ -23,6 +23,7 @@ from broker.config import IGNORED_KEYS, BrokerConfig, ConfigError, load_broker_c
 from broker.store.config import MessageStoreConfig
 from remoting import properties
 from remoting.settings import keyed_fields
+from remoting.tls_config import tls_key_names
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -62,6 +63,10 @@ RESTART_KEYS = frozenset(
         "plainAclFile",
         "accessKey",
         "secretKey",
+        # TLS certificates and modes are loaded at start (broker/tls.py)
+        "useTLS",
+        "haUseTLS",
+        *tls_key_names(),
     }
 )
 

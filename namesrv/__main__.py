@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             properties=props,
             config_path=Path(args.config).resolve() if args.config else None,
         )
-    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+    except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:
