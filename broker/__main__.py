@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         controller = BrokerController(config, store_config, runtime=runtime)
-    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+    except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:

@@ -36,6 +36,7 @@ from remoting.settings import (
     topic_name,
     wire_key,
 )
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
 # Every key: its type, and a validator bounding it (remoting/settings.py). Times are ms unless
 # the comment says otherwise.
 @attrs.frozen(kw_only=True)
-class BrokerConfig:
+class BrokerConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
     broker_cluster_name: str = attrs.field(default="DefaultCluster", validator=_cluster_name)
     broker_name: str = attrs.field(factory=socket.gethostname, validator=node_name)
     broker_id: int = attrs.field(default=0, validator=java_long())
@@ -145,6 +146,13 @@ class BrokerConfig:
     # with, to NameServers with ACL on and, as a slave, to its master.
     access_key: str | None = None
     secret_key: str | None = attrs.field(default=None, repr=False)
+    # TLS on this broker's own connections (NameServers, a slave's sync from its master), as
+    # RocketMQ's NettyClientConfig.useTLS; unset: tls.enable, else tls.server.mode=enforcing.
+    use_tls: bool | None = attrs.field(default=None, metadata={"wire": "useTLS"})
+    # Ours (RocketMQ's HA has no TLS): a master's HA port speaks only TLS (its certificate is
+    # tls.server.*'s, client certificates as tls.server.need.client.auth says), and a slave
+    # dials its master's HA port with TLS (tls.client.*). Set it on both.
+    ha_use_tls: bool = attrs.field(default=False, metadata={"wire": "haUseTLS"})
 
     @property
     def is_master(self) -> bool:
@@ -205,7 +213,6 @@ IGNORED_KEYS = frozenset(
         "clientSocketRcvBufSize",
         "clientPooledByteBufAllocatorEnable",
         "clientCloseSocketIfTimeout",
-        "useTLS",
         "fetchNamesrvAddrByAddressServer",
         "transferMsgByHeap",
         "highSpeedMode",
@@ -269,10 +276,6 @@ IGNORED_KEYS = frozenset(
 # operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
 # refuses to start rather than run open or unreplicated. Switched off they are ignored.
 REFUSED_WHEN_ON = {
-    "useTLS": (
-        "TLS is not implemented by this broker: its connections to name servers and its "
-        "ports would be plaintext"
-    ),
     "enableDLegerCommitLog": (
         "DLedger replication is not implemented by this broker; use a master/slave pair "
         "(brokerId, brokerRole=ASYNC_MASTER/SYNC_MASTER/SLAVE) instead"
@@ -348,8 +351,8 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
     return ports
 
 
-SECRET_FIELDS = frozenset({"secret_key"})
-SECRET_KEYS = frozenset({"secretKey"})
+SECRET_FIELDS = frozenset({"secret_key", *SECRET_TLS_FIELDS})
+SECRET_KEYS = frozenset(wire_key(a) for a in attrs.fields(BrokerConfig) if a.name in SECRET_FIELDS)
 
 
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
@@ -357,7 +360,7 @@ def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     return [
         f"{wire_key(attribute)}={_shown(attribute, getattr(obj, attribute.name))}"
         for obj in (broker, store)
-        for attribute in attrs.fields(type(obj))
+        for attribute in tls_keys_last(type(obj))
     ]
 
 

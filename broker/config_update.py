@@ -36,6 +36,7 @@ from remoting.runtime_config import (
     write_overrides,
 )
 from remoting.settings import config_values, keyed_fields
+from remoting.tls_config import tls_key_names
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -76,6 +77,10 @@ RESTART_KEYS = frozenset(
         "plainAclFile",
         "accessKey",
         "secretKey",
+        # TLS certificates and modes are loaded at start (broker/tls.py)
+        "useTLS",
+        "haUseTLS",
+        *tls_key_names(),
     }
 )
 

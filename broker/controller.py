@@ -49,6 +49,7 @@ from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
+from broker.tls import broker_tls
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
@@ -128,16 +129,21 @@ class BrokerController:
             arrival_listener=self._on_arrival,
         )
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
+        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
         if store_config.broker_role is BrokerRole.SLAVE:
-            self.ha_client = HAClient(self.store, store_config, self.ha)
+            self.ha_client = HAClient(
+                self.store, store_config, self.ha, ssl_context=self.tls.ha_client
+            )
         else:
             self.ha_service = HAService(
                 self.store,
                 store_config,
                 self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
                 store_config.ha_listen_port,
+                tls=self.tls.ha_server,
             )
             self.store.put_listener = self.ha_service.notify_new_data
         self.schedule = ScheduleMessageService(
@@ -182,6 +188,7 @@ class BrokerController:
             authorize=(
                 AclHook(self.acl, StoredTopics(self.store)) if self.acl is not None else None
             ),
+            tls=self.tls.server,
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
@@ -344,7 +351,7 @@ class BrokerController:
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
                 signer = self.credentials.sign if self.credentials is not None else None
-                client = RemotingClient(nursery, before_request=signer)
+                client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
                 self.outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
                 await self.register_all()
                 nursery.start_soon(self._registration_loop)

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         controller = NamesrvController(config, runtime=runtime)
-    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+    except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:

@@ -24,6 +24,7 @@ from remoting.settings import (
     read_fields,
     wire_key,
 )
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def _host(_: object, attribute: attrs.Attribute, value: str) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class NamesrvConfig:
+class NamesrvConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
     listen_port: int = attrs.field(default=9876, validator=PORT)
     listen_host: str = attrs.field(default="0.0.0.0", validator=_host)  # not a RocketMQ key
     rocketmq_home: str = attrs.field(factory=lambda: str(_home()))
@@ -128,6 +129,16 @@ def runtime_config_path(config: NamesrvConfig) -> Path:
 
 def config_lines(config: NamesrvConfig) -> list[str]:
     return [
-        f"{wire_key(attribute)}={config_text(getattr(config, attribute.name))}"
-        for attribute in attrs.fields(NamesrvConfig)
+        f"{wire_key(a)}={_shown(a, getattr(config, a.name))}" for a in tls_keys_last(NamesrvConfig)
     ]
+
+
+SECRET_KEYS = frozenset(
+    wire_key(a) for a in attrs.fields(NamesrvConfig) if a.name in SECRET_TLS_FIELDS
+)
+
+
+def _shown(attribute: attrs.Attribute, value: object) -> str:
+    if attribute.name in SECRET_TLS_FIELDS and value:
+        return "******"  # -p and GET_NAMESRV_CONFIG show that one is set, never it
+    return config_text(value)

@@ -22,7 +22,13 @@ from pathlib import Path
 import attrs
 import trio
 
-from namesrv.config import IGNORED_KEYS, NamesrvConfig, load_namesrv_config, runtime_config_path
+from namesrv.config import (
+    IGNORED_KEYS,
+    SECRET_KEYS,
+    NamesrvConfig,
+    load_namesrv_config,
+    runtime_config_path,
+)
 from remoting.runtime_config import (
     RuntimeConfig,
     RuntimeConfigError,
@@ -99,7 +105,7 @@ def start_config(
     except ConfigError as exc:
         raise ConfigError(f"{path} (kept by updateNamesrvConfig): {exc}") from None
     config = attrs.evolve(config, config_store_path=path)  # where the file was read
-    lines = ", ".join(runtime.layered_lines())
+    lines = ", ".join(runtime.layered_lines(SECRET_KEYS))
     log.info("runtime changes read from %s over the start-up file: %s", path, lines)
     return runtime, config
 

@@ -20,6 +20,8 @@ from namesrv.route_info import RouteInfoManager
 from remoting.connection import Connection
 from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, no_reply
+from remoting.tls import tls_server
+from remoting.tls_config import tls_keys
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,8 @@ class NamesrvController:
             max_in_flight_bytes=config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
             authorize=AclHook(self.acl) if self.acl is not None else None,
+            # certificates load now: a bad one stops start-up (ConfigError naming the key)
+            tls=tls_server(tls_keys(config)),
         )
         self._stop = trio.Event()
 

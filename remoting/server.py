@@ -17,13 +17,21 @@ from remoting.accept import accept_loop
 from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.connection import IDLE_TIMEOUT_S, READ_CHUNK, Connection, HandlerResult
+from remoting.connection import (
+    IDLE_TIMEOUT_S,
+    READ_CHUNK,
+    Connection,
+    HandlerResult,
+    format_addr,
+)
 from remoting.frame import MAX_FRAME_BYTES
 from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
+from remoting.tls import TlsServer
+from remoting.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,7 @@ class RemotingServer:
         native_sender: bool = True,
         read_selector: bool = True,
         authorize: Authorize | None = None,
+        tls: TlsServer | None = None,
     ) -> None:
         self.name = name
         self.host, self.port = host, port
@@ -104,6 +113,8 @@ class RemotingServer:
         # One task reads every connection (remoting/selector.py).
         self._use_selector = read_selector and ReadSelector.available()
         self._selector: ReadSelector | None = None
+        # tls.server.mode permissive or enforcing (remoting/tls.py); None: plain only.
+        self.tls = tls
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -162,6 +173,31 @@ class RemotingServer:
             for listener in self._listeners:
                 await listener.aclose()
 
+    async def _connection(self, stream: trio.SocketStream) -> Connection | None:
+        """The seam between plain and TLS: a plain connection is read by the selector and
+        written by the sender thread; a TLS one has its own reader and writer tasks."""
+        limits = {
+            "max_frame_bytes": self._max_frame_bytes,
+            "idle_timeout_s": self._idle_timeout_s,
+            "max_handler_tasks": self._max_handler_tasks,
+            "max_in_flight_bytes": self._max_in_flight_bytes,
+            "budget": self.budget,
+        }
+        if self.tls is not None:
+            peer = format_addr(stream.socket.getpeername())
+            served = await self.tls.accept(stream, peer, self._idle_timeout_s)
+            if served is None:
+                return None
+            if isinstance(served, trio.SSLStream):
+                return TlsConnection(served, self.handle_request, **limits)
+        return Connection(
+            stream,
+            self.handle_request,
+            sender=self._sender,
+            selector=self._selector,
+            **limits,
+        )
+
     async def stop_accepting(self) -> None:
         """Close the listening sockets; connections already open keep being served."""
         self._accepting.cancel()
@@ -170,20 +206,12 @@ class RemotingServer:
 
     async def _handle_connection(self, stream: trio.SocketStream) -> None:
         try:
-            connection = Connection(
-                stream,
-                self.handle_request,
-                max_frame_bytes=self._max_frame_bytes,
-                idle_timeout_s=self._idle_timeout_s,
-                max_handler_tasks=self._max_handler_tasks,
-                max_in_flight_bytes=self._max_in_flight_bytes,
-                sender=self._sender,
-                selector=self._selector,
-                budget=self.budget,
-            )
+            connection = await self._connection(stream)
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)
             await stream.aclose()
+            return
+        if connection is None:  # refused by the TLS mode (remoting/tls.py said why)
             return
         self.connections.add(connection)
         log.debug("connection opened: peer=%s", connection.peer)

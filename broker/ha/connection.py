@@ -18,6 +18,7 @@ import trio
 
 from broker.ha.link import LinkTimers
 from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
+from remoting.tls import close_quietly
 
 if TYPE_CHECKING:
     from broker.ha.service import HAService
@@ -147,8 +148,7 @@ class HAConnection:
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.info("slave %s disconnected: %s", self.peer, group.exceptions[0])
         finally:
-            with trio.CancelScope(shield=True):
-                await self.stream.aclose()
+            await close_quietly(self.stream)  # bounded: TLS's close_notify may not be taken
 
     async def _read(self, scope: trio.CancelScope) -> None:
         """Reports until the slave closes; a slave silent for ``haHousekeepingInterval`` is

@@ -63,8 +63,9 @@ async def test_sixty_concurrent_kv_puts_all_land_and_survive_a_restart(processes
     assert ns.terminate() == 0
     stored = json.loads((tmp_path / "namesrv-kv" / "kvConfig.json").read_text())
     assert stored["configTable"]["ns"] == {k: k for k in keys}
-    leftovers = sorted(p.name for p in (tmp_path / "namesrv-kv").iterdir())
-    assert leftovers == ["kvConfig.json", "kvConfig.json.bak"]  # no temp file left behind
+    # No temp file left behind; a .bak exists only when the puts took more than one write.
+    leftovers = {p.name for p in (tmp_path / "namesrv-kv").iterdir()}
+    assert {"kvConfig.json"} <= leftovers <= {"kvConfig.json", "kvConfig.json.bak"}
 
     ns = start_namesrv(processes, tmp_path)
     async with RemotingClient.open() as client:
