@@ -20,6 +20,7 @@ import attrs
 
 from broker.store.config import BrokerRole, MessageStoreConfig
 from remoting import constants as K
+from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.names import TOPIC_MAX_LENGTH
 from remoting.settings import (
     PORT,
@@ -121,8 +122,19 @@ class BrokerConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) c
     server_channel_max_in_flight_bytes: int = attrs.field(
         default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
     )
-    # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
+    # Not RocketMQ keys (remoting/logs.py): the log file, rotated past logFileMaxBytes (0:
+    # never) keeping logFileBackups old files; with it stderr gets warnings and errors only.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    log_file_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=java_long(0))
+    log_file_backups: int = attrs.field(default=DEFAULT_BACKUPS, validator=java_int(1, 1000))
+    # Where updateBrokerConfig keeps its changes, read over the -c file at every start
+    # (broker/config_update.py). Java's brokerConfigPath is not a key: it is the -c file.
+    # Default (None): <storePathRootDir>/config/broker.properties, Java's default spot.
+    broker_config_path: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
+    )
+    # Keys UPDATE_BROKER_CONFIG refuses, ';'-separated (Java's key and default).
+    config_black_list: str = "configBlackList;brokerConfigPath"
     # ACL (acl/): RocketMQ's aclEnable reads the accounts from ${rocketmqHome}/conf/plain_acl.yml
     # and conf/acl/*.yml; plainAclFile (ours) names another file, relative to rocketmqHome.
     acl_enable: bool = False
@@ -310,6 +322,8 @@ def load_broker_config(
             )
         store_values["ha_listen_port"] = broker.listen_port + 1
     store = build(MessageStoreConfig, store_values)
+    if broker.broker_config_path is None:
+        broker = attrs.evolve(broker, broker_config_path=store.config_dir / "broker.properties")
     config_checks.check(broker, store)
     return broker, store
 
@@ -338,6 +352,7 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
 
 
 SECRET_FIELDS = frozenset({"secret_key", *SECRET_TLS_FIELDS})
+SECRET_KEYS = frozenset(wire_key(a) for a in attrs.fields(BrokerConfig) if a.name in SECRET_FIELDS)
 
 
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:

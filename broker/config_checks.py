@@ -76,6 +76,9 @@ def _paths(
         yield "storePathCommitLog", path, directory_problem(path)
     if broker.log_file is not None:
         yield "logFile", broker.log_file, file_problem(broker.log_file)
+    if broker.broker_config_path is not None:
+        path = broker.broker_config_path
+        yield "brokerConfigPath", path, file_problem(path)
 
 
 def paths_are_usable(broker: BrokerConfig, store: MessageStoreConfig) -> ConfigError | None:

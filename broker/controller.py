@@ -12,8 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -57,6 +56,7 @@ from remoting import constants as K
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
+from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, partial_frames_budget
 from remoting.version import CURRENT_VERSION_DESC
 
@@ -86,15 +86,15 @@ class BrokerController:
         store_config: MessageStoreConfig,
         *,
         clock: Callable[[], int] = now_ms,
-        properties: Mapping[str, str] | None = None,
-        config_path: Path | None = None,
+        runtime: RuntimeConfig | None = None,
     ) -> None:
         self.config = config
         self.store_config = store_config
-        # What broker.conf (and -n) said, and where it lives: UPDATE_BROKER_CONFIG validates
-        # changes against the first and writes them to the second.
-        self.properties = dict(properties or {})
-        self.config_path = config_path
+        # What broker.conf (and -n) said and what UPDATE_BROKER_CONFIG changed since, kept in
+        # brokerConfigPath (broker/config_update.py).
+        self.runtime = runtime or RuntimeConfig(
+            config.broker_config_path or store_config.config_dir / "broker.properties", {}
+        )
         self.config_lock = trio.Lock()  # one UPDATE_BROKER_CONFIG at a time
         self.clock = clock
         self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)

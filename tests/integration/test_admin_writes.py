@@ -99,7 +99,7 @@ async def test_ten_concurrent_broker_config_updates_all_land_and_survive_a_resta
         running = properties.loads(bytes(shown.body).decode())
         assert {k: running[k] for k in LIVE_CHANGES} == LIVE_CHANGES
     assert broker.terminate() == 0
-    written = properties.load(str(conf))
+    written = properties.load(tmp_path / "store-broker-a-0" / "config" / "broker.properties")
     assert {k: written.get(k) for k in LIVE_CHANGES} == LIVE_CHANGES
 
     broker = start_broker(processes, conf)
