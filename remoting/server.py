@@ -9,7 +9,7 @@ reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -61,6 +61,19 @@ def partial_frames_budget(limit_bytes: int = MAX_PARTIAL_FRAMES_BYTES) -> Partia
     """The limit on partial frames a server's connections share, or several servers' (pass it
     to each as ``budget``). A connection holding no more than one read is never closed for it."""
     return PartialFrameBudget(limit_bytes, floor=READ_CHUNK)
+
+
+async def _shielded(
+    scopes: list[trio.CancelScope],
+    run: Callable[..., Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``run`` deaf to cancellation from outside; it stops when its scope (in ``scopes``) is
+    cancelled."""
+    with trio.CancelScope(shield=True) as scope:
+        scopes.append(scope)
+        await run(task_status=task_status)
 
 
 class RemotingServer:
@@ -138,18 +151,22 @@ class RemotingServer:
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
         try:
             # The sender and the selector outlive every connection: replies queued by the
-            # last requests leave, and connections leave the selector before it closes.
+            # last requests leave, and connections leave the selector before it closes. A
+            # cancellation from outside reaches the connections first (a handler that had not
+            # started yet still registers with both); they stop only once _serve has returned.
+            transport: list[trio.CancelScope] = []
             async with trio.open_nursery() as outer:
                 if self._use_sender:
                     self._sender = OutboundSender()
-                    await outer.start(self._sender.run)
+                    await outer.start(_shielded, transport, self._sender.run)
                 if self._use_selector:
                     self._selector = ReadSelector()
-                    await outer.start(self._selector.run)
+                    await outer.start(_shielded, transport, self._selector.run)
                 try:
                     await self._serve(task_status)
                 finally:
-                    outer.cancel_scope.cancel()
+                    for scope in transport:
+                        scope.cancel()
         finally:
             self._sender = self._selector = None
             with trio.CancelScope(shield=True):
