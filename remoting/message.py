@@ -1,4 +1,4 @@
-"""Messages as clients and the broker's processors see them (spec/message-format.md §5-§9):
+"""Messages as clients and the broker's processors see them (docs/spec/message-format.md §5-§9):
 sysflags, property keys and their encoding, hosts and message ids, MessageExt decoding from a
 stored record, and SEND_BATCH_MESSAGE bodies. Pure: no Trio, no logging, no clock.
 

@@ -1,4 +1,4 @@
-"""The CommitLog record layout (spec/message-format.md §1-§4): sizes, positions, packing one
+"""The CommitLog record layout (docs/spec/message-format.md §1-§4): sizes, positions, packing one
 record or a batch's records straight into a mapped buffer, and scanning records back for
 dispatch and recovery without decoding bodies. Pure: no Trio, no logging, no clock.
 

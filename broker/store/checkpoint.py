@@ -1,4 +1,4 @@
-"""The checkpoint, abort and lock files (spec/store-format.md §1, §6, §7).
+"""The checkpoint, abort and lock files (docs/spec/store-format.md §1, §6, §7).
 
 * ``checkpoint``: 4096 bytes; physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp.
 * ``abort``: exists while a broker runs; present at start-up means the last run crashed.

@@ -1,4 +1,4 @@
-"""File expiry and disk protection (spec/store-format.md §12).
+"""File expiry and disk protection (docs/spec/store-format.md §12).
 
 Every ``cleanResourceInterval``: CommitLog segments older than ``fileReservedTime`` hours go at
 the ``deleteWhen`` hours, or at once when the disk is fuller than ``diskMaxUsedSpaceRatio``;

@@ -1,5 +1,5 @@
-"""CommitLog: the append-only log every message goes through (spec/store-format.md §2,
-spec/message-format.md §1, §6).
+"""CommitLog: the append-only log every message goes through (docs/spec/store-format.md §2,
+docs/spec/message-format.md §1, §6).
 
 ``put_message`` / ``put_messages`` are the store's one serialization point: plain ``def``s (so
 Trio cannot interleave two appends) that assign the physical offset, queue offset and store
@@ -345,7 +345,7 @@ class CommitLog:
     def append_data(self, phys_offset: int, data: bytes | memoryview) -> None:
         """A slave's append of raw bytes at exactly ``phys_offset``: the log's end, or for an
         empty log a segment boundary (a new slave starts at the master's current segment).
-        Chunks never cross a segment boundary on the wire (spec/ha.md §3.3)."""
+        Chunks never cross a segment boundary on the wire (docs/spec/ha.md §3.3)."""
         if self.queue.files:
             if phys_offset != self.max_offset:
                 raise StoreError(f"append at {phys_offset} but the log ends at {self.max_offset}")

@@ -1,6 +1,6 @@
 """ConsumeQueue: per (topic, queueId) a dense array of 20-byte units
 ``(commitLogOffset, size, tagsCode)``; a unit's index is the queue offset consumers use
-(spec/store-format.md §3).
+(docs/spec/store-format.md §3).
 
 Files live in ``consumequeue/<topic>/<queueId>/`` named by the byte offset of their first unit.
 Writes are idempotent (a unit pointing at or below what the queue already holds is a duplicate,

@@ -1,4 +1,4 @@
-"""Flush services (spec/store-format.md §8): make written bytes durable off the event loop.
+"""Flush services (docs/spec/store-format.md §8): make written bytes durable off the event loop.
 
 * FlushCommitLogService (ASYNC_FLUSH): every ``flushIntervalCommitLog`` when at least
   ``flushCommitLogLeastPages`` pages are dirty, everything every ``flushCommitLogThoroughInterval``.

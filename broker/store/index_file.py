@@ -1,5 +1,5 @@
 """IndexFile and IndexService: a hash index from ``topic#key`` to CommitLog offsets
-(spec/store-format.md §5).
+(docs/spec/store-format.md §5).
 
 File: a 40-byte header, ``maxHashSlotNum`` int32 slots (each the newest entry number for its
 hash), then ``maxIndexNum`` 20-byte entries ``(keyHash, phyOffset, timeDiffSeconds, prevIndex)``

@@ -1,4 +1,4 @@
-"""IndexService: the index directory (spec/store-format.md §5). It builds entries from
+"""IndexService: the index directory (docs/spec/store-format.md §5). It builds entries from
 dispatch into the newest IndexFile, rolls to a new file when that one is full, answers key
 queries newest file first, and cuts and expires files with the CommitLog.
 

@@ -1,4 +1,4 @@
-"""MappedFile: one pre-allocated segment mapped into memory (spec/store-format.md §2, §3).
+"""MappedFile: one pre-allocated segment mapped into memory (docs/spec/store-format.md §2, §3).
 
 The segment's bytes are written with ``pack_into``/slice assignment straight into ``mmap``.
 Files are pre-allocated with ``posix_fallocate`` (under a temporary name, then linked into place)

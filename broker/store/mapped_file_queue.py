@@ -1,5 +1,5 @@
 """MappedFileQueue: a directory of equal-size segments named by start offset
-(spec/store-format.md §2, §3, §12).
+(docs/spec/store-format.md §2, §3, §12).
 
 Segments are contiguous: segment i starts at ``first.start_offset + i * file_size``, so a lookup
 by offset is arithmetic. New segments come from an ``allocator`` (the store's pre-allocation

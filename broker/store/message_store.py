@@ -1,4 +1,4 @@
-"""DefaultMessageStore: the broker's message store (spec/store-format.md).
+"""DefaultMessageStore: the broker's message store (docs/spec/store-format.md).
 
 Use::
 

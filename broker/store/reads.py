@@ -1,5 +1,5 @@
 """GetMessage for PULL_MESSAGE: Java's DefaultMessageStore.getMessage rules
-(spec/store-format.md §4, spec/ha.md §7), returning memoryview slices of the log."""
+(docs/spec/store-format.md §4, docs/spec/ha.md §7), returning memoryview slices of the log."""
 
 from __future__ import annotations
 

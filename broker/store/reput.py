@@ -1,5 +1,5 @@
 """ReputMessageService: follows the CommitLog and dispatches each record to its ConsumeQueue,
-the index, and (masters only) the long-polling listener (spec/store-format.md §8).
+the index, and (masters only) the long-polling listener (docs/spec/store-format.md §8).
 
 On a master, a put made while dispatch is caught up is dispatched at once from what the put
 already knows (``DefaultMessageStore.put_message``); this service then only advances over bytes
