@@ -14,14 +14,14 @@ import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
 from broker.store.mapped_file import MappedFile
 from broker.store.mapped_file_queue import MappedFileQueue
+from broker.store.store_native import native
 from broker.store.types import DispatchRequest
-from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
-CQ_UNIT = struct.Struct(">qiq")  # commit log offset, size, tags code
 _REFUSED_NAMES_LOGGED = 1024
 
 
@@ -49,9 +49,8 @@ def safe_directory_name(topic: str) -> bool:
 
 
 _refused_names: set[str] = set()
-assert CQ_UNIT.size == 20
 UNIT = CQ_UNIT.size
-_FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
+_FILLER = CQ_UNIT.pack(0, CQ_FILLER_SIZE, 0)
 _UNIT_RUNS: dict[int, struct.Struct] = {}  # ">qiqqiq...": a batch's units in one pack
 
 
@@ -59,7 +58,7 @@ def python_pack_cq_units(
     buffer: memoryview | bytearray, position: int, requests: Sequence[DispatchRequest]
 ) -> None:
     """The units of ``requests`` back to back from ``position``: the reference of
-    remoting/native/records.c's pack_cq_units."""
+    broker/store/native/consume_queue.c's pack_cq_units."""
     count = len(requests)
     layout = _UNIT_RUNS.get(count)
     if layout is None:
@@ -99,8 +98,7 @@ class ConsumeQueue:
     def put_next(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
         """The common case of ``put``: the unit for ``queue_offset`` when it follows what the
         last file holds, or nothing when the queue already has it (a re-dispatch after
-        recovery or a slave resync). False, with nothing changed, for anything else. The
-        reference of what remoting/native/dispatch.c does for a single message's unit."""
+        recovery or a slave resync). False, with nothing changed, for anything else."""
         end = phys_offset + size
         if end <= self.max_phys_offset:
             return True
@@ -226,7 +224,7 @@ class ConsumeQueue:
                 offset, size, _ = CQ_UNIT.unpack_from(view, position)
                 if offset < 0 or size <= 0:
                     break
-                if size != 0x7FFFFFFF:
+                if size != CQ_FILLER_SIZE:
                     max_phys = offset + size
                 position += UNIT
             end_offset = mapped.start_offset + position
@@ -242,7 +240,7 @@ class ConsumeQueue:
             first_offset, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
             if (
                 mapped.wrote_position > 0
-                and first_size != 0x7FFFFFFF
+                and first_size != CQ_FILLER_SIZE
                 and first_offset >= phys_offset
             ):
                 mapped.destroy()
@@ -251,7 +249,7 @@ class ConsumeQueue:
             position = mapped.wrote_position - UNIT
             while position >= 0:
                 offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-                if size != 0x7FFFFFFF and offset + size <= phys_offset:
+                if size != CQ_FILLER_SIZE and offset + size <= phys_offset:
                     break
                 position -= UNIT
             cut = mapped.start_offset + position + UNIT
@@ -264,7 +262,7 @@ class ConsumeQueue:
         if mapped is None or mapped.wrote_position == 0:
             return 0
         offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
-        return 0 if size == 0x7FFFFFFF else offset + size
+        return 0 if size == CQ_FILLER_SIZE else offset + size
 
     def correct_min_offset(self, commit_log_min: int) -> None:
         """The first unit whose message is still in the log defines the queue's min offset."""
@@ -275,7 +273,7 @@ class ConsumeQueue:
         mapped = files[0]
         for position in range(0, mapped.wrote_position, UNIT):
             offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-            if size != 0x7FFFFFFF and offset >= commit_log_min:
+            if size != CQ_FILLER_SIZE and offset >= commit_log_min:
                 self.min_logic_offset = mapped.start_offset + position
                 return
         self.min_logic_offset = mapped.start_offset + mapped.wrote_position

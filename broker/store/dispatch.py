@@ -10,44 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.store.consume_queue import ConsumeQueue
-from broker.store.index_file import IndexFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
-from remoting.speedups import native
 
 if TYPE_CHECKING:
     from broker.store.message_store import DefaultMessageStore
-
-# What dispatch_single did of a message's dispatch
-UNIT_DONE, INDEX_DONE = 1, 2
-MAX_KEYS = 64  # index entries of one message dispatch_single writes; more go the general way
-
-
-def python_dispatch_single(
-    consume_queue: ConsumeQueue | None, index_file: IndexFile | None, request: DispatchRequest
-) -> int:
-    """A single message's unit, when it follows what ``consume_queue`` holds in its last file
-    (UNIT_DONE, also when the queue already had it), and its index entries, when they all fit
-    in ``index_file`` (INDEX_DONE, also when the file already had them or a rolled-back half
-    has none). What is not done is left as it was, for the general code (a new queue file, a
-    unit out of order, a file too full). The reference of remoting/native/dispatch.c."""
-    done = 0
-    if consume_queue is not None and consume_queue.put_next(
-        request.commit_log_offset,
-        request.msg_size,
-        request.tags_code,
-        request.consume_queue_offset,
-    ):
-        done |= UNIT_DONE
-    if index_file is not None:
-        rolled_back = codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE
-        if rolled_back or index_file.put_request_whole(request, MAX_KEYS):
-            done |= INDEX_DONE
-    return done
-
-
-dispatch_single = native.dispatch_single if native is not None else python_dispatch_single
 
 
 class CommitLogDispatcher:
@@ -61,28 +28,19 @@ class CommitLogDispatcher:
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
         """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        queued = not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
-        queue = (
-            self.find_consume_queue(request.topic, request.queue_id, create=True)
-            if queued
-            else None
-        )
-        queued = queue is not None  # None: a topic that cannot be a directory
-        index_files = self.index_service.files
-        index = index_files[-1] if self.index_enabled and index_files else None
-        done = dispatch_single(queue, index, request)
-        if queued:
-            if not done & UNIT_DONE:
-                queue.put(  # type: ignore[union-attr]
+        if not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
+            queue = self.find_consume_queue(request.topic, request.queue_id, create=True)
+            if queue is not None:  # None: a topic that cannot be a directory
+                queue.put(
                     request.commit_log_offset,
                     request.msg_size,
                     request.tags_code,
                     request.consume_queue_offset,
                 )
-            if notify and self.store.arrival_listener is not None and not self.store.is_slave:
-                self._notify_arrival(request)
-        if self.index_enabled and not done & INDEX_DONE:
-            self.index_service.build_index_batch((request,))
+                if notify and self.store.arrival_listener is not None and not self.store.is_slave:
+                    self._notify_arrival(request)
+        if self.index_enabled:
+            self.index_service.build_index(request)
         self.reput.last_dispatched_timestamp = request.store_timestamp
 
     def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:

@@ -77,6 +77,10 @@ class IndexService:
             self.on_file_full(last)
         return index
 
+    def build_index(self, request: DispatchRequest) -> None:
+        """Index one record's keys (IndexService.buildIndex)."""
+        self.build_index_batch((request,))
+
     def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of records of one topic and transaction type, in log order (one
         message, a batch's entries, or a run read back from the log), written in one pass.

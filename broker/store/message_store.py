@@ -358,7 +358,7 @@ class DefaultMessageStore(QueueLookups):
         for topic in topics:
             for queue_id, consume_queue in self.consume_queue_table.pop(topic, {}).items():
                 consume_queue.destroy()
-                self.commit_log.topic_queue_table.pop((topic, queue_id), None)
+                self.commit_log.cursor.remove_queue(topic, queue_id)
                 deleted += 1
             directory = self.config.consume_queue_dir / topic
             if directory.is_dir():

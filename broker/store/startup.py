@@ -152,11 +152,11 @@ def _flush_recovered(store: DefaultMessageStore) -> None:
 def raise_offset_tables(store: DefaultMessageStore) -> None:
     """Each queue's next offset is at least what its ConsumeQueue holds: a recovery that the
     disk stopped counted only what it could dispatch."""
-    table = store.commit_log.topic_queue_table
+    cursor = store.commit_log.cursor
     for topic, queues in store.consume_queue_table.items():
         for queue_id, consume_queue in queues.items():
-            key = (topic, queue_id)
-            table[key] = max(table.get(key, 0), consume_queue.max_offset)
+            next_offset = max(cursor.queue_offset(topic, queue_id), consume_queue.max_offset)
+            cursor.set_queue_offset(topic, queue_id, next_offset)
 
 
 def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
@@ -178,13 +178,13 @@ def _rebuild_index(store: DefaultMessageStore, start: int, end: int) -> None:
 
 
 def _rebuild_offset_tables(store: DefaultMessageStore) -> None:
-    table = store.commit_log.topic_queue_table
-    table.clear()
+    cursor = store.commit_log.cursor
+    cursor.clear_queue_offsets()
     commit_log_min = store.commit_log.min_offset
     max_phys = 0
     for topic, queues in store.consume_queue_table.items():
         for queue_id, consume_queue in queues.items():
-            table[(topic, queue_id)] = consume_queue.max_offset
+            cursor.set_queue_offset(topic, queue_id, consume_queue.max_offset)
             consume_queue.correct_min_offset(commit_log_min)
             max_phys = max(max_phys, consume_queue.max_phys_offset)
     store.reput.reput_from_offset = min(max(max_phys, commit_log_min), store.commit_log.max_offset)
