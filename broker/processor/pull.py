@@ -240,8 +240,8 @@ class PullMessageProcessor:
         ext = {
             "suggestWhichBrokerId": str(self._suggest(result, group_config)),
             "nextBeginOffset": str(next_offset),
-            "minOffset": str(result.min_offset),
-            "maxOffset": str(result.max_offset),
+            "minOffset": str(result.min_queue_offset),
+            "maxOffset": str(result.max_queue_offset),
         }
         if code == ResponseCode.SUCCESS:
             broker.stats.on_get(

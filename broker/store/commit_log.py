@@ -88,16 +88,18 @@ class CommitLog:
         return self.cursor.last_put_timestamp
 
     @property
-    def max_offset(self) -> int:
-        return self.queue.max_offset
+    def max_phys_offset(self) -> int:
+        """The end of what is written: the next record's phys offset."""
+        return self.queue.max_byte_offset
 
     @property
-    def min_offset(self) -> int:
-        return self.queue.min_offset
+    def min_phys_offset(self) -> int:
+        return self.queue.min_byte_offset
 
-    def roll_next_file(self, offset: int) -> int:
+    def roll_next_file(self, phys_offset: int) -> int:
+        """The start of the segment after the one holding ``phys_offset``."""
         size = self.config.mapped_file_size_commit_log
-        return offset + size - offset % size
+        return phys_offset + size - phys_offset % size
 
     # --------------------------------------------------------------------- reading
 
@@ -317,8 +319,10 @@ class CommitLog:
         empty log a segment boundary (a new slave starts at the master's current segment).
         Chunks never cross a segment boundary on the wire (docs/spec/ha.md §3.3)."""
         if self.queue.files:
-            if phys_offset != self.max_offset:
-                raise StoreError(f"append at {phys_offset} but the log ends at {self.max_offset}")
+            if phys_offset != self.max_phys_offset:
+                raise StoreError(
+                    f"append at {phys_offset} but the log ends at {self.max_phys_offset}"
+                )
             mapped = self.queue.writable()
         else:
             if phys_offset % self.config.mapped_file_size_commit_log:

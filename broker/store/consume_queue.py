@@ -22,33 +22,7 @@ from broker.store.types import DispatchRequest
 
 log = logging.getLogger(__name__)
 
-_REFUSED_NAMES_LOGGED = 1024
 
-
-def safe_directory_name(topic: str) -> bool:
-    """Whether ``topic`` can be a directory of ``consumequeue/`` and nothing else.
-
-    Names from clients were held to RocketMQ's rules at the wire (remoting/names.py), but a
-    record also arrives from a master over HA, or from a CommitLog another broker wrote: its
-    topic must still not become a path out of the store. A refused topic gets no ConsumeQueue
-    (its messages stay in the CommitLog, unreachable by pulls) and one WARNING."""
-    if (
-        topic
-        and "/" not in topic
-        and "\0" not in topic
-        and topic not in (".", "..")
-        and len(topic.encode("utf-8", "surrogatepass")) <= 255
-    ):
-        return True
-    if len(_refused_names) < _REFUSED_NAMES_LOGGED and topic not in _refused_names:
-        _refused_names.add(topic)
-        log.warning(
-            "topic %r cannot be a ConsumeQueue directory: its messages are not queued", topic
-        )
-    return False
-
-
-_refused_names: set[str] = set()
 UNIT = CQ_UNIT.size
 _FILLER = CQ_UNIT.pack(0, CQ_FILLER_SIZE, 0)
 _UNIT_RUNS: dict[int, struct.Struct] = {}  # ">qiqqiq...": a batch's units in one pack
@@ -85,12 +59,12 @@ class ConsumeQueue:
     # ------------------------------------------------------------------ offsets
 
     @property
-    def max_offset(self) -> int:
+    def max_queue_offset(self) -> int:
         """The next queue offset to be written (GET_MAX_OFFSET)."""
-        return self.queue.max_offset // UNIT
+        return self.queue.max_byte_offset // UNIT
 
     @property
-    def min_offset(self) -> int:
+    def min_queue_offset(self) -> int:
         return self.min_logic_offset // UNIT
 
     # ------------------------------------------------------------------ writing
@@ -130,7 +104,7 @@ class ConsumeQueue:
         current = mapped.start_offset + position
         if expected < current:
             log.warning(
-                "consume queue unit written twice: %s-%d offset=%d",
+                "consume queue unit written twice: %s-%d queue_offset=%d",
                 self.topic,
                 self.queue_id,
                 queue_offset,
@@ -221,11 +195,11 @@ class ConsumeQueue:
             view = mapped.view
             position = 0
             while position + UNIT <= mapped.file_size:
-                offset, size, _ = CQ_UNIT.unpack_from(view, position)
-                if offset < 0 or size <= 0:
+                phys_offset, size, _ = CQ_UNIT.unpack_from(view, position)
+                if phys_offset < 0 or size <= 0:
                     break
                 if size != CQ_FILLER_SIZE:
-                    max_phys = offset + size
+                    max_phys = phys_offset + size
                 position += UNIT
             end_offset = mapped.start_offset + position
             if position < mapped.file_size:
@@ -237,19 +211,19 @@ class ConsumeQueue:
         """Drop units pointing at or beyond ``phys_offset`` (the CommitLog was cut there)."""
         while self.queue.files:
             mapped = self.queue.files[-1]
-            first_offset, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
+            first_phys, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
             if (
                 mapped.wrote_position > 0
                 and first_size != CQ_FILLER_SIZE
-                and first_offset >= phys_offset
+                and first_phys >= phys_offset
             ):
                 mapped.destroy()
                 self.queue.files.pop()
                 continue
             position = mapped.wrote_position - UNIT
             while position >= 0:
-                offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-                if size != CQ_FILLER_SIZE and offset + size <= phys_offset:
+                unit_phys, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+                if size != CQ_FILLER_SIZE and unit_phys + size <= phys_offset:
                     break
                 position -= UNIT
             cut = mapped.start_offset + position + UNIT
@@ -261,8 +235,8 @@ class ConsumeQueue:
         mapped = self.queue.last
         if mapped is None or mapped.wrote_position == 0:
             return 0
-        offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
-        return 0 if size == CQ_FILLER_SIZE else offset + size
+        phys_offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+        return 0 if size == CQ_FILLER_SIZE else phys_offset + size
 
     def correct_min_offset(self, commit_log_min: int) -> None:
         """The first unit whose message is still in the log defines the queue's min offset."""
@@ -272,8 +246,8 @@ class ConsumeQueue:
             return
         mapped = files[0]
         for position in range(0, mapped.wrote_position, UNIT):
-            offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-            if size != CQ_FILLER_SIZE and offset >= commit_log_min:
+            phys_offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+            if size != CQ_FILLER_SIZE and phys_offset >= commit_log_min:
                 self.min_logic_offset = mapped.start_offset + position
                 return
         self.min_logic_offset = mapped.start_offset + mapped.wrote_position
@@ -284,8 +258,8 @@ class ConsumeQueue:
         def keep(mapped: MappedFile) -> bool:
             if mapped.wrote_position < UNIT:
                 return True
-            offset, _, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
-            return offset >= commit_log_min
+            phys_offset, _, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+            return phys_offset >= commit_log_min
 
         deleted = self.queue.delete_below(keep, max_files)
         self.correct_min_offset(commit_log_min)
@@ -298,7 +272,7 @@ class ConsumeQueue:
     ) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: binary search by each message's store time, the nearest
         neighbour by absolute difference when there is no exact hit."""
-        low, high = self.min_offset, self.max_offset - 1
+        low, high = self.min_queue_offset, self.max_queue_offset - 1
         if high < low:
             return 0
         best_low = best_high = None

@@ -29,7 +29,11 @@ def test_found_returns_the_stored_bytes_in_order(filled) -> None:
     result = filled.get_message("G", "T", 0, 2, 4, None)
     assert result.status is S.FOUND and result.message_count == 4
     assert [codec.decode_message(b).body for b in result.buffers] == [b"m2", b"m3", b"m4", b"m5"]
-    assert (result.next_begin_offset, result.min_offset, result.max_offset) == (6, 0, 10)
+    assert (result.next_begin_offset, result.min_queue_offset, result.max_queue_offset) == (
+        6,
+        0,
+        10,
+    )
     assert result.buffer_total_size == sum(len(b) for b in result.buffers)
 
 
