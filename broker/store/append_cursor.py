@@ -177,23 +177,17 @@ class PythonAppendCursor:
         queued = not sys_flag & TRANSACTION_NOT_QUEUED_BIT
         queue_offset = self._queue_offsets.get(key, 0) if queued else 0
         phys_offset = start_offset + position
-        crc = zlib.crc32(body) & 0x7FFFFFFF
+        record = (flag, body, encoded, size, zlib.crc32(body) & 0x7FFFFFFF)
         pack_records_at(
-            mm, position, [(flag, body, encoded, size, crc)], topic_bytes, queue_id,
-            queue_offset, phys_offset, sys_flag, born_timestamp, born_address, born_port,
-            store_timestamp, self.store_address, self.store_port, reconsume_times,
-            prepared_transaction_offset,
+            mm, position, [record], topic_bytes, queue_id, queue_offset, phys_offset, sys_flag,
+            born_timestamp, born_address, born_port, store_timestamp, self.store_address,
+            self.store_port, reconsume_times, prepared_transaction_offset,
         )  # fmt: skip
-        outcome = (
-            f"{self.msg_id_prefix}{phys_offset:016X}",
-            _new_tuple(
-                self._request_type,
-                (
-                    topic, queue_id, phys_offset, size, tags, store_timestamp, queue_offset,
-                    keys, uniq_key, sys_flag, properties,
-                ),
-            ),
+        fields = (
+            topic, queue_id, phys_offset, size, tags, store_timestamp, queue_offset, keys,
+            uniq_key, sys_flag, properties,
         )  # fmt: skip
+        outcome = f"{self.msg_id_prefix}{phys_offset:016X}", _new_tuple(self._request_type, fields)
         if queued:
             self._queue_offsets[key] = queue_offset + 1
         self._last_put_timestamp = store_timestamp

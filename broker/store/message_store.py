@@ -115,28 +115,30 @@ class DefaultMessageStore(QueueLookups):
             commit_log, self.dispatcher, health, config, on_unblocked=self._dispatch_unblocked
         )
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
-        self.recovery = StoreRecovery(
-            config,
-            commit_log,
-            self.consume_queues,
-            self.index_service,
-            self.dispatcher,
-            self.checkpoint,
-            health,
-        )
-        self.flusher = CommitLogFlusher(commit_log, self.checkpoint, health)
-        self.group_commit = GroupCommitService(self.flusher)
-        self.clean = CleanService(
-            config, clock, commit_log, self.consume_queues, self.index_service, disk_usage
-        )
-        self.abort_file = AbortFile(config.abort_path)
-        self.lock = StoreLock(config.lock_path)
-        self.stats = StoreStats(clock)
-        self.memory_threshold = memory_threshold(config, total_physical_ram)
-        self.reader = MessageReader(self.consume_queues, commit_log, config, self.memory_threshold)
+        self._build_services(disk_usage, total_physical_ram)
         self.shutting_down = False
         self.loaded = False
         self.recovery_report: RecoveryReport | None = None
+
+    def _build_services(self, disk_usage: DiskUsage, total_physical_ram: int | None) -> None:
+        """What runs beside the write path: recovery, flushes, cleanup, reads."""
+        config, commit_log, health = self.config, self.commit_log, self.health
+        queues, index, checkpoint = self.consume_queues, self.index_service, self.checkpoint
+        dispatcher = self.dispatcher
+        self.recovery = StoreRecovery(
+            config, commit_log, queues, index, dispatcher, checkpoint, health
+        )
+        self.flusher = CommitLogFlusher(commit_log, checkpoint, health)
+        self.group_commit = GroupCommitService(self.flusher)
+        self.flush_queues = FlushConsumeQueueService(
+            queues, index, dispatcher, checkpoint, health, config
+        )
+        self.clean = CleanService(config, self.clock, commit_log, queues, index, disk_usage)
+        self.abort_file = AbortFile(config.abort_path)
+        self.lock = StoreLock(config.lock_path)
+        self.stats = StoreStats(self.clock)
+        self.memory_threshold = memory_threshold(config, total_physical_ram)
+        self.reader = MessageReader(queues, commit_log, config, self.memory_threshold)
 
     @property
     def disk_full(self) -> bool:
@@ -180,15 +182,7 @@ class DefaultMessageStore(QueueLookups):
                     await nursery.start(self.group_commit.run)
                 else:
                     await nursery.start(FlushCommitLogService(self.flusher, config).run)
-                flush_queues = FlushConsumeQueueService(
-                    self.consume_queues,
-                    self.index_service,
-                    self.dispatcher,
-                    self.checkpoint,
-                    self.health,
-                    config,
-                )
-                await nursery.start(flush_queues.run)
+                await nursery.start(self.flush_queues.run)
                 await nursery.start(self.clean.run)
                 task_status.started()
         finally:

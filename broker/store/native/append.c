@@ -135,6 +135,74 @@ static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *
     return result;
 }
 
+/* The numbers among put's arguments. */
+typedef struct {
+    Py_ssize_t position, max_body;
+    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared;
+} PutNumbers;
+
+static int put_numbers(PyObject *const *args, PutNumbers *n) {
+    return as_ssize(args[P_POSITION], &n->position) < 0 || as_ll(args[P_START], &n->start) < 0 ||
+                   as_ll(args[P_STORE_TS], &n->store_ts) < 0 ||
+                   as_ssize(args[P_MAX_BODY], &n->max_body) < 0 ||
+                   as_ll(args[P_QUEUE_ID], &n->queue_id) < 0 ||
+                   as_ll(args[P_SYS_FLAG], &n->sys_flag) < 0 || as_ll(args[P_FLAG], &n->flag) < 0 ||
+                   as_ll(args[P_BORN_TS], &n->born_ts) < 0 ||
+                   as_ll(args[P_RECONSUME], &n->reconsume) < 0 ||
+                   as_ll(args[P_PREPARED], &n->prepared) < 0
+               ? -1
+               : 0;
+}
+
+/* The CommitLog's limits on one record, in Java's order: -1 with RecordRefused set when the
+ * message is over one (append_cursor.py record_problem). */
+static int check_limits(Py_ssize_t topic_len, Py_ssize_t props_len, Py_ssize_t body_len,
+                        Py_ssize_t max_body) {
+    if (topic_len > MAX_TOPIC_BYTES) {
+        refuse("MESSAGE_ILLEGAL",
+               PyUnicode_FromFormat("topic is %zd bytes, max %d", topic_len, MAX_TOPIC_BYTES));
+        return -1;
+    }
+    if (props_len > MAX_PROPERTIES_BYTES) {
+        refuse("PROPERTIES_SIZE_EXCEEDED",
+               PyUnicode_FromFormat("properties are %zd bytes, max %d", props_len,
+                                    MAX_PROPERTIES_BYTES));
+        return -1;
+    }
+    if (body_len > max_body) {
+        refuse("MESSAGE_ILLEGAL",
+               PyUnicode_FromFormat("body is %zd bytes, max %zd", body_len, max_body));
+        return -1;
+    }
+    return 0;
+}
+
+/* The record of a message that fits, packed at n->position of in->mm. */
+static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long long born_port,
+                     const char *topic, Py_ssize_t topic_len, Py_ssize_t size,
+                     long long queue_offset) {
+    Py_ssize_t store_len = PyBytes_GET_SIZE(c->store_address);
+    int32_t sys_flag = (int32_t)n->sys_flag;
+    if (in->born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
+    if (store_len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
+    unsigned long crc = crc32_z(0L, in->body.buf, (size_t)in->body.len);
+    PyObject *props = PyTuple_GET_ITEM(in->fields, 0);
+    RecordFields f = {
+        .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul),
+        .queue_id = (int32_t)n->queue_id, .flag = (int32_t)n->flag, .sys_flag = sys_flag,
+        .born_port = (int32_t)born_port, .store_port = c->store_port,
+        .reconsume_times = (int32_t)n->reconsume, .queue_offset = queue_offset,
+        .phys_offset = n->start + n->position, .born_ts = n->born_ts, .store_ts = n->store_ts,
+        .prepared = n->prepared, .born = in->born.buf, .born_len = in->born.len,
+        .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
+        .store_len = store_len, .body = in->body.buf, .body_len = in->body.len,
+        .topic = (const unsigned char *)topic, .topic_len = topic_len,
+        .props = (const unsigned char *)PyBytes_AS_STRING(props),
+        .props_len = PyBytes_GET_SIZE(props),
+    };
+    write_record((unsigned char *)in->mm.buf + n->position, &f);
+}
+
 /* put(mm, position, start_offset, store_timestamp, max_body, topic, queue_id, sys_flag,
  *     properties, body, flag, born_timestamp, born_host, reconsume_times,
  *     prepared_transaction_offset) -> (msg_id, DispatchRequest) | int
@@ -147,81 +215,47 @@ static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssi
         PyErr_Format(PyExc_TypeError, "put takes %d arguments", P_ARGS);
         return NULL;
     }
+    PutNumbers n;
     PutInputs in = {0};
     PyObject *result = NULL;
-    Py_ssize_t position, max_body, topic_len;
-    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared, born_port;
-    if (as_ssize(args[P_POSITION], &position) < 0 || as_ll(args[P_START], &start) < 0 ||
-        as_ll(args[P_STORE_TS], &store_ts) < 0 || as_ssize(args[P_MAX_BODY], &max_body) < 0 ||
-        as_ll(args[P_QUEUE_ID], &queue_id) < 0 || as_ll(args[P_SYS_FLAG], &sys_flag) < 0 ||
-        as_ll(args[P_FLAG], &flag) < 0 || as_ll(args[P_BORN_TS], &born_ts) < 0 ||
-        as_ll(args[P_RECONSUME], &reconsume) < 0 || as_ll(args[P_PREPARED], &prepared) < 0)
-        return NULL;
+    Py_ssize_t topic_len;
+    long long born_port, queue_offset = 0;
+    if (put_numbers(args, &n) < 0) return NULL;
     if (!PyUnicode_Check(args[P_TOPIC])) {
         PyErr_SetString(PyExc_TypeError, "the topic is a str");
         return NULL;
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
-    if (topic == NULL) return NULL;
-    if ((in.fields = message_fields_of(args[P_PROPERTIES])) == NULL) goto done;
-    if (PyObject_GetBuffer(args[P_BODY], &in.body, PyBUF_SIMPLE) < 0) goto done;
+    if (topic == NULL || (in.fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
+        PyObject_GetBuffer(args[P_BODY], &in.body, PyBUF_SIMPLE) < 0)
+        goto done;
     Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in.fields, 0));
-    if (topic_len > MAX_TOPIC_BYTES) {
-        refuse("MESSAGE_ILLEGAL",
-               PyUnicode_FromFormat("topic is %zd bytes, max %d", topic_len, MAX_TOPIC_BYTES));
+    if (check_limits(topic_len, props_len, in.body.len, n.max_body) < 0 ||
+        born_host_of(args[P_BORN_HOST], &in.born, &born_port) < 0)
         goto done;
-    }
-    if (props_len > MAX_PROPERTIES_BYTES) {
-        refuse("PROPERTIES_SIZE_EXCEEDED",
-               PyUnicode_FromFormat("properties are %zd bytes, max %d", props_len,
-                                    MAX_PROPERTIES_BYTES));
-        goto done;
-    }
-    if (in.body.len > max_body) {
-        refuse("MESSAGE_ILLEGAL",
-               PyUnicode_FromFormat("body is %zd bytes, max %zd", in.body.len, max_body));
-        goto done;
-    }
-    if (born_host_of(args[P_BORN_HOST], &in.born, &born_port) < 0) goto done;
-    Py_ssize_t store_len = PyBytes_GET_SIZE(c->store_address);
     if (in.born.len != 4 && in.born.len != 16) {
         PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
         goto done;
     }
     if (PyObject_GetBuffer(args[P_MM], &in.mm, PyBUF_WRITABLE) < 0) goto done;
-    Py_ssize_t size = record_size(in.body.len, topic_len, props_len, in.born.len, store_len);
-    if (position < 0 || position > in.mm.len) {
-        PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", position,
+    Py_ssize_t size = record_size(in.body.len, topic_len, props_len, in.born.len,
+                                  PyBytes_GET_SIZE(c->store_address));
+    if (n.position < 0 || n.position > in.mm.len) {
+        PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", n.position,
                      in.mm.len);
         goto done;
     }
-    if (size + END_FILE_MIN_BLANK_LENGTH > in.mm.len - position) {
+    if (size + END_FILE_MIN_BLANK_LENGTH > in.mm.len - n.position) {
         result = PyLong_FromSsize_t(size);
         goto done;
     }
-    int queued = !(sys_flag & TRANSACTION_NOT_QUEUED_BIT);
-    long long queue_offset = 0;
-    if ((in.key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL) goto done;
-    if (queued && next_queue_offset(c, in.key, &queue_offset) < 0) goto done;
-    int32_t record_sys_flag = (int32_t)sys_flag;
-    if (in.born.len == 16) record_sys_flag |= BORNHOST_V6_FLAG;
-    if (store_len == 16) record_sys_flag |= STOREHOSTADDRESS_V6_FLAG;
-    unsigned long crc = crc32_z(0L, in.body.buf, (size_t)in.body.len);
-    RecordFields f = {
-        .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul), .queue_id = (int32_t)queue_id,
-        .flag = (int32_t)flag, .sys_flag = record_sys_flag, .born_port = (int32_t)born_port,
-        .store_port = c->store_port, .reconsume_times = (int32_t)reconsume,
-        .queue_offset = queue_offset, .phys_offset = start + position, .born_ts = born_ts,
-        .store_ts = store_ts, .prepared = prepared,
-        .born = in.born.buf, .born_len = in.born.len,
-        .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
-        .store_len = store_len, .body = in.body.buf, .body_len = in.body.len,
-        .topic = (const unsigned char *)topic, .topic_len = topic_len,
-        .props = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(in.fields, 0)),
-        .props_len = props_len,
-    };
-    write_record((unsigned char *)in.mm.buf + position, &f);
-    result = put_outcome(c, args, &in, queued, start + position, size, queue_offset, store_ts);
+    int queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
+    if ((in.key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
+        (queued && next_queue_offset(c, in.key, &queue_offset) < 0))
+        goto done;
+    pack_one(c, &in, &n, born_port, topic, topic_len, size, queue_offset);
+    result = put_outcome(c, args, &in, queued, n.start + n.position, size, queue_offset,
+                         n.store_ts);
 done:
     release_inputs(&in);
     return result;

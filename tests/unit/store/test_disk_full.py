@@ -238,14 +238,7 @@ async def test_a_failed_queue_flush_keeps_the_checkpoint_where_it_was(
 ) -> None:
     store = stores.open()
     assert store.put_message(message()).ok
-    service = flush.FlushConsumeQueueService(
-        store.consume_queues,
-        store.index_service,
-        store.dispatcher,
-        store.checkpoint,
-        store.health,
-        store.config,
-    )
+    service = store.flush_queues
     disk.break_flush("/consumequeue/")
     await service.flush_once(0, thorough=True)
     assert store.checkpoint.logics_msg_timestamp == 0
