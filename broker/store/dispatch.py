@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_service import IndexService
 from broker.store.types import DispatchRequest
@@ -27,13 +28,15 @@ class CommitLogDispatcher:
     def __init__(
         self,
         consume_queues: ConsumeQueueTable,
-        index_service: IndexService | None,
+        index_service: IndexService,
+        config: MessageStoreConfig,
         arrival_listener: ArrivalListener | None,
     ) -> None:
-        """``index_service`` None: messageIndexEnable=false. ``arrival_listener`` None: no
-        wake-ups (a slave's held pulls are answered by their timeout, as in Java)."""
+        """``arrival_listener`` None: no wake-ups (a slave's held pulls are answered by their
+        timeout, as in Java)."""
         self.consume_queues = consume_queues
         self.index_service = index_service
+        self.config = config  # messageIndexEnable, read per record as Java does: it is live
         self.arrival_listener = arrival_listener
         self.last_dispatched_timestamp = 0  # the checkpoint's logicsMsgTimestamp
 
@@ -50,7 +53,7 @@ class CommitLogDispatcher:
                 )
                 if notify and self.arrival_listener is not None:
                     self._notify_arrival(request)
-        if self.index_service is not None:
+        if self.config.message_index_enable:
             self.index_service.build_index(request)
         self.last_dispatched_timestamp = request.store_timestamp
 
@@ -64,7 +67,7 @@ class CommitLogDispatcher:
                 queue.put_batch(requests)
                 if notify and self.arrival_listener is not None:
                     self._notify_newest(requests)
-        if self.index_service is not None:
+        if self.config.message_index_enable:
             self.index_service.build_index_batch(requests)
         self.last_dispatched_timestamp = requests[-1].store_timestamp
 
@@ -84,7 +87,7 @@ class CommitLogDispatcher:
                 queue.put_batch(run)
                 if wake:
                     self._notify_newest(run)
-        if self.index_service is not None:
+        if self.config.message_index_enable:
             self.index_service.build_index_runs(requests)
         self.last_dispatched_timestamp = requests[-1].store_timestamp
 

@@ -108,7 +108,8 @@ class DefaultMessageStore(QueueLookups):
         )
         self.dispatcher = CommitLogDispatcher(
             self.consume_queues,
-            self.index_service if config.message_index_enable else None,
+            self.index_service,
+            config,
             None if self.is_slave else arrival_listener,  # slaves wake no held pulls
         )
         self.reput = ReputMessageService(
