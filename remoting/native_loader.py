@@ -15,8 +15,9 @@ A module is used only when it imports, its ABI_VERSION is the one its Python sid
 for, it has every name that side calls, and every constant it exports equals the Python
 definition (layout sizes, flag bits, the field order of the tuples it fills by position).
 Otherwise that side runs its Python code and one log line per process says why: a WARNING when
-the module is missing or stale (``make install`` builds it again), INFO when it was switched off
-on purpose. One module's trouble never turns another off.
+the module is missing or stale (``make install`` builds it again), DEBUG when it was switched off
+on purpose (a server's stderr carries nothing it did not ask for). One module's trouble never
+turns another off.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def load(
     """The extension module ``name`` when it is built, current and not switched off; else
     None, with the reason logged."""
     if switched_off(switch):
-        log.info("%s switched off (%s or %s=1): using the Python code", name, PURE_ALL, switch)
+        log.debug("%s switched off (%s or %s=1): using the Python code", name, PURE_ALL, switch)
         return None
     try:
         module = importlib.import_module(name)

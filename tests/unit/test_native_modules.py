@@ -75,7 +75,7 @@ def test_the_real_modules_match_every_python_definition() -> None:
 def test_a_missing_stale_or_switched_off_module_falls_back_with_one_line(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    caplog.set_level(logging.INFO, logger="remoting.native_loader")
+    caplog.set_level(logging.DEBUG, logger="remoting.native_loader")
     monkeypatch.delenv(native_loader.PURE_ALL, raising=False)
     load = native_loader.load
     assert load("remoting._no_such_module", abi_version=1, switch="X_OFF") is None
@@ -83,7 +83,7 @@ def test_a_missing_stale_or_switched_off_module_falls_back_with_one_line(
     monkeypatch.setenv("X_OFF", "1")
     assert load("remoting._codec", abi_version=codec_native.ABI_VERSION, switch="X_OFF") is None
     records = [(r.levelname, r.getMessage()) for r in caplog.records]
-    assert [level for level, _ in records] == ["WARNING", "WARNING", "INFO"]
+    assert [level for level, _ in records] == ["WARNING", "WARNING", "DEBUG"]
     assert "remoting._no_such_module is not built" in records[0][1]
     assert "remoting._codec is out of date (ABI_VERSION" in records[1][1]
     assert "remoting._codec switched off" in records[2][1]
