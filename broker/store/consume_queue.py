@@ -69,29 +69,30 @@ class ConsumeQueue:
 
     # ------------------------------------------------------------------ writing
 
-    def put_next(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
-        """The common case of ``put``: the unit for ``queue_offset`` when it follows what the
-        last file holds, or nothing when the queue already has it (a re-dispatch after
-        recovery or a slave resync). False, with nothing changed, for anything else."""
+    def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> None:
+        """Append the unit for ``queue_offset`` (Java's putMessagePositionInfo). Nothing when
+        the queue already has it (a re-dispatch after recovery or a slave resync). DiskError
+        when its file cannot be created."""
         end = phys_offset + size
         if end <= self.max_phys_offset:
-            return True
-        files = self.queue.files  # once per message: no property lookups here
-        if not files:
-            return False
-        mapped = files[-1]
-        position = mapped.wrote_position
-        if position >= mapped.file_size or mapped.start_offset + position != queue_offset * UNIT:
-            return False
-        CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
-        mapped.wrote_position = position + UNIT
-        self.max_phys_offset = end
-        return True
+            return
+        files = self.queue.files  # the common case first, without a call: once per message
+        if files:
+            mapped = files[-1]
+            position = mapped.wrote_position
+            if position < mapped.file_size and (
+                mapped.start_offset + position == queue_offset * UNIT
+            ):
+                CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
+                mapped.wrote_position = position + UNIT
+                self.max_phys_offset = end
+                return
+        self._put_elsewhere(phys_offset, size, tags_code, queue_offset)
 
-    def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
-        """Append the unit for ``queue_offset``. False only when the file cannot be created."""
-        if self.put_next(phys_offset, size, tags_code, queue_offset):
-            return True
+    def _put_elsewhere(
+        self, phys_offset: int, size: int, tags_code: int, queue_offset: int
+    ) -> None:
+        """``put`` for a unit that starts a file, or is not where the queue ends."""
         expected = queue_offset * UNIT
         files = self.queue.files
         mapped = files[-1] if files else None
@@ -109,7 +110,7 @@ class ConsumeQueue:
                 self.queue_id,
                 queue_offset,
             )
-            return True
+            return
         if expected != current:
             # RocketMQ logs this as a bug and appends where the queue is; so do we.
             log.error(
@@ -122,7 +123,6 @@ class ConsumeQueue:
         CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
         mapped.wrote_position = position + UNIT
         self.max_phys_offset = phys_offset + size
-        return True
 
     def put_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """The units of one batch's messages (consecutive queue offsets). When they follow the

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from broker.store.layout import INDEX_ENTRY as ENTRY
 from broker.store.layout import INDEX_HEADER as HEADER
+from broker.store.layout import INDEX_REQUEST_MAX_KEYS
 from broker.store.layout import INDEX_SLOT as SLOT
 from broker.store.mapped_file import MappedFile
 from broker.store.store_native import native
@@ -144,10 +145,29 @@ def python_index_requests(
     return entries[written:]
 
 
+def python_index_request(
+    mm: mmap.mmap | memoryview | bytearray, slots: int, max_entries: int, request: DispatchRequest
+) -> bool:
+    """All of one record's entries (its UNIQ_KEY, then each KEYS entry), or none when the file
+    lacks room for all of them or the record has more than INDEX_REQUEST_MAX_KEYS keys: False,
+    nothing written, for the general path that goes on in the next file. True also when the file
+    already indexes the record. The reference of broker/store/native/index.c's index_request."""
+    header = read_header(mm)
+    if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
+        return True
+    entries = python_index_hashes((request,), request.topic + "#", -1)
+    if len(entries) > INDEX_REQUEST_MAX_KEYS or header.index_count + len(entries) > max_entries:
+        return False
+    python_index_put_entries(mm, slots, max_entries, entries)
+    return True
+
+
 if native is not None:
     index_put_entries, index_requests = native.index_put_entries, native.index_requests
+    index_request = native.index_request
 else:
     index_put_entries, index_requests = python_index_put_entries, python_index_requests
+    index_request = python_index_request
 
 
 def key_count(requests: Sequence[DispatchRequest]) -> int:

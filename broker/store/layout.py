@@ -18,6 +18,8 @@ assert INDEX_HEADER.size == 40
 INDEX_SLOT = struct.Struct(">i")  # the newest entry number of a hash slot
 INDEX_ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous entry
 assert INDEX_ENTRY.size == 20
+# A record with more keys than this is indexed the general way (IndexService.build_index).
+INDEX_REQUEST_MAX_KEYS = 64
 
 # The CommitLog's limits on one record (MessageStoreConfig / CommitLog in Java): a topic of at
 # most 127 bytes (TOPICLENGTH is one byte, Java refuses past Byte.MAX_VALUE) and properties of

@@ -15,7 +15,7 @@ from remoting import record_layout
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT
 from remoting.native_loader import load
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -23,6 +23,7 @@ NAMES = (
     "batch_records",
     "dispatch_fields",
     "index_put_entries",
+    "index_request",
     "index_requests",
     "pack_cq_units",
     "populate_write",
@@ -37,6 +38,7 @@ CONSTANTS = {
     "MAX_TOPIC_BYTES": layout.MAX_TOPIC_BYTES,
     "MAX_PROPERTIES_BYTES": layout.MAX_PROPERTIES_BYTES,
     "TRANSACTION_NOT_QUEUED_BIT": TRANSACTION_NOT_QUEUED_BIT,
+    "INDEX_REQUEST_MAX_KEYS": layout.INDEX_REQUEST_MAX_KEYS,
     "MESSAGE_MAGIC_CODE": record_layout.MESSAGE_MAGIC_CODE,
     "BLANK_MAGIC_CODE": record_layout.BLANK_MAGIC_CODE,
     "END_FILE_MIN_BLANK_LENGTH": record_layout.END_FILE_MIN_BLANK_LENGTH,

@@ -199,3 +199,55 @@ fail:
     PyBuffer_Release(&mm);
     return NULL;
 }
+
+typedef struct {
+    uint32_t hashes[INDEX_REQUEST_MAX_KEYS];
+    int count;
+} Hashes;
+
+static int collect(void *ctx, uint32_t h) {
+    Hashes *k = ctx;
+    if (k->count == INDEX_REQUEST_MAX_KEYS) return -1;
+    k->hashes[k->count++] = h;
+    return 0;
+}
+
+/* index_request(mm, slots, max_entries, request) -> bool
+ * One record's entries (its UNIQ_KEY, then each KEYS entry) all in the file, or none: False,
+ * nothing written, when the file lacks room for all of them or the record has more than
+ * INDEX_REQUEST_MAX_KEYS keys (the general path goes on in the next file). True also when the
+ * file already indexes the record (recovery re-dispatches). */
+PyObject *index_request(PyObject *self, PyObject *args) {
+    Py_buffer mm;
+    long long slots, max_entries;
+    PyObject *request;
+    if (!PyArg_ParseTuple(args, "w*LLO", &mm, &slots, &max_entries, &request)) return NULL;
+    PyObject *result = NULL;
+    IndexWriter w;
+    if (check_request(request) < 0 || !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_TOPIC))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+        goto done;
+    }
+    if (writer_open(&w, &mm, slots, max_entries) < 0) goto done;
+    long long phys = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
+    long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP));
+    if (w.count > 1 && phys <= w.end_phy) { /* indexed before a crash */
+        result = Py_NewRef(Py_True);
+        goto done;
+    }
+    Hashes found = {.count = 0};
+    uint32_t base = 31u * unsigned_java_hash(PyTuple_GET_ITEM(request, DR_TOPIC)) + '#';
+    if (each_key_hash(base, PyTuple_GET_ITEM(request, DR_KEYS),
+                      PyTuple_GET_ITEM(request, DR_UNIQ_KEY), collect, &found) < 0 ||
+        w.count + found.count > w.max_entries) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (int i = 0; i < found.count; i++)
+        writer_add(&w, (long long)(int32_t)found.hashes[i], phys, store_ts);
+    writer_close(&w);
+    result = Py_NewRef(Py_True);
+done:
+    PyBuffer_Release(&mm);
+    return result;
+}

@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 1
+#define STORE_ABI_VERSION 2
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -21,6 +21,8 @@
 /* The sys flag bit of the two transaction types that take no queue offset: a prepared half
  * (0x4) and a rolled-back one (0xC). */
 #define TRANSACTION_NOT_QUEUED_BIT 0x4
+/* A record with more keys than this is indexed the general way, not by index_request. */
+#define INDEX_REQUEST_MAX_KEYS 64
 
 /* broker/store/types.py DispatchRequest, a NamedTuple this module fills by position: its
  * fields must be DISPATCH_REQUEST_FIELDS (module.c), in this order. */
@@ -70,6 +72,7 @@ PyObject *batch_records(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
+PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 
 #endif

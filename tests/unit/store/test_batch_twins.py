@@ -17,7 +17,9 @@ from broker.store.index_file import (
     HEADER,
     index_file_size,
     python_index_put_entries,
+    python_index_request,
     python_index_requests,
+    read_header,
 )
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
@@ -193,6 +195,44 @@ def test_index_entries_refuse_a_geometry_past_the_buffer() -> None:
     for put in (native.index_put_entries, python_index_put_entries):
         with pytest.raises(ValueError, match="geometry"):
             put(buffer, 4, 10, [(1, 2, 0)])
+
+
+@settings(max_examples=200)
+@given(
+    count=st.integers(0, 14),
+    end_phy=st.sampled_from([0, 999, 1000, 4000]),
+    keys=st.lists(st.sampled_from(["", "k", "é", "😀", "\ud800"]), max_size=70).map(" ".join),
+    uniq=st.sampled_from(["", "U1"]),
+    topic=st.sampled_from(["T", "é"]),
+    slots=st.integers(1, 7),
+)
+def test_one_records_index_entries_go_in_whole_or_not_at_all_alike(
+    count, end_phy, keys, uniq, topic, slots
+) -> None:
+    """Same bytes and answer: all of a record's entries when they fit (at most 64), none when
+    they do not, nothing new when the file already indexes it (a re-dispatch)."""
+    request = DispatchRequest(topic, 1, 1000, 100, 0, 1_700_000_005_000, 3, keys, uniq, 0, {})
+    files, answers = [], []
+    for index_request in (native.index_request, python_index_request):
+        buffer = bytearray(index_file_size(slots, 12))
+        HEADER.pack_into(buffer, 0, 1_700_000_000_000, 1_700_000_000_000, 0, end_phy, 0, count)
+        answers.append(index_request(buffer, slots, 12, request))
+        files.append(bytes(buffer))
+    assert answers[0] == answers[1] and files[0] == files[1]
+
+
+def test_one_records_keys_go_in_uniq_key_first() -> None:
+    for index_request in (native.index_request, python_index_request):
+        buffer = bytearray(index_file_size(8, 12))
+        HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
+        request = DispatchRequest("T", 1, 1000, 100, 0, 1_700_000_005_000, 0, "a  b", "U", 0, {})
+        assert index_request(buffer, 8, 12, request)
+        header = read_header(buffer)
+        assert header.index_count == 4 and header.end_phy_offset == 1000  # U, a, b
+        crowded = bytearray(index_file_size(8, 12))
+        HEADER.pack_into(crowded, 0, 0, 0, 0, 0, 0, 10)
+        assert not index_request(crowded, 8, 12, request)  # 3 keys, room for 2: none
+        assert read_header(crowded).index_count == 10
 
 
 # ------------------------------------------------------------------------------ dispatch fields
