@@ -1,4 +1,4 @@
-"""BrokerConfig and the ``broker.conf`` loader (STYLE.md §9, ARCHITECTURE.md "Contracts").
+"""BrokerConfig and the ``broker.conf`` loader (docs/STYLE.md §9, docs/ARCHITECTURE.md "Contracts").
 
 One ``broker.conf`` feeds two frozen classes, as in RocketMQ: BrokerConfig (identity, network,
 features) and MessageStoreConfig (the store). Field ``x_y`` is key ``xY`` unless metadata

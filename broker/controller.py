@@ -321,7 +321,7 @@ class BrokerController:
         """Topics the store holds queues for but the topic config lacks: a slave promoted to
         master before its 10 s config sync brought a new topic, or a lost topics.json. Without
         this, their messages would be unreachable and new sends would skip this broker."""
-        for topic in sorted(set(self.store.consume_queue_table) - set(self.topics.table)):
+        for topic in sorted(self.store.consume_queues.topics() - set(self.topics.table)):
             config = self.topics.from_queues(topic, self.store.queue_count(topic))
             if config is not None:
                 log.warning("topic %s found in the store but not in the config: recreated", topic)

@@ -1,4 +1,4 @@
-"""The NameServer's request handlers (Java's DefaultRequestProcessor, spec/namesrv.md).
+"""The NameServer's request handlers (Java's DefaultRequestProcessor, docs/spec/namesrv.md).
 
 Unknown request codes get no answer at all, as from Java's NameServer. Route replies are
 cached per (topic, JSON dialect) and dropped whenever the route tables change: routes are

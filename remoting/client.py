@@ -1,5 +1,5 @@
 """RemotingClient: one connection per address, request/response by opaque, oneway, deadlines,
-reconnect on next use (spec/remoting.md §1).
+reconnect on next use (docs/spec/remoting.md §1).
 
 Server-initiated requests arriving over these connections (NOTIFY_CONSUMER_IDS_CHANGED,
 CHECK_TRANSACTION_STATE, ...) go to ``processors``, like on a server.

@@ -1,4 +1,4 @@
-"""Connection: one TCP stream, either side of it (STYLE.md §3, §6; spec/remoting.md §1).
+"""Connection: one TCP stream, either side of it (docs/STYLE.md §3, §6; docs/spec/remoting.md §1).
 
 Requests and responses travel both ways on every connection (a broker sends requests to its
 clients over their own sockets), so client and server share this class:

@@ -1,5 +1,5 @@
 """RemotingServer: accepts connections and dispatches requests to processors by code
-(STYLE.md §5, §6; spec/remoting.md §3.3).
+(docs/STYLE.md §5, §6; docs/spec/remoting.md §3.3).
 
 A processor is ``def handle(connection, request)`` returning a response command, None (no
 reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go to

@@ -1,4 +1,4 @@
-"""Config keys as typed, bounded values (STYLE.md §9): the one place ``broker.conf`` and
+"""Config keys as typed, bounded values (docs/STYLE.md §9): the one place ``broker.conf`` and
 ``namesrv.conf`` text becomes values, shared by start-up and by the admin updates
 (UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG).
 

@@ -1,4 +1,4 @@
-"""HAClient: the slave's side of replication (spec/ha.md §2, §3.4, §3.5).
+"""HAClient: the slave's side of replication (docs/spec/ha.md §2, §3.4, §3.5).
 
 It connects to the master's HA address (``haMasterAddress`` or what registration learned),
 reports its CommitLog max offset at once (RocketMQ waits for the first heartbeat, ~5 s; an
@@ -145,7 +145,7 @@ class HAClient:
                 raise ProtocolError(
                     f"nothing heard from the master for {timers.silent_for(now):.1f} s"
                 )
-            # On the write clock, whatever was read (spec/ha.md §3.2): the master's own
+            # On the write clock, whatever was read (docs/spec/ha.md §3.2): the master's own
             # heartbeats must not silence ours, or it expires the link.
             if self.store.max_phys_offset != self.reported_offset or timers.heartbeat_due(now):
                 await self._report(stream, timers)

@@ -1,5 +1,5 @@
 """HAService: the master's replication endpoint and SYNC_MASTER's group transfer
-(spec/ha.md §4, §5).
+(docs/spec/ha.md §4, §5).
 
 ``wait_replicated(end)`` parks a sender until some slave has acked ``end``. Waiters sit in a heap
 ordered by offset; each ack pops and wakes every waiter it covers at once, so a burst of sends

@@ -1,62 +1,41 @@
-"""The native twins (remoting/native/, the module remoting._speedups) against their pure-Python
-references: same bytes, same results, same errors, on the same inputs. The pure code stays the
-specification (it is what the rest of the unit tests pin against Java's values and RocketMQ's
-layouts)."""
+"""The record codec's native twins (remoting/native/codec/, the module remoting._codec) against
+their pure-Python references: same bytes, same results, same errors, on the same inputs. The
+pure code stays the specification (it is what the rest of the unit tests pin against Java's
+values and RocketMQ's layouts)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.store.batch_records import python_dispatch_fields
-from broker.store.index_file import HEADER, index_file_size, python_index_put_entries
 from remoting import message as codec
 from remoting import record
+from remoting.codec_native import native
 from remoting.java_hash import python_java_hash
-from remoting.speedups import FUNCTIONS, native
-from tests.nativekit import needs_native
-
-
-def test_the_native_twins_are_built() -> None:
-    """`make` builds the extension (it needs a C compiler, which the README asks for); without
-    it everything still works, several times slower. Only ROCKETMQ_TRIO_PURE=1 excuses it."""
-    if os.environ.get("ROCKETMQ_TRIO_PURE") == "1":
-        assert native is None
-    else:
-        assert native is not None, (
-            "remoting._speedups did not build (is gcc installed?) or is stale"
-        )
-
-
-@needs_native
-def test_every_native_twin_is_named_in_the_loader_check() -> None:
-    exported = {name for name in dir(native) if not name.startswith("_")}
-    assert exported == set(FUNCTIONS)
-
+from tests.nativekit import needs_codec
 
 # ------------------------------------------------------------------------------ java_hash
 
 
-@needs_native
+@needs_codec
 @given(text=st.text(max_size=300))
 def test_java_hash_matches_the_reference(text: str) -> None:
     assert native.java_hash(text) == python_java_hash(text)
 
 
-@needs_native
-def test_java_hash_counts_a_lone_surrogate_as_one_code_unit_like_java() -> None:
-    # Java strings may hold one; the UTF-16 reference needs surrogatepass to encode it.
-    text = "a\ud800b"
+@pytest.mark.parametrize("hash_of", ["python", pytest.param("native", marks=needs_codec)])
+@pytest.mark.parametrize("text", ["a\ud800b", "\udfff", "x\udc00\ud800"])
+def test_java_hash_counts_a_lone_surrogate_as_one_code_unit_like_java(hash_of, text) -> None:
+    """Java strings may hold one (the pure hash used to raise UnicodeEncodeError on it)."""
     h = 0
-    for unit in (ord("a"), 0xD800, ord("b")):
+    for unit in map(ord, text):
         h = (31 * h + unit) & 0xFFFFFFFF
-    assert native.java_hash(text) == h - 2**32 if h >= 2**31 else h
+    java_hash = native.java_hash if hash_of == "native" else python_java_hash
+    assert java_hash(text) == (h - 2**32 if h >= 2**31 else h)
 
 
-@needs_native
+@needs_codec
 def test_java_hash_refuses_what_is_not_a_str() -> None:
     with pytest.raises(TypeError, match="takes a str"):
         native.java_hash(b"TagA")
@@ -77,7 +56,7 @@ records = st.lists(
 )
 
 
-@needs_native
+@needs_codec
 @settings(max_examples=200)
 @given(
     entries=records,
@@ -133,7 +112,7 @@ def test_pack_records_writes_the_same_bytes(entries, topic, born, store, numbers
     ]
 
 
-@needs_native
+@needs_codec
 def test_pack_records_refuses_a_record_past_the_buffer_and_writes_nothing() -> None:
     size = record.record_size(3, 1, 0)
     buffer = bytearray(size - 1)
@@ -145,7 +124,7 @@ def test_pack_records_refuses_a_record_past_the_buffer_and_writes_nothing() -> N
     assert buffer == bytearray(size - 1)
 
 
-@needs_native
+@needs_codec
 def test_pack_records_refuses_a_declared_size_that_does_not_add_up() -> None:
     size = record.record_size(3, 1, 0)
     with pytest.raises(AssertionError, match="record size"):
@@ -174,7 +153,7 @@ def _decoded(decode, body: bytes):
         return str(exc)
 
 
-@needs_native
+@needs_codec
 @given(entries=batch_entries)
 def test_batch_bodies_decode_alike(entries) -> None:
     body = codec.encode_batch_body(entries)
@@ -185,7 +164,7 @@ def test_batch_bodies_decode_alike(entries) -> None:
     ]
 
 
-@needs_native
+@needs_codec
 @given(entries=batch_entries.filter(bool), data=st.data())
 def test_damaged_batch_bodies_fail_alike(entries, data) -> None:
     body = bytearray(codec.encode_batch_body(entries))
@@ -200,76 +179,12 @@ def test_damaged_batch_bodies_fail_alike(entries, data) -> None:
     )
 
 
-@needs_native
+@needs_codec
 def test_batch_entry_bodies_are_views_into_the_request() -> None:
     body = codec.encode_batch_body([(0, b"hello", "TAGS\x01A")])
     (entry,) = codec.decode_batch_body(body)
     assert isinstance(entry, codec.BatchEntry) and isinstance(entry.body, memoryview)
     assert entry.body.obj is body
-
-
-# ------------------------------------------------------------------------------ index entries
-
-
-@needs_native
-@settings(max_examples=60, deadline=None)
-@given(
-    batches=st.lists(
-        st.lists(
-            st.tuples(
-                st.integers(-(2**31), 2**31 - 1),
-                st.integers(0, 2**40),
-                st.integers(1_699_999_000_000, 1_700_001_000_000),
-            ),
-            max_size=9,
-        ),
-        max_size=12,
-    ),
-    slots=st.integers(1, 7),
-)
-def test_index_entries_are_written_alike(batches, slots) -> None:
-    """Same header, slots and entries; the file fills up (20 entries) and refuses the rest."""
-    files = {}
-    for name, put in (("native", native.index_put_entries), ("python", python_index_put_entries)):
-        buffer = bytearray(index_file_size(slots, 20))
-        HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
-        counts = [put(buffer, slots, 20, batch) for batch in batches]
-        files[name] = (bytes(buffer), counts)
-    assert files["native"] == files["python"]
-
-
-@needs_native
-def test_index_entries_refuse_a_geometry_past_the_buffer() -> None:
-    buffer = bytearray(index_file_size(4, 10) - 1)
-    for put in (native.index_put_entries, python_index_put_entries):
-        with pytest.raises(ValueError, match="geometry"):
-            put(buffer, 4, 10, [(1, 2, 0)])
-
-
-# ------------------------------------------------------------------------------ dispatch fields
-
-_NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "XKEYS", "TAG", "", "TAGS\x01"]
-
-
-@needs_native
-@given(
-    segments=st.lists(
-        st.tuples(st.sampled_from(_NAMES), st.text(alphabet="ab\x01\x02 é😀", max_size=4)),
-        max_size=8,
-    ),
-    trailing=st.booleans(),
-)
-def test_dispatch_fields_read_properties_alike(segments, trailing) -> None:
-    text = "\x02".join(f"{name}\x01{value}" for name, value in segments) + (
-        "\x02" if trailing else ""
-    )
-    assert native.dispatch_fields(text) == python_dispatch_fields(text)
-
-
-@needs_native
-@given(text=st.text(max_size=80))
-def test_dispatch_fields_of_any_text_read_alike(text: str) -> None:
-    assert native.dispatch_fields(text) == python_dispatch_fields(text)
 
 
 # ------------------------------------------------------------------------------ scanning records
@@ -298,7 +213,7 @@ def _scans_agree(data: bytes) -> None:
             ), (pos, check_crc)
 
 
-@needs_native
+@needs_codec
 @settings(max_examples=80, deadline=None)
 @given(
     body=st.binary(max_size=40),
@@ -320,13 +235,13 @@ def test_scans_of_valid_damaged_and_cut_records_agree(
     _scans_agree(bytes(damaged[:cut]))
 
 
-@needs_native
+@needs_codec
 @given(data=st.binary(max_size=200))
 def test_scans_of_random_bytes_agree(data: bytes) -> None:
     _scans_agree(data)
 
 
-@needs_native
+@needs_codec
 def test_scans_of_blank_zeros_and_bad_utf8_agree() -> None:
     record_bytes = _one_record(b"body", b"T", "a\x01é".encode(), bytes(4), bytes(4))
     bad_utf8 = bytearray(record_bytes)
@@ -340,7 +255,7 @@ def test_scans_of_blank_zeros_and_bad_utf8_agree() -> None:
     )
 
 
-@pytest.mark.parametrize("scan", ["python", pytest.param("native", marks=needs_native)])
+@pytest.mark.parametrize("scan", ["python", pytest.param("native", marks=needs_codec)])
 def test_a_size_too_small_for_its_ipv6_header_is_corrupt_not_an_error(scan) -> None:
     data = bytearray(100)
     data[0:8] = (100).to_bytes(4, "big") + (record.MESSAGE_MAGIC_CODE & 0xFFFFFFFF).to_bytes(

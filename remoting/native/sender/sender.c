@@ -381,7 +381,7 @@ static PyGetSetDef Sender_getset[] = {
 };
 
 static PyTypeObject SenderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "remoting._speedups.Sender",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "remoting._sender.Sender",
     .tp_basicsize = sizeof(Sender),
     .tp_dealloc = (destructor)Sender_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -391,12 +391,21 @@ static PyTypeObject SenderType = {
     .tp_new = Sender_new,
 };
 
-int add_sender_type(PyObject *module) {
-    if (PyType_Ready(&SenderType) < 0) return -1;
-    Py_INCREF(&SenderType);
-    if (PyModule_AddObject(module, "Sender", (PyObject *)&SenderType) < 0) {
-        Py_DECREF(&SenderType);
-        return -1;
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "remoting._sender",
+    "The servers' reply writer thread (remoting/sender.py). No pure twin: without it the event "
+    "loop writes replies itself.",
+    -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__sender(void) {
+    if (PyType_Ready(&SenderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "ABI_VERSION", SENDER_ABI_VERSION) < 0 ||
+        PyModule_AddObjectRef(m, "Sender", (PyObject *)&SenderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
     }
-    return 0;
+    return m;
 }

@@ -3,12 +3,16 @@
 #ifndef ROCKETMQ_TRIO_SENDER_H
 #define ROCKETMQ_TRIO_SENDER_H
 
-#include "speedups.h"
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+
+/* What remoting/sender.py expects: bumped whenever the Python interface changes. */
+#define SENDER_ABI_VERSION 1
 
 #define MAX_IOV 256
 #define MAX_EVENTS 64

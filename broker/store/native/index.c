@@ -6,14 +6,14 @@
  * hash), then 20-byte entries (key hash, phy offset, time diff in seconds, previous entry). The
  * header in the mapping is the file's state: each call reads it, adds entries and writes it
  * back, so the caller keeps no copy to update. */
-#include "speedups.h"
+#include "store.h"
 
 int writer_open(IndexWriter *w, Py_buffer *mm, long long slots, long long max_entries) {
     w->base = (unsigned char *)mm->buf;
     w->slots = slots;
     w->max_entries = max_entries;
-    w->entries_at = 40 + slots * 4;
-    if (slots <= 0 || max_entries <= 0 || w->entries_at + max_entries * 20 > mm->len) {
+    w->entries_at = INDEX_HEADER_SIZE + slots * INDEX_SLOT_SIZE;
+    if (slots <= 0 || max_entries <= 0 || w->entries_at + max_entries * INDEX_ENTRY_SIZE > mm->len) {
         PyErr_SetString(PyExc_ValueError, "index geometry does not fit the buffer");
         return -1;
     }
@@ -35,13 +35,13 @@ int writer_add(IndexWriter *w, long long key_hash, long long phy, long long stor
     long long diff = w->begin_ts <= 0 ? 0 : (store_ts - w->begin_ts) / 1000;
     int32_t time_diff = diff < 0 ? 0 : (diff > INT32_MAX ? INT32_MAX : (int32_t)diff);
     key_hash = key_hash == INT32_MIN ? 0 : (key_hash < 0 ? -key_hash : key_hash);
-    unsigned char *slot = w->base + 40 + (key_hash % w->slots) * 4;
+    unsigned char *slot = w->base + INDEX_HEADER_SIZE + (key_hash % w->slots) * INDEX_SLOT_SIZE;
     int32_t previous = get_i32(slot);
     if (previous <= 0 || previous > w->count) {
         previous = 0;
         w->slot_count++;
     }
-    unsigned char *e = w->base + w->entries_at + (long long)w->count * 20;
+    unsigned char *e = w->base + w->entries_at + (long long)w->count * INDEX_ENTRY_SIZE;
     put_i32(e, (int32_t)key_hash);
     put_i64(e + 4, phy);
     put_i32(e + 12, time_diff);
@@ -125,7 +125,8 @@ static int add_hash(void *ctx, uint32_t h) {
     IndexWriter *w = ((Spill *)ctx)->w;
     PyObject *left = ((Spill *)ctx)->left, *request = ((Spill *)ctx)->request;
     long long key_hash = (long long)(int32_t)h;
-    PyObject *phy = PyTuple_GET_ITEM(request, 2), *ts = PyTuple_GET_ITEM(request, 5);
+    PyObject *phy = PyTuple_GET_ITEM(request, DR_PHYS_OFFSET);
+    PyObject *ts = PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP);
     if (PyList_GET_SIZE(left) == 0 &&
         writer_add(w, key_hash, PyLong_AsLongLong(phy), PyLong_AsLongLong(ts)))
         return 0;
@@ -139,24 +140,25 @@ static int add_hash(void *ctx, uint32_t h) {
 /* 0, or -1 with TypeError (OverflowError) set when `request` is not a DispatchRequest whose
  * phy offset and store timestamp are int64 and KEYS and UNIQ_KEY str. */
 static int check_request(PyObject *request) {
-    if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) < 9 ||
-        !PyLong_Check(PyTuple_GET_ITEM(request, 2)) ||
-        !PyLong_Check(PyTuple_GET_ITEM(request, 5)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(request, 7)) ||
-        !PyUnicode_Check(PyTuple_GET_ITEM(request, 8))) {
+    if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) != DR_FIELDS ||
+        !PyLong_Check(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) ||
+        !PyLong_Check(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_KEYS)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_UNIQ_KEY))) {
         PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
         return -1;
     }
-    for (int field = 2; field <= 5; field += 3)
-        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, field)) == -1 && PyErr_Occurred())
-            return -1;
+    if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) == -1 && PyErr_Occurred())
+        return -1;
+    if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP)) == -1 &&
+        PyErr_Occurred())
+        return -1;
     return 0;
 }
 
 /* index_requests(mm, slots, max_entries, requests, prefix)
  *   -> [(key hash, phy offset, store timestamp)]
- * requests: DispatchRequest tuples in log order (phy offset at 2, store timestamp at 5, KEYS
- * at 7, UNIQ_KEY at 8). Per request past what the file already indexes (its end phy offset,
+ * requests: DispatchRequests in log order. Per request past what the file already indexes (its end phy offset,
  * once it has entries): the Java hash of prefix + UNIQ_KEY, then of prefix + each non-empty
  * space-separated key, added to the file. Returns what did not fit (the file is full), for the
  * next file. The requests are all checked first: a malformed one writes nothing. */
@@ -179,10 +181,10 @@ PyObject *index_requests(PyObject *self, PyObject *args) {
     uint32_t base = unsigned_java_hash(prefix);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
-        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, 2)) <= done) continue;
+        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) <= done) continue;
         Spill spill = {&w, left, request};
-        if (each_key_hash(base, PyTuple_GET_ITEM(request, 7), PyTuple_GET_ITEM(request, 8),
-                          add_hash, &spill) < 0)
+        if (each_key_hash(base, PyTuple_GET_ITEM(request, DR_KEYS),
+                          PyTuple_GET_ITEM(request, DR_UNIQ_KEY), add_hash, &spill) < 0)
             goto fail_written;
     }
     writer_close(&w);
@@ -196,4 +198,56 @@ fail:
     Py_XDECREF(left);
     PyBuffer_Release(&mm);
     return NULL;
+}
+
+typedef struct {
+    uint32_t hashes[INDEX_REQUEST_MAX_KEYS];
+    int count;
+} Hashes;
+
+static int collect(void *ctx, uint32_t h) {
+    Hashes *k = ctx;
+    if (k->count == INDEX_REQUEST_MAX_KEYS) return -1;
+    k->hashes[k->count++] = h;
+    return 0;
+}
+
+/* index_request(mm, slots, max_entries, request) -> bool
+ * One record's entries (its UNIQ_KEY, then each KEYS entry) all in the file, or none: False,
+ * nothing written, when the file lacks room for all of them or the record has more than
+ * INDEX_REQUEST_MAX_KEYS keys (the general path goes on in the next file). True also when the
+ * file already indexes the record (recovery re-dispatches). */
+PyObject *index_request(PyObject *self, PyObject *args) {
+    Py_buffer mm;
+    long long slots, max_entries;
+    PyObject *request;
+    if (!PyArg_ParseTuple(args, "w*LLO", &mm, &slots, &max_entries, &request)) return NULL;
+    PyObject *result = NULL;
+    IndexWriter w;
+    if (check_request(request) < 0 || !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_TOPIC))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+        goto done;
+    }
+    if (writer_open(&w, &mm, slots, max_entries) < 0) goto done;
+    long long phys = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
+    long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP));
+    if (w.count > 1 && phys <= w.end_phy) { /* indexed before a crash */
+        result = Py_NewRef(Py_True);
+        goto done;
+    }
+    Hashes found = {.count = 0};
+    uint32_t base = 31u * unsigned_java_hash(PyTuple_GET_ITEM(request, DR_TOPIC)) + '#';
+    if (each_key_hash(base, PyTuple_GET_ITEM(request, DR_KEYS),
+                      PyTuple_GET_ITEM(request, DR_UNIQ_KEY), collect, &found) < 0 ||
+        w.count + found.count > w.max_entries) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (int i = 0; i < found.count; i++)
+        writer_add(&w, (long long)(int32_t)found.hashes[i], phys, store_ts);
+    writer_close(&w);
+    result = Py_NewRef(Py_True);
+done:
+    PyBuffer_Release(&mm);
+    return result;
 }

@@ -1,44 +1,6 @@
-/* Java's String.hashCode, and the fields dispatch reads from a properties string. */
-#include "speedups.h"
-
-/* Over UTF-16 code units, as Java sees the string; mod 2^32. Continues `h` over the code
- * points [start, end) of `text`, so a concatenation needs no new string. */
-uint32_t java_hash_range(uint32_t h, PyObject *text, Py_ssize_t start, Py_ssize_t end) {
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *s = (const Py_UCS1 *)data;
-        for (Py_ssize_t i = start; i < end; i++) h = 31u * h + s[i];
-    } else if (kind == PyUnicode_2BYTE_KIND) {
-        const Py_UCS2 *s = (const Py_UCS2 *)data;
-        for (Py_ssize_t i = start; i < end; i++) h = 31u * h + s[i];
-    } else {
-        const Py_UCS4 *s = (const Py_UCS4 *)data;
-        for (Py_ssize_t i = start; i < end; i++) {
-            Py_UCS4 c = s[i];
-            if (c > 0xFFFF) { /* a surrogate pair in UTF-16 */
-                c -= 0x10000;
-                h = 31u * h + (0xD800u + (c >> 10));
-                h = 31u * h + (0xDC00u + (c & 0x3FF));
-            } else {
-                h = 31u * h + c;
-            }
-        }
-    }
-    return h;
-}
-
-uint32_t unsigned_java_hash(PyObject *text) {
-    return java_hash_range(0, text, 0, PyUnicode_GET_LENGTH(text));
-}
-
-PyObject *java_hash(PyObject *self, PyObject *arg) {
-    if (!PyUnicode_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "java_hash takes a str, not %.100s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    return PyLong_FromLong((long)(int32_t)unsigned_java_hash(arg));
-}
+/* The fields dispatch reads from a message's properties: encoded (a record read back) or as a
+ * dict (a message being put). */
+#include "store.h"
 
 /* dispatch_fields(properties text) -> (tags code, KEYS, UNIQ_KEY, DELAY or None)
  * What dispatch needs of an encoded properties string (NAME \x01 VALUE, \x02-separated), read
@@ -117,8 +79,8 @@ static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) 
 /* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)
  * A single message's properties dict as its record stores it (name \x01 value, \x02-separated,
  * None values left out), with what dispatch needs of it: the TAGS value's String.hashCode (0
- * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/message_record.py
- * python_message_fields. */
+ * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/append_cursor.py
+ * message_fields. */
 PyObject *message_fields_of(PyObject *arg) {
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "message_fields takes a dict");

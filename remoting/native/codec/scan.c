@@ -1,19 +1,25 @@
 /* Scanning CommitLog records back (remoting/record.py python_scan_record). */
-#include "speedups.h"
+#include "codec.h"
 #include <stdarg.h>
+#include <zlib.h>
 
-/* Set once by remoting/record.py: the RecordScan type, the four RecordKind members and
- * zlib.crc32 (the body CRC is zlib's; no need to link zlib here for one call per record). */
-static PyObject *scan_type, *kind_message, *kind_blank, *kind_end, *kind_corrupt, *crc32_func;
+/* Given once by remoting/record.py: the RecordScan type (a tuple subclass whose fields are
+ * RECORD_SCAN_FIELDS, checked there at import) and the four RecordKind members. Values held,
+ * never called. */
+static PyObject *scan_type, *kind_message, *kind_blank, *kind_end, *kind_corrupt;
 
 PyObject *configure_scan(PyObject *self, PyObject *args) {
-    PyObject *t, *m, *b, *e, *c, *f;
-    if (!PyArg_ParseTuple(args, "O!OOOOO", &PyType_Type, &t, &m, &b, &e, &c, &f)) return NULL;
-    PyObject *olds[6] = {scan_type, kind_message, kind_blank, kind_end, kind_corrupt, crc32_func};
-    Py_INCREF(t), Py_INCREF(m), Py_INCREF(b), Py_INCREF(e), Py_INCREF(c), Py_INCREF(f);
-    scan_type = t, kind_message = m, kind_blank = b, kind_end = e, kind_corrupt = c;
-    crc32_func = f;
-    for (int i = 0; i < 6; i++) Py_XDECREF(olds[i]);
+    PyObject *t, *m, *b, *e, *c;
+    if (!PyArg_ParseTuple(args, "O!OOOO", &PyType_Type, &t, &m, &b, &e, &c)) return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "RecordScan is a tuple subclass");
+        return NULL;
+    }
+    Py_XSETREF(scan_type, Py_NewRef(t));
+    Py_XSETREF(kind_message, Py_NewRef(m));
+    Py_XSETREF(kind_blank, Py_NewRef(b));
+    Py_XSETREF(kind_end, Py_NewRef(e));
+    Py_XSETREF(kind_corrupt, Py_NewRef(c));
     Py_RETURN_NONE;
 }
 
@@ -106,7 +112,7 @@ PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs) {
             result = corrupt("bad magic code 0x%x", (unsigned int)magic);
         goto done;
     }
-    if (total < 91 || total > available) {
+    if (total < RECORD_FIXED_BYTES || total > available) {
         result = corrupt("size %d does not fit (%zd bytes left)", (int)total, available);
         goto done;
     }
@@ -144,14 +150,8 @@ PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs) {
         goto done;
     }
     if (check_crc) {
-        PyObject *body = PySequence_GetSlice(view, pos + header, pos + header + body_length);
-        if (body == NULL) goto done;
-        PyObject *computed = PyObject_CallOneArg(crc32_func, body);
-        Py_DECREF(body);
-        if (computed == NULL) goto done;
-        unsigned long value = PyLong_AsUnsignedLongMask(computed);
-        Py_DECREF(computed);
-        if ((long)crc != (long)(value & 0x7FFFFFFFul)) {
+        unsigned long computed = crc32_z(0L, p + header, (size_t)body_length);
+        if ((long)crc != (long)(computed & 0x7FFFFFFFul)) {
             result = corrupt("body CRC mismatch");
             goto done;
         }

@@ -1,5 +1,5 @@
 /* Faulting in mapped pages ahead of the writer (broker/store/warm.py). */
-#include "speedups.h"
+#include "store.h"
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
