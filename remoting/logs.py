@@ -1,4 +1,4 @@
-"""Where ``mqbroker`` and ``mqnamesrv`` log (their ``__main__`` is the only caller, STYLE.md §8).
+"""Where ``mqbroker`` and ``mqnamesrv`` log (their ``__main__`` is the only caller, docs/STYLE.md §8).
 
 Without ``logFile`` every record goes to stderr (the journal under systemd). With it, as
 RocketMQ's logback keeps ``broker.log`` rolling, every record goes to that file, which is
