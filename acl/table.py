@@ -18,7 +18,7 @@ batch send, a reply, a query of offsets, a queue lock or a look-up by message id
   producer group, so it checks nothing useful);
 * QUERY_CONSUMER_OFFSET needs what UPDATE_CONSUMER_OFFSET needs; LOCK/UNLOCK_BATCH_MQ need SUB
   on their group; VIEW_MESSAGE_BY_ID needs SUB on the topic of the message it names.
-A code missing here is treated as ADMIN (tests/acl check that none is missing).
+A code missing here is treated as ADMIN (tests/unit/acl check that none is missing).
 """
 
 from __future__ import annotations

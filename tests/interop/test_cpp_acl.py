@@ -2,7 +2,7 @@
 ``aclEnable=true``: its signatures (which cover its OnsChannel field) verify, a valid account
 produces and consumes exactly once; a wrong secret, an unknown key or a topic it may not
 publish to fails every send with NO_PERMISSION and stores nothing; a DENY group receives
-nothing. (The C++ client sends no admin requests; tests/integration/test_acl_broker.py and
+nothing. (The C++ client sends no admin requests; tests/integration/acl/test_acl_broker.py and
 test_acl_mqadmin.py refuse those to non-admin accounts of our client and mqadmin.)"""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from remoting.body import TopicConfig
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
-from tests.integration.aclkit import ADMIN, STRANGER, USER, WRONG_SECRET, acl_home, signed_call
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
 from tests.interop.cppkit import acked_keys, received, run_driver
+from tests.kits.aclkit import ADMIN, STRANGER, USER, WRONG_SECRET, acl_home, signed_call
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
 
 pytestmark = pytest.mark.interop
 

@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import (
     acked_keys,
     parse,
@@ -16,6 +15,7 @@ from tests.interop.cppkit import (
     start_driver,
     wait_consumed,
 )
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
 pytestmark = pytest.mark.interop
 

@@ -9,8 +9,8 @@ import trio
 from client.admin import AdminClient
 from client.message import Message
 from client.producer import Producer
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import start_driver
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
 pytestmark = pytest.mark.interop
 

@@ -7,9 +7,9 @@ import pytest
 import trio
 
 from remoting.client import RemotingClient
-from tests.integration.brokerkit import start_namesrv
-from tests.integration.hakit import start_pair, wait_converged, wait_topic_on_slave
 from tests.interop.cppkit import acked_keys, received, run_driver
+from tests.kits.brokerkit import start_namesrv
+from tests.kits.hakit import start_pair, wait_converged, wait_topic_on_slave
 
 pytestmark = pytest.mark.interop
 

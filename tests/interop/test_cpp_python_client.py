@@ -8,9 +8,9 @@ import trio
 
 from client.message import Message
 from client.producer import Producer
-from tests.consumekit import consume_until, keys_of
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import acked_keys, run_driver
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
+from tests.kits.consumekit import consume_until, keys_of
 
 pytestmark = pytest.mark.interop
 

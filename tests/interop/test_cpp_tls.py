@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import acked_keys, received, run_driver
-from tests.tlskit import server_keys
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
+from tests.kits.tlskit import server_keys
 
 pytestmark = pytest.mark.interop
 

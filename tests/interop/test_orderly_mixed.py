@@ -25,8 +25,8 @@ from client.admin import AdminClient
 from client.message import Message
 from client.producer import Producer
 from remoting.body import TopicConfig
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.interop.cppkit import REPO, start_driver
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
 pytestmark = pytest.mark.interop
 

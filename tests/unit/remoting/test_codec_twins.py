@@ -13,7 +13,7 @@ from remoting import message as codec
 from remoting import record
 from remoting.codec_native import native
 from remoting.java_hash import python_java_hash
-from tests.nativekit import needs_codec
+from tests.kits.nativekit import needs_codec
 
 # ------------------------------------------------------------------------------ java_hash
 

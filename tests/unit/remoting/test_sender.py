@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from remoting.sender import native_sender
-from tests.nativekit import needs_sender
+from tests.kits.nativekit import needs_sender
 
 pytestmark = needs_sender
 

@@ -24,7 +24,7 @@ from remoting.tls import TlsServer, client_context, server_context
 from remoting.tls_config import TlsKeys, TlsMode
 from remoting.tls_connection import StreamWrites
 from remoting.writes import WRITE_HIGH_WATER
-from tests.tlskit import KEY_PASSWORD, Certs
+from tests.kits.tlskit import KEY_PASSWORD, Certs
 
 ECHO = 1001
 TIMEOUT_S = 5.0

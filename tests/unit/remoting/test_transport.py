@@ -20,7 +20,7 @@ from remoting.connection import Connection
 from remoting.errors import RemotingConnectError, RemotingTimeoutError, RequestError
 from remoting.frame import FrameDecoder, encode_frame
 from remoting.server import RemotingServer, no_reply
-from tests.nativekit import needs_sender
+from tests.kits.nativekit import needs_sender
 
 ECHO, SLOW, FAIL, REJECT, PUSH, SILENT, BIG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
 SERVER_IO: dict[str, bool] = {}

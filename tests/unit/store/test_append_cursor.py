@@ -20,7 +20,7 @@ from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.record import RecordKind, python_scan_record, record_size
-from tests.nativekit import needs_store_native
+from tests.kits.nativekit import needs_store_native
 
 PREFIX = "0A00000700002A9F"
 STORE = b"\x0a\x00\x00\x07"

@@ -24,7 +24,7 @@ from broker.store.index_file import (
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting import message as codec
-from tests.nativekit import needs_store_native
+from tests.kits.nativekit import needs_store_native
 
 pytestmark = needs_store_native
 

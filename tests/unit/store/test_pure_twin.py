@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nativekit import needs_codec, needs_store_native
+from tests.kits.nativekit import needs_codec, needs_store_native
 
 SWITCHES = ("ROCKETMQ_TRIO_PURE", "ROCKETMQ_TRIO_PURE_CODEC", "ROCKETMQ_TRIO_PURE_STORE")
 

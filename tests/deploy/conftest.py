@@ -1,1 +1,0 @@
-from tests.deploy.clusterkit import layout_up  # noqa: F401  (fixture)

@@ -1,0 +1,194 @@
+"""Send, pull, long polling, lookups and offsets against a real ``mqbroker`` process."""
+
+from __future__ import annotations
+
+import trio
+
+from remoting import message as codec
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import RemotingCommand
+from tests.kits.brokerkit import (
+    broker_conf,
+    call,
+    pull_all,
+    pull_request,
+    send_request,
+    start_broker,
+)
+
+
+async def test_send_v1_v2_and_batch_then_pull_returns_the_stored_messages(
+    processes, tmp_path
+) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        first = await call(
+            client,
+            broker.addr,
+            send_request("Orders", b"one", tags="A", keys="k1", code=RequestCode.SEND_MESSAGE),
+        )
+        second = await call(client, broker.addr, send_request("Orders", b"two", tags="B"))
+        batch_body = codec.encode_batch_body(
+            [(0, f"b{i}".encode(), f"UNIQ_KEY\x01U{i}\x02TAGS\x01A") for i in range(3)]
+        )
+        batch = await call(
+            client,
+            broker.addr,
+            send_request("Orders", batch_body, code=RequestCode.SEND_BATCH_MESSAGE, batch=True),
+        )
+        assert [first.code, second.code, batch.code] == [0, 0, 0]
+        assert [first.ext("queueOffset"), second.ext("queueOffset"), batch.ext("queueOffset")] == [
+            "0",
+            "1",
+            "2",
+        ]
+        assert len(batch.ext("msgId").split(",")) == 3
+        stored = codec.decode_offset_msg_id(first.ext("msgId"))
+        assert stored.addr == broker.addr and stored.phys_offset == 0
+        messages = await pull_all(client, broker.addr, "Orders", 0)
+        assert [m.body for m in messages] == [b"one", b"two", b"b0", b"b1", b"b2"]
+        assert [m.queue_offset for m in messages] == [0, 1, 2, 3, 4]
+        assert messages[0].keys == "k1" and messages[0].store_host == broker.addr
+        # as Java 4.9's broker stores them: CLUSTER added, a single message's WAIT left out
+        assert all(m.properties["CLUSTER"] == "TestCluster" for m in messages)
+        assert "WAIT" not in messages[0].properties and "WAIT" not in messages[1].properties
+        tagged = await pull_all(client, broker.addr, "Orders", 0, subscription="B")
+        assert [m.body for m in tagged] == [b"two"]
+
+
+async def test_long_poll_answers_when_a_message_arrives_and_at_the_timeout(
+    processes, tmp_path
+) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request("Poll", b"m0"))).code == 0
+        held = pull_request("Poll", 0, 1, suspend_ms=20_000)
+        results: list[RemotingCommand] = []
+
+        async def pull() -> None:
+            results.append(await call(client, broker.addr, held, timeout_s=30))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pull)
+            # The pull is held (nothing past offset 1); a new message must release it.
+            await wait_until_held(client, broker.addr)
+            assert (await call(client, broker.addr, send_request("Poll", b"m1"))).code == 0
+        assert results[0].code == ResponseCode.SUCCESS
+        assert [m.body for m in codec.decode_messages(results[0].body)] == [b"m1"]
+        timed_out = await call(client, broker.addr, pull_request("Poll", 0, 2, suspend_ms=300))
+        assert timed_out.code == ResponseCode.PULL_NOT_FOUND
+        assert timed_out.ext("nextBeginOffset") == "2"
+
+
+async def wait_until_held(client: RemotingClient, addr: str) -> None:
+    """Poll the broker's runtime info until it reports a held pull (bounded)."""
+    from remoting.body import KVTable
+    from remoting.serde import decode_body
+
+    with trio.fail_after(10):
+        while True:
+            info = await call(
+                client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+            )
+            if decode_body(KVTable, info.body).table.get("pullHeldCount") == "1":
+                return
+            await trio.sleep(0.02)
+
+
+async def test_queries_by_key_by_id_and_queue_offsets(processes, tmp_path) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        sent = [
+            await call(client, broker.addr, send_request("Q", f"m{i}".encode(), keys=f"order-{i}"))
+            for i in range(3)
+        ]
+        query = RemotingCommand.request(
+            RequestCode.QUERY_MESSAGE,
+            {
+                "topic": "Q",
+                "key": "order-1",
+                "maxNum": "32",
+                "beginTimestamp": "0",
+                "endTimestamp": str(2**62),
+            },
+        )
+        found = await call(client, broker.addr, query)
+        assert found.code == 0
+        assert [m.body for m in codec.decode_messages(found.body)] == [b"m1"]
+        phys = codec.decode_offset_msg_id(sent[2].ext("msgId")).phys_offset
+        view = await call(
+            client,
+            broker.addr,
+            RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(phys)}),
+        )
+        assert codec.decode_message(view.body).body == b"m2"
+        offsets = {}
+        for code in (RequestCode.GET_MIN_OFFSET, RequestCode.GET_MAX_OFFSET):
+            response = await call(
+                client, broker.addr, RemotingCommand.request(code, {"topic": "Q", "queueId": "0"})
+            )
+            offsets[code] = response.ext("offset")
+        assert offsets == {RequestCode.GET_MIN_OFFSET: "0", RequestCode.GET_MAX_OFFSET: "3"}
+        missing = RemotingCommand.request(
+            RequestCode.QUERY_MESSAGE,
+            {
+                "topic": "Q",
+                "key": "nope",
+                "maxNum": "32",
+                "beginTimestamp": "0",
+                "endTimestamp": str(2**62),
+            },
+        )
+        assert (await call(client, broker.addr, missing)).code == ResponseCode.QUERY_NOT_FOUND
+
+
+async def test_consumer_offsets_survive_a_restart_and_a_new_group_starts_at_zero(
+    processes, tmp_path
+) -> None:
+    conf = broker_conf(tmp_path)
+    broker = start_broker(processes, conf)
+
+    def query(group: str) -> RemotingCommand:
+        return RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": "T", "queueId": 0}
+        )
+
+    async with RemotingClient.open() as client:
+        for _ in range(5):
+            await call(client, broker.addr, send_request("T", b"x"))
+        fresh = await call(client, broker.addr, query("NewGroup"))
+        assert (fresh.code, fresh.ext("offset")) == (0, "0")
+        update = RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G", "topic": "T", "queueId": 0, "commitOffset": "3"},
+        )
+        assert (await call(client, broker.addr, update)).code == 0
+        # A pull carrying commitOffset commits too (piggyback).
+        await call(client, broker.addr, pull_request("T", 0, 4, group="G2", commit_offset=4))
+    assert broker.terminate() == 0
+    broker = start_broker(processes, conf, "broker-again")
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, query("G"))).ext("offset") == "3"
+        assert (await call(client, broker.addr, query("G2"))).ext("offset") == "4"
+        pulled = await pull_all(client, broker.addr, "T", 0)
+        assert len(pulled) == 5
+
+
+async def test_kill_9_keeps_acknowledged_messages_and_auto_created_topics(
+    processes, tmp_path
+) -> None:
+    conf = broker_conf(tmp_path)
+    broker = start_broker(processes, conf)
+    async with RemotingClient.open() as client:
+        acked = []
+        for i in range(200):
+            response = await call(client, broker.addr, send_request("Born", f"m{i}".encode()))
+            assert response.code == 0
+            acked.append(f"m{i}".encode())
+    broker.kill()
+    broker = start_broker(processes, conf, "broker-after-kill")
+    async with RemotingClient.open() as client:
+        assert [m.body for m in await pull_all(client, broker.addr, "Born", 0)] == acked
+        more = await call(client, broker.addr, send_request("Born", b"after"))
+        assert (more.code, more.ext("queueOffset")) == (0, "200")
