@@ -9,15 +9,27 @@ from pathlib import Path
 import trio
 
 from remoting import message as codec
+from remoting import properties
 from remoting.body import TopicRouteData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.serde import decode_body, encode_header_fields
-from tests.harness import ProcessPool, ServerProcess, free_port_block, python_module
+from tests.harness import (
+    ProcessPool,
+    ServerProcess,
+    ServerProcessError,
+    free_port_block,
+    python_module,
+)
 
 TIMEOUT_S = 10.0
+
+
+# Confs whose ports broker_conf chose: start_broker may move them when the block was taken.
+_MOVABLE: set[Path] = set()
+_PORT_RETRIES = 5
 
 
 def broker_conf(tmp_path: Path, name: str = "broker-a", **overrides: object) -> Path:
@@ -42,13 +54,38 @@ def broker_conf(tmp_path: Path, name: str = "broker-a", **overrides: object) -> 
     values.update(overrides)
     path = tmp_path / f"{name}-{values['brokerId']}.conf"
     path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    if "listenPort" not in overrides and "haListenPort" not in overrides:
+        _MOVABLE.add(path)
     return path
 
 
 def start_broker(
     processes: ProcessPool, conf: Path, name: str = "broker", *extra: str
 ) -> ServerProcess:
-    return processes.start(name, python_module("broker", "-c", str(conf), *extra))
+    """Start ``mqbroker -c conf``. A broker cannot bind port 0 (its VIP and HA ports are
+    listenPort - 2 and + 1, as in RocketMQ), so broker_conf probes a free block and the broker
+    binds it later: another test or another suite on the machine may take it in between. When
+    the broker then exits saying the address is in use, the conf gets a new block and the broker
+    starts again; a test never sees the race (tests/README.md, "Ports")."""
+    argv = python_module("broker", "-c", str(conf), *extra)
+    for attempt in range(_PORT_RETRIES):
+        try:
+            return processes.start(name, argv)
+        except ServerProcessError as exc:
+            if conf not in _MOVABLE or not _port_taken(exc) or attempt == _PORT_RETRIES - 1:
+                raise
+            _move_ports(conf)
+    raise AssertionError("unreachable")
+
+
+def _port_taken(exc: ServerProcessError) -> bool:
+    return "cannot start" in str(exc) and "in use" in str(exc)
+
+
+def _move_ports(conf: Path) -> None:
+    base = free_port_block(4)
+    changes = {"listenPort": str(base + 2), "haListenPort": str(base + 3)}
+    conf.write_text(properties.with_changes(conf.read_text(), changes))
 
 
 def send_request(
