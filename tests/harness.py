@@ -187,3 +187,14 @@ def processes(tmp_path: Path) -> Iterator[ProcessPool]:
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest.fixture(scope="module")
+def module_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessPool]:
+    """Processes shared by one module's tests, stopped after its last test: for clusters whose
+    tests each use their own topics and groups (tests/README.md, "Shared clusters")."""
+    pool = ProcessPool(tmp_path_factory.mktemp("module") / "logs")
+    try:
+        yield pool
+    finally:
+        pool.stop_all()

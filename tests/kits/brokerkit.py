@@ -88,6 +88,14 @@ def _move_ports(conf: Path) -> None:
     conf.write_text(properties.with_changes(conf.read_text(), changes))
 
 
+def start_cluster(
+    processes: ProcessPool, root: Path, **broker_overrides: object
+) -> tuple[ServerProcess, ServerProcess]:
+    """A NameServer and one master registered with it: (namesrv, broker)."""
+    ns = start_namesrv(processes, root)
+    return ns, start_broker(processes, broker_conf(root, namesrvAddr=ns.addr, **broker_overrides))
+
+
 def send_request(
     topic: str,
     body: bytes,

@@ -16,18 +16,6 @@ from remoting.body import MessageModel, TopicConfig
 from remoting.client import RemotingClient
 from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
 
-FAST_LEVELS = " ".join(["1s"] * 18)
-
-
-@pytest.fixture
-def cluster(processes, tmp_path):
-    ns = start_namesrv(processes, tmp_path)
-    broker = start_broker(
-        processes,
-        broker_conf(tmp_path, namesrvAddr=ns.addr, messageDelayLevel=FAST_LEVELS),
-    )
-    return ns, broker
-
 
 class Inbox:
     """Collects deliveries; ``wait_for(n)`` returns once n distinct keys arrived."""

@@ -15,7 +15,6 @@ from client.message import Message
 from client.producer import Producer
 from remoting.body import CMResult
 from remoting.codes import ResponseCode
-from tests.integration.client.test_client_e2e import cluster  # noqa: F401 - the fixture
 from tests.integration.client.test_mqadmin import as_json
 
 pytestmark = pytest.mark.usefixtures("cluster")
@@ -45,7 +44,7 @@ class Listener:
                 await self.changed.wait()
 
 
-async def test_an_operator_sees_inside_a_consumer_and_has_it_consume_again(cluster) -> None:  # noqa: F811
+async def test_an_operator_sees_inside_a_consumer_and_has_it_consume_again(cluster) -> None:
     ns, _ = cluster
     listener = Listener()
     async with Producer.open(ns.addr, "InspectPG") as producer:
@@ -85,7 +84,7 @@ async def test_an_operator_sees_inside_a_consumer_and_has_it_consume_again(clust
         assert listener.bodies.count(b"m0") == 2
 
 
-async def test_consuming_directly_reports_what_the_listener_did(cluster) -> None:  # noqa: F811
+async def test_consuming_directly_reports_what_the_listener_did(cluster) -> None:
     ns, _ = cluster
     listener = Listener()
     async with Producer.open(ns.addr, "InspectPG") as producer:
@@ -104,7 +103,7 @@ async def test_consuming_directly_reports_what_the_listener_did(cluster) -> None
         assert result.remark == "ValueError: the listener failed on purpose"
 
 
-async def test_a_client_that_is_not_online_is_named_in_the_refusal(cluster) -> None:  # noqa: F811
+async def test_a_client_that_is_not_online_is_named_in_the_refusal(cluster) -> None:
     ns, _ = cluster
     listener = Listener()
     async with Producer.open(ns.addr, "InspectPG") as producer:

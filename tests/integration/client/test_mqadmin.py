@@ -18,16 +18,16 @@ from tests.kits.brokerkit import (
     pull_request,
     send_request,
     start_broker,
-    start_namesrv,
+    start_cluster,
     wait_for_route,
 )
 
 
 @pytest.fixture
-def cluster(processes, tmp_path):
-    ns = start_namesrv(processes, tmp_path)
-    broker = start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr))
-    return ns, broker
+def own_cluster(processes, tmp_path):
+    """For the tests that change or total what every other test would see (write permissions
+    of the whole broker, the NameServer's config, the broker's lag total): their own cluster."""
+    return start_cluster(processes, tmp_path)
 
 
 def mqadmin(ns, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -182,8 +182,8 @@ async def test_clone_group_offset_starts_a_new_group_where_the_old_one_is(cluste
             assert answer.ext("offset") == str(queue_id + 1)
 
 
-async def test_broker_consume_stats_lists_every_groups_lag(cluster) -> None:
-    ns, broker = cluster
+async def test_broker_consume_stats_lists_every_groups_lag(own_cluster) -> None:
+    ns, broker = own_cluster  # the footer totals every group of the broker
     async with RemotingClient.open() as client:
         for _ in range(3):
             await call(client, broker.addr, send_request("Lag", b"x"))
@@ -210,7 +210,8 @@ async def test_query_cq_shows_the_raw_units_of_a_queue(cluster) -> None:
     )
     assert (units["minQueueIndex"], units["maxQueueIndex"]) == (0, 2)
     assert [u["tagsCode"] for u in units["queueData"]] == [2598919, 2598920]  # Java's hashCodes
-    assert units["queueData"][1]["physicOffset"] == units["queueData"][0]["physicSize"]
+    first, second = units["queueData"]
+    assert second["physicOffset"] == first["physicOffset"] + first["physicSize"]
     assert units["filterData"] == "G@Units is not online!"
 
 
@@ -247,8 +248,8 @@ async def test_stats_all_shows_a_topics_traffic_and_each_groups_lag(cluster) -> 
     assert float(in_tps) > 0 and float(out_tps) > 0
 
 
-def test_wipe_and_add_write_perm_on_every_namesrv(cluster) -> None:
-    ns, _ = cluster
+def test_wipe_and_add_write_perm_on_every_namesrv(own_cluster) -> None:
+    ns, _ = own_cluster
     as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Drained")
     wiped = as_json(ns, "wipeWritePerm", "-b", "broker-a")
     assert wiped["wipedTopics"][ns.addr] >= 1
@@ -262,16 +263,16 @@ def test_wipe_and_add_write_perm_on_every_namesrv(cluster) -> None:
     assert unknown["wipedTopics"] == {ns.addr: 0}
 
 
-def test_get_namesrv_config_reads_every_namesrv(cluster, tmp_path) -> None:
-    ns, _ = cluster
+def test_get_namesrv_config_reads_every_namesrv(own_cluster, tmp_path) -> None:
+    ns, _ = own_cluster
     config = as_json(ns, "getNamesrvConfig")
     assert list(config) == [ns.addr]
     assert config[ns.addr]["kvConfigPath"] == str(tmp_path / "namesrv-kv" / "kvConfig.json")
     assert config[ns.addr]["listenHost"] == "127.0.0.1"
 
 
-def test_update_namesrv_config_changes_every_namesrv_or_says_why_not(cluster) -> None:
-    ns, _ = cluster
+def test_update_namesrv_config_changes_every_namesrv_or_says_why_not(own_cluster) -> None:
+    ns, _ = own_cluster
     done = as_json(ns, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
     assert done["namesrvs"] == {ns.addr: "applied: orderMessageEnable"}
     assert as_json(ns, "getNamesrvConfig")[ns.addr]["orderMessageEnable"] == "true"

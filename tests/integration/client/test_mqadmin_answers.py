@@ -8,11 +8,11 @@ import time
 
 from remoting.codes import CURRENT_VERSION
 from remoting.version import version_desc
-from tests.integration.client.test_mqadmin import as_json, cluster, mqadmin  # noqa: F401  (fixture)
+from tests.integration.client.test_mqadmin import as_json, mqadmin
 from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
 
-def test_a_group_that_never_consumed_waits_since_its_oldest_message(cluster) -> None:  # noqa: F811
+def test_a_group_that_never_consumed_waits_since_its_oldest_message(cluster) -> None:
     ns, _ = cluster
     sent_after = time.time()
     as_json(ns, "sendMessage", "-t", "NeverRead", "-p", "waiting")  # 1 of 4 queues has it
@@ -23,7 +23,7 @@ def test_a_group_that_never_consumed_waits_since_its_oldest_message(cluster) -> 
     assert 0 <= report["delaySeconds"] <= time.time() - sent_after + 1
 
 
-def test_deleting_a_topic_the_cluster_does_not_have_fails(cluster) -> None:  # noqa: F811
+def test_deleting_a_topic_the_cluster_does_not_have_fails(cluster) -> None:
     ns, _ = cluster
     done = mqadmin(ns, "deleteTopic", "-t", "NoSuchTopic", "-c", "TestCluster", ok=False)
     assert done.returncode == 1
@@ -31,7 +31,7 @@ def test_deleting_a_topic_the_cluster_does_not_have_fails(cluster) -> None:  # n
     assert "nothing deleted" in done.stderr and done.stdout == ""
 
 
-def test_progress_on_an_unknown_topic_or_of_an_idle_group_fails(cluster) -> None:  # noqa: F811
+def test_progress_on_an_unknown_topic_or_of_an_idle_group_fails(cluster) -> None:
     ns, _ = cluster
     as_json(ns, "sendMessage", "-t", "Progress", "-p", "x")
     unknown = mqadmin(ns, "consumerProgress", "-g", "G", "-t", "NoSuchTopic", ok=False)
@@ -43,7 +43,7 @@ def test_progress_on_an_unknown_topic_or_of_an_idle_group_fails(cluster) -> None
     assert sum(row[5] for row in rows) == 1
 
 
-def test_cluster_list_shows_the_version_brokers_speak(cluster) -> None:  # noqa: F811
+def test_cluster_list_shows_the_version_brokers_speak(cluster) -> None:
     ns, broker = cluster
     [row] = as_json(ns, "clusterList")["rows"]
     assert row[3] == broker.addr
@@ -80,7 +80,7 @@ def test_cluster_list_fails_when_no_broker_ever_registered(processes, tmp_path) 
     assert len(empty.stderr.strip().splitlines()) == 1
 
 
-def test_ha_status_explains_its_fields(cluster) -> None:  # noqa: F811
+def test_ha_status_explains_its_fields(cluster) -> None:
     ns, broker = cluster
     shown = mqadmin(ns, "haStatus", "-b", broker.addr).stdout
     assert shown.splitlines()[1].split()[:3] == [broker.addr, "ASYNC_MASTER", "(no"]

@@ -14,7 +14,7 @@ import trio
 from client.message import Message
 from client.producer import Producer
 from remoting import constants as K
-from tests.integration.client.test_mqadmin import as_json, cluster, mqadmin  # noqa: F401  (fixture)
+from tests.integration.client.test_mqadmin import as_json, mqadmin
 from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.kits.consumekit import consume_until
 
@@ -27,7 +27,7 @@ def traced(processes, tmp_path):
     return ns, start_broker(processes, conf)
 
 
-def test_topic_permission_order_conf_allocation_and_route_table(cluster) -> None:  # noqa: F811
+def test_topic_permission_order_conf_allocation_and_route_table(cluster) -> None:
     ns, broker = cluster
     made = as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Ordered", "-w", "4", "-r", "4",
                    "-o", "true")  # fmt: skip
@@ -58,7 +58,7 @@ def test_topic_permission_order_conf_allocation_and_route_table(cluster) -> None
     assert ["TestCluster", "Ordered", ""] in rows
 
 
-async def test_group_config_progress_skip_and_delete(cluster) -> None:  # noqa: F811
+async def test_group_config_progress_skip_and_delete(cluster) -> None:
     ns, _ = cluster
 
     def run(*args: str, ok: bool = True):
@@ -127,7 +127,7 @@ def test_trace_resend_unique_key_queue_print_and_round_trips(traced) -> None:
     assert as_json(ns, "consumeMessage", "-t", "Traced", "-s", "now") == []
 
 
-async def test_maintenance_and_the_producers_a_broker_knows(cluster) -> None:  # noqa: F811
+async def test_maintenance_and_the_producers_a_broker_knows(cluster) -> None:
     ns, broker = cluster
 
     def run(*args: str) -> str:
@@ -144,7 +144,7 @@ async def test_maintenance_and_the_producers_a_broker_knows(cluster) -> None:  #
     assert "language=PYTHON" in line
 
 
-def test_exports_write_apaches_files(cluster, tmp_path) -> None:  # noqa: F811
+def test_exports_write_apaches_files(cluster, tmp_path) -> None:
     ns, _ = cluster
     as_json(ns, "updateTopic", "-c", "TestCluster", "-t", "Exported")
     as_json(ns, "updateSubGroup", "-c", "TestCluster", "-g", "ExportedG")
@@ -171,7 +171,7 @@ def test_exports_write_apaches_files(cluster, tmp_path) -> None:  # noqa: F811
     assert "cluster 'Nope' not found" in unknown.stderr
 
 
-def test_monitoring_and_intervals_run_until_told_to_stop(cluster) -> None:  # noqa: F811
+def test_monitoring_and_intervals_run_until_told_to_stop(cluster) -> None:
     ns, _ = cluster
     once = mqadmin(ns, "startMonitoring", "-i", "1", "--rounds", "1").stdout.splitlines()
     assert once[0].split()[:2] == ["#Time", "#Group"]

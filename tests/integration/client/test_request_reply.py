@@ -16,7 +16,6 @@ from client.request_reply import RequestTimeoutError, create_reply_message
 from remoting.body import ConsumeFromWhere, TopicConfig
 from remoting.client import RemotingClient
 from remoting.message import MessageConst, MessageExt
-from tests.integration.client.test_client_e2e import cluster  # noqa: F401 - the fixture
 from tests.kits.brokerkit import wait_for_route
 
 REPLY_TOPIC = "TestCluster_REPLY_TOPIC"  # the test broker's cluster + "_REPLY_TOPIC"
@@ -30,7 +29,7 @@ async def ask_topic(ns) -> None:
         await wait_for_route(client, ns.addr, "Ask", bool)
 
 
-async def test_a_request_gets_the_answer_its_consumer_sends(cluster) -> None:  # noqa: F811
+async def test_a_request_gets_the_answer_its_consumer_sends(cluster) -> None:
     ns, _ = cluster
     await ask_topic(ns)
     async with (
@@ -54,7 +53,7 @@ async def test_a_request_gets_the_answer_its_consumer_sends(cluster) -> None:  #
                 assert int(props[MessageConst.ARRIVE_TIME]) >= int(props["PUSH_REPLY_TIME"])
 
 
-async def test_answers_are_also_stored_in_the_reply_topic(cluster) -> None:  # noqa: F811
+async def test_answers_are_also_stored_in_the_reply_topic(cluster) -> None:
     ns, _ = cluster
     await ask_topic(ns)
     async with Producer.open(ns.addr, "RequesterPG") as requester:
@@ -71,7 +70,8 @@ async def test_answers_are_also_stored_in_the_reply_topic(cluster) -> None:  # n
 
     def keep(msgs) -> ConsumeStatus:
         stored.extend(m.body for m in msgs)
-        got.set()
+        if b"stored answer" in stored:
+            got.set()
         return ConsumeStatus.CONSUME_SUCCESS
 
     async with PushConsumer.open(
@@ -83,17 +83,18 @@ async def test_answers_are_also_stored_in_the_reply_topic(cluster) -> None:  # n
     ):
         with trio.fail_after(30):
             await got.wait()
-    assert stored == [b"stored answer"]
+    # The reply topic is the cluster's: the module's other tests' answers are there too.
+    assert stored.count(b"stored answer") == 1
 
 
-async def test_a_request_nobody_answers_times_out(cluster) -> None:  # noqa: F811
+async def test_a_request_nobody_answers_times_out(cluster) -> None:
     ns, _ = cluster
     async with Producer.open(ns.addr, "RequesterPG") as requester:
         with pytest.raises(RequestTimeoutError, match="wait reply message timeout, 500 ms"):
             await requester.request(Message("Unanswered", b"q"), timeout_s=0.5)
 
 
-async def test_an_answer_for_a_requester_that_is_gone_is_refused_by_name(cluster) -> None:  # noqa: F811
+async def test_an_answer_for_a_requester_that_is_gone_is_refused_by_name(cluster) -> None:
     ns, _ = cluster
     asked = MessageExt(
         topic="Ask",
