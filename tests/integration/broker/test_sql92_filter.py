@@ -23,6 +23,7 @@ from tests.kits.brokerkit import (
     pull_request,
     send_request,
     start_broker,
+    start_cluster,
     start_namesrv,
     wait_for_route,
 )
@@ -42,13 +43,11 @@ def matching(count: int) -> list[str]:
     return [f"m{i}" for i in range(count) if "a" in props(i) and i > 5 and props(i)["b"] == "x"]
 
 
-@pytest.fixture
-def cluster(processes, tmp_path):
-    ns = start_namesrv(processes, tmp_path)
-    broker = start_broker(
-        processes, broker_conf(tmp_path, namesrvAddr=ns.addr, enablePropertyFilter="true")
-    )
-    return ns, broker
+@pytest.fixture(scope="module")
+def cluster(module_processes, tmp_path_factory):
+    """Shared by the module: each test pulls or consumes with its own group."""
+    root = tmp_path_factory.mktemp("cluster")
+    return start_cluster(module_processes, root, enablePropertyFilter="true")
 
 
 async def send_and_wait_for_route(ns_addr: str) -> None:
