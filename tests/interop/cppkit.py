@@ -81,3 +81,35 @@ def wait_consumed(broker_addr: str, group: str, timeout_s: float = 60) -> None:
                     await trio.sleep(0.2)
 
     trio.run(poll)
+
+
+def wait_members_own_queues(ns_addr: str, group: str, topic: str, members: int) -> None:
+    """Block until ``members`` consumers of ``group`` are connected and each reports (through
+    GET_CONSUMER_RUNNING_INFO, relayed by the broker) at least one queue of ``topic``: the
+    event a rebalance produces. The C++ client rebalances every 10 s, hence the 60 s bound."""
+    import trio
+
+    from client.admin import AdminClient
+    from client.errors import MQClientError
+
+    async def owned() -> list[int]:
+        async with AdminClient.open(ns_addr) as admin:
+            connection = await admin.consumer_connection(group)
+            counts = []
+            for member in connection.connection_set:
+                info = await admin.consumer_running_info(group, member.client_id)
+                counts.append(sum(1 for mq in info.mq_table if mq.topic == topic))
+            return counts
+
+    async def poll() -> None:
+        with trio.fail_after(60):
+            while True:
+                try:
+                    counts = await owned()
+                except MQClientError:  # a member that left or has not answered yet
+                    counts = []
+                if len(counts) == members and all(counts):
+                    return
+                await trio.sleep(0.5)
+
+    trio.run(poll)

@@ -14,6 +14,7 @@ from tests.interop.cppkit import (
     run_driver,
     start_driver,
     wait_consumed,
+    wait_members_own_queues,
 )
 from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
@@ -22,12 +23,21 @@ pytestmark = pytest.mark.interop
 FAST_LEVELS = " ".join(["1s"] * 18)
 
 
+@pytest.fixture(scope="module")
+def cluster(module_processes, tmp_path_factory):
+    """Shared by the tests that only produce and consume, each on its own topic and group."""
+    root = tmp_path_factory.mktemp("cluster")
+    ns = start_namesrv(module_processes, root)
+    conf = broker_conf(root, namesrvAddr=ns.addr, messageDelayLevel=FAST_LEVELS)
+    return ns, start_broker(module_processes, conf), conf
+
+
 @pytest.fixture
-def cluster(processes, tmp_path):
+def own_cluster(processes, tmp_path):
+    """For the tests that stop or kill the broker."""
     ns = start_namesrv(processes, tmp_path)
     conf = broker_conf(tmp_path, namesrvAddr=ns.addr, messageDelayLevel=FAST_LEVELS)
-    broker = start_broker(processes, conf)
-    return ns, broker, conf
+    return ns, start_broker(processes, conf), conf
 
 
 def test_unknown_topic_without_a_broker_fails_cleanly(processes, tmp_path) -> None:
@@ -154,7 +164,7 @@ def test_a_second_consumer_shares_the_queues_and_nothing_is_lost(cluster, tmp_pa
         )
     )
     second = start_driver(*args, log=tmp_path / "c2.log", out=tmp_path / "c2.out")
-    time.sleep(12)  # the C++ client rebalances every 10 s: let both own queues
+    wait_members_own_queues(ns.addr, "Pair", "Shared", members=2)
     sent += acked_keys(
         run_driver(
             "produce", "--ns", ns.addr, "--topic", "Shared", "--start", "1001", "--count", "1000"
@@ -170,8 +180,8 @@ def test_a_second_consumer_shares_the_queues_and_nothing_is_lost(cluster, tmp_pa
     assert received(outputs[1]), "the second consumer got no queue"
 
 
-def test_group_resumes_where_it_committed_after_a_broker_restart(cluster, processes) -> None:
-    ns, broker, conf = cluster
+def test_group_resumes_where_it_committed_after_a_broker_restart(own_cluster, processes) -> None:
+    ns, broker, conf = own_cluster
     before = acked_keys(
         run_driver("produce", "--ns", ns.addr, "--topic", "Durable", "--count", "300")
     )
@@ -202,8 +212,10 @@ def test_group_resumes_where_it_committed_after_a_broker_restart(cluster, proces
     assert set(received(second)) == set(after)
 
 
-def test_kill_9_while_sending_loses_no_acknowledged_message(cluster, processes, tmp_path) -> None:
-    ns, broker, conf = cluster
+def test_kill_9_while_sending_loses_no_acknowledged_message(
+    own_cluster, processes, tmp_path
+) -> None:
+    ns, broker, conf = own_cluster
     producer = start_driver(
         "produce",
         "--ns",
