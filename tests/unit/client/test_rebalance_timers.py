@@ -57,17 +57,18 @@ async def test_a_refused_lock_is_retried_soon_not_at_the_next_interval(autojump_
     assert [t - start for t in consumer.ran_at] == [2.5]
 
 
+async def consuming(pq: ProcessQueue, seconds: float, *, task_status=trio.TASK_STATUS_IGNORED):
+    """An orderly consumer with a message in hand for ``seconds``."""
+    async with pq.consume_lock:
+        task_status.started()
+        await trio.sleep(seconds)
+
+
 async def test_a_leaving_orderly_queue_waits_for_its_message_in_hand(autojump_clock) -> None:
     pq = ProcessQueue()
     start = trio.current_time()
     async with trio.open_nursery() as nursery:
-
-        async def consuming(seconds: float) -> None:
-            async with pq.consume_lock:
-                await trio.sleep(seconds)
-
-        nursery.start_soon(consuming, 0.3)
-        await trio.sleep(0)
+        await nursery.start(consuming, pq, 0.3)
         assert await _finished(pq)
     assert trio.current_time() - start == 0.3
 
@@ -75,14 +76,21 @@ async def test_a_leaving_orderly_queue_waits_for_its_message_in_hand(autojump_cl
 async def test_a_message_in_hand_that_takes_too_long_keeps_the_lock(autojump_clock) -> None:
     pq = ProcessQueue()
     async with trio.open_nursery() as nursery:
-
-        async def consuming() -> None:
-            async with pq.consume_lock:
-                await trio.sleep(60)
-
-        nursery.start_soon(consuming)
-        await trio.sleep(0)
+        await nursery.start(consuming, pq, 60)
         start = trio.current_time()
         assert not await _finished(pq)  # the queue stays locked at the broker until it lapses
         assert trio.current_time() - start == UNLOCK_WAIT_S
         nursery.cancel_scope.cancel()
+
+
+async def test_an_orderly_queue_is_ours_for_30_s_after_each_lock(autojump_clock) -> None:
+    pq = ProcessQueue()
+    assert not pq.lock_valid()
+    pq.relocked(True)
+    await trio.sleep(20)
+    assert pq.lock_valid()
+    pq.relocked(True)  # the 20 s renewal (Java's lockMQPeriodically)
+    await trio.sleep(29.9)
+    assert pq.lock_valid()
+    await trio.sleep(0.1)
+    assert not pq.lock_valid()  # 30 s, below the broker's 60 s: never two owners
