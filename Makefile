@@ -7,8 +7,13 @@ STAMP  := $(VENV)/.installed
 LAYOUT ?= single
 # Suites too heavy for every run: `make test-all` runs them too.
 PYTEST_MARKS ?= not slow
+# Run again with every native extension off (ROCKETMQ_TRIO_PURE=1), so the pure-Python twins
+# are held to the same behaviour on every run. Interop, faults and fuzz exercise the same
+# server code paths as integration at several times the cost: they run native only (CI has
+# 90 minutes on 2 cores; tests/README.md, "Running").
+PURE_PATHS ?= tests/unit tests/property tests/integration
 
-.PHONY: run test test-all bench lint clean install reconcile
+.PHONY: run test test-native test-pure test-all bench lint clean install reconcile
 
 install: $(STAMP)
 
@@ -28,8 +33,13 @@ $(STAMP): pyproject.toml setup.py $(NATIVE)
 run: $(STAMP)
 	$(BIN)/python -m deploy.mqcluster up deploy/$(LAYOUT) --foreground
 
-test: $(STAMP)
+test: test-native test-pure
+
+test-native: $(STAMP)
 	$(BIN)/python -m pytest -m "$(PYTEST_MARKS)"
+
+test-pure: $(STAMP)
+	ROCKETMQ_TRIO_PURE=1 $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(PURE_PATHS)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest
