@@ -15,7 +15,8 @@ from deploy.manifest import load_manifest
 REPO = Path(__file__).resolve().parents[3]
 
 
-def mqcluster(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+def mqcluster(*args: str, ok: bool | None = True) -> subprocess.CompletedProcess:
+    """Run ``mqcluster``; assert it succeeded (or failed, ``ok=False``; None: either)."""
     done = subprocess.run(
         [sys.executable, "-m", "deploy.mqcluster", *args],
         capture_output=True,
@@ -24,7 +25,7 @@ def mqcluster(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
         check=False,
         cwd=REPO,
     )
-    assert (done.returncode == 0) == ok, done.stdout + done.stderr
+    assert ok is None or (done.returncode == 0) == ok, done.stdout + done.stderr
     return done
 
 
@@ -48,21 +49,30 @@ def free_offset(layout: str) -> int:
     raise RuntimeError("no free ports for the layout")
 
 
+PORT_RETRIES = 5
+
+
 @pytest.fixture
 def layout_up(tmp_path):
+    """``up(layout)`` starts a layout on free ports; everything started is taken down after.
+    free_offset probes the ports and the processes bind them later, so another suite on the
+    machine may take one in between: ``mqcluster up`` then fails naming the port in use and
+    stops what it started, and the layout is started again on a new offset (tests/README.md,
+    "Ports")."""
     started = []
 
     def up(layout: str) -> tuple[list[str], list[str]]:
-        args = [
-            f"deploy/{layout}",
-            "--base-dir",
-            str(tmp_path / layout),
-            "--port-offset",
-            str(free_offset(layout)),
-        ]
-        started.append(args)
-        out = mqcluster("up", *args).stdout
-        return args, out.splitlines()
+        for attempt in range(PORT_RETRIES):
+            base = tmp_path / (layout if attempt == 0 else f"{layout}-{attempt}")
+            args = [f"deploy/{layout}", "--base-dir", str(base)]
+            args += ["--port-offset", str(free_offset(layout))]
+            done = mqcluster("up", *args, ok=None)
+            if done.returncode == 0:
+                started.append(args)
+                return args, done.stdout.splitlines()
+            if "in use" not in done.stderr or attempt == PORT_RETRIES - 1:
+                raise AssertionError(done.stdout + done.stderr)
+        raise AssertionError("unreachable")
 
     yield up
     for args in started:

@@ -18,6 +18,7 @@ from client.producer import Producer
 from deploy.manifest import load_manifest
 from remoting.body import TopicConfig
 from remoting.ports import read_ephemeral_range
+from tests.integration.deploy import clusterkit
 from tests.integration.deploy.clusterkit import REPO, free_offset, mqcluster
 from tests.kits.consumekit import consume_until, keys_of
 
@@ -71,6 +72,20 @@ def test_a_taken_port_is_named(tmp_path) -> None:
             ok=False,
         )
     assert f"port {port} (needed by namesrv-1) is already in use" in failed.stderr
+
+
+def test_a_layout_whose_ports_were_taken_meanwhile_starts_on_others(layout_up, monkeypatch) -> None:
+    taken = free_offset("single")
+    offsets = iter([taken, free_offset("single")])
+    monkeypatch.setattr(clusterkit, "free_offset", lambda layout: next(offsets))
+    with socket.socket() as squatter:  # another suite took the NameServer's port
+        squatter.bind(("127.0.0.1", 9876 + taken))
+        squatter.listen()
+        args, _ = layout_up("single")
+    assert args[args.index("--port-offset") + 1] != str(taken)
+    assert {row["state"] for row in json.loads(mqcluster("status", *args, "--json").stdout)} == {
+        "up"
+    }
 
 
 def test_ports_an_outgoing_connection_could_take_are_refused(tmp_path) -> None:
