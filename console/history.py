@@ -49,6 +49,10 @@ class History:
         chosen = sorted(table) if names is None else [n for n in names if n in table]
         return {name: list(table[name]) for name in chosen}
 
+    def latest(self, kind: str, name: str) -> float | None:
+        points = self._series.get(kind, {}).get(name)
+        return points[-1][1] if points else None
+
     def top(self, kind: str, count: int) -> dict[str, list[Point]]:
         """The ``count`` series of ``kind`` with the highest latest value."""
         table = self._series.get(kind, {})

@@ -19,7 +19,7 @@ from console.forms import (
     parse_form,
 )
 from console.history import History
-from console.pages.cluster import broker_row, ha_lines
+from console.pages.cluster import broker_row, ha_lines, put_tps_text
 from remoting.body import MessageQueue, OffsetWrapper
 
 
@@ -193,3 +193,15 @@ def test_a_broker_row_says_why_it_is_empty() -> None:
     assert row.problem == "connect refused"
     full = broker_row("C", "b", 0, "a:1", {"diskFull": "true", "commitLogDiskRatio": "0.97"})
     assert full.writable.startswith("NO") and full.disk_ratio == "97.0 %"
+
+
+def test_put_tps_is_the_sampled_minute_else_javas_middle_rate() -> None:
+    assert put_tps_text("0.00", 45.98) == "45.98"  # ours: a first runtime read says 0
+    assert put_tps_text("12.5 40.1 38.0", None) == "40.1"  # Java: 10 s, 1 min, 10 min
+    assert put_tps_text("7.25", None) == "7.25"
+    assert put_tps_text(None, None) == put_tps_text("  ", None) == "-"
+    history = History()
+    assert history.latest("put", "b") is None
+    history.add("put", "b", 1, 3.0)
+    history.add("put", "b", 2, 4.0)
+    assert history.latest("put", "b") == 4.0
