@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from remoting.body import MessageQueue, OffsetWrapper
+from remoting.body import ConsumeStatsList, MessageQueue, OffsetWrapper
 
 # Store times read for one page at most (one pull each): the queues that lag most come first.
 MAX_MEASURED_QUEUES = 256
@@ -87,3 +87,17 @@ def oldest_seconds(lags: list[QueueLag]) -> float | None:
     if any(q.messages and q.seconds is None for q in lags) and not measured:
         return None
     return max(measured, default=0.0)
+
+
+def lag_by_group(answers: list[ConsumeStatsList]) -> dict[str, int]:
+    """Every group's lag in messages, summed over brokers' GET_BROKER_CONSUME_STATS answers."""
+    out: dict[str, int] = {}
+    for stats in answers:
+        for entry in stats.consume_stats_list:
+            for group, per_topic in entry.items():
+                out[group] = out.get(group, 0) + sum(
+                    lag_messages(w.broker_offset, w.consumer_offset)
+                    for topic_stats in per_topic
+                    for w in topic_stats.offset_table.values()
+                )
+    return out

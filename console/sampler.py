@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 
 import trio
 
 from client.admin import AdminClient
 from client.errors import MQClientError
 from console.history import History
+from console.lag import lag_by_group
 from remoting.errors import RemotingError
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def now_ms() -> int:
 async def sample_once(admin: AdminClient, history: History, at_ms: int) -> None:
     info = await admin.cluster_info()
     cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
-    lag: dict[str, int] = defaultdict(int)
+    answers = []
     for name, addr in sorted((await admin.masters()).items()):
         cluster = cluster_of.get(name, "")
         try:
@@ -45,14 +45,8 @@ async def sample_once(admin: AdminClient, history: History, at_ms: int) -> None:
             continue
         history.add(PUT_TPS, name, at_ms, put.stats_minute.tps if put else 0.0)
         history.add(GET_TPS, name, at_ms, get.stats_minute.tps if get else 0.0)
-        for entry in stats.consume_stats_list:
-            for group, per_topic in entry.items():
-                lag[group] += sum(
-                    max(0, w.broker_offset - w.consumer_offset)
-                    for topic_stats in per_topic
-                    for w in topic_stats.offset_table.values()
-                )
-    for group, total in lag.items():
+        answers.append(stats)
+    for group, total in lag_by_group(answers).items():
         history.add(GROUP_LAG, group, at_ms, float(total))
     history.forget_older_than(at_ms)
 

@@ -35,20 +35,6 @@ class GroupRow:
     lag: int
 
 
-def lag_by_group(answers: list[ConsumeStatsList]) -> dict[str, int]:
-    """Every group's lag summed over the brokers' GET_BROKER_CONSUME_STATS answers."""
-    out: dict[str, int] = {}
-    for stats in answers:
-        for entry in stats.consume_stats_list:
-            for group, per_topic in entry.items():
-                out[group] = out.get(group, 0) + sum(
-                    L.lag_messages(w.broker_offset, w.consumer_offset)
-                    for topic_stats in per_topic
-                    for w in topic_stats.offset_table.values()
-                )
-    return out
-
-
 def group_row(group: str, lag: int, connection: object) -> GroupRow:
     if not isinstance(connection, ConsumerConnection):
         # the broker's "not online" answer is an error too: no member is the usual reason
@@ -71,7 +57,7 @@ async def groups_page(console: Console, request: Request) -> Response:
     configs = await each(masters, admin.all_sub_groups)
     stats = await each(masters, lambda addr: admin.broker_consume_stats(addr, timeout_s=20))
     names = {g for c in configs.values() if not isinstance(c, Exception) for g in c}
-    lags = lag_by_group([s for s in stats.values() if isinstance(s, ConsumeStatsList)])
+    lags = L.lag_by_group([s for s in stats.values() if isinstance(s, ConsumeStatsList)])
     names |= set(lags)
     if not show_system:
         names = {g for g in names if not is_system_group(g)}

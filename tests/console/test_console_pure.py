@@ -20,7 +20,7 @@ from console.forms import (
 )
 from console.history import History
 from console.pages.cluster import broker_row, ha_lines, put_tps_text
-from remoting.body import MessageQueue, OffsetWrapper
+from remoting.body import ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper
 
 
 def mq(queue_id: int, topic: str = "T") -> MessageQueue:
@@ -35,6 +35,22 @@ def test_lag_in_seconds_is_the_wait_of_the_oldest_unconsumed_message() -> None:
     assert L.lag_seconds(0, None, 1_004_500) == 0.0  # nothing waits
     assert L.lag_seconds(3, None, 1_004_500) is None  # unknown, never a guess
     assert L.lag_seconds(3, 1_005_000, 1_004_500) == 0.0  # a broker clock ahead of ours
+
+
+def test_a_groups_lag_is_summed_over_topics_and_brokers_never_below_zero() -> None:
+    def stats(*pairs: tuple[int, int]) -> ConsumeStats:
+        return ConsumeStats(
+            offset_table={
+                mq(i): OffsetWrapper(broker_offset=b, consumer_offset=c)
+                for i, (b, c) in enumerate(pairs)
+            }
+        )
+
+    a = ConsumeStatsList(
+        consume_stats_list=[{"G": [stats((10, 4), (5, 5)), stats((3, 0))], "H": [stats((1, 9))]}]
+    )
+    b = ConsumeStatsList(consume_stats_list=[{"G": [stats((7, 6))]}])
+    assert L.lag_by_group([a, b]) == {"G": 6 + 3 + 1, "H": 0}
 
 
 def test_the_queues_lagging_most_are_measured_first_and_the_count_is_bounded() -> None:
