@@ -8,16 +8,20 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import attrs
+import trio
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from console.app import Console, form_values, render
+from console.app import CLUSTER_ERRORS, Console, form_values, render
 from console.calls import each
 from console.forms import TOPIC_KINDS, TopicChange, TopicDelete, Values
 from remoting import constants as K
-from remoting.body import BrokerStatsData, ClusterInfo, TopicConfig
+from remoting.body import BrokerStatsData, ClusterInfo, TopicConfig, TopicRouteData
 
 MAX_LISTED = 5000  # rows on one page; the filter finds the rest
+# Brokers register a changed topic with the NameServers just after answering: the page the
+# form leads to waits this long for the route to say so (else it would show the old one).
+ROUTE_WAIT_S = 10.0
 
 
 def topic_kind(topic: str, info: ClusterInfo) -> str:
@@ -122,6 +126,30 @@ async def topic_page(console: Console, request: Request) -> Response:
     )
 
 
+def route_shows(route: TopicRouteData, addrs: list[str], config: TopicConfig) -> bool:
+    """Whether ``route`` has ``config``'s queue numbers on every broker of ``addrs`` (not its
+    perm: a broker registers its topics with its own brokerPermission applied)."""
+    names = {b.broker_name for b in route.broker_datas if set(b.broker_addrs.values()) & set(addrs)}
+    queues = {q.broker_name: q for q in route.queue_datas}
+    return len(names) == len(addrs) and all(
+        n in queues
+        and (queues[n].read_queue_nums, queues[n].write_queue_nums)
+        == (config.read_queue_nums, config.write_queue_nums)
+        for n in names
+    )
+
+
+async def _await_route(console: Console, addrs: list[str], config: TopicConfig) -> None:
+    with trio.move_on_after(ROUTE_WAIT_S):
+        while True:
+            try:
+                if route_shows(await console.admin.topic_route(config.topic_name), addrs, config):
+                    return
+            except CLUSTER_ERRORS:  # no route yet
+                pass
+            await trio.sleep(0.1)
+
+
 async def change_topic(console: Console, request: Request) -> Response:
     form = TopicChange.read(await form_values(console, request))
     config = TopicConfig(
@@ -132,6 +160,7 @@ async def change_topic(console: Console, request: Request) -> Response:
         order=form.order,
     )
     brokers = await console.admin.create_topic_in_cluster(form.cluster, config)
+    await _await_route(console, brokers, config)
     done = quote(f"{form.topic} saved on {', '.join(brokers)}")
     return RedirectResponse(f"/topic?topic={quote(form.topic)}&done={done}", status_code=303)
 

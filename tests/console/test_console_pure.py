@@ -20,7 +20,17 @@ from console.forms import (
 )
 from console.history import History
 from console.pages.cluster import broker_row, ha_lines, put_tps_text
-from remoting.body import ConsumeStats, ConsumeStatsList, MessageQueue, OffsetWrapper
+from console.pages.topics import route_shows
+from remoting.body import (
+    BrokerData,
+    ConsumeStats,
+    ConsumeStatsList,
+    MessageQueue,
+    OffsetWrapper,
+    QueueData,
+    TopicConfig,
+    TopicRouteData,
+)
 
 
 def mq(queue_id: int, topic: str = "T") -> MessageQueue:
@@ -221,3 +231,21 @@ def test_put_tps_is_the_sampled_minute_else_javas_middle_rate() -> None:
     history.add("put", "b", 1, 3.0)
     history.add("put", "b", 2, 4.0)
     assert history.latest("put", "b") == 4.0
+
+
+def test_a_changed_topic_is_awaited_until_its_route_has_the_new_queues_on_each_broker() -> None:
+    config = TopicConfig(topic_name="T", read_queue_nums=8, write_queue_nums=8)
+    a = BrokerData(cluster="C", broker_name="a", broker_addrs={0: "h:1"})
+    b = BrokerData(cluster="C", broker_name="b", broker_addrs={0: "h:2"})
+
+    def route(*queues: tuple[str, int]) -> TopicRouteData:
+        datas = [
+            QueueData(broker_name=n, read_queue_nums=q, write_queue_nums=q, perm=4)
+            for n, q in queues
+        ]
+        return TopicRouteData(queue_datas=datas, broker_datas=[a, b][: len(queues)])
+
+    assert route_shows(route(("a", 8), ("b", 8)), ["h:1", "h:2"], config)
+    assert not route_shows(route(("a", 8)), ["h:1", "h:2"], config)  # b not registered yet
+    assert not route_shows(route(("a", 8), ("b", 4)), ["h:1", "h:2"], config)  # b's old queues
+    assert route_shows(route(("a", 8)), ["h:1"], config)  # perm 4 (a read-only broker) is fine
