@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import urllib.error
 import urllib.parse
@@ -49,7 +50,7 @@ class Page:
     @property
     def error(self) -> str | None:
         match = _ERROR.search(self.text)
-        return match.group(1) if match else None
+        return html.unescape(match.group(1)) if match else None
 
     @property
     def token(self) -> str:

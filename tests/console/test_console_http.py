@@ -4,6 +4,7 @@ the cluster) and that an ACL cluster works once the console has an account."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -11,9 +12,11 @@ import sys
 import threading
 
 import pytest
+import trio
 
 from remoting.message import create_offset_msg_id
 from tests.console.consolekit import fetch, start_cluster, start_console
+from tests.consumekit import consume_until
 from tests.integration.aclkit import ADMIN, acl_home
 
 
@@ -71,6 +74,39 @@ def test_a_form_this_console_did_not_serve_is_refused(processes, cluster) -> Non
     made = fetch(console.port, "/topics/change", {**form, "csrf": token})
     assert made.status == 303 and made.location.startswith("/topic?topic=Forged")
     assert "Forged" in topics_of(ns)
+
+
+def test_an_offset_reset_in_the_page_rewinds_the_group_once_its_name_is_typed(
+    processes, cluster
+) -> None:
+    ns = cluster.namesrv.addr
+    assert (
+        mqadmin(
+            ns, "updateTopic", "-c", "TestCluster", "-t", "Rewind", "-r", "1", "-w", "1"
+        ).returncode
+        == 0
+    )
+    for i in range(5):
+        assert mqadmin(ns, "sendMessage", "-t", "Rewind", "-p", f"m{i}").returncode == 0
+    trio.run(consume_until, ns, "Rewinder", "Rewind", lambda got: len(got) >= 5)
+
+    def lag() -> int:
+        done = mqadmin(ns, "consumerProgress", "-g", "Rewinder", "-t", "Rewind", "--json")
+        assert done.returncode == 0, done.stderr
+        return sum(row[5] for row in json.loads(done.stdout)["rows"])
+
+    assert lag() == 0
+    console = start_console(processes, ns)
+    token = fetch(console.port, "/group?group=Rewinder").token
+    form = {"group": "Rewinder", "topic": "Rewind", "timestamp": "0", "csrf": token}
+    refused = fetch(console.port, "/group/reset-offset", {**form, "confirm": "rewinder"})
+    assert refused.status == 400 and refused.error.startswith("confirm: type the group's name")
+    assert lag() == 0
+    reset = fetch(console.port, "/group/reset-offset", {**form, "confirm": "Rewinder"})
+    assert reset.status == 303 and reset.location.startswith("/group?group=Rewinder&done=")
+    assert lag() == 5
+    page = fetch(console.port, "/group?group=Rewinder")
+    assert re.search(r'id="total-lag">5<', page.text), page.text
 
 
 def test_bad_input_is_one_line_naming_the_field(processes, cluster) -> None:

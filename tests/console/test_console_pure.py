@@ -20,6 +20,7 @@ from console.forms import (
 )
 from console.history import History
 from console.pages.cluster import broker_row, ha_lines, put_tps_text
+from console.pages.groups import subscription_rows
 from console.pages.topics import route_shows
 from remoting.body import (
     BrokerData,
@@ -249,3 +250,17 @@ def test_a_changed_topic_is_awaited_until_its_route_has_the_new_queues_on_each_b
     assert not route_shows(route(("a", 8)), ["h:1", "h:2"], config)  # b not registered yet
     assert not route_shows(route(("a", 8), ("b", 4)), ["h:1", "h:2"], config)  # b's old queues
     assert route_shows(route(("a", 8)), ["h:1"], config)  # perm 4 (a read-only broker) is fine
+
+
+def test_members_that_subscribe_differently_are_flagged_per_topic() -> None:
+    rows, inconsistent = subscription_rows(
+        {"c1": {"Orders": "*", "Audit": "a"}, "c2": {"Orders": "TagA"}, "c3": {"Orders": "*"}}
+    )
+    assert inconsistent
+    assert rows == [
+        ("Audit", {"c1": "a", "c2": "(none)", "c3": "(none)"}, True),  # c2, c3 lack the topic
+        ("Orders", {"c1": "*", "c2": "TagA", "c3": "*"}, True),
+    ]
+    rows, inconsistent = subscription_rows({"c1": {"Orders": "*"}, "c2": {"Orders": "*"}})
+    assert not inconsistent and rows == [("Orders", {"c1": "*", "c2": "*"}, False)]
+    assert subscription_rows({}) == ([], False)
