@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from client.admin import AdminClient
 from client.errors import MQClientError, sole_exception
-from console.forms import BadInput, Values, parse_form
+from console.forms import MAX_FORM_BYTES, BadInput, Values, parse_form
 from console.history import History
 from remoting.errors import RemotingError, RemotingTimeoutError
 
@@ -112,8 +112,6 @@ async def form_values(console: Console, request: Request) -> Values:
 
 
 async def _body(request: Request) -> bytes:
-    from console.forms import MAX_FORM_BYTES
-
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

@@ -12,6 +12,7 @@ import trio
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from client.mqadmin import args as A
 from console.app import CLUSTER_ERRORS, Console, form_values, render
 from console.calls import each
 from console.forms import TOPIC_KINDS, TopicChange, TopicDelete, Values
@@ -98,8 +99,6 @@ async def topics_page(console: Console, request: Request) -> Response:
 
 
 async def topic_page(console: Console, request: Request) -> Response:
-    from client.mqadmin import args as A
-
     topic = Values(request.query_params).get("topic", A.topic)
     admin = console.admin
     route = await admin.topic_route(topic)
