@@ -10,10 +10,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import trio
 
+from client.consumer import ConsumeStatus
+from client.sync import SyncPushConsumer
 from remoting.message import create_offset_msg_id
 from tests.console.consolekit import fetch, start_cluster, start_console
 from tests.consumekit import consume_until
@@ -107,6 +110,34 @@ def test_an_offset_reset_in_the_page_rewinds_the_group_once_its_name_is_typed(
     assert lag() == 5
     page = fetch(console.port, "/group?group=Rewinder")
     assert re.search(r'id="total-lag">5<', page.text), page.text
+
+
+def test_members_subscribing_differently_are_flagged_on_the_group_page(processes, cluster) -> None:
+    ns = cluster.namesrv.addr
+    assert mqadmin(ns, "updateTopic", "-c", "TestCluster", "-t", "Split").returncode == 0
+    console = start_console(processes, ns)
+
+    def listener(msgs) -> ConsumeStatus:
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    def member(name: str, expression: str) -> SyncPushConsumer:
+        return SyncPushConsumer(
+            ns, "Splitters", listener, {"Split": expression}, instance_name=name
+        )
+
+    with member("all", "*"), member("tagged", "TagA || TagB"):
+        deadline = time.monotonic() + 60
+        while True:  # both members' heartbeats reached the broker
+            page = fetch(console.port, "/group?group=Splitters")
+            if "@all<" in page.text and "@tagged<" in page.text:
+                break
+            assert time.monotonic() < deadline, page.error or page.text[-2000:]
+            time.sleep(0.2)
+    assert 'id="inconsistent"' in page.text
+    row = re.search(r'<tr class="problem"><td>Split</td>(.*?)</tr>', page.text)
+    assert row, page.text
+    assert "<td>*</td>" in row.group(1) and "<td>TagA || TagB</td>" in row.group(1)
+    assert "DIFFERS" in row.group(1)
 
 
 def test_bad_input_is_one_line_naming_the_field(processes, cluster) -> None:
