@@ -155,7 +155,7 @@ async def group_page(console: Console, request: Request) -> Response:
         for mq in info.mq_table
     }
     retry, dlq = K.retry_topic(group), K.dlq_topic(group)
-    depths = await each([retry, dlq], admin.topic_stats)
+    dead = await each([dlq], admin.topic_stats)
     topics = sorted({q.mq.topic for q in queues} | {t for s in subscriptions.values() for t in s})
     chart = line_chart(
         f"Lag of {group}",
@@ -182,8 +182,10 @@ async def group_page(console: Console, request: Request) -> Response:
         owners=owners,
         retry_topic=retry,
         dlq_topic=dlq,
-        retry_depth=depth(depths[retry]),
-        dlq_depth=depth(depths[dlq]),
+        # as rocketmq-exporter's group_retrydiff and group_dlqdiff: what the group has yet
+        # to consume of its retry topic, and every dead letter held (nobody consumes them)
+        retry_depth=sum(q.messages for q in queues if q.mq.topic == retry),
+        dlq_depth=depth(dead[dlq]),
         topics=[t for t in topics if not t.startswith(K.RETRY_GROUP_TOPIC_PREFIX)],
         chart=chart,
         version_desc=version_desc,

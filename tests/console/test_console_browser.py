@@ -7,6 +7,7 @@ read-only console offers no change. Each test saves its screenshots under its tm
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ from client.message import Message
 from client.sync import SyncProducer, SyncPushConsumer
 from remoting.body import ConsumeFromWhere
 from tests.console.browserkit import browser_page, chromium_or_skip, screenshot
-from tests.console.consolekit import Cluster, start_cluster, start_console
+from tests.console.consolekit import Cluster, fetch, start_cluster, start_console
 from tests.harness import ProcessPool, ServerProcess
 
 
@@ -223,6 +224,17 @@ def test_a_dead_letter_resent_from_its_page_is_consumed_again(live: Live, tmp_pa
         assert redelivered.wait(60)
     [again] = delivered
     assert (again.topic, again.keys, again.body) == ("Poison", "doomed", b'{"order": 42}')
+
+    def depths() -> tuple[str, str] | None:
+        # the group has consumed its retry topic (two messages went through it: the first
+        # send-back and the resend); the dead letter stays held in %DLQ%CG-poison
+        text = fetch(live.console.port, "/group?group=CG-poison").text
+        shown = tuple(
+            re.search(rf'id="{n}-depth"[^>]*>(\d+)<', text).group(1) for n in ("retry", "dlq")
+        )
+        return shown if shown == ("0", "1") else None
+
+    wait_for(depths, "retry depth 0 and one dead letter on CG-poison's page")
 
 
 def test_a_read_only_console_offers_no_change(live: Live, tmp_path: Path) -> None:
