@@ -4,6 +4,8 @@ Start order: managers and the store are loaded (recovery first), then the store'
 HA, the schedule service, the remoting servers (``listenPort`` and the VIP port
 ``listenPort - 2``), registration with every NameServer (broker/namesrv_registrar.py), the
 periodic jobs (broker/housekeeping.py) and, on a slave, the config sync (broker/slave/).
+What the broker tells clients unasked is broker/broker2client.py; GET_BROKER_RUNTIME_INFO's
+table is broker/runtime_info.py.
 Shutdown runs the other way: stop accepting, answer held pulls, unregister, persist, flush and
 close. What the services do lives in their modules; this one only wires them.
 """
@@ -18,6 +20,7 @@ import trio
 
 from acl.hook import AclHook
 from broker.access import StoredTopics, broker_credentials, load_acl, warn_if_open
+from broker.broker2client import Broker2Client
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.ha.client import HAClient
@@ -57,7 +60,6 @@ from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
 from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, partial_frames_budget
 
@@ -88,7 +90,55 @@ class BrokerController:
         self.clock = clock
         self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)
         self.ha = HaState(ha_master_addr=store_config.ha_master_address)
-        config_dir = store_config.config_dir
+        self._build_config_managers()
+        self.clients = ClientManager(
+            clock=clock,
+            expired_after_ms=config.channel_expired_timeout,
+            on_group_changed=self.broker2client.notify_consumer_ids_changed,
+        )
+        self.locks = RebalanceLockManager(clock, config.rebalance_lock_max_live_time)
+        self.store = DefaultMessageStore(
+            store_config,
+            store_host=(config.broker_ip1, config.listen_port),
+            arrival_listener=self._on_arrival,
+        )
+        self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
+        self.persist = ConfigPersistService(
+            config, (self.offsets, self.delay_offsets, self.topics, self.groups)
+        )
+        self.housekeeping = ClientHousekeepingService(self.clients, self.stats, clock)
+        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
+        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
+        self._build_ha()
+        self.schedule = ScheduleMessageService(
+            self.store,
+            self.delay_offsets,
+            parse_delay_levels(store_config.message_delay_level),
+            clock=clock,
+        )
+        self.acl = load_acl(config)
+        self.credentials = broker_credentials(config)
+        self._build_servers()
+        self.runtime_info = BrokerRuntimeInfo(  # GET_BROKER_RUNTIME_INFO
+            store=self.store,
+            store_config=store_config,
+            pull_hold=self.pull_hold,
+            ha=self.ha,
+            ha_service=self.ha_service,
+            ha_client=self.ha_client,
+            boot_timestamp=clock(),
+        )
+        self._stop = trio.Event()
+        self.port: int | None = None
+        self.ha_port: int | None = None
+
+    # ------------------------------------------------------------------------ wiring
+
+    def _build_config_managers(self) -> None:
+        """The JSON-kept tables (topics, offsets, groups, delay offsets), in the store's config
+        folder as RocketMQ keeps them."""
+        config, config_dir = self.config, self.store_config.config_dir
         self.topics = TopicConfigManager(
             JsonConfigFile(config_dir / "topics.json"),
             cluster_name=config.broker_cluster_name,
@@ -106,72 +156,41 @@ class BrokerController:
             auto_create=config.auto_create_subscription_group,
         )
         self.delay_offsets = DelayOffsetTable(JsonConfigFile(config_dir / "delayOffset.json"))
-        self.clients = ClientManager(
-            clock=clock,
-            expired_after_ms=config.channel_expired_timeout,
-            on_group_changed=self.notify_consumer_ids_changed,
-        )
-        self.locks = RebalanceLockManager(clock, config.rebalance_lock_max_live_time)
-        self.store = DefaultMessageStore(
-            store_config,
-            store_host=(config.broker_ip1, config.listen_port),
-            arrival_listener=self._on_arrival,
-        )
-        self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
-        self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
-        self.persist = ConfigPersistService(
-            config, (self.offsets, self.delay_offsets, self.topics, self.groups)
-        )
-        self.housekeeping = ClientHousekeepingService(self.clients, self.stats, clock)
-        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
-        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
+        self.broker2client = Broker2Client(config, self.groups)
+
+    def _build_ha(self) -> None:
+        """A slave's HA client (it follows the master registration names), or a master's HA
+        service (slaves connect to it; SYNC_MASTER sends wait on it)."""
+        store_config = self.store_config
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
         if store_config.broker_role is BrokerRole.SLAVE:
             self.ha_client = HAClient(
                 self.store, store_config, self.ha, ssl_context=self.tls.ha_client
             )
-        else:
-            self.ha_service = HAService(
-                self.store,
-                store_config,
-                self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
-                store_config.ha_listen_port,
-                tls=self.tls.ha_server,
-            )
-            self.store.put_listener = self.ha_service.notify_new_data
-        self.schedule = ScheduleMessageService(
+            return
+        self.ha_service = HAService(
             self.store,
-            self.delay_offsets,
-            parse_delay_levels(store_config.message_delay_level),
-            clock=clock,
+            store_config,
+            self.bind_host,
+            store_config.ha_listen_port,
+            tls=self.tls.ha_server,
         )
-        self.acl = load_acl(config)
-        self.credentials = broker_credentials(config)
+        self.store.put_listener = self.ha_service.notify_new_data
+
+    def _build_servers(self) -> None:
+        """The processors the two ports share, and the ports: ``listenPort`` and RocketMQ's VIP
+        channel at ``listenPort - 2`` (clients with vipChannelEnabled dial it)."""
+        config = self.config
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
         # The main and VIP ports' connections hold partial frames against one limit.
         self._partial_frames = partial_frames_budget(config.server_partial_frames_max_bytes)
         self.server = self._server("broker", config.listen_port)
-        # RocketMQ's VIP channel: clients with vipChannelEnabled dial listenPort - 2.
         self.vip_server = (
             self._server("broker-vip", config.listen_port - 2) if config.listen_port > 2 else None
         )
-        self.runtime_info = BrokerRuntimeInfo(  # GET_BROKER_RUNTIME_INFO
-            store=self.store,
-            store_config=store_config,
-            pull_hold=self.pull_hold,
-            ha=self.ha,
-            ha_service=self.ha_service,
-            ha_client=self.ha_client,
-            boot_timestamp=clock(),
-        )
-        self._stop = trio.Event()
-        self.port: int | None = None
-        self.ha_port: int | None = None
-
-    # ------------------------------------------------------------------------ wiring
 
     def _server(self, name: str, port: int) -> RemotingServer:
         server = RemotingServer(
@@ -222,18 +241,6 @@ class BrokerController:
 
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
-
-    def notify_consumer_ids_changed(self, group: str, channels: list[object]) -> None:
-        if not self.config.notify_consumer_ids_changed_enable:
-            return
-        config = self.groups.table.get(group)
-        if config is not None and not config.notify_consumer_ids_changed_enable:
-            return
-        for channel in channels:
-            request = RemotingCommand.request(
-                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
-            )
-            channel.send_nowait(request)  # type: ignore[attr-defined]
 
     @property
     def is_slave(self) -> bool:
