@@ -20,13 +20,13 @@ from typing import Any
 import attrs
 import msgpack
 
-from broker.store.checkpoint import StoreLock
+from broker.store.checkpoint import StoreCheckpoint, StoreLock
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_file import read_header
 from broker.store.layout import INDEX_HEADER
 from broker.store.mapped_file_queue import MappedFileQueue
-from broker.store.recovery import scan_commit_log
+from broker.store.recovery import abnormal_start_index, scan_commit_log
 
 CHUNK = 1 << 20
 
@@ -97,10 +97,23 @@ def _config(
     return attrs.evolve(store_config, **overrides)
 
 
+def _safe_timestamp(config: MessageStoreConfig) -> int:
+    """The checkpoint's safe recovery point, 0 (scan everything) without a checkpoint."""
+    if not config.checkpoint_path.is_file():
+        return 0
+    checkpoint = StoreCheckpoint(config.checkpoint_path)
+    checkpoint.load()
+    try:
+        return checkpoint.min_timestamp(index_safe=config.message_index_safe)
+    finally:
+        checkpoint.close()  # writes back the same three values
+
+
 @attrs.define
 class CommitLogFiles:
-    """The CommitLog's segments and the end of its valid records, found as the broker's start
-    finds it after a clean stop (a scan from the third-last segment, recovery.py)."""
+    """The CommitLog's segments and the end of its valid records, found as the broker's next
+    start will find it (recovery.py): after a clean stop a scan from the third-last segment,
+    after a crash (the abort file is there) from the checkpoint's safe point."""
 
     queue: MappedFileQueue
     valid_end: int
@@ -110,12 +123,10 @@ class CommitLogFiles:
         queue = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log)
         queue.load()
         segments = [(mapped.start_offset, mapped.view) for mapped in queue.files]
-        report = scan_commit_log(
-            segments,
-            max(0, len(segments) - 3),
-            mode="normal",
-            check_crc=config.check_crc_on_recover,
-        )
+        start, mode = max(0, len(segments) - 3), "normal"
+        if config.abort_path.exists():
+            start, mode = abnormal_start_index(segments, _safe_timestamp(config)), "abnormal"
+        report = scan_commit_log(segments, start, mode=mode, check_crc=config.check_crc_on_recover)
         return cls(queue, report.valid_end)
 
     def holds(self, offset: int, chunk: bytes) -> bool:

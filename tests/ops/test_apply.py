@@ -103,6 +103,26 @@ def test_a_diverged_slave_once_started_has_the_masters_queues_and_keys(
     assert apply_bundle(slave, tmp_path / "bundle")["changed"] is False  # applied already
 
 
+def test_a_crashed_slave_is_read_as_its_next_start_reads_it(master, offsets, tmp_path) -> None:
+    """With the abort file there, the log's end is found from the checkpoint's safe point, as
+    the slave's abnormal recovery will find it."""
+    slave = tmp_path / "slave"
+    copy_store(master, slave)
+    diverge_slave(slave, offsets[500], extra=3)
+    (slave / "abort").touch()
+    end = bundle_from(master, offsets[500], tmp_path / "bundle")
+    before = snapshot(slave)
+    assert apply_bundle(slave, tmp_path / "bundle", dry_run=True)["wouldCut"] > 0
+    assert snapshot(slave) == before
+    assert apply_bundle(slave, tmp_path / "bundle")["after"] == end
+    repaired = started(slave)
+    try:
+        assert repaired.max_phys_offset == end
+        assert repaired.index_service.query("Topic0", "x0", 32, 0, 2**62)[0] == []
+    finally:
+        repaired.shutdown()
+
+
 def test_index_files_below_the_cut_are_kept_whatever_their_size(master, offsets, tmp_path) -> None:
     """Without --broker-conf the index's slot and entry counts are unknown (these files are
     smaller than the default's): a file that holds nothing at or past the cut stays as it is."""
