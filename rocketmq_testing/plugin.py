@@ -1,0 +1,151 @@
+"""The pytest plugin (entry point ``pytest11: rocketmq``): real RocketMQ clusters as fixtures.
+
+- ``rocketmq_cluster``: a cluster for one test (layout and broker.conf keys from the
+  ``@pytest.mark.rocketmq(layout=..., broker_conf={...})`` marker), stopped after it;
+- ``rocketmq_cluster_factory``: ``factory(layout="single", broker_conf=None)``, as many as the
+  test wants, each stopped after it;
+- ``rocketmq_cluster_session``: one cluster for the whole run, seen by each test with names of
+  its own (rocketmq_testing/views.py);
+- ``rocketmq_cluster_trio``: ``rocketmq_cluster`` for Trio tests (pytest-trio), its calls
+  awaited.
+
+A cluster's directory sits in the test's ``tmp_path``; it is deleted when the test passed and
+kept (logs, configs, stores) when it failed. Every teardown stops what it started, failing test
+or not; an interrupted run stops the rest at exit, and a server whose test process died stops
+itself (rocketmq_testing/spawn.py). Imports stay inside the fixtures: a pytest run that uses
+none of them pays nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from rocketmq_testing.cluster import RocketMQCluster
+    from rocketmq_testing.server import SparePool
+    from rocketmq_testing.views import SessionCluster, TrioCluster
+
+Factory = Callable[..., "RocketMQCluster"]
+_FAILED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rocketmq", "RocketMQ test clusters (rocketmq_testing)")
+    group.addoption(
+        "--rocketmq-no-spares",
+        action="store_true",
+        help="start every server process when its cluster starts, rather than taking one "
+        "spawned (and imported) in advance; spares inherit the environment of their spawn",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "rocketmq(layout='single', broker_conf=None): the layout (single, pair, pair-sync, "
+        "2m-2s-async, 2m-2s-sync) and broker.conf keys of the rocketmq_cluster fixture",
+    )
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+@pytest.fixture(scope="session")
+def rocketmq_spares(request: pytest.FixtureRequest) -> Iterator[SparePool | None]:
+    """Server processes spawned ahead of the clusters that will use them (None: off)."""
+    if request.config.getoption("rocketmq_no_spares"):
+        yield None
+        return
+    from rocketmq_testing.server import SparePool
+
+    pool = SparePool()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def rocketmq_cluster_factory(
+    request: pytest.FixtureRequest, tmp_path: Path, rocketmq_spares: SparePool | None
+) -> Iterator[Factory]:
+    from rocketmq_testing.cluster import RocketMQCluster
+
+    started: list[RocketMQCluster] = []
+
+    def factory(
+        layout: str = "single", broker_conf: Mapping[str, object] | None = None
+    ) -> RocketMQCluster:
+        base = tmp_path / f"rocketmq-{len(started)}"
+        cluster = RocketMQCluster.start(base, layout, broker_conf, spares=rocketmq_spares)
+        started.append(cluster)
+        return cluster
+
+    try:
+        yield factory
+    finally:
+        keep = request.node.stash.get(_FAILED, False)
+        for cluster in reversed(started):
+            cluster.stop(remove_files=not keep)
+
+
+def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("rocketmq")
+    if marker is None:
+        return {}
+    if marker.args:
+        raise pytest.UsageError("@pytest.mark.rocketmq takes keywords: layout=, broker_conf=")
+    return dict(marker.kwargs)
+
+
+@pytest.fixture
+def rocketmq_cluster(
+    request: pytest.FixtureRequest, rocketmq_cluster_factory: Factory
+) -> RocketMQCluster:
+    return rocketmq_cluster_factory(**_marker_kwargs(request))
+
+
+@pytest.fixture(scope="session")
+def _rocketmq_shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, rocketmq_spares: SparePool | None
+) -> Iterator[RocketMQCluster]:
+    from rocketmq_testing.cluster import RocketMQCluster
+
+    cluster = RocketMQCluster.start(
+        tmp_path_factory.mktemp("rocketmq-session"), spares=rocketmq_spares
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def rocketmq_cluster_session(_rocketmq_shared_cluster: RocketMQCluster) -> SessionCluster:
+    from rocketmq_testing.views import SessionCluster
+
+    return SessionCluster(_rocketmq_shared_cluster)
+
+
+@pytest.fixture
+async def rocketmq_cluster_trio(
+    request: pytest.FixtureRequest, rocketmq_cluster_factory: Factory
+) -> AsyncIterator[TrioCluster]:
+    import functools
+
+    import trio
+
+    from rocketmq_testing.views import TrioCluster
+
+    start = functools.partial(rocketmq_cluster_factory, **_marker_kwargs(request))
+    cluster = await trio.to_thread.run_sync(start)
+    async with TrioCluster.open(cluster) as trio_cluster:
+        yield trio_cluster
