@@ -203,6 +203,10 @@ class RocketMQCluster:
         known = ", ".join(p.name for p in self._plans.values() if p.kind == "broker")
         raise ClusterError(f"no broker {name!r} in this cluster (brokers: {known})")
 
+    def pids(self) -> set[int]:
+        """Every server process this cluster runs or ran (restarts included: the current one)."""
+        return {server.pid for server in self._servers.values()}
+
     def pid(self, name: str) -> int:
         return self._servers[self._broker_plan(name).name].pid
 

@@ -104,8 +104,12 @@ class ServerProcess:
 
     def wait_ready(self, timeout_s: float = READ_TIMEOUT_S) -> int:
         """The port it serves on, once it said READY."""
-        if self._ready.wait(timeout_s) and self.port is not None:
+        ended = self._ready.wait(timeout_s)
+        if ended and self.port is not None:
             return self.port
+        if ended:  # its output closed: it is exiting, and its code tells how
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(KILL_WAIT_S)
         code = self.proc.poll()
         self.kill()
         tail = self.log_tail()
