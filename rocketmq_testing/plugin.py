@@ -58,19 +58,46 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture(scope="session")
-def rocketmq_spares(request: pytest.FixtureRequest) -> Iterator[SparePool | None]:
-    """Server processes spawned ahead of the clusters that will use them (None: off)."""
-    if request.config.getoption("rocketmq_no_spares"):
-        yield None
-        return
-    from rocketmq_testing.server import SparePool
+_POOL = pytest.StashKey["SparePool | None"]()
+FIXTURES = frozenset(
+    {
+        "rocketmq_cluster",
+        "rocketmq_cluster_factory",
+        "rocketmq_cluster_session",
+        "rocketmq_cluster_trio",
+    }
+)
 
-    pool = SparePool()
-    try:
-        yield pool
-    finally:
+
+def _pool(config: pytest.Config) -> SparePool | None:
+    if config.getoption("rocketmq_no_spares"):
+        return None
+    if _POOL not in config.stash:
+        from rocketmq_testing.server import SparePool
+
+        config.stash[_POOL] = SparePool()
+    return config.stash[_POOL]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When a collected test uses a cluster, the first one's processes start importing now,
+    while pytest sets up and runs the tests before it."""
+    if any(FIXTURES & set(getattr(item, "fixturenames", ())) for item in session.items):
+        pool = _pool(session.config)
+        if pool is not None:
+            pool.refill(["namesrv", "broker"])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pool = config.stash.get(_POOL, None)
+    if pool is not None:
         pool.close()
+
+
+@pytest.fixture(scope="session")
+def rocketmq_spares(request: pytest.FixtureRequest) -> SparePool | None:
+    """Server processes spawned ahead of the clusters that will use them (None: off)."""
+    return _pool(request.config)
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ class ServerProcess:
         self.port: int | None = None
         self.paused = False
         self._ready = threading.Event()
+        self.imported = threading.Event()  # past its imports: starts in a fraction of a second
         self._log: BinaryIO | None = None
         self._early: list[bytes] = []  # what it printed before it had a log (import warnings)
         self._log_lock = threading.Lock()
@@ -84,6 +85,8 @@ class ServerProcess:
                 else:
                     self._log.write(line)
                     self._log.flush()
+            if line.startswith(b"IMPORTED"):
+                self.imported.set()
             match = READY.match(line)
             if match and not self._ready.is_set():
                 self.port = int(match.group(1))
@@ -92,6 +95,7 @@ class ServerProcess:
             if self._log is not None:
                 self._log.close()
         self._ready.set()  # it ended: wake the waiter either way
+        self.imported.set()
 
     def launch(self, argv: Sequence[str]) -> None:
         """Hands the spawned process its command line; it starts serving from there."""
@@ -200,6 +204,12 @@ class SparePool:
             for kind in set(kinds):
                 have = self._spares.setdefault(kind, [])
                 have += [ServerProcess(kind) for _ in range(kinds.count(kind) - len(have))]
+
+    def wait_warm(self, timeout_s: float = 60.0) -> bool:
+        """Until every spare is past its imports (benchmarks; a test never needs to wait)."""
+        with self._lock:
+            spares = [server for group in self._spares.values() for server in group]
+        return all(server.imported.wait(timeout_s) for server in spares)
 
     def close(self) -> None:
         with self._lock:

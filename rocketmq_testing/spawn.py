@@ -19,6 +19,7 @@ import threading
 import time
 
 PROGRAMS = {"broker": "broker.__main__", "namesrv": "namesrv.__main__"}
+IMPORTED = "IMPORTED"
 PARENT_POLL_S = 0.5
 STOP_GRACE_S = 10.0
 
@@ -51,6 +52,7 @@ def main(args: list[str]) -> int:
         return 2
     watch_parent(os.getppid())
     program = importlib.import_module(PROGRAMS[args[0]])
+    print(IMPORTED, flush=True)  # a spare is warm from here (rocketmq_testing/server.py)
     argv = read_argv(sys.stdin.readline())
     if argv is None:
         return 0  # nothing to run: the cluster stopped before it needed this process
