@@ -1,6 +1,7 @@
 """Failure injection through the plugin, in a scratch project run in a subprocess: a crash
-that loses consumer offsets means redelivery after the restart; a paused slave holds a
-SYNC_MASTER's sends until it resumes."""
+that loses consumer offsets means redelivery after the restart; a crash mid-send loses no
+acknowledged message; a paused slave holds a SYNC_MASTER's sends until it resumes. These are
+the recipes of docs/testing.md."""
 
 from __future__ import annotations
 
@@ -79,6 +80,37 @@ def test_a_paused_slave_holds_sync_master_sends(rocketmq_cluster):
     assert len(cluster.messages(topic)) == 3  # the master stored the held one too
 
 
+def test_every_acknowledged_send_survives_a_crash_mid_send(rocketmq_cluster):
+    from client.errors import MQClientError
+    from remoting.errors import RemotingError
+
+    cluster = rocketmq_cluster
+    topic = cluster.create_topic("MidSend", queues=2)
+    acked, halfway = [], threading.Event()
+
+    def produce():
+        with SyncProducer(cluster.namesrv_addr, "PG") as producer:
+            for i in range(200):
+                try:
+                    producer.send(Message(topic, b"m", keys=f"k{i}"))
+                except (MQClientError, RemotingError, OSError):
+                    continue  # the broker is down: this one was never acknowledged
+                acked.append(f"k{i}")
+                if len(acked) == 50:
+                    halfway.set()
+
+    sender = threading.Thread(target=produce)
+    sender.start()
+    assert halfway.wait(60)
+    cluster.kill_broker("broker-a")
+    cluster.restart_broker("broker-a")
+    sender.join(120)
+    assert not sender.is_alive()
+    stored = {m.keys for m in cluster.messages(topic)}
+    assert set(acked) <= stored
+    assert len(acked) > 50  # sends went on after the restart
+
+
 @pytest.mark.rocketmq(layout="pair")
 def test_a_paused_slave_left_paused_is_still_stopped(rocketmq_cluster):
     rocketmq_cluster.pause_broker("broker-a-s")  # the teardown resumes it before SIGTERM
@@ -88,5 +120,5 @@ def test_a_paused_slave_left_paused_is_still_stopped(rocketmq_cluster):
 def test_kill_restart_and_pause_in_a_scratch_project(pytester: pytest.Pytester, monkeypatch):
     tag = tag_run(monkeypatch)
     result = run_project(pytester, PROJECT)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     assert leftover_servers(tag) == []
