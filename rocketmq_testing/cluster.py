@@ -22,17 +22,14 @@ from typing import Any, TypeVar
 import attrs
 
 from rocketmq_testing import layouts, ports, wire
+from rocketmq_testing.errors import ClusterError, ServerStartError
 from rocketmq_testing.layouts import ProcessPlan
-from rocketmq_testing.server import ServerProcess, ServerStartError, SparePool
+from rocketmq_testing.server import ServerProcess, SparePool
 
 T = TypeVar("T")
 START_TIMEOUT_S = 60.0
 SYNC_TIMEOUT_S = 60.0
 PORT_ATTEMPTS = 5
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not do what was asked; the message says why (and shows the log)."""
 
 
 @attrs.frozen
@@ -148,7 +145,7 @@ class RocketMQCluster:
                 return
             except ServerStartError as exc:
                 if not exc.address_in_use or attempt == PORT_ATTEMPTS - 1:
-                    raise ClusterError(str(exc)) from None
+                    raise
             del self._addrs[plan.name]
             self._respawn(plan.name)
             self._launch(plan, self._broker_conf(plan))
@@ -232,7 +229,8 @@ class RocketMQCluster:
         except ServerStartError as exc:
             hint = " (another program took its port meanwhile)" if exc.address_in_use else ""
             raise ClusterError(f"restart of {plan.name} failed{hint}: {exc}") from None
-        if plan.broker_id != 0 and self._servers[self._master_of(plan).name].alive():
+        master = self._servers[self._master_of(plan).name]
+        if plan.broker_id != 0 and master.alive() and not master.paused:
             self._wait_in_sync([plan])
 
     def pause_broker(self, name: str) -> None:
@@ -264,20 +262,20 @@ class RocketMQCluster:
     def delete_topic(self, name: str) -> None:
         self._call(wire.delete_topic, self.cluster_name, name)
 
-    def reader_addrs(self) -> list[str]:
-        """Per brokerName the broker to read from: its master, or a slave while the master is
-        down or paused."""
+    def readers(self) -> list[tuple[str, str]]:
+        """(brokerName, address) of the broker to read each brokerName from: its master, or a
+        slave while the master is down or paused."""
         out: dict[str, str] = {}
         for info in sorted(self.brokers, key=lambda b: b.broker_id):
             server = self._servers[info.name]
             if info.broker_name not in out and server.alive() and not server.paused:
                 out[info.broker_name] = info.addr
-        return list(out.values())
+        return list(out.items())
 
     def messages(self, topic: str) -> list[Any]:
         """What the store holds for ``topic``, decoded (``remoting.message.MessageExt``: body,
         tags, keys, properties, queue_id, queue_offset, msg_id, reconsume_times, ...)."""
-        return self._call(wire.messages, topic, self.reader_addrs())
+        return self._call(wire.messages, topic, self.readers())
 
     def consumer_offsets(self, group: str) -> dict[Any, int]:
         """``MessageQueue(topic, broker_name, queue_id)`` -> the group's committed offset."""

@@ -19,19 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+from rocketmq_testing.errors import ServerStartError
+
 READY = re.compile(rb"^READY\b.*\bport=(\d+)")
 ADDRESS_IN_USE = re.compile(r"Address already in use|\[Errno 98\]")
 STOP_GRACE_S = 15.0
 KILL_WAIT_S = 10.0
 READ_TIMEOUT_S = 60.0
-
-
-class ServerStartError(RuntimeError):
-    """A server exited or stayed silent while starting; the message ends with its last lines."""
-
-    def __init__(self, message: str, *, address_in_use: bool = False) -> None:
-        super().__init__(message)
-        self.address_in_use = address_in_use
 
 
 class ServerProcess:

@@ -86,7 +86,7 @@ class TrioCluster:
         await wire.delete_topic(self._admin, self.cluster.cluster_name, name)
 
     async def messages(self, topic: str) -> list[Any]:
-        return await wire.messages(self._admin, topic, self.cluster.reader_addrs())
+        return await wire.messages(self._admin, topic, self.cluster.readers())
 
     async def consumer_offsets(self, group: str) -> dict[Any, int]:
         return await wire.consumer_offsets(self._admin, group)

@@ -69,30 +69,53 @@ async def delete_topic(admin: AdminClient, cluster: str, topic: str) -> None:
     await admin.delete_topic(topic, cluster)
 
 
-async def messages(admin: AdminClient, topic: str, addrs: Iterable[str]) -> list[codec.MessageExt]:
-    """Every message of ``topic`` the brokers at ``addrs`` hold (one address per brokerName:
-    its master, or a slave when the master is down), in (broker, queue, queue offset) order."""
+async def messages(
+    admin: AdminClient, topic: str, readers: Iterable[tuple[str, str]]
+) -> list[codec.MessageExt]:
+    """Every message of ``topic`` the brokers hold, reading from one broker per brokerName
+    (``readers``: (brokerName, address), its master or a slave while the master is down), in
+    (broker, queue, queue offset) order."""
     out: list[codec.MessageExt] = []
-    for addr in addrs:
-        response = await admin.instance.invoke(
-            addr, admin.instance.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}), 5
-        )
-        if response.code == ResponseCode.TOPIC_NOT_EXIST:
-            continue
-        if response.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(response.code, response.remark, addr)
-        table = decode_body(TopicStatsTable, response.body).offset_table
-        for mq in sorted(table):
-            span = table[mq]
-            out += await _read_queue(admin, addr, mq, span.min_offset, span.max_offset)
+    for broker_name, addr in readers:
+        for mq, first, end in await _queue_spans(admin, topic, broker_name, addr):
+            out += await _read_queue(admin, addr, mq, first, end)
     return out
 
 
+async def _queue_spans(
+    admin: AdminClient, topic: str, broker_name: str, addr: str
+) -> list[tuple[MessageQueue, int, int | None]]:
+    """(queue, first offset, end offset) of the topic on one broker. A slave learns topic
+    configs every 10 s: until then its queues come from the route, read until they end."""
+    response = await admin.instance.invoke(
+        addr, admin.instance.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}), 5
+    )
+    if response.code == ResponseCode.SUCCESS:
+        table = decode_body(TopicStatsTable, response.body).offset_table
+        return [(mq, table[mq].min_offset, table[mq].max_offset) for mq in sorted(table)]
+    if response.code != ResponseCode.TOPIC_NOT_EXIST:
+        raise MQBrokerError(response.code, response.remark, addr)
+    route = await admin.instance.fetch_route(topic)
+    queues = max(
+        (
+            q.read_queue_nums
+            for q in (route.queue_datas if route else [])
+            if q.broker_name == broker_name
+        ),
+        default=0,
+    )
+    return [
+        (MessageQueue(topic=topic, broker_name=broker_name, queue_id=i), 0, None)
+        for i in range(queues)
+    ]
+
+
 async def _read_queue(
-    admin: AdminClient, addr: str, mq: MessageQueue, queue_offset: int, max_offset: int
+    admin: AdminClient, addr: str, mq: MessageQueue, queue_offset: int, end: int | None
 ) -> list[codec.MessageExt]:
+    """The queue's messages from ``queue_offset`` to ``end`` (None: until the queue ends)."""
     out: list[codec.MessageExt] = []
-    while queue_offset < max_offset:
+    while end is None or queue_offset < end:
         response = await _pull(admin, addr, mq, queue_offset)
         if response.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
             # autoCreateSubscriptionGroup=false: the reader's group, as an operator adds it
