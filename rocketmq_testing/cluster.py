@@ -286,35 +286,30 @@ class RocketMQCluster:
 
     # ------------------------------------------------------------------ stop
 
-    def stop(self, *, remove_files: bool = True) -> None:
+    def stop(self, *, remove_files: bool = True) -> dict[str, int | None]:
         """Stops every process (brokers first, at once, then NameServers) and, with
-        ``remove_files``, deletes the cluster's directory. Safe to call twice."""
+        ``remove_files``, deletes the cluster's directory. Returns each process's exit code
+        (0: a clean stop; a crash a test caused shows as its signal, -9). Safe to call twice."""
         portal, self._portal = self._portal, None
         if portal is not None:
             portal.close()
         brokers = [s for name, s in self._servers.items() if self._plans[name].kind == "broker"]
         namesrvs = [s for name, s in self._servers.items() if self._plans[name].kind != "broker"]
         for group in (brokers, namesrvs):
-            _stop_together(group)
+            for server in group:
+                server.terminate()
+            for server in group:
+                server.stop()
         _LIVE.discard(self)
         if remove_files:
             shutil.rmtree(self.base_dir, ignore_errors=True)
+        return {name: server.proc.returncode for name, server in self._servers.items()}
 
     def __enter__(self) -> RocketMQCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _stop_together(servers: list[ServerProcess]) -> None:
-    for server in servers:
-        if server.alive():
-            if server.paused:
-                server.send(signal.SIGCONT)
-            server.proc.send_signal(signal.SIGTERM)
-    for server in servers:
-        server.stop()
 
 
 def _port(addr: str) -> int:

@@ -38,6 +38,7 @@ class ServerProcess:
         self.log_path: Path | None = None
         self.port: int | None = None
         self.paused = False
+        self._terminated = False
         self._ready = threading.Event()
         self.imported = threading.Event()  # past its imports: starts in a fraction of a second
         self._log: BinaryIO | None = None
@@ -125,13 +126,19 @@ class ServerProcess:
             self.proc.send_signal(signum)
         self.paused = signum == signal.SIGSTOP or (self.paused and signum != signal.SIGCONT)
 
-    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
-        """SIGTERM (a clean stop), SIGKILL after ``grace_s``; a paused process is resumed first,
-        or it could never act on SIGTERM. Returns the exit code."""
-        if self.alive():
+    def terminate(self) -> None:
+        """SIGTERM, once: a second one could land after the server's handler is gone and end
+        its clean stop half-way. A paused process is resumed first, or it could not act."""
+        if self.alive() and not self._terminated:
             if self.paused:
                 self.send(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
+            self._terminated = True
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> int | None:
+        """A clean stop (``terminate``), SIGKILL after ``grace_s``. Returns the exit code."""
+        self.terminate()
+        if self.alive():
             try:
                 self.proc.wait(grace_s)
             except subprocess.TimeoutExpired:
