@@ -40,6 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="start every server process when its cluster starts, rather than taking one "
         "spawned (and imported) in advance; spares inherit the environment of their spawn",
     )
+    parser.addini(
+        "rocketmq_session_layout",
+        "layout of the rocketmq_cluster_session cluster (default: single)",
+        default="single",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -142,13 +147,15 @@ def rocketmq_cluster(
 
 @pytest.fixture(scope="session")
 def _rocketmq_shared_cluster(
-    tmp_path_factory: pytest.TempPathFactory, rocketmq_spares: SparePool | None
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    rocketmq_spares: SparePool | None,
 ) -> Iterator[RocketMQCluster]:
     from rocketmq_testing.cluster import RocketMQCluster
 
-    cluster = RocketMQCluster.start(
-        tmp_path_factory.mktemp("rocketmq-session"), spares=rocketmq_spares
-    )
+    layout = str(request.config.getini("rocketmq_session_layout"))
+    base = tmp_path_factory.mktemp("rocketmq-session")
+    cluster = RocketMQCluster.start(base, layout, spares=rocketmq_spares)
     try:
         yield cluster
     finally:

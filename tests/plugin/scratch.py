@@ -18,8 +18,10 @@ addopts = -p no:cacheprovider
 """
 
 
-def run_project(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
-    pytester.makeini(INI)
+def run_project(
+    pytester: pytest.Pytester, source: str, *args: str, ini: str = ""
+) -> pytest.RunResult:
+    pytester.makeini(INI + ini)
     pytester.makepyfile(test_scratch=textwrap.dedent(source))
     return pytester.runpytest_subprocess("-v", *args, timeout=240)
 

@@ -34,6 +34,7 @@ def test_first_test_sends_to_its_orders(rocketmq_cluster_session):
 def test_second_test_has_orders_of_its_own(rocketmq_cluster_session):
     cluster = rocketmq_cluster_session
     assert cluster.namesrv_addr == SEEN["addr"]  # the same cluster, started once
+    assert [b.role for b in cluster.brokers] == ["ASYNC_MASTER", "SLAVE"]  # the ini's layout
     topic = cluster.create_topic(cluster.topic("Orders"))
     assert topic != SEEN["topic"] and cluster.group("CG") != SEEN["group"]
     assert cluster.messages(topic) == []
@@ -51,6 +52,6 @@ def test_faults_are_refused_on_the_shared_cluster(rocketmq_cluster_session):
 
 def test_tests_sharing_the_session_cluster_are_isolated(pytester: pytest.Pytester, monkeypatch):
     tag = tag_run(monkeypatch)
-    result = run_project(pytester, PROJECT, "-p", "no:randomly")
+    result = run_project(pytester, PROJECT, ini="rocketmq_session_layout = pair\n")
     result.assert_outcomes(passed=3)
     assert leftover_servers(tag) == []
