@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
@@ -26,7 +26,6 @@ from rocketmq_testing.errors import ClusterError, ServerStartError
 from rocketmq_testing.layouts import ProcessPlan
 from rocketmq_testing.server import ServerProcess, SparePool
 
-T = TypeVar("T")
 START_TIMEOUT_S = 60.0
 SYNC_TIMEOUT_S = 60.0
 PORT_ATTEMPTS = 5

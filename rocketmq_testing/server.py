@@ -25,7 +25,7 @@ READY = re.compile(rb"^READY\b.*\bport=(\d+)")
 ADDRESS_IN_USE = re.compile(r"Address already in use|\[Errno 98\]")
 STOP_GRACE_S = 15.0
 KILL_WAIT_S = 10.0
-READ_TIMEOUT_S = 60.0
+READY_TIMEOUT_S = 60.0
 
 
 class ServerProcess:
@@ -101,7 +101,7 @@ class ServerProcess:
         except BrokenPipeError:
             pass  # it died while importing: wait_ready says so, with its output
 
-    def wait_ready(self, timeout_s: float = READ_TIMEOUT_S) -> int:
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> int:
         """The port it serves on, once it said READY."""
         ended = self._ready.wait(timeout_s)
         if ended and self.port is not None:
