@@ -1,7 +1,8 @@
 """The test cluster (rocketmq_testing): how long a single-broker cluster takes from
 ``RocketMQCluster.start`` until it serves clients (NameServer up, broker registered), and until a
 topic is routed and a message sent and read back; cold (every process starts and imports now)
-and warm (processes spawned ahead by the SparePool and past their imports). With Java and
+and warm (processes spawned ahead by the SparePool and past their imports), with the servers'
+CPU time until then (imports included), which the machine's load does not change. With Java and
 memory enough, the floor of a JVM broker for comparison: an empty JVM with the heap flags of
 Apache RocketMQ 4.9.8's distribution/bin/runbroker.sh. Printed, never asserted."""
 
@@ -26,11 +27,24 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
 RUNBROKER_HEAP = ["-Xms8g", "-Xmx8g", "-XX:+AlwaysPreTouch"]  # runbroker.sh lines 85, 88
 
 
-def one_round(base: Path, spares: SparePool | None) -> tuple[float, float, float]:
+def cpu_seconds(pids: set[int]) -> float:
+    """CPU the servers used so far (user + system): what a start costs whatever the load."""
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def one_round(base: Path, spares: SparePool | None) -> tuple[float, float, float, float]:
     t0 = time.perf_counter()
     cluster = RocketMQCluster.start(base, spares=spares)
     try:
         ready = time.perf_counter() - t0
+        cpu = cpu_seconds(cluster.pids())
         topic = cluster.create_topic("Bench", queues=1)
         with SyncProducer(cluster.namesrv_addr, "BenchPG") as producer:
             producer.send(Message(topic, b"x"))
@@ -39,7 +53,7 @@ def one_round(base: Path, spares: SparePool | None) -> tuple[float, float, float
     finally:
         t1 = time.perf_counter()
         cluster.stop()
-    return ready, round_trip, time.perf_counter() - t1
+    return ready, round_trip, time.perf_counter() - t1, cpu
 
 
 def summary(name: str, samples: list[float]) -> str:
@@ -53,7 +67,7 @@ def summary(name: str, samples: list[float]) -> str:
 
 def run(mode: str, root: Path) -> None:
     spares = SparePool() if mode == "warm" else None
-    rows: list[tuple[float, float, float]] = []
+    rows: list[tuple[float, float, float, float]] = []
     try:
         for n in range(ROUNDS):
             if spares is not None and n == 0:
@@ -68,6 +82,7 @@ def run(mode: str, root: Path) -> None:
     print(summary("start -> serving clients", [r[0] for r in rows]))
     print(summary("start -> topic, send, read back", [r[1] for r in rows]))
     print(summary("stop (SIGTERM, clean exit, rm)", [r[2] for r in rows]))
+    print(summary("server CPU until serving (all)", [r[3] for r in rows]))
 
 
 def jvm_floor() -> None:
