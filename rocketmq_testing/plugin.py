@@ -109,6 +109,8 @@ def rocketmq_spares(request: pytest.FixtureRequest) -> SparePool | None:
 def rocketmq_cluster_factory(
     request: pytest.FixtureRequest, tmp_path: Path, rocketmq_spares: SparePool | None
 ) -> Iterator[Factory]:
+    """``factory(layout="single", broker_conf=None)`` starts a cluster; all are stopped after
+    the test (docs/testing.md)."""
     from rocketmq_testing.cluster import RocketMQCluster
 
     started: list[RocketMQCluster] = []
@@ -142,6 +144,7 @@ def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
 def rocketmq_cluster(
     request: pytest.FixtureRequest, rocketmq_cluster_factory: Factory
 ) -> RocketMQCluster:
+    """A running cluster for this test: ``@pytest.mark.rocketmq(layout=, broker_conf=)``."""
     return rocketmq_cluster_factory(**_marker_kwargs(request))
 
 
@@ -164,6 +167,7 @@ def _rocketmq_shared_cluster(
 
 @pytest.fixture
 def rocketmq_cluster_session(_rocketmq_shared_cluster: RocketMQCluster) -> SessionCluster:
+    """The run's shared cluster; ``topic(name)``/``group(name)`` are unique to this test."""
     from rocketmq_testing.views import SessionCluster
 
     return SessionCluster(_rocketmq_shared_cluster)
@@ -173,6 +177,7 @@ def rocketmq_cluster_session(_rocketmq_shared_cluster: RocketMQCluster) -> Sessi
 async def rocketmq_cluster_trio(
     request: pytest.FixtureRequest, rocketmq_cluster_factory: Factory
 ) -> AsyncIterator[TrioCluster]:
+    """``rocketmq_cluster`` for Trio tests: its calls are awaited."""
     import functools
 
     import trio
