@@ -18,7 +18,7 @@ def _port(addr: str) -> int:
     return int(addr.rsplit(":", 1)[1])
 
 
-# 50 in a row took 96 s on a shared 2-core machine (load 8-12; about 1.9 s a start, a topic
+# 50 in a row took 58-96 s on a shared 2-core machine (load 8-12; 1.2-1.9 s a start, a topic
 # and a stop): the full count runs with the slow tests, five in every run.
 @pytest.mark.parametrize("clusters", [5, pytest.param(50, marks=pytest.mark.slow)])
 def test_sequential_clusters_leave_nothing_behind(tmp_path: Path, clusters: int) -> None:
