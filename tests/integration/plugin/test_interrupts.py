@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.plugin.scratch import leftover_servers, run_project, tag_run
+from tests.integration.plugin.scratch import leftover_servers, run_project, tag_run
 
 INTERRUPTED = """
 import os

@@ -18,9 +18,9 @@ import trio
 from client.consumer import ConsumeStatus
 from client.sync import SyncPushConsumer
 from remoting.message import create_offset_msg_id
-from tests.console.consolekit import fetch, start_cluster, start_console
-from tests.consumekit import consume_until
-from tests.integration.aclkit import ADMIN, acl_home
+from tests.integration.console.consolekit import fetch, start_cluster, start_console
+from tests.kits.aclkit import ADMIN, acl_home
+from tests.kits.consumekit import consume_until
 
 
 def mqadmin(ns: str, *args: str) -> subprocess.CompletedProcess:

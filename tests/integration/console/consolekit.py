@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 
 from tests.harness import ProcessPool, ServerProcess, python_module
-from tests.integration.brokerkit import broker_conf, start_broker, start_namesrv
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 
 FAST_LEVELS = " ".join(["1s"] * 18)  # retries (and so dead letters) within seconds
 _TOKEN = re.compile(r'name="csrf" value="([^"]+)"')

@@ -22,9 +22,9 @@ from client.consumer import ConsumeStatus
 from client.message import Message
 from client.sync import SyncProducer, SyncPushConsumer
 from remoting.body import ConsumeFromWhere
-from tests.console.browserkit import browser_page, chromium_or_skip, screenshot
-from tests.console.consolekit import Cluster, fetch, start_cluster, start_console
 from tests.harness import ProcessPool, ServerProcess
+from tests.integration.console.browserkit import browser_page, chromium_or_skip, screenshot
+from tests.integration.console.consolekit import Cluster, fetch, start_cluster, start_console
 
 
 @attrs.frozen

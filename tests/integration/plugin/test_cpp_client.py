@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.scratch import leftover_servers, run_project, tag_run
+from tests.integration.plugin.scratch import leftover_servers, run_project, tag_run
 
 pytest.importorskip("rocketmq.client", reason="the official C++ client wheel is not installed")
 pytestmark = pytest.mark.interop

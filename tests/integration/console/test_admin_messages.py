@@ -14,7 +14,7 @@ from client.producer import Producer
 from remoting import constants as K
 from remoting.body import ConsumeFromWhere, MessageQueue, TopicConfig
 from remoting.message import MessageConst
-from tests.console.consolekit import start_cluster
+from tests.integration.console.consolekit import start_cluster
 
 
 async def make_topic(admin: AdminClient, topic: str, queues: int = 1) -> None:
