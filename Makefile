@@ -8,10 +8,11 @@ LAYOUT ?= single
 # Suites too heavy for every run: `make test-all` runs them too.
 PYTEST_MARKS ?= not slow
 # Run again with every native extension off (ROCKETMQ_TRIO_PURE=1), so the pure-Python twins
-# are held to the same behaviour on every run. Interop, faults and fuzz exercise the same
-# server code paths as integration at several times the cost: they run native only (CI has
-# 90 minutes on 2 cores; tests/README.md, "Running").
-PURE_PATHS ?= tests/unit tests/property tests/integration
+# are held to the same behaviour on every run. Interop, faults, fuzz, the console and the
+# testing plugin exercise the same server code paths as the rest of integration at several
+# times the cost: they run native only (CI has 90 minutes on 2 cores; tests/README.md).
+PURE_PATHS ?= tests/unit tests/property tests/integration \
+	--ignore=tests/integration/console --ignore=tests/integration/plugin
 
 .PHONY: run test test-native test-pure test-all bench lint clean install reconcile
 
