@@ -9,6 +9,7 @@ import argparse
 import enum
 import json
 import os
+import signal
 import ssl
 import sys
 from pathlib import Path
@@ -173,6 +174,33 @@ class Emitter:
         print(render(result, self.as_json), flush=True)
 
 
+_INTERRUPTED = object()
+
+
+async def _until_interrupted(command: Any) -> Any:
+    """Run a command until it returns or Ctrl-C arrives, which cancels it at a checkpoint.
+
+    Trio's default turns SIGINT into a KeyboardInterrupt raised wherever the code happens to
+    be, mid-write or mid-close included; a repeating command (-i) is meant to be ended that
+    way, so the signal becomes a cancellation instead and the client closes in order.
+    """
+    outcome: list[Any] = []
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for _ in signals:
+                    outcome.append(_INTERRUPTED)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch)
+            result = await command
+            outcome.append(result)
+            nursery.cancel_scope.cancel()
+    return outcome[0] if outcome else _INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] == "help":
@@ -194,10 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         if namesrv is None:
             raise MQClientError("no NameServer: pass -n host:port or set NAMESRV_ADDR")
         async with AdminClient.open(namesrv, acl.credentials(args), ssl_context=context) as admin:
-            return await fn(admin, args)
+            return await _until_interrupted(fn(admin, args))
 
     try:
         result = trio.run(run)
+        if result is _INTERRUPTED:
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         # Ctrl-C is how a repeating command (-i, startMonitoring) is meant to end.
         if args.emit.count:
