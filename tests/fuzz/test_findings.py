@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
@@ -26,4 +27,28 @@ async def test_a_lone_surrogate_in_a_json_body_is_refused_and_the_connection_ser
         assert response.code == ResponseCode.SYSTEM_ERROR
         assert "surrogate" in (response.remark or "")
         assert (await call(client, broker.addr, send_request("T", b"after"))).code == 0
+    assert log_problems(broker.log_path) == []
+
+
+async def test_a_send_back_whose_retry_topic_no_record_can_hold_is_refused(
+    processes, tmp_path
+) -> None:
+    """seed 1: CONSUMER_SEND_MSG_BACK for a group of 128 characters. Its %RETRY% topic (135) is
+    a legal directory name, but no record holds a topic past 127 bytes: Java's store refuses it
+    before the message is parked (checkMessage); ours parked it in SCHEDULE_TOPIC_XXXX, could
+    never deliver it, and logged an ERROR each time a message arrived on that level."""
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        sent = await call(client, broker.addr, send_request("T", b"retry me"))
+        phys = codec.decode_offset_msg_id(sent.ext("msgId") or "").phys_offset
+        fields = {"offset": str(phys), "group": "G" * 128, "delayLevel": "1"}
+        back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields)
+        response = await call(client, broker.addr, back)
+        assert response.code == ResponseCode.SYSTEM_ERROR
+        assert response.remark == "MESSAGE_ILLEGAL"
+        fields["group"] = "G" * 120  # %RETRY% + 120 = 127: still one record's topic
+        again = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields)
+        response = await call(client, broker.addr, again)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+    assert broker.terminate() == 0
     assert log_problems(broker.log_path) == []
