@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 
+import trio
+
 from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
+from remoting.command import RemotingCommand, decode_command
+from remoting.frame import FrameDecoder
+from tests.fuzz import wire
 from tests.fuzz.verdict import log_problems
 from tests.integration.brokerkit import broker_conf, call, send_request, start_broker
 
@@ -52,3 +56,24 @@ async def test_a_send_back_whose_retry_topic_no_record_can_hold_is_refused(
         assert response.code == ResponseCode.SUCCESS, response.remark
     assert broker.terminate() == 0
     assert log_problems(broker.log_path) == []
+
+
+async def test_a_json_number_past_a_java_long_is_refused_not_rounded_into_range(
+    processes, tmp_path
+) -> None:
+    """seed 3, sweep/b/14558: SEARCH_OFFSET_BY_TIMESTAMP with timestamp -9223372036854775809
+    as a JSON number (C++ style) was read as a float, rounded to -2^63 and accepted."""
+    broker = start_broker(processes, broker_conf(tmp_path))
+    fields = {"topic": "T", "queueId": 0, "timestamp": -(2**63) - 1}
+    header = wire.json_header(
+        wire.request_fields(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields, 7)
+    )
+    async with await trio.open_tcp_stream("127.0.0.1", broker.port) as stream:
+        await stream.send_all(wire.framed(wire.JSON_TYPE, header))
+        decoder = FrameDecoder()
+        with trio.fail_after(10):
+            while (frame := decoder.next_frame()) is None:
+                decoder.receive_data(await stream.receive_some(65536))
+    response = decode_command(frame)
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert "timestamp='-9223372036854775809' is out of the range" in (response.remark or "")
