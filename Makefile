@@ -8,7 +8,11 @@ LAYOUT ?= single
 # Suites too heavy for every run: `make test-all` runs them too.
 PYTEST_MARKS ?= not slow
 
-.PHONY: run test test-all bench lint clean install reconcile
+# The long fuzz campaign (tests/fuzz): `make fuzz FUZZ_MINUTES=30 FUZZ_SEED=7 [FUZZ_DIR=...]`.
+FUZZ_MINUTES ?= 30
+FUZZ_SEED ?= 1
+
+.PHONY: run test test-all bench lint clean install reconcile fuzz
 
 install: $(STAMP)
 
@@ -31,6 +35,9 @@ test: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest
+
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED) $(if $(FUZZ_DIR),--dir $(FUZZ_DIR))
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
