@@ -33,6 +33,7 @@ from remoting.command import RemotingCommand, decode_command, encode_command_byt
 from remoting.frame import FrameDecoder
 from remoting.serde import encode_body
 from tests.conftest import INTEROP_FRAMES
+from tests.fuzz.values import ADMIN_GROUP
 
 C = RequestCode
 NAMESRV_CODES = frozenset(range(100, 107)) | {205, 206, 216, 219, 224, 304, 311, 312, 313}
@@ -111,7 +112,7 @@ def synthetic(topic: str, group: str) -> list[Seed]:
         "subscription-group": request(
             C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
             {},
-            encode_body(SubscriptionGroupConfig(group_name=group)),
+            encode_body(SubscriptionGroupConfig(group_name=ADMIN_GROUP)),
         ),
     }
     namesrv = {

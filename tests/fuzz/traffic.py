@@ -238,22 +238,25 @@ def _closed_early(pipe: Pipe, tally: Tally) -> None:
 # ---------------------------------------------------------------------- good traffic, probes
 
 
-async def good_sender(broker: str, tally: Tally, pause_s: float = 0.005) -> None:
-    """Sends (every tenth a batch of three) to the good topic until cancelled."""
+async def good_sender(
+    broker: str, tally: Tally, pause_s: float = 0.005, prefix: str = "good"
+) -> None:
+    """Sends (every tenth a batch of three) to the good topic until cancelled; bodies are
+    ``<prefix>-<n>[-<k>]``."""
     n = 0
     async with RemotingClient.open() as client:
         while True:
             n += 1
             queue_id = n % 4
             if n % 10 == 0:
-                bodies = [f"good-{n}-{k}".encode() for k in range(3)]
+                bodies = [f"{prefix}-{n}-{k}".encode() for k in range(3)]
                 body = codec.encode_batch_body([(0, b, "") for b in bodies])
                 request = send_request(
                     GOOD_TOPIC, body, queue_id=queue_id, code=RequestCode.SEND_BATCH_MESSAGE,
                     batch=True,
                 )  # fmt: skip
             else:
-                bodies = [f"good-{n}".encode()]
+                bodies = [f"{prefix}-{n}".encode()]
                 request = send_request(GOOD_TOPIC, bodies[0], queue_id=queue_id)
             tally.good_sent += len(bodies)
             try:

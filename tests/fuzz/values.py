@@ -20,6 +20,7 @@ import attrs
 
 from acl import protocol as acl_headers
 from remoting import headers
+from remoting.codes import RequestCode as C
 from remoting.header_codec import FieldSpec, field_specs
 from remoting.wire_types import Length, OneOf, Range, check_value
 
@@ -130,6 +131,15 @@ def all_field_optional(cls: type) -> bool:
     return not any(s.required for s in field_specs(cls))
 
 
+# Codes that change or drop the topic or group they name: given names of their own, so that
+# a perm of 0 or a deletion does not stop every later case at the first check.
+ADMIN_CODES = frozenset({
+    C.UPDATE_AND_CREATE_TOPIC, C.DELETE_TOPIC_IN_BROKER, C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    C.DELETE_SUBSCRIPTIONGROUP, C.INVOKE_BROKER_TO_RESET_OFFSET, C.CLONE_GROUP_OFFSET,
+})  # fmt: skip
+ADMIN_TOPIC, ADMIN_GROUP = "FuzzAdminT", "FuzzAdminG"
+
+
 def field_table(
     discovered: dict[int, type | None], topic: str, group: str, known: dict[str, str]
 ) -> dict[int, HeaderClass]:
@@ -141,10 +151,15 @@ def field_table(
     named = {cls for cls in discovered.values() if cls is not None}
     unnamed = [c for c in classes.values() if c not in named and all_field_optional(c)]
     fallback = union_class(unnamed, topic, group, known)
-    return {
-        code: header_class(cls, topic, group, known) if cls is not None else fallback
-        for code, cls in discovered.items()
-    }
+    out = {}
+    for code, cls in discovered.items():
+        if cls is None:
+            out[code] = fallback
+        elif code in ADMIN_CODES:
+            out[code] = header_class(cls, ADMIN_TOPIC, ADMIN_GROUP, known)
+        else:
+            out[code] = header_class(cls, topic, group, known)
+    return out
 
 
 def as_json_number(raw: str) -> Any:
