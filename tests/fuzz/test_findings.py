@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import trio
 
@@ -77,3 +78,21 @@ async def test_a_json_number_past_a_java_long_is_refused_not_rounded_into_range(
     response = decode_command(frame)
     assert response.code == ResponseCode.SYSTEM_ERROR
     assert "timestamp='-9223372036854775809' is out of the range" in (response.remark or "")
+
+
+async def test_fake_slaves_on_the_ha_port_are_a_few_warnings_not_an_error_each(
+    processes, tmp_path
+) -> None:
+    """seed 5, structural ha-port: a report past the master's end was logged at ERROR, once
+    per connection, for anyone who can reach the HA port; negative ones at WARNING, unlimited."""
+    broker = start_broker(processes, broker_conf(tmp_path))
+    for offset in [2**62] * 10 + [-1] * 10:
+        async with await trio.open_tcp_stream("127.0.0.1", broker.port + 1) as stream:
+            await stream.send_all(struct.pack(">q", offset))
+            with trio.fail_after(10):
+                while await stream.receive_some(65536):
+                    pass  # refused: the master closes the connection
+    assert broker.terminate() == 0
+    assert log_problems(broker.log_path) == []
+    log = broker.log_path.read_text()
+    assert 1 <= log.count("refusing it") + log.count("negative offset") <= 5
