@@ -20,6 +20,7 @@ from pathlib import Path
 import trio
 
 from tests.fuzz.campaign import Settings, describe, plan_from, run_campaign, suspects
+from tests.fuzz.cases import valid_case_id
 from tests.fuzz.world import World
 from tests.harness import ProcessPool
 
@@ -36,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay:
         if args.plan is None:
             parser.error("--replay needs --plan (the campaign's plan.json)")
+        if not valid_case_id(args.replay):
+            parser.error(
+                f"--replay {args.replay!r}: a case id is w<worker>/<n>/<b|n> or sweep/<b|n>/<i>"
+            )
         print(describe(plan_from(json.loads(args.plan.read_text())), args.replay, limit=1 << 30))
         return 0
     root = args.dir or Path(tempfile.mkdtemp(prefix=f"fuzz-{args.seed}-"))

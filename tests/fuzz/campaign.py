@@ -157,7 +157,10 @@ async def hostile(world: World, plan: Plan, settings: Settings, tally: Tally, sa
                 worker = partial(traffic.hostile_worker, sweep=True)
                 nursery.start_soon(worker, plan, -1, addr, name == "namesrv", tally, acked)
         if settings.structural:
-            nursery.start_soon(structural.structural_loop, addrs, settings.seed, tally)
+            # the broker's VIP port (listenPort - 2) is served by the same code, on its own
+            vip = f"127.0.0.1:{world.broker.port - 2}"  # type: ignore[operator]
+            targets = {**addrs, "broker-vip": vip}
+            nursery.start_soon(structural.structural_loop, targets, settings.seed, tally)
         nursery.start_soon(progress, world, tally, settings.progress_every_s, say)
 
 

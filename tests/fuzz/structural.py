@@ -8,7 +8,8 @@ connection open behind it.
 * many connections at once, closed with FIN or RST;
 * a close in the middle of a request: a long-polling pull, a big batch, a pipelined flood not
   read;
-* half-close: a request, then our side shut for writing: the answer must still come.
+* half-close: a request, then our side shut for writing: the answer must still come;
+* the broker's HA port, as a slave reporting offsets it cannot have, or noise.
 """
 
 from __future__ import annotations
@@ -149,6 +150,27 @@ async def half_close(addr: str, rng: random.Random, tally: Tally, namesrv: bool)
         tally.structural["half-close-unanswered"] += 1
 
 
+async def ha_port(addr: str, rng: random.Random, tally: Tally) -> None:
+    """The broker's HA port as a hostile slave: offsets past the master's end, negative,
+    torn, or noise; then gone. (``addr`` is the client port: HA listens one above it.)"""
+    host, port = addr.rsplit(":", 1)
+    ha = f"{host}:{int(port) + 1}"
+    for data in (
+        struct.pack(">q", rng.choice([2**63 - 1, 2**40, -1, -(2**63), 1])),
+        struct.pack(">q", 0) + struct.pack(">q", 2**62),  # then acks what it was never sent
+        b"\x00" * rng.randint(1, 7),
+        rng.randbytes(rng.randint(8, 64)),
+    ):
+        stream = await connect(ha, tally)
+        try:
+            await stream.send_all(data)
+            with trio.move_on_after(0.2):  # the master may start streaming: read a little
+                await stream.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        await _close_soon(stream, rng)
+
+
 ACTIONS = {
     "prefixes": prefixes,
     "huge-partial": huge_partial,
@@ -156,7 +178,9 @@ ACTIONS = {
     "many-connections": many_connections,
     "close-mid-request": close_mid_request,
     "half-close": half_close,
+    "ha-port": ha_port,
 }
+BROKER_ONLY = {"ha-port"}
 NEEDS_SIDE = {"slow-loris", "close-mid-request", "half-close"}
 
 
@@ -168,6 +192,8 @@ async def structural_loop(
     while True:
         for name, action in ACTIONS.items():
             for server, addr in addrs.items():
+                if name in BROKER_ONLY and server != "broker":
+                    continue
                 rng = random.Random(f"{seed}/structural/{n}/{name}/{server}")
                 args = (addr, rng, tally) + ((server == "namesrv",) if name in NEEDS_SIDE else ())
                 await action(*args)
