@@ -196,6 +196,7 @@ async def run_campaign(world: World, settings: Settings, say=print) -> Report:
         say(f"hostile traffic over: {tally.rate_line()}")
         verdict.check_alive(world, tally, report)
         await verdict.settle(world, report)
+        await verdict.check_held_pulls(world, tally)
         await verdict.check_answers(world, tally, report)
         world.broker.kill()  # SIGKILL while the good sender is still sending
         background.cancel_scope.cancel()
