@@ -194,10 +194,10 @@ async def run_campaign(world: World, settings: Settings, say=print) -> Report:
             await hostile(world, plan, settings, tally, say)
         report.seconds = trio.current_time() - started
         say(f"hostile traffic over: {tally.rate_line()}")
-        verdict.check_alive(world, tally, report)
+        verdict.check_alive(world, tally)
         await verdict.settle(world, report)
         await verdict.check_held_pulls(world, tally)
-        await verdict.check_answers(world, tally, report)
+        await verdict.check_answers(world, tally)
         world.broker.kill()  # SIGKILL while the good sender is still sending
         background.cancel_scope.cancel()
     report.files_touched = changed(files_before, snapshot(world.root, world.private))

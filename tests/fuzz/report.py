@@ -20,7 +20,7 @@ PORTS_REMEMBERED = 8192
 
 @attrs.define
 class Finding:
-    what: str  # crash, hang, traceback, accepted, answer, files, memory, descriptors, lost, ...
+    what: str  # crash, hang, logged, accepted, answer, files, memory, descriptors, pulls, lost
     detail: str
     cases: list[str] = attrs.Factory(list)
 
@@ -116,13 +116,15 @@ class Report:
     files_touched: list[str] = attrs.Factory(list)
     good_recovered: int = 0
     fuzz_recovered: int = 0
-    crashes: int = 0
-    hangs: int = 0
-    tracebacks: int = 0
+    tracebacks: int = 0  # logged blocks holding a traceback
+    errors_logged: int = 0  # lines at ERROR or CRITICAL (a traceback's own line included)
 
     @property
     def findings(self) -> list[Finding]:
         return self.tally.findings
+
+    def count(self, what: str) -> int:
+        return sum(finding.what == what for finding in self.findings)
 
     def lines(self) -> list[str]:
         t = self.tally
@@ -134,7 +136,8 @@ class Report:
             f"connections opened: {t.connections} ({t.closed_by_server} closed by a server)",
             f"answers read: {t.answers} ({t.refusals} refusals); pings {t.pings}, slowest "
             f"{t.ping_max_s:.2f} s",
-            f"crashes: {self.crashes}, hangs: {self.hangs}, tracebacks logged: {self.tracebacks}",
+            f"crashes: {self.count('crash')}, hangs: {self.count('hang')}, tracebacks logged: "
+            f"{self.tracebacks}, lines at ERROR/CRITICAL: {self.errors_logged}",
             f"files touched outside the stores: {len(self.files_touched)}"
             + (f" {self.files_touched[:10]}" if self.files_touched else ""),
         ]

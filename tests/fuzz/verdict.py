@@ -67,21 +67,21 @@ def check_logs(world: World, tally: Tally, report: Report) -> None:
         name = server.name
         for block in log_problems(server.log_path):
             report.tracebacks += any("Traceback" in line for line in block)
+            report.errors_logged += 1
             ports = [int(p) for p in _PEER.findall(block[0])]
             suspects = [c for port in ports for c in tally.recent(port)]
             text = "\n    ".join(block[:30])
-            tally.find("traceback", f"{name} logged:\n    {text}", suspects)
+            tally.find("logged", f"{name} logged:\n    {text}", suspects)
 
 
-def check_alive(world: World, tally: Tally, report: Report) -> None:
+def check_alive(world: World, tally: Tally) -> None:
     for name, server in world.servers().items():
         if not server.alive():
-            report.crashes += 1
             tally.find("crash", f"{name} exited: {server.proc.poll() if server.proc else '?'}\n"
                        f"{server.log_tail(30)}")  # fmt: skip
 
 
-async def check_answers(world: World, tally: Tally, report: Report) -> None:
+async def check_answers(world: World, tally: Tally) -> None:
     async with RemotingClient.open() as client:
         for name, server in world.servers().items():
             if not server.alive():
@@ -89,13 +89,14 @@ async def check_answers(world: World, tally: Tally, report: Report) -> None:
             try:
                 await client.invoke(server.addr, ping_request(name == "namesrv"), HANG_S)
             except Exception as exc:  # any failure to answer is the finding
-                report.hangs += 1
                 tally.find("hang", f"{name} did not answer after the campaign: {exc!r}")
 
 
 async def settle(world: World, report: Report) -> None:
     """Wait (bounded) for sockets and heap to come back near the baseline, then record them."""
     for name, server in world.servers().items():
+        if not server.alive():
+            continue  # a crash: found already
         before = report.before[name]
 
         def near(now: Sample, before: Sample = before) -> bool:
@@ -127,7 +128,8 @@ async def settle(world: World, report: Report) -> None:
 
 async def check_held_pulls(world: World, tally: Tally) -> None:
     """Pulls the hostile clients left suspended are given up with their connections."""
-    assert world.broker is not None
+    if world.broker is None or not world.broker.alive():
+        return  # a crash: found already
     request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})
     held = "?"
     async with RemotingClient.open() as client:
