@@ -114,6 +114,7 @@ class Plan:
     bodies: dict[int, bytes]
     broker_keys: list[str] = attrs.Factory(lambda: settings_keys(BrokerConfig, MessageStoreConfig))
     namesrv_keys: list[str] = attrs.Factory(lambda: settings_keys(NamesrvConfig))
+    _sweeps: dict[bool, list[tuple[int, str, str]]] = attrs.field(factory=dict, eq=False)
 
     def rng(self, case_id: str) -> random.Random:
         return random.Random(f"{self.seed}/{case_id}")
@@ -129,13 +130,15 @@ class Plan:
     # ----------------------------------------------------------------- systematic
 
     def sweep_entries(self, namesrv: bool) -> list[tuple[int, str, str]]:
-        table = self.tables[namesrv]
-        return [
-            (code, spec.wire, value)
-            for code, header in sorted(table.items())
-            for spec in header.specs
-            for value in self.values
-        ]
+        entries = self._sweeps.get(namesrv)
+        if entries is None:
+            entries = self._sweeps[namesrv] = [
+                (code, spec.wire, value)
+                for code, header in sorted(self.tables[namesrv].items())
+                for spec in header.specs
+                for value in self.values
+            ]
+        return entries
 
     def sweep_case(self, namesrv: bool, index: int) -> Case:
         entries = self.sweep_entries(namesrv)
