@@ -27,7 +27,7 @@ from broker.controller import BrokerController
 from broker.persist import ConfigPersistError
 from broker.store.config import MessageStoreConfig
 from broker.store.mapped_file import StoreError
-from remoting import properties
+from remoting import log_format, properties
 from remoting.ports import ephemeral_conflicts
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
@@ -69,10 +69,11 @@ def setup_logging(level: str, log_file: object = None) -> None:
         handlers.append(logging.FileHandler(str(log_file)))
     logging.basicConfig(
         level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=log_format.FORMAT,
         handlers=handlers,
         force=True,  # called again once logFile is known: replace, not ignore
     )
+    log_format.use_one_line_format()
 
 
 async def serve(controller: BrokerController, on_ready: Callable[[], None]) -> None:

@@ -16,7 +16,7 @@ import trio
 from acl.errors import AclConfigError
 from namesrv.config import ConfigError, config_lines, load_namesrv_config
 from namesrv.controller import NamesrvController
-from remoting import properties
+from remoting import log_format, properties
 from remoting.ports import ephemeral_conflicts
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
@@ -43,9 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", help="address to bind (default all interfaces)")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=args.log_level.upper(), format=log_format.FORMAT)
+    log_format.use_one_line_format()
     try:
         props = properties.load(args.config) if args.config else {}
     except (OSError, properties.PropertiesError) as exc:

@@ -15,7 +15,13 @@ from remoting.command import RemotingCommand, decode_command
 from remoting.frame import FrameDecoder
 from tests.fuzz import wire
 from tests.fuzz.verdict import log_problems
-from tests.integration.brokerkit import broker_conf, call, send_request, start_broker
+from tests.integration.brokerkit import (
+    broker_conf,
+    call,
+    send_request,
+    start_broker,
+    start_namesrv,
+)
 
 
 async def test_a_lone_surrogate_in_a_json_body_is_refused_and_the_connection_serves_on(
@@ -96,3 +102,18 @@ async def test_fake_slaves_on_the_ha_port_are_a_few_warnings_not_an_error_each(
     assert log_problems(broker.log_path) == []
     log = broker.log_path.read_text()
     assert 1 <= log.count("refusing it") + log.count("negative offset") <= 5
+
+
+async def test_a_value_from_the_wire_cannot_forge_a_log_line(processes, tmp_path) -> None:
+    """seed 1, 35-minute campaign: KV namespaces, keys and values, broker names and client
+    ids reached the logs as they were, newlines and NULs included: any client could write an
+    ERROR line, or a traceback, into a server's log."""
+    namesrv = start_namesrv(processes, tmp_path)
+    forged = "v\n2026-01-01 00:00:00,000 ERROR namesrv: Traceback (most recent call last):"
+    fields = {"namespace": "N", "key": "k\x00", "value": forged}
+    async with RemotingClient.open() as client:
+        put = RemotingCommand.request(RequestCode.PUT_KV_CONFIG, fields)
+        assert (await call(client, namesrv.addr, put)).code == ResponseCode.SUCCESS
+    assert namesrv.terminate() == 0
+    assert log_problems(namesrv.log_path) == []
+    assert "\\n2026-01-01 00:00:00,000 ERROR" in namesrv.log_path.read_text()

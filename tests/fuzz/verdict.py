@@ -35,7 +35,10 @@ HEAP_KEPT_BYTES = 64 * MIB
 SOCKETS_KEPT = 4  # a broker's registration connection may be re-made meanwhile
 SETTLE_S = 30.0
 _PEER = re.compile(r"peer=127\.0\.0\.1:(\d+)")
-_BAD_LINE = re.compile(r"Traceback|\b(ERROR|CRITICAL)\b")
+# A line logged at ERROR or CRITICAL, or a traceback printed on lines of its own (a message
+# may quote a client's text saying ERROR or Traceback: only the level field counts in it).
+_LOGGED_BAD = re.compile(r"\d{4}-\d\d-\d\d \S+ (ERROR|CRITICAL) ")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d ")
 
 
@@ -51,7 +54,8 @@ def log_problems(path: Path) -> list[list[str]]:
     while number < len(lines):
         line = lines[number]
         number += 1
-        if not _BAD_LINE.search(line):
+        stamped = _STAMP.match(line) is not None
+        if not (_LOGGED_BAD.match(line) if stamped else _TRACEBACK.search(line)):
             continue
         block = [line]
         while number < len(lines) and not _STAMP.match(lines[number]):
