@@ -14,6 +14,7 @@ connection open behind it.
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
 
@@ -185,18 +186,21 @@ NEEDS_SIDE = {"slow-loris", "close-mid-request", "half-close"}
 
 
 async def structural_loop(
-    addrs: dict[str, str], seed: int, tally: Tally, pause_s: float = 0.5
+    addrs: dict[str, str], seed: int, tally: Tally, pause_s: float = 0.2
 ) -> None:
-    """The actions in turn against each server, until cancelled."""
-    n = 0
-    while True:
+    """Every action in turn against each server (one task per server), until cancelled."""
+    async with trio.open_nursery() as nursery:
+        for server, addr in addrs.items():
+            nursery.start_soon(_actions_against, server, addr, seed, tally, pause_s)
+
+
+async def _actions_against(server: str, addr: str, seed: int, tally: Tally, pause_s: float) -> None:
+    for n in itertools.count():
         for name, action in ACTIONS.items():
-            for server, addr in addrs.items():
-                if name in BROKER_ONLY and server != "broker":
-                    continue
-                rng = random.Random(f"{seed}/structural/{n}/{name}/{server}")
-                args = (addr, rng, tally) + ((server == "namesrv",) if name in NEEDS_SIDE else ())
-                await action(*args)
-                tally.structural[name] += 1
-                await trio.sleep(pause_s)
-        n += 1
+            if name in BROKER_ONLY and server != "broker":
+                continue
+            rng = random.Random(f"{seed}/structural/{n}/{name}/{server}")
+            args = (addr, rng, tally) + ((server == "namesrv",) if name in NEEDS_SIDE else ())
+            await action(*args)
+            tally.structural[name] += 1
+            await trio.sleep(pause_s)

@@ -37,6 +37,6 @@ async def test_a_bounded_campaign_finds_nothing(tmp_path: Path) -> None:
     # it did what it says: hostile frames of every kind, good sends through them, recovered
     assert report.tally.frames_total > 2000, detail
     assert {"field", "bytes", "body", "header-json", "header-rocketmq"} <= set(report.tally.frames)
-    assert set(report.tally.structural) >= {"prefixes", "huge-partial", "slow-loris"}, detail
+    assert {"prefixes", "huge-partial", "slow-loris"} <= set(report.tally.structural), detail
     assert report.good_recovered == len(report.tally.good_acked) > 100, detail
     assert report.fuzz_recovered == len(report.tally.fuzz_acked) > 0, detail
