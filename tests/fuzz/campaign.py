@@ -210,6 +210,7 @@ async def run_campaign(world: World, settings: Settings, say=print) -> Report:
         if code != 0:
             tally.find("exit", f"{name} exited with {code} on SIGTERM:\n{server.log_tail(20)}")
     verdict.check_logs(world, tally, report)
+    verdict.check_log_bytes(world, tally)
     return report
 
 

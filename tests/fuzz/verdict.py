@@ -2,7 +2,8 @@
 
 * alive, and answering within the hang limit;
 * no traceback and no line at ERROR or CRITICAL in their logs (our own bugs are logged there;
-  a bad frame is a WARNING); a traceback's peer port names the cases sent from it;
+  a bad frame is a WARNING); a traceback's peer port names the cases sent from it; no control
+  character from the wire in a log line (it could forge lines);
 * nothing created, removed or changed in the world outside the stores;
 * sockets back to where they were, and the heap (anonymous RSS) back near its baseline; no
   pull left held for a client that is gone;
@@ -40,6 +41,7 @@ _PEER = re.compile(r"peer=127\.0\.0\.1:(\d+)")
 _LOGGED_BAD = re.compile(r"\d{4}-\d\d-\d\d \S+ (ERROR|CRITICAL) ")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d ")
+_RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def log_problems(path: Path) -> list[list[str]]:
@@ -76,6 +78,21 @@ def check_logs(world: World, tally: Tally, report: Report) -> None:
             suspects = [c for port in ports for c in tally.recent(port)]
             text = "\n    ".join(block[:30])
             tally.find("logged", f"{name} logged:\n    {text}", suspects)
+
+
+def check_log_bytes(world: World, tally: Tally) -> None:
+    """No control character reached a log line (remoting/log_format.py escapes them): one
+    that did could have ended the line and begun a forged one."""
+    for server in world.pool.processes:
+        try:
+            data = server.log_path.read_bytes()
+        except FileNotFoundError:
+            continue
+        match = _RAW_CONTROL.search(data)
+        if match is not None:
+            start = data.rfind(b"\n", 0, match.start()) + 1
+            line = data[start : data.find(b"\n", match.end())][:300]
+            tally.find("logged", f"{server.name} logged a control character: {line!r}")
 
 
 def check_alive(world: World, tally: Tally) -> None:
