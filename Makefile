@@ -16,7 +16,9 @@ FUZZ_SEED ?= 1
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py $(wildcard remoting/native/*.c remoting/native/*.h)
+NATIVE := $(wildcard remoting/native/*.h remoting/native/*/*.[ch] broker/store/native/*.[ch])
+
+$(STAMP): pyproject.toml setup.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
@@ -51,5 +53,6 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis remoting/_speedups.*.so
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -f remoting/_codec.*.so remoting/_sender.*.so broker/store/_native.*.so remoting/_speedups.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

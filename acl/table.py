@@ -1,4 +1,4 @@
-"""What every request code needs (spec/remoting.md §8): the one table the ACL check reads.
+"""What every request code needs (docs/spec/remoting.md §8): the one table the ACL check reads.
 
 ``PUBLIC``: no credentials (the NameServer's reads, so clients without accounts find routes).
 ``SIGNED``: any account with a valid signature, Java's default for a code it does not list.

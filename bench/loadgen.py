@@ -15,6 +15,7 @@ import multiprocessing as mp
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -80,9 +81,14 @@ def _worker(
     max_requests: int,
     next_frame: Callable[[int, memoryview], bytes | None] | None,
     out: mp.Queue,
+    tls: bool = False,
 ) -> None:
     sock = socket.create_connection(addr)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if tls:  # the server's certificate is not checked: a benchmark's throwaway one
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sock = context.wrap_socket(sock)
     buf = bytearray(1 << 20)
     latencies, errors, payload, records, i = [], 0, 0, 0, 0
     started = time.perf_counter()
@@ -117,14 +123,18 @@ def run(
     duration_s: float = 5.0,
     max_requests: int = 10**9,
     next_frame: Callable[[int, memoryview], bytes | None] | None = None,
+    tls: bool = False,
+    python: bool = False,
 ) -> list[WorkerResult]:
+    """``tls``: connect with TLS (the Python worker); ``python``: the Python worker even for
+    fixed frames (to compare with TLS runs, which it must serve)."""
     worker = _native_worker()
-    if next_frame is None and worker is not None:
+    if next_frame is None and worker is not None and not (tls or python):
         return _run_native(worker, addr, frames_per_worker, duration_s, max_requests)
     ctx = mp.get_context("fork")
     out: mp.Queue = ctx.Queue()
     workers = [
-        ctx.Process(target=_worker, args=(addr, f, duration_s, max_requests, next_frame, out))
+        ctx.Process(target=_worker, args=(addr, f, duration_s, max_requests, next_frame, out, tls))
         for f in frames_per_worker
     ]
     for w in workers:

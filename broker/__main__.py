@@ -16,18 +16,14 @@ from pathlib import Path
 import trio
 
 from acl.errors import AclConfigError
-from broker.config import (
-    BrokerConfig,
-    ConfigError,
-    config_lines,
-    listening_ports,
-    load_broker_config,
-)
+from broker.config import BrokerConfig, ConfigError, config_lines, listening_ports
+from broker.config_update import start_config
 from broker.controller import BrokerController
 from broker.persist import ConfigPersistError
 from broker.store.config import MessageStoreConfig
 from broker.store.mapped_file import StoreError
-from remoting import log_format, properties
+from remoting import properties
+from remoting.logs import LEVELS, setup_logging
 from remoting.ports import ephemeral_conflicts
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
@@ -59,21 +55,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "-m", "--printImportantConfig", action="store_true", help="print important config"
     )
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LEVELS)
     return parser.parse_args(argv)
-
-
-def setup_logging(level: str, log_file: object = None) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if log_file is not None:
-        handlers.append(logging.FileHandler(str(log_file)))
-    logging.basicConfig(
-        level=level.upper(),
-        format=log_format.FORMAT,
-        handlers=handlers,
-        force=True,  # called again once logFile is known: replace, not ignore
-    )
-    log_format.use_one_line_format()
 
 
 async def serve(controller: BrokerController, on_ready: Callable[[], None]) -> None:
@@ -109,7 +92,12 @@ def prepare(config: BrokerConfig, store: MessageStoreConfig, level: str) -> str 
             return f"{key} is not usable: {problem}"
     if config.log_file is not None:
         try:
-            setup_logging(level, config.log_file)
+            setup_logging(
+                level,
+                config.log_file,
+                max_bytes=config.log_file_max_bytes,
+                backups=config.log_file_backups,
+            )
         except OSError as exc:
             return f"logFile={str(config.log_file)!r} is not usable: {exc.strerror or exc}"
     return None
@@ -126,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     if args.namesrv:
         props["namesrvAddr"] = args.namesrv
+    config_file = Path(args.config).resolve() if args.config else None
     try:
-        config, store_config = load_broker_config(props)
+        runtime, config, store_config = start_config(props, config_file)
     except ConfigError as exc:
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -149,13 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         ready = True
 
     try:
-        controller = BrokerController(
-            config,
-            store_config,
-            properties=props,
-            config_path=Path(args.config).resolve() if args.config else None,
-        )
-    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+        controller = BrokerController(config, store_config, runtime=runtime)
+    except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:

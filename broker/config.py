@@ -1,4 +1,4 @@
-"""BrokerConfig and the ``broker.conf`` loader (STYLE.md §9, ARCHITECTURE.md "Contracts").
+"""BrokerConfig and the ``broker.conf`` loader (docs/STYLE.md §9, docs/ARCHITECTURE.md "Contracts").
 
 One ``broker.conf`` feeds two frozen classes, as in RocketMQ: BrokerConfig (identity, network,
 features) and MessageStoreConfig (the store). Field ``x_y`` is key ``xY`` unless metadata
@@ -20,6 +20,7 @@ import attrs
 
 from broker.store.config import BrokerRole, MessageStoreConfig
 from remoting import constants as K
+from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.names import TOPIC_MAX_LENGTH
 from remoting.settings import (
     PORT,
@@ -35,6 +36,7 @@ from remoting.settings import (
     topic_name,
     wire_key,
 )
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
 # Every key: its type, and a validator bounding it (remoting/settings.py). Times are ms unless
 # the comment says otherwise.
 @attrs.frozen(kw_only=True)
-class BrokerConfig:
+class BrokerConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
     broker_cluster_name: str = attrs.field(default="DefaultCluster", validator=_cluster_name)
     broker_name: str = attrs.field(factory=socket.gethostname, validator=node_name)
     broker_id: int = attrs.field(default=0, validator=java_long())
@@ -120,8 +122,19 @@ class BrokerConfig:
     server_channel_max_in_flight_bytes: int = attrs.field(
         default=64 * 1024 * 1024, validator=java_long(1 << 20, 1 << 40)
     )
-    # Not a RocketMQ key: where ``mqbroker`` writes its log besides stderr.
+    # Not RocketMQ keys (remoting/logs.py): the log file, rotated past logFileMaxBytes (0:
+    # never) keeping logFileBackups old files; with it stderr gets warnings and errors only.
     log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    log_file_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=java_long(0))
+    log_file_backups: int = attrs.field(default=DEFAULT_BACKUPS, validator=java_int(1, 1000))
+    # Where updateBrokerConfig keeps its changes, read over the -c file at every start
+    # (broker/config_update.py). Java's brokerConfigPath is not a key: it is the -c file.
+    # Default (None): <storePathRootDir>/config/broker.properties, Java's default spot.
+    broker_config_path: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
+    )
+    # Keys UPDATE_BROKER_CONFIG refuses, ';'-separated (Java's key and default).
+    config_black_list: str = "configBlackList;brokerConfigPath"
     # ACL (acl/): RocketMQ's aclEnable reads the accounts from ${rocketmqHome}/conf/plain_acl.yml
     # and conf/acl/*.yml; plainAclFile (ours) names another file, relative to rocketmqHome.
     acl_enable: bool = False
@@ -133,6 +146,13 @@ class BrokerConfig:
     # with, to NameServers with ACL on and, as a slave, to its master.
     access_key: str | None = None
     secret_key: str | None = attrs.field(default=None, repr=False)
+    # TLS on this broker's own connections (NameServers, a slave's sync from its master), as
+    # RocketMQ's NettyClientConfig.useTLS; unset: tls.enable, else tls.server.mode=enforcing.
+    use_tls: bool | None = attrs.field(default=None, metadata={"wire": "useTLS"})
+    # Ours (RocketMQ's HA has no TLS): a master's HA port speaks only TLS (its certificate is
+    # tls.server.*'s, client certificates as tls.server.need.client.auth says), and a slave
+    # dials its master's HA port with TLS (tls.client.*). Set it on both.
+    ha_use_tls: bool = attrs.field(default=False, metadata={"wire": "haUseTLS"})
 
     @property
     def is_master(self) -> bool:
@@ -193,7 +213,6 @@ IGNORED_KEYS = frozenset(
         "clientSocketRcvBufSize",
         "clientPooledByteBufAllocatorEnable",
         "clientCloseSocketIfTimeout",
-        "useTLS",
         "fetchNamesrvAddrByAddressServer",
         "transferMsgByHeap",
         "highSpeedMode",
@@ -257,10 +276,6 @@ IGNORED_KEYS = frozenset(
 # operator asked for: switched on (Java's Boolean.parseBoolean: "true" in any case), the broker
 # refuses to start rather than run open or unreplicated. Switched off they are ignored.
 REFUSED_WHEN_ON = {
-    "useTLS": (
-        "TLS is not implemented by this broker: its connections to name servers and its "
-        "ports would be plaintext"
-    ),
     "enableDLegerCommitLog": (
         "DLedger replication is not implemented by this broker; use a master/slave pair "
         "(brokerId, brokerRole=ASYNC_MASTER/SYNC_MASTER/SLAVE) instead"
@@ -307,6 +322,8 @@ def load_broker_config(
             )
         store_values["ha_listen_port"] = broker.listen_port + 1
     store = build(MessageStoreConfig, store_values)
+    if broker.broker_config_path is None:
+        broker = attrs.evolve(broker, broker_config_path=store.config_dir / "broker.properties")
     config_checks.check(broker, store)
     return broker, store
 
@@ -334,7 +351,8 @@ def listening_ports(broker: BrokerConfig, store: MessageStoreConfig) -> list[tup
     return ports
 
 
-SECRET_FIELDS = frozenset({"secret_key"})
+SECRET_FIELDS = frozenset({"secret_key", *SECRET_TLS_FIELDS})
+SECRET_KEYS = frozenset(wire_key(a) for a in attrs.fields(BrokerConfig) if a.name in SECRET_FIELDS)
 
 
 def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
@@ -342,7 +360,7 @@ def config_lines(broker: BrokerConfig, store: MessageStoreConfig) -> list[str]:
     return [
         f"{wire_key(attribute)}={_shown(attribute, getattr(obj, attribute.name))}"
         for obj in (broker, store)
-        for attribute in attrs.fields(type(obj))
+        for attribute in tls_keys_last(type(obj))
     ]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from broker.store.index_file import index_file_size
-from broker.store.message_record import MAX_PROPERTIES_BYTES, MAX_TOPIC_BYTES
+from broker.store.layout import MAX_PROPERTIES_BYTES, MAX_TOPIC_BYTES
 from remoting.record import END_FILE_MIN_BLANK_LENGTH, record_size
 from remoting.settings import INT_MAX, ConfigError, bad_value, directory_problem, file_problem
 
@@ -76,6 +76,9 @@ def _paths(
         yield "storePathCommitLog", path, directory_problem(path)
     if broker.log_file is not None:
         yield "logFile", broker.log_file, file_problem(broker.log_file)
+    if broker.broker_config_path is not None:
+        path = broker.broker_config_path
+        yield "brokerConfigPath", path, file_problem(path)
 
 
 def paths_are_usable(broker: BrokerConfig, store: MessageStoreConfig) -> ConfigError | None:

@@ -1,28 +1,42 @@
 """UPDATE_BROKER_CONFIG (``mqadmin updateBrokerConfig -k key -v value``): broker.conf keys
-changed on a running broker.
+changed on a running broker, and the runtime file that keeps them across restarts.
 
 As in RocketMQ the new values are validated, take effect in the running broker where it reads
 them as it works (brokerPermission, autoCreateTopicEnable, fileReservedTime, deleteWhen, disk
-ratios, flush intervals, maxMessageSize, ...) and are written to the ``-c`` file so a restart
-keeps them. Unlike RocketMQ, which ignores unknown keys and unparsable values silently and
+ratios, flush intervals, maxMessageSize, ...), and keys on the black list (``configBlackList``,
+``brokerConfigPath``, ``rocketmqHome`` and what ``configBlackList`` adds) are refused with
+NO_PERMISSION. Unlike RocketMQ, which ignores unknown keys and unparsable values silently and
 swaps identity and network settings under a running broker, an unknown key or a bad value is
 refused with the reason, and keys fixed at start (identity, ports, paths, file sizes, role,
 flush type) are stored for the next start and reported as such, not half-applied.
+
+Where the changes are kept (remoting/runtime_config.py): in ``brokerConfigPath`` (default
+``<storePathRootDir>/config/broker.properties``), never in the ``-c`` file, and every start
+reads that file over the ``-c`` file.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
-from broker.config import IGNORED_KEYS, BrokerConfig, ConfigError, load_broker_config
+from broker.config import IGNORED_KEYS, SECRET_KEYS, BrokerConfig, ConfigError, load_broker_config
 from broker.store.config import MessageStoreConfig
-from remoting import properties
-from remoting.settings import keyed_fields
+from remoting.runtime_config import (
+    RuntimeConfig,
+    RuntimeConfigError,
+    black_list,
+    load_overrides,
+    refuse_black_listed,
+    write_overrides,
+)
+from remoting.settings import config_values, keyed_fields
+from remoting.tls_config import tls_key_names
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -44,6 +58,8 @@ RESTART_KEYS = frozenset(
         "brokerTopicEnable",
         "maxFrameBytes",
         "logFile",
+        "logFileMaxBytes",
+        "logFileBackups",
         "storePathRootDir",
         "storePathCommitLog",
         "mappedFileSizeCommitLog",
@@ -58,10 +74,13 @@ RESTART_KEYS = frozenset(
         "msgTraceTopicName",
         # the ACL check and this broker's own signing are set up at start
         "aclEnable",
-        "rocketmqHome",
         "plainAclFile",
         "accessKey",
         "secretKey",
+        # TLS certificates and modes are loaded at start (broker/tls.py)
+        "useTLS",
+        "haUseTLS",
+        *tls_key_names(),
     }
 )
 
@@ -101,18 +120,61 @@ def apply_live(update: ConfigUpdate, broker: BrokerConfig, store: MessageStoreCo
                 object.__setattr__(running, attribute.name, getattr(new, attribute.name))
 
 
+# Java's AdminBrokerProcessor adds these to configBlackList whatever it says.
+ALWAYS_BLACK_LISTED = frozenset({"configBlackList", "brokerConfigPath", "rocketmqHome"})
+
+
+def start_config(
+    startup: dict[str, str], config_file: Path | None
+) -> tuple[RuntimeConfig, BrokerConfig, MessageStoreConfig]:
+    """The configs a start uses: the start-up file's (and command line's) keys with the runtime
+    file's over them, validated as one. ConfigError (one line, naming the file) otherwise."""
+    broker, store = load_broker_config(startup)
+    path = broker.broker_config_path
+    assert path is not None  # the loader fills in the default
+    if config_file is not None and path.resolve() == config_file.resolve():
+        raise ConfigError(
+            f"bad value for brokerConfigPath={str(path)!r}: that is the -c file, which the "
+            "broker never rewrites; name another file (or leave it out: "
+            "<storePathRootDir>/config/broker.properties)"
+        )
+    try:
+        overrides = load_overrides(path)
+    except RuntimeConfigError as exc:
+        raise ConfigError(f"brokerConfigPath: {exc}") from None
+    listed = black_list(broker.config_black_list, ALWAYS_BLACK_LISTED)
+    for key in sorted(set(overrides) & listed):
+        log.warning("%s: %s ignored: the key is on the black list", path, key)
+        del overrides[key]
+    runtime = RuntimeConfig(path, dict(startup), overrides, config_values(broker, store))
+    if not overrides:
+        return runtime, broker, store
+    try:
+        broker, store = load_broker_config(runtime.effective, warn=False)
+    except ConfigError as exc:
+        raise ConfigError(f"{path} (kept by updateBrokerConfig): {exc}") from None
+    broker = attrs.evolve(broker, broker_config_path=path)  # where the file was read
+    lines = runtime.layered_lines(SECRET_KEYS)
+    log.info("runtime changes read from %s over the start-up file: %s", path, ", ".join(lines))
+    return runtime, broker, store
+
+
 async def update_running_broker(
     broker: BrokerController, changes: Mapping[str, str]
 ) -> ConfigUpdate:
-    """Validate, persist to the -c file, apply what can change now. One update at a time: each
-    is validated against, and written over, what the previous one left, so concurrent updates
-    all land; nothing is applied unless it was written."""
+    """Validate, persist to the runtime file, apply what can change now. One update at a time:
+    each is validated against, and written over, what the previous one left, so concurrent
+    updates all land; nothing is applied unless it was written."""
+    refuse_black_listed(changes, black_list(broker.config.config_black_list, ALWAYS_BLACK_LISTED))
     async with broker.config_lock:
-        update = plan_update(broker.properties, changes)
-        if broker.config_path is not None:
-            await trio.to_thread.run_sync(properties.rewrite, broker.config_path, changes)
+        runtime = broker.runtime
+        update = plan_update(runtime.effective, changes)
+        overrides = runtime.overrides_after(changes, config_values(update.broker, update.store))
+        await trio.to_thread.run_sync(
+            write_overrides, runtime.path, overrides, "mqadmin updateBrokerConfig"
+        )
+        runtime.overrides = overrides
         apply_live(update, broker.config, broker.store_config)
-        broker.properties = update.properties
     broker.topics.auto_create_topic_enable = broker.config.auto_create_topic_enable
     if "brokerPermission" in update.live:
         # the NameServers learn the new permission now, as Java's registerBrokerAll(force)

@@ -12,8 +12,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 
 import attrs
 import trio
@@ -50,12 +49,14 @@ from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
+from broker.tls import broker_tls
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting.client import RemotingClient
 from remoting.codes import CURRENT_VERSION, RequestCode
 from remoting.command import RemotingCommand
+from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, partial_frames_budget
 from remoting.version import CURRENT_VERSION_DESC
 
@@ -85,15 +86,15 @@ class BrokerController:
         store_config: MessageStoreConfig,
         *,
         clock: Callable[[], int] = now_ms,
-        properties: Mapping[str, str] | None = None,
-        config_path: Path | None = None,
+        runtime: RuntimeConfig | None = None,
     ) -> None:
         self.config = config
         self.store_config = store_config
-        # What broker.conf (and -n) said, and where it lives: UPDATE_BROKER_CONFIG validates
-        # changes against the first and writes them to the second.
-        self.properties = dict(properties or {})
-        self.config_path = config_path
+        # What broker.conf (and -n) said and what UPDATE_BROKER_CONFIG changed since, kept in
+        # brokerConfigPath (broker/config_update.py).
+        self.runtime = runtime or RuntimeConfig(
+            config.broker_config_path or store_config.config_dir / "broker.properties", {}
+        )
         self.config_lock = trio.Lock()  # one UPDATE_BROKER_CONFIG at a time
         self.clock = clock
         self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)
@@ -128,16 +129,21 @@ class BrokerController:
             arrival_listener=self._on_arrival,
         )
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
+        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
         if store_config.broker_role is BrokerRole.SLAVE:
-            self.ha_client = HAClient(self.store, store_config, self.ha)
+            self.ha_client = HAClient(
+                self.store, store_config, self.ha, ssl_context=self.tls.ha_client
+            )
         else:
             self.ha_service = HAService(
                 self.store,
                 store_config,
                 self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
                 store_config.ha_listen_port,
+                tls=self.tls.ha_server,
             )
             self.store.put_listener = self.ha_service.notify_new_data
         self.schedule = ScheduleMessageService(
@@ -182,6 +188,7 @@ class BrokerController:
             authorize=(
                 AclHook(self.acl, StoredTopics(self.store)) if self.acl is not None else None
             ),
+            tls=self.tls.server,
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
@@ -314,7 +321,7 @@ class BrokerController:
         """Topics the store holds queues for but the topic config lacks: a slave promoted to
         master before its 10 s config sync brought a new topic, or a lost topics.json. Without
         this, their messages would be unreachable and new sends would skip this broker."""
-        for topic in sorted(set(self.store.consume_queue_table) - set(self.topics.table)):
+        for topic in sorted(self.store.consume_queues.topics() - set(self.topics.table)):
             config = self.topics.from_queues(topic, self.store.queue_count(topic))
             if config is not None:
                 log.warning("topic %s found in the store but not in the config: recreated", topic)
@@ -344,7 +351,7 @@ class BrokerController:
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
                 signer = self.credentials.sign if self.credentials is not None else None
-                client = RemotingClient(nursery, before_request=signer)
+                client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
                 self.outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
                 await self.register_all()
                 nursery.start_soon(self._registration_loop)

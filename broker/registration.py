@@ -1,4 +1,4 @@
-"""BrokerOuterAPI: registration with every NameServer (spec/namesrv.md §3, §4).
+"""BrokerOuterAPI: registration with every NameServer (docs/spec/namesrv.md §3, §4).
 
 Each NameServer is called concurrently with its own timeout, so one dead NameServer never
 delays the others. A slave learns its master's address and HA address from the replies.

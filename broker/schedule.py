@@ -109,9 +109,9 @@ class ScheduleMessageService:
         consume_queue = self.store.find_consume_queue(K.SCHEDULE_TOPIC, queue_id)
         if consume_queue is None:
             return Wait(IDLE_CHECK_S)
-        offset = max(self.offsets.get(level), consume_queue.min_offset)
+        offset = max(self.offsets.get(level), consume_queue.min_queue_offset)
         while True:
-            unit = consume_queue.unit(offset) if offset < consume_queue.max_offset else None
+            unit = consume_queue.unit(offset) if offset < consume_queue.max_queue_offset else None
             if unit is None:
                 self.offsets.set(level, offset)
                 return Wait(IDLE_CHECK_S)

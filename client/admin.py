@@ -5,6 +5,7 @@ Group operations are in admin_groups.py, broker-wide and NameServer ones in admi
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,9 +46,13 @@ class AdminClient(GroupAdmin, BrokerAdmin):
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, namesrv_addr: str, credentials: SessionCredentials | None = None
+        cls,
+        namesrv_addr: str,
+        credentials: SessionCredentials | None = None,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> AsyncIterator[AdminClient]:
-        config = ClientConfig(namesrv_addr, credentials=credentials)
+        config = ClientConfig(namesrv_addr, credentials=credentials, ssl_context=ssl_context)
         async with MQClientInstance.open(config) as instance:
             yield cls(instance)
 

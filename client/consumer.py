@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -167,9 +168,10 @@ class PushConsumer(RebalanceImpl):
         *,
         instance_name: str | None = None,
         credentials: SessionCredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         **kwargs: object,
     ) -> AsyncIterator[PushConsumer]:
-        config = ClientConfig(namesrv_addr, credentials=credentials)
+        config = ClientConfig(namesrv_addr, credentials=credentials, ssl_context=ssl_context)
         if instance_name:
             config = attrs.evolve(config, instance_name=instance_name)
         async with MQClientInstance.open(config) as instance:

@@ -12,6 +12,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -53,6 +54,9 @@ class ClientConfig:
     request_timeout_ms: int = 3_000
     # ACL: every request is signed with this account (Java's AclClientRPCHook).
     credentials: SessionCredentials | None = None
+    # TLS to NameServers and brokers (Java's useTLS); remoting.tls.client_context makes one
+    # from RocketMQ's tls.client.* keys, or pass any client-side ssl.SSLContext.
+    ssl_context: ssl.SSLContext | None = None
 
     @property
     def client_id(self) -> str:
@@ -61,6 +65,18 @@ class ClientConfig:
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+
+def _hint(failure: Exception | None, *, tls: bool) -> str:
+    """What to check when no NameServer answered."""
+    text = str(failure)
+    if "TLS handshake failed" in text:
+        return "does it take TLS (tls.server.mode), and do the certificates match?"
+    if " closed: " in text:  # it accepted, then closed: a server that takes only TLS does
+        if tls:
+            return "does it want a client certificate (tls.client.certPath)?"
+        return "does it take only TLS (tls.server.mode=enforcing)? Then use TLS (mqadmin --tls)"
+    return "is mqnamesrv running there, and is that the address (namesrvAddr, -n)?"
 
 
 class Member(Protocol):
@@ -90,7 +106,9 @@ class MQClientInstance:
         try:
             signer = config.credentials.sign if config.credentials is not None else None
             async with (
-                RemotingClient.open(before_request=signer) as remoting,
+                RemotingClient.open(
+                    before_request=signer, ssl_context=config.ssl_context
+                ) as remoting,
                 trio.open_nursery() as nursery,
             ):
                 instance = cls(config, remoting)
@@ -145,10 +163,8 @@ class MQClientInstance:
                 continue
             self._namesrv_index = index
             return response
-        raise MQClientError(
-            f"no NameServer answered ({';'.join(addrs)}): {last}; is mqnamesrv running there, "
-            "and is that the address (namesrvAddr, -n)?"
-        )
+        hint = _hint(last, tls=self.config.ssl_context is not None)
+        raise MQClientError(f"no NameServer answered ({';'.join(addrs)}): {last}; {hint}")
 
     # ------------------------------------------------------------------ routes
 

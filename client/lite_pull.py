@@ -5,6 +5,7 @@ queue's position, ``commit`` stores the consumed positions at the broker."""
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
@@ -42,10 +43,16 @@ class LitePullConsumer:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, namesrv_addr: str, group: str, *, credentials: SessionCredentials | None = None
+        cls,
+        namesrv_addr: str,
+        group: str,
+        *,
+        credentials: SessionCredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> AsyncIterator[LitePullConsumer]:
+        config = ClientConfig(namesrv_addr, credentials=credentials, ssl_context=ssl_context)
         async with (
-            MQClientInstance.open(ClientConfig(namesrv_addr, credentials=credentials)) as instance,
+            MQClientInstance.open(config) as instance,
             trio.open_nursery() as nursery,
         ):
             consumer = cls(instance, group)

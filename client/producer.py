@@ -9,6 +9,7 @@ Bodies above ``compress_over`` bytes are zlib-compressed with the COMPRESSED sys
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -96,16 +97,19 @@ class Producer:
         *args: Any,
         client_config: ClientConfig | None = None,
         credentials: SessionCredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """A started producer of ``cls`` (subclasses take their own extra arguments);
         ``client_config`` overrides the instance's intervals (its address wins over it);
-        ``credentials`` sign every request (ACL)."""
+        ``credentials`` sign every request (ACL); ``ssl_context``: TLS on every connection."""
         config = attrs.evolve(
             client_config or ClientConfig(namesrv_addr), namesrv_addr=namesrv_addr
         )
         if credentials is not None:
             config = attrs.evolve(config, credentials=credentials)
+        if ssl_context is not None:
+            config = attrs.evolve(config, ssl_context=ssl_context)
         async with (
             MQClientInstance.open(config) as instance,
             trio.open_nursery() as nursery,

@@ -1,6 +1,7 @@
-"""mqcluster's work: start a layout's processes in order as daemons (pid files, one log per
-process, a progress line per step), wait until each serves and each slave is in sync, report
-status, stop in reverse (SIGTERM, then SIGKILL after a grace period)."""
+"""mqcluster's work: start a layout's processes in order as daemons (pid files, per process a
+log it rotates itself and a file of its stdout/stderr, a progress line per step), wait until
+each serves and each slave is in sync, report status, stop in reverse (SIGTERM, then SIGKILL
+after a grace period)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,7 @@ from pathlib import Path
 import psutil
 
 from deploy.manifest import Manifest, ProcessSpec
-from deploy.probes import put_kv_everywhere, runtime_infos
-from remoting import constants as K
+from deploy.probes import runtime_infos
 from remoting import properties
 from remoting.ports import ephemeral_conflicts
 
@@ -90,7 +90,12 @@ class Cluster:
     # ------------------------------------------------------------------ files
 
     def log_path(self, spec: ProcessSpec) -> Path:
+        """The process's own log (its logFile), rotated by the process."""
         return self.base / "logs" / f"{spec.name}.log"
+
+    def out_path(self, spec: ProcessSpec) -> Path:
+        """Its stdout and stderr: READY, warnings and errors (the rest goes to log_path)."""
+        return self.base / "logs" / f"{spec.name}.out"
 
     def pid_path(self, spec: ProcessSpec) -> Path:
         return self.base / "run" / f"{spec.name}.pid"
@@ -113,9 +118,11 @@ class Cluster:
     def running(self) -> dict[str, int]:
         return {p.name: pid for p in self.manifest.processes if (pid := self.pid(p)) is not None}
 
-    def tail(self, spec: ProcessSpec, lines: int = 20) -> str:
+    def tail(self, spec: ProcessSpec, lines: int = 20, *, out: bool = True) -> str:
+        """The last lines of the process's stdout/stderr (``out``), or of its log."""
+        path = self.out_path(spec) if out else self.log_path(spec)
         try:
-            return "\n".join(self.log_path(spec).read_text(errors="replace").splitlines()[-lines:])
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
 
@@ -182,7 +189,7 @@ class Cluster:
         by_name = {spec.name: spec for spec in self.manifest.processes}
         stopped = []
         for name in reversed(list(self._processes)):
-            if self._stop(by_name[name]):
+            if self.stop_process(by_name[name]):
                 stopped.append(name)
                 self.out(f"stopped {name}")
         return stopped
@@ -192,15 +199,15 @@ class Cluster:
             raise Interrupted(f"interrupted while starting {spec.name}: stopped what was started")
 
     def _start(self, spec: ProcessSpec) -> None:
-        for path in (self.log_path(spec), self.pid_path(spec), self.conf_path(spec)):
+        for path in (self.out_path(spec), self.pid_path(spec), self.conf_path(spec)):
             path.parent.mkdir(parents=True, exist_ok=True)
         self.conf_path(spec).write_text(
             self.manifest.effective_conf(spec, self.base, self.role_overrides(spec))
         )
-        # READY lines of earlier runs in the same log must not count for this one.
-        log_path = self.log_path(spec)
-        self._log_start[spec.name] = log_path.stat().st_size if log_path.exists() else 0
-        with self.log_path(spec).open("ab") as log:
+        # READY lines of earlier runs in the same file must not count for this one.
+        out_path = self.out_path(spec)
+        self._log_start[spec.name] = out_path.stat().st_size if out_path.exists() else 0
+        with out_path.open("ab") as log:
             process = subprocess.Popen(
                 self.argv(spec),
                 stdout=log,
@@ -219,7 +226,7 @@ class Cluster:
         offset = self._log_start[spec.name]
         process = self._processes[spec.name]
         while time.monotonic() < deadline:
-            with self.log_path(spec).open("rb") as log:
+            with self.out_path(spec).open("rb") as log:
                 log.seek(offset)
                 for line in log.read().splitlines():
                     if line.startswith(b"READY") and needle in line:
@@ -227,14 +234,14 @@ class Cluster:
             if process.poll() is not None:
                 raise ClusterError(
                     f"{spec.name} exited with code {process.returncode} while starting: see "
-                    f"the last lines of {self.log_path(spec)} above",
+                    f"the last lines of {self.out_path(spec)} above",
                     detail=self.tail(spec),
                 )
             self._pause(spec, POLL_S)
         raise ClusterError(
             f"{spec.name} not ready after {READY_TIMEOUT_S:.0f} s: see the last lines of "
             f"{self.log_path(spec)} above",
-            detail=self.tail(spec),
+            detail=self.tail(spec, out=False),
         )
 
     def _pause(self, spec: ProcessSpec, seconds: float) -> None:
@@ -264,12 +271,12 @@ class Cluster:
     def down(self) -> list[str]:
         stopped = []
         for spec in reversed(self.manifest.start_order()):
-            if self._stop(spec):
+            if self.stop_process(spec):
                 stopped.append(spec.name)
                 self.out(f"stopped {spec.name}")
         return stopped
 
-    def _stop(self, spec: ProcessSpec, grace_s: float = STOP_GRACE_S) -> bool:
+    def stop_process(self, spec: ProcessSpec, grace_s: float = STOP_GRACE_S) -> bool:
         pid = self.pid(spec)
         self.pid_path(spec).unlink(missing_ok=True)
         child = self._processes.get(spec.name)
@@ -312,61 +319,14 @@ class Cluster:
         self.out(f"{name} up as {spec.role}, pid {self.pid(spec)}{detail}")
 
     def stop_one(self, name: str) -> None:
-        if not self._stop(self.spec(name)):
+        if not self.stop_process(self.spec(name)):
             raise ClusterError(f"{name} is not running")
         self.out(f"stopped {name}")
 
     def promote(self, broker_name: str, *, force: bool = False) -> None:
-        """Make ``broker_name``'s slave its master: refuse while the master answers (unless
-        ``force``, which stops it), wait until the slave dispatched all it received, fence the
-        name at every NameServer, restart the slave as master. The old master's store is set
-        aside: it may only rejoin as a slave, from scratch."""
-        pair = [p for p in self.manifest.processes if p.broker_name == broker_name]
-        master = next((p for p in pair if p.role == "master"), None)
-        slave = next((p for p in pair if p.role == "slave"), None)
-        if master is None or slave is None:
-            raise ClusterError(f"{broker_name} has no master/slave pair in {self.manifest.name}")
-        if runtime_infos([master.addr]):
-            if not force:
-                raise ClusterError(
-                    f"the master {master.name} ({master.addr}) still answers: promoting now would "
-                    "make two masters; stop it first, or pass --force to stop it"
-                )
-            self.out(f"stopping {master.name} (--force)")
-            self._stop(master)
-        deadline = time.monotonic() + SYNC_TIMEOUT_S
-        while True:
-            info = runtime_infos([slave.addr]).get(slave.addr)
-            if info is None:
-                raise ClusterError(f"the slave {slave.name} ({slave.addr}) does not answer")
-            if info.get("dispatchBehindBytes") == "0":
-                break
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{slave.name} still has undispatched bytes; try again")
-            time.sleep(POLL_S)
-        self.out(
-            f"{slave.name} holds the CommitLog up to {info['commitLogMaxOffset']} "
-            "(anything the old master had beyond it is lost in ASYNC mode)"
-        )
-        fenced = put_kv_everywhere(self.manifest, K.FENCE_NAMESPACE, broker_name, slave.addr)
-        if not fenced:
-            raise ClusterError("no NameServer accepted the fence: not promoting")
-        self.out(f"fenced {broker_name} to {slave.addr} on {', '.join(fenced)}")
-        promotions = self.promotions()
-        promotions[broker_name] = {"master": slave.name, "slave": master.name}
-        self.base.mkdir(parents=True, exist_ok=True)
-        self.promotions_path.write_text(json.dumps(promotions, indent=2))
-        old_store = self.base / "store" / master.name
-        if old_store.exists():
-            aside = old_store.with_name(f"{master.name}.replaced-{int(time.time())}")
-            old_store.rename(aside)
-            self.out(f"old master's store set aside: {aside}")
-        self._stop(slave)
-        self.manifest = self.layout.with_promotions(promotions)
-        self.start_one(slave.name)
-        self.out(
-            f"{broker_name}: {slave.name} is the master now; {master.name} may rejoin as a slave"
-        )
+        from deploy.promote import promote  # it drives this class
+
+        promote(self, broker_name, force=force)
 
     # ------------------------------------------------------------------ status
 

@@ -1,7 +1,7 @@
 """Cluster manifests (pure): a layout folder holds ``cluster.toml`` and one ``.conf`` per
 process, in the shape RocketMQ operators know. mqcluster fills in what depends on where the
-layout runs: ``storePathRootDir`` and ``kvConfigPath`` under the base directory, and
-``namesrvAddr`` from the manifest's NameServers, so two layouts run side by side."""
+layout runs: ``storePathRootDir``, ``kvConfigPath`` and ``logFile`` under the base directory,
+and ``namesrvAddr`` from the manifest's NameServers, so two layouts run side by side."""
 
 from __future__ import annotations
 
@@ -91,6 +91,9 @@ class Manifest:
     ) -> str:
         values = properties.loads(spec.conf.read_text())
         values.update(overrides or {})
+        # the process writes and rotates its own log (remoting/logs.py): mqcluster's `up`
+        # returns while the processes run on, so nothing of mqcluster's could rotate a pipe
+        values["logFile"] = str(base_dir / "logs" / f"{spec.name}.log")
         if spec.kind == "namesrv":
             values["listenPort"] = str(spec.port)
             values["kvConfigPath"] = str(base_dir / "store" / spec.name / "kvConfig.json")

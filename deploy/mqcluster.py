@@ -128,7 +128,9 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     else:
         for spec in cluster.manifest.start_order():
             if args.name in (None, spec.name):
-                print(f"==> {cluster.log_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
+                log = cluster.tail(spec, args.lines, out=False)
+                print(f"==> {cluster.log_path(spec)} <==\n{log}\n")
+                print(f"==> {cluster.out_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

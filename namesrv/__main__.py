@@ -14,9 +14,11 @@ from pathlib import Path
 import trio
 
 from acl.errors import AclConfigError
-from namesrv.config import ConfigError, config_lines, load_namesrv_config
+from namesrv.config import ConfigError, NamesrvConfig, config_lines
+from namesrv.config_update import start_config
 from namesrv.controller import NamesrvController
-from remoting import log_format, properties
+from remoting import properties
+from remoting.logs import LEVELS, setup_logging
 from remoting.ports import ephemeral_conflicts
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
 
@@ -35,16 +37,41 @@ async def serve(controller: NamesrvController, on_ready: Callable[[], None]) -> 
                 break
 
 
-def main(argv: list[str] | None = None) -> int:
+def prepare(config: NamesrvConfig, level: str) -> str | None:
+    """Directories created and proven writable, the log file opened; else the one line."""
+    found = [("kvConfigPath", config.kv_config_path.parent)]
+    if config.log_file is not None:
+        found.append(("logFile", config.log_file.parent))
+    for key, path in found:
+        problem = prepare_directory(path)
+        if problem is not None:
+            return f"{key} is not usable: {problem}"
+    if config.log_file is not None:
+        try:
+            setup_logging(
+                level,
+                config.log_file,
+                max_bytes=config.log_file_max_bytes,
+                backups=config.log_file_backups,
+            )
+        except OSError as exc:
+            return f"logFile={str(config.log_file)!r} is not usable: {exc.strerror or exc}"
+    return None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="mqnamesrv", description="RocketMQ name server (Trio)")
     parser.add_argument("-c", "--configFile", dest="config", help="namesrv.conf (properties)")
     parser.add_argument("-p", "--printConfigItem", action="store_true", help="print config")
     parser.add_argument("--listen-port", type=int, help="override listenPort (0: any free port)")
     parser.add_argument("--host", help="address to bind (default all interfaces)")
-    parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format=log_format.FORMAT)
-    log_format.use_one_line_format()
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LEVELS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log_level)
     try:
         props = properties.load(args.config) if args.config else {}
     except (OSError, properties.PropertiesError) as exc:
@@ -54,17 +81,18 @@ def main(argv: list[str] | None = None) -> int:
         props["listenPort"] = str(args.listen_port)
     if args.host:
         props["listenHost"] = args.host
+    config_file = Path(args.config).resolve() if args.config else None
     try:
-        config = load_namesrv_config(props)
+        runtime, config = start_config(props, config_file)
     except ConfigError as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     if args.printConfigItem:
         print("\n".join(config_lines(config)))
         return 0
-    problem = prepare_directory(config.kv_config_path.parent)
+    problem = prepare(config, args.log_level)
     if problem is not None:
-        print(f"mqnamesrv: kvConfigPath is not usable: {problem}", file=sys.stderr)
+        print(f"mqnamesrv: {problem}", file=sys.stderr)
         return EXIT_CONFIG
     for advice in ephemeral_conflicts([("listenPort", config.listen_port)]):
         log.warning("%s", advice)
@@ -75,12 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         ready = True
 
     try:
-        controller = NamesrvController(
-            config,
-            properties=props,
-            config_path=Path(args.config).resolve() if args.config else None,
-        )
-    except AclConfigError as exc:  # plain_acl.yml missing or bad: the line and the reason
+        controller = NamesrvController(config, runtime=runtime)
+    except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     try:

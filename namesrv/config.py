@@ -11,6 +11,7 @@ from pathlib import Path
 
 import attrs
 
+from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.settings import (
     PORT,
     ConfigError,
@@ -23,6 +24,7 @@ from remoting.settings import (
     read_fields,
     wire_key,
 )
+from remoting.tls_config import SECRET_TLS_FIELDS, TlsKeys, tls_keys_last
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +42,18 @@ def _host(_: object, attribute: attrs.Attribute, value: str) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class NamesrvConfig:
+class NamesrvConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
     listen_port: int = attrs.field(default=9876, validator=PORT)
     listen_host: str = attrs.field(default="0.0.0.0", validator=_host)  # not a RocketMQ key
     rocketmq_home: str = attrs.field(factory=lambda: str(_home()))
     kv_config_path: Path = attrs.field(
         factory=lambda: Path.home() / "namesrv" / "kvConfig.json", converter=Path
     )
-    config_store_path: Path = attrs.field(
-        factory=lambda: Path.home() / "namesrv" / "namesrv.properties",
-        converter=Path,
+    # Where updateNamesrvConfig keeps its changes, read over the -c file at every start
+    # (namesrv/config_update.py). Default (None): namesrv.properties beside kvConfigPath, which
+    # is Java's default ~/namesrv/namesrv.properties when kvConfigPath is left at its default.
+    config_store_path: Path | None = attrs.field(
+        default=None, converter=attrs.converters.optional(Path)
     )
     order_message_enable: bool = False
     # Keys UPDATE_NAMESRV_CONFIG refuses to change, ';'-separated (Java's, with its defaults).
@@ -72,6 +76,11 @@ class NamesrvConfig:
     # signed admin account from ${rocketmqHome}/conf/plain_acl.yml (or plainAclFile).
     acl_enable: bool = False
     plain_acl_file: str | None = None
+    # Not RocketMQ keys (remoting/logs.py): the log file, rotated past logFileMaxBytes (0:
+    # never) keeping logFileBackups old files; with it stderr gets warnings and errors only.
+    log_file: Path | None = attrs.field(default=None, converter=attrs.converters.optional(Path))
+    log_file_max_bytes: int = attrs.field(default=DEFAULT_MAX_BYTES, validator=java_long(0))
+    log_file_backups: int = attrs.field(default=DEFAULT_BACKUPS, validator=java_int(1, 1000))
 
 
 IGNORED_KEYS = frozenset(
@@ -101,16 +110,35 @@ def load_namesrv_config(properties: Mapping[str, str], *, warn: bool = True) -> 
     if unknown and warn:
         log.warning("namesrv.conf: unknown keys ignored: %s", ", ".join(sorted(unknown)))
     config = build(NamesrvConfig, values[NamesrvConfig])
-    # configStorePath is not checked: Java writes every key there and never reads it; we write
-    # updates to the -c file instead.
-    problem = file_problem(config.kv_config_path)
-    if problem is not None:
-        raise bad_value("kvConfigPath", config.kv_config_path, problem)
+    if config.config_store_path is None:
+        config = attrs.evolve(config, config_store_path=runtime_config_path(config))
+    for key, path in (
+        ("kvConfigPath", config.kv_config_path),
+        ("configStorePath", config.config_store_path),
+        ("logFile", config.log_file),
+    ):
+        problem = None if path is None else file_problem(path)
+        if problem is not None:
+            raise bad_value(key, path, problem)
     return config
+
+
+def runtime_config_path(config: NamesrvConfig) -> Path:
+    return config.config_store_path or config.kv_config_path.parent / "namesrv.properties"
 
 
 def config_lines(config: NamesrvConfig) -> list[str]:
     return [
-        f"{wire_key(attribute)}={config_text(getattr(config, attribute.name))}"
-        for attribute in attrs.fields(NamesrvConfig)
+        f"{wire_key(a)}={_shown(a, getattr(config, a.name))}" for a in tls_keys_last(NamesrvConfig)
     ]
+
+
+SECRET_KEYS = frozenset(
+    wire_key(a) for a in attrs.fields(NamesrvConfig) if a.name in SECRET_TLS_FIELDS
+)
+
+
+def _shown(attribute: attrs.Attribute, value: object) -> str:
+    if attribute.name in SECRET_TLS_FIELDS and value:
+        return "******"  # -p and GET_NAMESRV_CONFIG show that one is set, never it
+    return config_text(value)

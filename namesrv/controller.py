@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -12,13 +12,16 @@ import trio
 from acl.files import resolve_acl_file
 from acl.hook import AclHook
 from acl.service import PlainAclService
-from namesrv.config import NamesrvConfig
+from namesrv.config import NamesrvConfig, runtime_config_path
 from namesrv.config_update import NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
 from namesrv.processor import NamesrvProcessor
 from namesrv.route_info import RouteInfoManager
 from remoting.connection import Connection
+from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, no_reply
+from remoting.tls import tls_server
+from remoting.tls_config import tls_keys
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +36,15 @@ class NamesrvController:
         config: NamesrvConfig,
         *,
         clock: Callable[[], int] = now_ms,
-        properties: Mapping[str, str] | None = None,
-        config_path: Path | None = None,
+        runtime: RuntimeConfig | None = None,
     ) -> None:
         self.config = config
         self.routes = RouteInfoManager(clock, config.broker_channel_expired_time)
         self.kv = KVConfigManager(config.kv_config_path)
         # UPDATE_NAMESRV_CONFIG validates changes against what namesrv.conf (and the command
-        # line) said, and writes them to the -c file.
-        updater = NamesrvConfigUpdater(config, properties or {}, config_path)
+        # line) said with the earlier changes over it, and keeps them in configStorePath.
+        runtime = runtime or RuntimeConfig(runtime_config_path(config), {})
+        updater = NamesrvConfigUpdater(config, runtime)
         self.processor = NamesrvProcessor(config, self.routes, self.kv, updater)
         self.acl: PlainAclService | None = None
         if config.acl_enable:  # loaded now: a bad file stops start-up (AclConfigError)
@@ -60,6 +63,8 @@ class NamesrvController:
             max_in_flight_bytes=config.server_channel_max_in_flight_bytes,
             on_connection_closed=self._on_connection_closed,
             authorize=AclHook(self.acl) if self.acl is not None else None,
+            # certificates load now: a bad one stops start-up (ConfigError naming the key)
+            tls=tls_server(tls_keys(config)),
         )
         self._stop = trio.Event()
 

@@ -1,4 +1,4 @@
-"""The NameServer's request handlers (Java's DefaultRequestProcessor, spec/namesrv.md).
+"""The NameServer's request handlers (Java's DefaultRequestProcessor, docs/spec/namesrv.md).
 
 Unknown request codes get no answer at all, as from Java's NameServer. Route replies are
 cached per (topic, JSON dialect) and dropped whenever the route tables change: routes are
@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from namesrv.config import NamesrvConfig, config_lines
-from namesrv.config_update import BlackListedKeys, NamesrvConfigUpdater
+from namesrv.config_update import NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
 from namesrv.register_body import RegisterBodyError, decode_register_body
 from namesrv.route_info import BrokerRegistration, RouteInfoManager
@@ -40,6 +40,7 @@ from remoting.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
+from remoting.runtime_config import BlackListedKeys
 from remoting.serde import check_body, decode_body, decode_header, encode_body
 from remoting.settings import ConfigError
 
@@ -299,12 +300,10 @@ class NamesrvProcessor:
         except ConfigError as exc:
             return request.error_response(ResponseCode.SYSTEM_ERROR, str(exc))
         except OSError as exc:
-            return _not_written(request, self.updater.path or Path("?"), exc)
+            return _not_written(request, self.updater.path, exc)
         parts = []
         if update.live:
             parts.append(f"applied: {', '.join(update.live)}")
         if update.at_restart:
             parts.append(f"stored, applied at the next start: {', '.join(update.at_restart)}")
-        if self.updater.path is None:
-            parts.append("not persisted: the name server was started without -c")
         return request.make_response(remark="; ".join(parts) or None)

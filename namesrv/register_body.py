@@ -1,4 +1,4 @@
-"""REGISTER_BROKER bodies (spec/remoting.md §9.1): RegisterBrokerBody JSON, its compressed
+"""REGISTER_BROKER bodies (docs/spec/remoting.md §9.1): RegisterBrokerBody JSON, its compressed
 binary form, and the bare TopicConfigSerializeWrapper old brokers send. Pure."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""RouteInfoManager: the NameServer's five tables as pure state (spec/namesrv.md §2-§5).
+"""RouteInfoManager: the NameServer's five tables as pure state (docs/spec/namesrv.md §2-§5).
 
 No I/O and no locks: the tables are only touched from the event loop, and time comes from an
 injected clock, so expiry is tested by moving the clock. A registration remembers the

@@ -1,6 +1,7 @@
 """Files rewritten whole: the broker's JSON configs under ``storePathRootDir/config/``, the
-NameServer's ``kvConfig.json``, and ``broker.conf``/``namesrv.conf`` rewritten by an admin
-update (RocketMQ's ``MixAll.string2File``, made crash-safe and safe for concurrent writers).
+NameServer's ``kvConfig.json``, and the runtime config files admin updates write
+(remoting/runtime_config.py) (RocketMQ's ``MixAll.string2File``, made crash-safe and safe for
+concurrent writers).
 
 ``write_atomically``: the new text goes to a temp file with a name no other writer uses, is
 fsynced; the current file is hard-linked to another private name that is renamed over
@@ -50,12 +51,13 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, text: str | bytes) -> None:
+def write_atomically(path: Path, text: str | bytes, *, mode: int = 0o644) -> None:
+    """``mode``: a new file's permissions (an existing file keeps its own)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp, bak_tmp = _private_name(path, "tmp"), _private_name(path, "baktmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
             with contextlib.suppress(FileNotFoundError):  # keep an operator's permissions
                 os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))

@@ -1,4 +1,4 @@
-"""JSON bodies shared by the NameServer, the broker and the clients (spec/remoting.md §9, §10).
+"""JSON bodies shared by the NameServer, the broker and the clients (docs/spec/remoting.md §9, §10).
 
 attrs classes with snake_case fields; ``serde.decode_body`` / ``serde.encode_body`` handle the
 camelCase names and fastjson's dialect. Collections default to empty because clients omit them.

@@ -1,5 +1,5 @@
 """PendingCalls: requests a connection has sent and waits to have answered, matched by
-``opaque`` (spec/remoting.md §1: many outstanding, answered in any order). Bounded: past
+``opaque`` (docs/spec/remoting.md §1: many outstanding, answered in any order). Bounded: past
 ``MAX_PENDING_CALLS`` a new call is refused at once."""
 
 from __future__ import annotations

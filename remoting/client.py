@@ -1,5 +1,5 @@
 """RemotingClient: one connection per address, request/response by opaque, oneway, deadlines,
-reconnect on next use (spec/remoting.md §1).
+reconnect on next use (docs/spec/remoting.md §1).
 
 Server-initiated requests arriving over these connections (NOTIFY_CONSUMER_IDS_CHANGED,
 CHECK_TRANSACTION_STATE, ...) go to ``processors``, like on a server.
@@ -8,15 +8,18 @@ CHECK_TRANSACTION_STATE, ...) go to ``processors``, like on a server.
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
 
+from remoting import tls
 from remoting.command import RemotingCommand
 from remoting.connection import Connection, HandlerResult
 from remoting.errors import RemotingConnectError
 from remoting.server import Processor, not_supported
+from remoting.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +48,12 @@ class RemotingClient:
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         idle_timeout_s: float = 120.0,
         before_request: BeforeRequest | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._nursery = nursery
+        # TLS on every connection (Java's useTLS); remoting/tls.py client_context builds one
+        # from RocketMQ's tls.client.* keys.
+        self.ssl_context = ssl_context
         self.processors: dict[int, Processor] = dict(processors or {})
         self._connect_timeout_s = connect_timeout_s
         self._idle_timeout_s = idle_timeout_s
@@ -91,12 +98,19 @@ class RemotingClient:
             except (OSError, trio.TooSlowError) as exc:
                 raise RemotingConnectError(f"connect to {addr} failed: {exc!r}") from None
             stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
-            connection = Connection(
-                stream, self._handle_request, idle_timeout_s=self._idle_timeout_s
-            )
+            connection = await self._connection(addr, host, stream)
             await self._nursery.start(connection.run)
             self._connections[addr] = connection
             return connection
+
+    async def _connection(self, addr: str, host: str, stream: trio.SocketStream) -> Connection:
+        if self.ssl_context is None:
+            return Connection(stream, self._handle_request, idle_timeout_s=self._idle_timeout_s)
+        try:
+            secured = await tls.connect(stream, self.ssl_context, host)
+        except OSError as exc:
+            raise RemotingConnectError(f"connect to {addr} failed: {exc}") from None
+        return TlsConnection(secured, self._handle_request, idle_timeout_s=self._idle_timeout_s)
 
     async def invoke(
         self, addr: str, request: RemotingCommand, timeout_s: float

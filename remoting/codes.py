@@ -1,10 +1,10 @@
-"""Request, response and language codes with Java's values (spec/remoting.md §3.1, §7, §8)."""
+"""Request, response and language codes with Java's values (docs/spec/remoting.md §3.1, §7, §8)."""
 
 from __future__ import annotations
 
 import enum
 
-# The MQVersion ordinal our processes put in every command they send (spec/remoting.md §3.2):
+# The MQVersion ordinal our processes put in every command they send (docs/spec/remoting.md §3.2):
 # Java clients record a broker's version from its HEART_BEAT reply and refuse some features
 # below V4_1_0, so we present ourselves as 4.9.8.
 CURRENT_VERSION = 409

@@ -1,4 +1,4 @@
-"""RemotingCommand and its two header serializations (spec/remoting.md §3-§5).
+"""RemotingCommand and its two header serializations (docs/spec/remoting.md §3-§5).
 
 Pure: ``decode_command(frame)`` and ``encode_command(cmd)`` only turn bytes into commands and
 back. Every extFields value is normalised to its Java ``toString()`` form on the way in (C++

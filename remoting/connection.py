@@ -1,4 +1,4 @@
-"""Connection: one TCP stream, either side of it (STYLE.md §3, §6; spec/remoting.md §1).
+"""Connection: one TCP stream, either side of it (docs/STYLE.md §3, §6; docs/spec/remoting.md §1).
 
 Requests and responses travel both ways on every connection (a broker sends requests to its
 clients over their own sockets), so client and server share this class:
@@ -54,6 +54,8 @@ RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
 
 
 class Connection:
+    secure = False  # TLS (remoting/tls_connection.py)
+
     def __init__(
         self,
         stream: trio.SocketStream,
@@ -68,18 +70,7 @@ class Connection:
         budget: PartialFrameBudget | None = None,
     ) -> None:
         self.request_handler = request_handler
-        self.peer = _format_addr(stream.socket.getpeername())
-        self.local = _format_addr(stream.socket.getsockname())
-        # One descriptor per connection: the stream's socket is taken over as a plain one,
-        # read and written from plain ``def`` code (the selector's reads, replies the kernel
-        # takes at once) and waited on through trio.lowlevel. It is released in one place
-        # (_release_socket), once nothing waits on it.
-        trio_sock = stream.socket
-        self._sock = socket.socket(
-            trio_sock.family, trio_sock.type, trio_sock.proto, trio_sock.detach()
-        )
-        self._sock.setblocking(False)
-        self._fd = self._sock.fileno()
+        self._take_stream(stream)
         self.closed = False
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # owners' per-connection state (client id, ...)
@@ -93,13 +84,31 @@ class Connection:
         self._last_io = trio.current_time()
         self._in_read_batch = False
         self._finished = trio.Event()
-        self._writes = (
-            ThreadWrites(sender, self._sock, self.close_soon, self._touch)
-            if sender is not None
-            else LoopWrites(self._sock, self.close_soon, self._touch)
-        )
+        self._writes = self._make_writes(sender)
         self._selector = selector
         self._read_done = trio.Event()
+
+    # A TlsConnection (remoting/tls_connection.py) overrides the four methods that touch the
+    # socket: _take_stream, _make_writes, _reader and _release_socket.
+
+    def _take_stream(self, stream: trio.SocketStream) -> None:
+        self.peer = format_addr(stream.socket.getpeername())
+        self.local = format_addr(stream.socket.getsockname())
+        # One descriptor per connection: the stream's socket is taken over as a plain one,
+        # read and written from plain ``def`` code (the selector's reads, replies the kernel
+        # takes at once) and waited on through trio.lowlevel. It is released in one place
+        # (_release_socket), once nothing waits on it.
+        trio_sock = stream.socket
+        self._sock = socket.socket(
+            trio_sock.family, trio_sock.type, trio_sock.proto, trio_sock.detach()
+        )
+        self._sock.setblocking(False)
+        self._fd = self._sock.fileno()
+
+    def _make_writes(self, sender: OutboundSender | None) -> LoopWrites | ThreadWrites:
+        if sender is not None:
+            return ThreadWrites(sender, self._sock, self.close_soon, self._touch)
+        return LoopWrites(self._sock, self.close_soon, self._touch)
 
     def __repr__(self) -> str:
         return f"<Connection {self.local} <-> {self.peer}{' closed' if self.closed else ''}>"
@@ -248,6 +257,11 @@ class Connection:
         if not data:
             self._mark_closed("peer closed the connection")
             return None
+        return self._received(data)
+
+    def _received(self, data: bytes) -> bool | None:
+        """Handle the commands in what was read. None once the connection is finished; else
+        whether reading again at once may find more."""
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
@@ -255,8 +269,13 @@ class Connection:
             while (frame := self._decoder.next_frame()) is not None:
                 self._on_command(decode_command(frame))
         except RemoteProtocolError as exc:
-            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, exc)
-            self._mark_closed(f"protocol error: {exc}")
+            problem = str(exc)
+            if not self.secure and data[:1] == b"\x16":
+                # Java's "Clients intend to establish an SSL connection while this server is
+                # running in SSL disabled mode": a ClientHello read as a 369 MB frame length.
+                problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
+            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
+            self._mark_closed(f"protocol error: {problem}")
             return None
         finally:
             self._in_read_batch = False
@@ -411,7 +430,7 @@ class Connection:
         await self.send(request)
 
 
-def _format_addr(addr: Any) -> str:
+def format_addr(addr: Any) -> str:
     if isinstance(addr, tuple) and len(addr) >= 2:
         host = addr[0]
         if host.startswith("::ffff:"):  # IPv4-mapped: C++ clients only read IPv4 hosts

@@ -1,7 +1,7 @@
 """Names and numbers every RocketMQ process agrees on: permissions, system topics. (The rules
 a topic or group name follows are in remoting.names.)
 
-Sources: spec/remoting.md §9.2, §10; spec/namesrv.md §6; spec/store-format.md §9-§11.
+Sources: docs/spec/remoting.md §9.2, §10; docs/spec/namesrv.md §6; docs/spec/store-format.md §9-§11.
 """
 
 from __future__ import annotations

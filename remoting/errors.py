@@ -1,4 +1,4 @@
-"""Typed errors raised at the protocol boundaries (STYLE.md §6)."""
+"""Typed errors raised at the protocol boundaries (docs/STYLE.md §6)."""
 
 from __future__ import annotations
 

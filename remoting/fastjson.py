@@ -1,4 +1,4 @@
-"""The JSON dialect of fastjson, the library Java RocketMQ serializes with (spec/remoting.md §6).
+"""The JSON dialect of fastjson, the library Java RocketMQ serializes with (docs/spec/remoting.md §6).
 
 Reading: strict JSON first (the C parser, fast), and on failure a small tolerant recursive-descent
 parser that also accepts what fastjson writes for maps whose keys are not strings: bare integer

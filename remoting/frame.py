@@ -1,4 +1,4 @@
-"""Length-prefixed framing, sans-IO (spec/remoting.md §2).
+"""Length-prefixed framing, sans-IO (docs/spec/remoting.md §2).
 
 ``frameLength(4) | serializeType<<24 | headerLength (4) | header | body``. The decoder never
 touches a socket, a clock or a logger; garbage raises :class:`RemoteProtocolError` only.

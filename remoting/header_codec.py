@@ -1,4 +1,4 @@
-"""Custom headers <-> extFields (STYLE.md §4, spec/remoting.md §3.3): the one place a header
+"""Custom headers <-> extFields (docs/STYLE.md §4, docs/spec/remoting.md §3.3): the one place a header
 value from the wire is parsed and checked.
 
 extFields is a Java ``Map<String,String>``: camelCase names, every value a string, booleans

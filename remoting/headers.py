@@ -1,4 +1,4 @@
-"""One attrs class per custom header (spec/remoting.md §9).
+"""One attrs class per custom header (docs/spec/remoting.md §9).
 
 A field without a default is required (Java's ``@CFNotNull``); ``X | None = None`` is optional.
 A field's type is its Java type and range (remoting.wire_types: ``Int``, ``Long``, ``Topic``,

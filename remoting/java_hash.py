@@ -6,12 +6,13 @@ real base-31 digits, so ``int(..., 31)`` does the whole sum in C: 3x faster than
 products, and this runs for every key of every message. ``int()`` refuses more than 4300
 digits; longer and non-ASCII strings take the loop over UTF-16 code units.
 
-That is the pure-Python reference; remoting/native/hashing.c does the same loop natively when built.
+That is the pure-Python reference; remoting/native/codec/hashing.c does the same loop natively
+when built (module remoting._codec).
 """
 
 from __future__ import annotations
 
-from remoting.speedups import native
+from remoting.codec_native import native
 
 _MASK32 = 0xFFFFFFFF
 _MAX_DIGITS = 4000
@@ -27,7 +28,7 @@ def _unsigned_hash(text: str) -> int:
         low, high = data.translate(_LOW_DIGITS), data.translate(_HIGH_DIGITS)
         return (int(low, 31) + 31 * int(high, 31)) & _MASK32
     h = 0
-    data = text.encode("utf-16-be")
+    data = text.encode("utf-16-be", "surrogatepass")  # a lone surrogate is one code unit
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return h

@@ -1,4 +1,4 @@
-"""The servers' log line format (STYLE.md §8): one event, one line.
+"""The servers' log line format (docs/STYLE.md §8): one event, one line.
 
 Log messages quote values that came from the wire (KV namespaces and keys, client ids, broker
 names, remarks). Written as they are, a newline in one splits the line and lets any client
@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import re
 
-FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # C0 controls but tab, DEL, and the line breaks Unicode adds (NEL, LINE/PARAGRAPH SEPARATOR)
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r"}
@@ -34,9 +33,3 @@ class OneLineFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = one_line(record.message)
         return super().formatMessage(record)
-
-
-def use_one_line_format() -> None:
-    """Give every handler of the root logger the one-line formatter (after basicConfig)."""
-    for handler in logging.getLogger().handlers:
-        handler.setFormatter(OneLineFormatter(FORMAT))

@@ -1,5 +1,5 @@
 """LogLimiter: at most a few lines per key (a peer's host, a request code) and overall per
-period, so a peer that sends garbage in a loop cannot fill the disk with log lines (STYLE.md
+period, so a peer that sends garbage in a loop cannot fill the disk with log lines (docs/STYLE.md
 §8). The limiter is pure (the caller passes the clock); ``log_limited`` logs through one.
 
 The first lines of a period pass; the rest are counted, and the next line that passes says how

@@ -1,4 +1,4 @@
-"""Messages as clients and the broker's processors see them (spec/message-format.md §5-§9):
+"""Messages as clients and the broker's processors see them (docs/spec/message-format.md §5-§9):
 sysflags, property keys and their encoding, hosts and message ids, MessageExt decoding from a
 stored record, and SEND_BATCH_MESSAGE bodies. Pure: no Trio, no logging, no clock.
 
@@ -16,14 +16,16 @@ from typing import NamedTuple
 
 import attrs
 
-from remoting.record import (
+from remoting.codec_native import native
+from remoting.record_layout import (
     BORNHOST_V6_FLAG,
     HEADERS,
     MESSAGE_MAGIC_CODE,
+    RECORD_FIXED_BYTES,
     STOREHOSTADDRESS_V6_FLAG,
     SYS_FLAG_POS,
+    BatchEntry,
 )
-from remoting.speedups import native
 
 # MessageSysFlag
 COMPRESSED_FLAG = 0x1
@@ -225,7 +227,7 @@ def decode_message(
     total, magic = struct.unpack_from(">ii", view, pos)
     if magic != MESSAGE_MAGIC_CODE:
         raise MessageDecodeError(f"bad magic code {magic & 0xFFFFFFFF:#x} at {pos}")
-    if total < 91 or pos + total > len(view):
+    if total < RECORD_FIXED_BYTES or pos + total > len(view):
         raise MessageDecodeError(f"record size {total} at {pos} does not fit in {len(view)} bytes")
     (sys_flag,) = _I32.unpack_from(view, pos + SYS_FLAG_POS)
     header = HEADERS[(bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG))]
@@ -305,12 +307,6 @@ def decode_messages(
 # ------------------------------------------------------------------- batches (SEND_BATCH_MESSAGE)
 
 _BATCH_ENTRY = struct.Struct(">iiiii")  # total size, magic (0), body CRC (0), flag, body length
-
-
-class BatchEntry(NamedTuple):
-    flag: int
-    body: memoryview | bytes
-    properties: str
 
 
 def decode_batch_body(body: bytes | bytearray | memoryview) -> list[BatchEntry]:

@@ -1,4 +1,4 @@
-"""Topic and group names: RocketMQ's rules, in one place (spec/remoting.md §9.2, §9.11).
+"""Topic and group names: RocketMQ's rules, in one place (docs/spec/remoting.md §9.2, §9.11).
 
 A topic becomes a directory of the store (``consumequeue/<topic>/<queueId>``) and a consumer
 group becomes one through its retry and dead-letter topics, so a name from the wire is used

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from remoting.atomic_file import write_atomically
-
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
@@ -134,16 +132,6 @@ def with_changes(text: str, changes: Mapping[str, str]) -> str:
             out.append(f"{key}={_escape(pending.pop(key))}")
     out.extend(f"{key}={_escape(value)}" for key, value in pending.items())
     return "\n".join(out) + "\n"
-
-
-def rewrite(path: Path, changes: Mapping[str, str]) -> None:
-    """The file with ``changes`` (see with_changes), written atomically with the previous
-    version as ``.bak``. The caller serializes rewrites of one file."""
-    try:
-        text = _decode(path.read_bytes())
-    except FileNotFoundError:
-        text = ""
-    write_atomically(path, with_changes(text, changes))
 
 
 def dumps(properties: dict[str, str]) -> str:

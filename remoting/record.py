@@ -1,77 +1,70 @@
-"""The CommitLog record layout (spec/message-format.md §1-§4): sizes, positions, packing one
-record or a batch's records straight into a mapped buffer, and scanning records back for
-dispatch and recovery without decoding bodies. Pure: no Trio, no logging, no clock.
+"""CommitLog records (docs/spec/message-format.md §1-§4): packing one record or a batch's
+records straight into a mapped buffer, and scanning records back for dispatch and recovery
+without decoding bodies. Pure: no Trio, no logging, no clock. The layout itself (sizes,
+positions, magic codes, RecordScan) is remoting/record_layout.py, re-exported here.
 
 Message-level reading (MessageExt, properties, message ids, batch bodies) is remoting.message.
 
-``pack_records_into`` and ``scan_record`` run the native twins (remoting/native/) when built;
-``python_pack_records_into`` and ``python_scan_record`` here are their reference, held to the
-same bytes and results by tests/unit/remoting/test_speedups.py.
+``pack_records_into`` and ``scan_record`` run the native twins (remoting/native/codec/, module
+remoting._codec) when built; ``python_pack_records_into`` and ``python_scan_record`` here are
+their reference, held to the same bytes and results by tests/unit/remoting/test_codec_twins.py.
 """
 
 from __future__ import annotations
 
-import enum
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import NamedTuple
 
-from remoting.speedups import native
+from remoting.codec_native import native
+from remoting.record_layout import (
+    BLANK_MAGIC_CODE,
+    BORN_HOST_POS,
+    BORN_TIMESTAMP_POS,
+    BORNHOST_V6_FLAG,
+    END_FILE_MIN_BLANK_LENGTH,
+    HEADER_V4,
+    HEADERS,
+    MESSAGE_MAGIC_CODE,
+    PHYS_OFFSET_POS,
+    QUEUE_OFFSET_POS,
+    RECORD_FIXED_BYTES,
+    STOREHOSTADDRESS_V6_FLAG,
+    SYS_FLAG_POS,
+    RecordKind,
+    RecordScan,
+    record_size,
+)
 
-MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
-BLANK_MAGIC_CODE = -875286124  # 0xCBD43194: end of a CommitLog file
-END_FILE_MIN_BLANK_LENGTH = 8
+__all__ = [
+    "BLANK_MAGIC_CODE",
+    "BORNHOST_V6_FLAG",
+    "BORN_HOST_POS",
+    "BORN_TIMESTAMP_POS",
+    "END_FILE_MIN_BLANK_LENGTH",
+    "HEADERS",
+    "HEADER_V4",
+    "MESSAGE_MAGIC_CODE",
+    "PHYS_OFFSET_POS",
+    "QUEUE_OFFSET_POS",
+    "STOREHOSTADDRESS_V6_FLAG",
+    "SYS_FLAG_POS",
+    "RecordKind",
+    "RecordScan",
+    "iter_records",
+    "pack_blank_into",
+    "pack_record_into",
+    "pack_records_at",
+    "pack_records_into",
+    "python_pack_records_into",
+    "python_scan_record",
+    "record_size",
+    "scan_record",
+]
 
-# MessageSysFlag bits that change the layout (the others are in remoting.message)
-BORNHOST_V6_FLAG = 0x10
-STOREHOSTADDRESS_V6_FLAG = 0x20
-
-# Fixed part of a record, by (born host IPv6, store host IPv6). Fields in order: TOTALSIZE,
-# MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP,
-# BORNHOST (addr, port), STORETIMESTAMP, STOREHOSTADDRESS (addr, port), RECONSUMETIMES,
-# PREPAREDTRANSACTIONOFFSET, BODYLENGTH.
-HEADERS = {
-    (born6, store6): struct.Struct(f">iiiiiqqiq{16 if born6 else 4}siq{16 if store6 else 4}siiqi")
-    for born6 in (False, True)
-    for store6 in (False, True)
-}
-HEADER_V4 = HEADERS[(False, False)]
-assert HEADER_V4.size == 88
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _BLANK = struct.Struct(">ii")
-QUEUE_OFFSET_POS = 20
-PHYS_OFFSET_POS = 28
-SYS_FLAG_POS = 36
-BORN_TIMESTAMP_POS = 40
-BORN_HOST_POS = 48
-
-
-class RecordKind(enum.Enum):
-    MESSAGE = "MESSAGE"
-    BLANK = "BLANK"  # the end-of-file filler: jump to the next segment
-    END = "END"  # zeros: nothing was ever written here
-    CORRUPT = "CORRUPT"
-
-
-def record_size(
-    body_length: int,
-    topic_length: int,
-    properties_length: int,
-    *,
-    born_v6: bool = False,
-    store_v6: bool = False,
-) -> int:
-    """TOTALSIZE = 91 + body + topic + properties (+12 per IPv6 host)."""
-    return (
-        91
-        + body_length
-        + topic_length
-        + properties_length
-        + (12 if born_v6 else 0)
-        + (12 if store_v6 else 0)
-    )
 
 
 # ------------------------------------------------------------------- encoding
@@ -221,7 +214,7 @@ def pack_records_into(
     reconsume_times: int,
     prepared_transaction_offset: int = 0,
 ) -> None:
-    """``python_pack_records_into`` by keyword, natively when remoting._speedups is built."""
+    """``python_pack_records_into`` by keyword, natively when remoting._codec is built."""
     pack_records_at(
         buffer, pos, records, topic, queue_id, queue_offset, phys_offset, sys_flag,
         born_timestamp, born_address, born_port, store_timestamp, store_address, store_port,
@@ -235,19 +228,6 @@ def pack_blank_into(buffer: bytearray | memoryview, pos: int, remaining: int) ->
 
 
 # ------------------------------------------------------------------- scanning (dispatch, recovery)
-
-
-class RecordScan(NamedTuple):
-    kind: RecordKind
-    size: int  # bytes to skip; for BLANK the rest of the segment
-    topic: str = ""
-    queue_id: int = 0
-    queue_offset: int = 0
-    phys_offset: int = 0
-    sys_flag: int = 0
-    store_timestamp: int = 0
-    properties: str = ""
-    reason: str = ""
 
 
 def python_scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -> RecordScan:
@@ -267,7 +247,7 @@ def python_scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -
         if total == 0 and magic == 0:
             return RecordScan(RecordKind.END, 0, reason="zeros")
         return RecordScan(RecordKind.CORRUPT, 0, reason=f"bad magic code {magic & 0xFFFFFFFF:#x}")
-    if total < 91 or total > available:
+    if total < RECORD_FIXED_BYTES or total > available:
         return RecordScan(
             RecordKind.CORRUPT, 0, reason=f"size {total} does not fit ({available} bytes left)"
         )
@@ -316,18 +296,7 @@ def python_scan_record(view: memoryview, pos: int, *, check_crc: bool = False) -
     )
 
 
-if native is not None:
-    native.configure_scan(
-        RecordScan,
-        RecordKind.MESSAGE,
-        RecordKind.BLANK,
-        RecordKind.END,
-        RecordKind.CORRUPT,
-        zlib.crc32,
-    )
-    scan_record = native.scan_record
-else:
-    scan_record = python_scan_record
+scan_record = native.scan_record if native is not None else python_scan_record
 
 
 def iter_records(view: memoryview, pos: int = 0) -> Iterator[tuple[int, RecordScan]]:

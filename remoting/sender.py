@@ -1,4 +1,5 @@
-"""OutboundSender: a server's replies written by a native thread (remoting/native/sender.c).
+"""OutboundSender: a server's replies written by a native thread (remoting/native/sender/, the
+extension module remoting._sender).
 
 On a busy server a third of the event loop went into ``sendmsg``: on loopback the call runs the
 receiver's TCP stack and wakes it, and in a VM that wake-up is an expensive interrupt. With a
@@ -12,19 +13,35 @@ connection with more than its high-water mark queued is told when it has drained
 writes to the connection's own descriptor, and becomes its owner when the connection goes
 (``remove``): the number cannot be reused for another socket while the thread may still write.
 
-Servers use one when the native module is built; clients, and pure mode, write inline.
+Servers use one when the module is built and not switched off (ROCKETMQ_TRIO_NO_SENDER=1, or
+ROCKETMQ_TRIO_PURE=1 for every native module; remoting/native_loader.py); clients, and servers
+without it, write inline. It is a module of its own: a stale or missing record codec or store
+twin does not turn it off, nor it them.
 """
 
 from __future__ import annotations
 
+import functools
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from remoting.speedups import native
+from remoting.native_loader import load
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+ABI_VERSION = 1
+SWITCH = "ROCKETMQ_TRIO_NO_SENDER"
+NAMES = ("Sender",)
+
+
+@functools.cache
+def native_sender() -> ModuleType | None:
+    """remoting._sender, or None; loaded (and a fallback logged) the first time a server asks,
+    so clients, which never write from a thread, say nothing about it."""
+    return load("remoting._sender", abi_version=ABI_VERSION, switch=SWITCH, names=NAMES)
 
 
 class DrainListener(Protocol):
@@ -41,6 +58,7 @@ class _KickBeforeIOWait(trio.abc.Instrument):
 
 class OutboundSender:
     def __init__(self) -> None:
+        native = native_sender()
         assert native is not None
         self._native = native.Sender()
         self._watching: dict[int, DrainListener] = {}
@@ -50,7 +68,7 @@ class OutboundSender:
 
     @staticmethod
     def available() -> bool:
-        return native is not None
+        return native_sender() is not None
 
     def send(self, handle: int, buffers: Sequence[Any]) -> int:
         """Queue ``buffers`` for the connection; the bytes it has queued now. OSError once a

@@ -1,4 +1,4 @@
-"""cattrs converters between attrs classes and the wire (STYLE.md §4).
+"""cattrs converters between attrs classes and the wire (docs/STYLE.md §4).
 
 * ``decode_header`` / ``encode_header_fields``: custom headers <-> extFields (from
   remoting.header_codec, where every header value is parsed and range-checked).

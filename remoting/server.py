@@ -1,5 +1,5 @@
 """RemotingServer: accepts connections and dispatches requests to processors by code
-(STYLE.md §5, §6; spec/remoting.md §3.3).
+(docs/STYLE.md §5, §6; docs/spec/remoting.md §3.3).
 
 A processor is ``def handle(connection, request)`` returning a response command, None (no
 reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go to
@@ -9,7 +9,7 @@ reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -17,13 +17,21 @@ from remoting.accept import accept_loop
 from remoting.budget import PartialFrameBudget
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
-from remoting.connection import IDLE_TIMEOUT_S, READ_CHUNK, Connection, HandlerResult
+from remoting.connection import (
+    IDLE_TIMEOUT_S,
+    READ_CHUNK,
+    Connection,
+    HandlerResult,
+    format_addr,
+)
 from remoting.frame import MAX_FRAME_BYTES
 from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.memory import pin_mmap_threshold
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
+from remoting.tls import TlsServer
+from remoting.tls_connection import TlsConnection
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +63,19 @@ def partial_frames_budget(limit_bytes: int = MAX_PARTIAL_FRAMES_BYTES) -> Partia
     return PartialFrameBudget(limit_bytes, floor=READ_CHUNK)
 
 
+async def _shielded(
+    scopes: list[trio.CancelScope],
+    run: Callable[..., Awaitable[None]],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``run`` deaf to cancellation from outside; it stops when its scope (in ``scopes``) is
+    cancelled."""
+    with trio.CancelScope(shield=True) as scope:
+        scopes.append(scope)
+        await run(task_status=task_status)
+
+
 class RemotingServer:
     def __init__(
         self,
@@ -74,6 +95,7 @@ class RemotingServer:
         native_sender: bool = True,
         read_selector: bool = True,
         authorize: Authorize | None = None,
+        tls: TlsServer | None = None,
     ) -> None:
         self.name = name
         self.host, self.port = host, port
@@ -104,6 +126,8 @@ class RemotingServer:
         # One task reads every connection (remoting/selector.py).
         self._use_selector = read_selector and ReadSelector.available()
         self._selector: ReadSelector | None = None
+        # tls.server.mode permissive or enforcing (remoting/tls.py); None: plain only.
+        self.tls = tls
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -127,18 +151,22 @@ class RemotingServer:
         log.info("%s listening: address=%s:%d", self.name, self.host or "0.0.0.0", self.port)
         try:
             # The sender and the selector outlive every connection: replies queued by the
-            # last requests leave, and connections leave the selector before it closes.
+            # last requests leave, and connections leave the selector before it closes. A
+            # cancellation from outside reaches the connections first (a handler that had not
+            # started yet still registers with both); they stop only once _serve has returned.
+            transport: list[trio.CancelScope] = []
             async with trio.open_nursery() as outer:
                 if self._use_sender:
                     self._sender = OutboundSender()
-                    await outer.start(self._sender.run)
+                    await outer.start(_shielded, transport, self._sender.run)
                 if self._use_selector:
                     self._selector = ReadSelector()
-                    await outer.start(self._selector.run)
+                    await outer.start(_shielded, transport, self._selector.run)
                 try:
                     await self._serve(task_status)
                 finally:
-                    outer.cancel_scope.cancel()
+                    for scope in transport:
+                        scope.cancel()
         finally:
             self._sender = self._selector = None
             with trio.CancelScope(shield=True):
@@ -162,6 +190,31 @@ class RemotingServer:
             for listener in self._listeners:
                 await listener.aclose()
 
+    async def _connection(self, stream: trio.SocketStream) -> Connection | None:
+        """The seam between plain and TLS: a plain connection is read by the selector and
+        written by the sender thread; a TLS one has its own reader and writer tasks."""
+        limits = {
+            "max_frame_bytes": self._max_frame_bytes,
+            "idle_timeout_s": self._idle_timeout_s,
+            "max_handler_tasks": self._max_handler_tasks,
+            "max_in_flight_bytes": self._max_in_flight_bytes,
+            "budget": self.budget,
+        }
+        if self.tls is not None:
+            peer = format_addr(stream.socket.getpeername())
+            served = await self.tls.accept(stream, peer, self._idle_timeout_s)
+            if served is None:
+                return None
+            if isinstance(served, trio.SSLStream):
+                return TlsConnection(served, self.handle_request, **limits)
+        return Connection(
+            stream,
+            self.handle_request,
+            sender=self._sender,
+            selector=self._selector,
+            **limits,
+        )
+
     async def stop_accepting(self) -> None:
         """Close the listening sockets; connections already open keep being served."""
         self._accepting.cancel()
@@ -170,20 +223,12 @@ class RemotingServer:
 
     async def _handle_connection(self, stream: trio.SocketStream) -> None:
         try:
-            connection = Connection(
-                stream,
-                self.handle_request,
-                max_frame_bytes=self._max_frame_bytes,
-                idle_timeout_s=self._idle_timeout_s,
-                max_handler_tasks=self._max_handler_tasks,
-                max_in_flight_bytes=self._max_in_flight_bytes,
-                sender=self._sender,
-                selector=self._selector,
-                budget=self.budget,
-            )
+            connection = await self._connection(stream)
         except OSError as exc:  # the peer vanished between accept and getpeername
             log.debug("connection gone before it was served: %r", exc)
             await stream.aclose()
+            return
+        if connection is None:  # refused by the TLS mode (remoting/tls.py said why)
             return
         self.connections.add(connection)
         log.debug("connection opened: peer=%s", connection.peer)

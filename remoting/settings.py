@@ -1,4 +1,4 @@
-"""Config keys as typed, bounded values (STYLE.md §9): the one place ``broker.conf`` and
+"""Config keys as typed, bounded values (docs/STYLE.md §9): the one place ``broker.conf`` and
 ``namesrv.conf`` text becomes values, shared by start-up and by the admin updates
 (UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG).
 
@@ -266,3 +266,13 @@ def config_text(value: object) -> str:
     if value is None:
         return ""
     return str(value)
+
+
+def config_values(*configs: object) -> dict[str, str]:
+    """Every key of ``configs`` with its value as config text (secrets included: not for
+    showing)."""
+    return {
+        wire_key(attribute): config_text(getattr(config, attribute.name))
+        for config in configs
+        for attribute in attrs.fields(type(config))
+    }

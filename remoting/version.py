@@ -1,5 +1,5 @@
 """MQVersion ordinals as names (``409`` -> ``V4_9_8``): what Java's MQVersion.getVersionDesc
-prints for the version every RemotingCommand carries (spec/remoting.md §3.2).
+prints for the version every RemotingCommand carries (docs/spec/remoting.md §3.2).
 
 Java numbers its releases by their position in one enum. From V4_0_0_SNAPSHOT (212) on, every
 x.y.z release of 4.x and 5.x has a SNAPSHOT then a release entry, z and y running 0..9; the 3.x

@@ -1,5 +1,5 @@
 """The Java type of every header field, as the range a value must be in before anything uses
-it (spec/remoting.md §3.3, §9).
+it (docs/spec/remoting.md §3.3, §9).
 
 A header field is annotated with one of the aliases below (``queue_offset: Long``); the header
 decoder (remoting.header_codec) checks each value against its marks, once, so a processor only ever

@@ -9,4 +9,4 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # fresh clone tests the codec against them without anything outside the repository.
 INTEROP_FRAMES = REPO_ROOT / "tests" / "data" / "interop-frames"
 
-pytest_plugins = ["tests.harness"]
+pytest_plugins = ["tests.harness", "tests.tlskit"]

@@ -1,4 +1,4 @@
-"""Real server processes for integration tests (STYLE.md §10).
+"""Real server processes for integration tests (docs/STYLE.md §10).
 
 Every server we ship prints a line ``READY ... port=N`` on stdout once it serves. A
 ``ServerProcess`` starts one, waits for that line (an event, not a sleep), drains the rest of

@@ -29,6 +29,24 @@ def tmpfs(where: Path, *, size_kib: int = 256, read_only: bool = False) -> Itera
         subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
 
 
+@contextlib.contextmanager
+def read_only(where: Path) -> Iterator[Path]:
+    """``where`` and what it holds made read-only in place (a read-only bind mount over it), as
+    /etc is to a service user: even root cannot write there."""
+    steps = (
+        ["mount", "--bind", str(where), str(where)],
+        ["mount", "-o", "remount,bind,ro", str(where)],
+    )
+    try:
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                pytest.skip(f"cannot bind-mount read-only (needs root): {done.stderr.strip()}")
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
 def fill(where: Path) -> None:
     """Write until the filesystem is full (ENOSPC): the file stays, the disk is full."""
     block = bytes(4096)

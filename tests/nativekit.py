@@ -1,32 +1,36 @@
-"""The markers for tests of the native module (remoting._speedups): its twins, compared with their
-pure-Python references, and its native-only sender thread."""
+"""Markers for tests of the native extension modules (remoting/native_loader.py): the record
+codec's and the store's twins, compared with their pure-Python references, and the servers'
+native-only sender thread. Each is skipped only when its module is switched off on purpose;
+a module that did not build fails test_native_modules.py instead of passing quietly."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from remoting.speedups import native
+from broker.store.store_native import native as store_native
+from remoting.codec_native import native as codec_native
+from remoting.native_loader import switched_off
+from remoting.sender import native_sender
 
-# Only the run that asks for the pure code on purpose (ROCKETMQ_TRIO_PURE=1) has no twins to
-# compare; a build without them fails test_the_native_twins_are_built instead of passing quietly.
-needs_native = pytest.mark.skipif(
-    native is None,
-    reason="no native twins to compare: ROCKETMQ_TRIO_PURE=1 runs the pure-Python code only"
-    if os.environ.get("ROCKETMQ_TRIO_PURE") == "1"
-    else "remoting._speedups is not built (see test_the_native_twins_are_built)",
+CODEC_SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
+STORE_SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
+SENDER_SWITCH = "ROCKETMQ_TRIO_NO_SENDER"
+
+
+def not_built(module: str, switch: str) -> str:
+    """Why a test of ``module`` cannot run here."""
+    if switched_off(switch):
+        return f"{module} is switched off ({switch} or ROCKETMQ_TRIO_PURE=1)"
+    return f"{module} is not built or stale (see tests/unit/test_native_modules.py)"
+
+
+needs_codec = pytest.mark.skipif(
+    codec_native is None, reason=not_built("remoting._codec", CODEC_SWITCH)
 )
-
-
-def not_built(what: str) -> str:
-    """Why a test of a native-only part (no pure twin to fall back on) cannot run here."""
-    if os.environ.get("ROCKETMQ_TRIO_PURE") == "1":
-        return f"{what} is native only, and ROCKETMQ_TRIO_PURE=1 runs without the native module"
-    return (
-        f"{what} needs remoting._speedups, which is not built (see test_the_native_twins_are_built)"
-    )
-
-
-# The servers' sender thread (remoting/native/sender.c): without it servers write from the loop.
-needs_sender = pytest.mark.skipif(native is None, reason=not_built("the servers' sender thread"))
+needs_store_native = pytest.mark.skipif(
+    store_native is None, reason=not_built("broker.store._native", STORE_SWITCH)
+)
+# The servers' sender thread: without it servers write from the loop.
+needs_sender = pytest.mark.skipif(
+    native_sender() is None, reason=not_built("remoting._sender", SENDER_SWITCH)
+)

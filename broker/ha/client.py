@@ -1,4 +1,4 @@
-"""HAClient: the slave's side of replication (spec/ha.md §2, §3.4, §3.5).
+"""HAClient: the slave's side of replication (docs/spec/ha.md §2, §3.4, §3.5).
 
 It connects to the master's HA address (``haMasterAddress`` or what registration learned),
 reports its CommitLog max offset at once (RocketMQ waits for the first heartbeat, ~5 s; an
@@ -11,6 +11,7 @@ closes the connection; the next one resumes from the local max offset.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +19,7 @@ import trio
 
 from broker.ha.link import LinkTimers
 from broker.ha.protocol import Chunk, ChunkDecoder, ProtocolError, encode_report
+from remoting import tls
 
 if TYPE_CHECKING:
     from broker.store.config import MessageStoreConfig
@@ -50,8 +52,14 @@ def split_addr(addr: str) -> tuple[str, int]:
 
 class HAClient:
     def __init__(
-        self, store: DefaultMessageStore, store_config: MessageStoreConfig, master: MasterAddress
+        self,
+        store: DefaultMessageStore,
+        store_config: MessageStoreConfig,
+        master: MasterAddress,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self.ssl_context = ssl_context  # haUseTLS (broker/tls.py)
         self.store = store
         self.store_config = store_config
         self.master = master
@@ -82,7 +90,7 @@ class HAClient:
             self._progressed = False
             try:
                 await self._session(addr)
-            except ProtocolError as exc:
+            except (ProtocolError, tls.TlsHandshakeError) as exc:
                 log.warning("HA master %s: %s", addr, exc)
             except (
                 OSError,
@@ -103,11 +111,16 @@ class HAClient:
         """One connection, until it fails (``_progressed`` tells whether data arrived)."""
         host, port = split_addr(addr)
         with trio.fail_after(CONNECT_TIMEOUT_S):
-            stream = await trio.open_tcp_stream(host, port)
-        async with stream:
+            plain = await trio.open_tcp_stream(host, port)
+        stream: trio.abc.Stream = plain
+        if self.ssl_context is not None:
+            stream = await tls.connect(plain, self.ssl_context, host)  # closes it if it fails
+        try:
             self.connected_to = addr
             log.info("connected to HA master %s at offset %d", addr, self.store.max_phys_offset)
             await self._stream(stream)
+        finally:
+            await tls.close_quietly(stream)  # bounded: TLS's close_notify may not be taken
 
     async def _stream(self, stream: trio.abc.Stream) -> None:
         config = self.store_config
@@ -132,7 +145,7 @@ class HAClient:
                 raise ProtocolError(
                     f"nothing heard from the master for {timers.silent_for(now):.1f} s"
                 )
-            # On the write clock, whatever was read (spec/ha.md §3.2): the master's own
+            # On the write clock, whatever was read (docs/spec/ha.md §3.2): the master's own
             # heartbeats must not silence ours, or it expires the link.
             if self.store.max_phys_offset != self.reported_offset or timers.heartbeat_due(now):
                 await self._report(stream, timers)

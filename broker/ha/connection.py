@@ -1,4 +1,4 @@
-"""HAConnection: the master's side of one slave's socket (spec/ha.md §3.2-§3.5).
+"""HAConnection: the master's side of one slave's socket (docs/spec/ha.md §3.2-§3.5).
 
 The reader takes the slave's offset reports; the writer streams CommitLog bytes from where the
 slave said it stands. A slave's word is checked before it counts: the first report must name an
@@ -19,6 +19,7 @@ import trio
 from broker.ha.link import LinkTimers
 from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
 from remoting.log_limit import log_limited, peer_warnings
+from remoting.tls import close_quietly
 
 if TYPE_CHECKING:
     from broker.ha.service import HAService
@@ -150,8 +151,7 @@ class HAConnection:
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.info("slave %s disconnected: %s", self.peer, group.exceptions[0])
         finally:
-            with trio.CancelScope(shield=True):
-                await self.stream.aclose()
+            await close_quietly(self.stream)  # bounded: TLS's close_notify may not be taken
 
     def _warn(self, message: str, *args: object) -> None:
         host = self.peer.rpartition(":")[0]
@@ -180,7 +180,7 @@ class HAConnection:
 
     def _next_frames(self, batch: int) -> list[bytes | memoryview]:
         """Header + body pairs for everything there is to send, up to ``MAX_SEND_BYTES``: each
-        chunk at most ``batch`` bytes and within one segment (spec/ha.md §3.3), several chunks
+        chunk at most ``batch`` bytes and within one segment (docs/spec/ha.md §3.3), several chunks
         per send so the writer keeps up with eight producers while taking one turn of the loop."""
         store = self.service.store
         parts: list[bytes | memoryview] = []

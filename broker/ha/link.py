@@ -1,5 +1,5 @@
 """LinkTimers: when one end of an HA link must speak, and when it may give up on the other
-(spec/ha.md §3.2, §3.3, §3.5). Pure: the caller passes the time (Trio's clock in the services,
+(docs/spec/ha.md §3.2, §3.3, §3.5). Pure: the caller passes the time (Trio's clock in the services,
 a mock clock in tests).
 
 Each end keeps two clocks, and the difference matters:

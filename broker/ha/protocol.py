@@ -1,4 +1,4 @@
-"""The HA byte protocol (spec/ha.md §3), sans-IO: no sockets here, only bytes in and out.
+"""The HA byte protocol (docs/spec/ha.md §3), sans-IO: no sockets here, only bytes in and out.
 
 Slave -> master: a stream of big-endian int64 offsets (the newest one counts).
 Master -> slave: chunks ``[int64 masterPhyOffset][int32 bodySize][body]``.

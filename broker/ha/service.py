@@ -1,5 +1,5 @@
 """HAService: the master's replication endpoint and SYNC_MASTER's group transfer
-(spec/ha.md §4, §5).
+(docs/spec/ha.md §4, §5).
 
 ``wait_replicated(end)`` parks a sender until some slave has acked ``end``. Waiters sit in a heap
 ordered by offset; each ack pops and wakes every waiter it covers at once, so a burst of sends
@@ -25,6 +25,7 @@ import trio
 
 from broker.ha.connection import HAConnection
 from broker.store.types import PutMessageStatus
+from remoting.tls import TlsServer
 
 if TYPE_CHECKING:
     from broker.store.config import MessageStoreConfig
@@ -35,11 +36,18 @@ log = logging.getLogger(__name__)
 
 class HAService:
     def __init__(
-        self, store: DefaultMessageStore, store_config: MessageStoreConfig, host: str, port: int
+        self,
+        store: DefaultMessageStore,
+        store_config: MessageStoreConfig,
+        host: str,
+        port: int,
+        *,
+        tls: TlsServer | None = None,
     ) -> None:
         self.store = store
         self.store_config = store_config
         self.host, self.port = host, port
+        self.tls = tls  # haUseTLS (broker/tls.py): only TLS slaves
         self.connections: set[HAConnection] = set()
         self.push2slave_max_offset = 0
         self.new_data = trio.Event()
@@ -148,7 +156,14 @@ class HAService:
         except OSError:
             await stream.aclose()
             return
-        await self.serve_slave(stream, f"{host}:{port}")
+        peer = f"{host}:{port}"
+        served: trio.abc.Stream | None = stream
+        if self.tls is not None:
+            # a slave speaks first (its offset report): it has that long to start
+            expire_s = self.store_config.ha_housekeeping_interval / 1000
+            served = await self.tls.accept(stream, peer, expire_s)
+        if served is not None:
+            await self.serve_slave(served, peer)
 
     async def serve_slave(self, stream: trio.abc.Stream, peer: str) -> None:
         """One slave's connection, until it ends."""

@@ -1,5 +1,5 @@
 """SlaveSynchronize: a slave copies its master's topics, consumer offsets, delay offsets and
-subscription groups every 10 s (spec/ha.md §6.1), and at once when it learns a new master
+subscription groups every 10 s (docs/spec/ha.md §6.1), and at once when it learns a new master
 (RocketMQ waits 3 s after start-up for the first round).
 
 Topic configs come over the master's VIP port (listenPort - 2) as RocketMQ does; the rest over

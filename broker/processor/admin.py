@@ -1,4 +1,4 @@
-"""Admin requests (spec/remoting.md §9.11): topics, subscription groups, stats, connections,
+"""Admin requests (docs/spec/remoting.md §9.11): topics, subscription groups, stats, connections,
 offsets and the broker's config, as mqadmin and the consoles call them."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Client management and consumer offsets: HEART_BEAT, UNREGISTER_CLIENT,
 CHECK_CLIENT_CONFIG, GET_CONSUMER_LIST_BY_GROUP, QUERY/UPDATE_CONSUMER_OFFSET,
-LOCK/UNLOCK_BATCH_MQ (spec/remoting.md §9.4, §9.6-9.10)."""
+LOCK/UNLOCK_BATCH_MQ (docs/spec/remoting.md §9.4, §9.6-9.10)."""
 
 from __future__ import annotations
 

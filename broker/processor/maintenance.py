@@ -56,7 +56,7 @@ class MaintenanceProcessor:
 
     def clean_unused_topic(self, connection: Any, request: RemotingCommand):
         store, configured = self.broker.store, self.broker.topics.table
-        unused = set(store.consume_queue_table) - set(configured) - KEPT_UNCONFIGURED
+        unused = store.consume_queues.topics() - set(configured) - KEPT_UNCONFIGURED
         if unused:
             queues = store.delete_topics(unused)
             log.info("cleanUnusedTopic: dropped %d queues of %s", queues, sorted(unused))

@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (spec/remoting.md §9.3): Java's PullMessageProcessor rules.
+"""PULL_MESSAGE (docs/spec/remoting.md §9.3): Java's PullMessageProcessor rules.
 
 The response body is the stored records, concatenated, never re-encoded. Nothing to return
 and the client allowed suspension: the pull is held by the PullRequestHoldService and
@@ -219,7 +219,7 @@ class PullMessageProcessor:
             code, next_offset = ResponseCode.PULL_RETRY_IMMEDIATELY, header.queue_offset
         # Java sets PULL_RETRY_IMMEDIATELY here for a slave without slaveReadEnable, then
         # overwrites it with the status's code: a slave serves its messages either way and only
-        # the suggestion to go back to the master (brokerId 0) remains (spec/ha.md §7).
+        # the suggestion to go back to the master (brokerId 0) remains (docs/spec/ha.md §7).
         # commitOffset is range-checked only (a client with no offset in memory may send -1
         # with the commit bit clear). Java's broker would store a negative one sent with the bit
         # set, rewinding the group to "never committed"; no Java client sends that: ignored.
@@ -240,8 +240,8 @@ class PullMessageProcessor:
         ext = {
             "suggestWhichBrokerId": str(self._suggest(result, group_config)),
             "nextBeginOffset": str(next_offset),
-            "minOffset": str(result.min_offset),
-            "maxOffset": str(result.max_offset),
+            "minOffset": str(result.min_queue_offset),
+            "maxOffset": str(result.max_queue_offset),
         }
         if code == ResponseCode.SUCCESS:
             broker.stats.on_get(

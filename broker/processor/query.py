@@ -1,6 +1,6 @@
 """Queue offsets and message lookup: GET_MAX_OFFSET, GET_MIN_OFFSET,
 GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP, QUERY_MESSAGE, VIEW_MESSAGE_BY_ID
-(spec/remoting.md §9.4, §9.5)."""
+(docs/spec/remoting.md §9.4, §9.5)."""
 
 from __future__ import annotations
 

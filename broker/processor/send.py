@@ -1,4 +1,4 @@
-"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (spec/remoting.md §9.2).
+"""SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE (docs/spec/remoting.md §9.2).
 
 The hot path: header decode, checks, one CommitLog append, the response. Under ASYNC_FLUSH
 and ASYNC_MASTER the handler answers inline (no task); SYNC_FLUSH or SYNC_MASTER return an

@@ -10,6 +10,7 @@ from broker.config_update import update_running_broker
 from remoting import properties
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
+from remoting.runtime_config import BlackListedKeys
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -33,17 +34,18 @@ class UpdateBrokerConfigProcessor:
             return request.make_response()
         try:
             update = await update_running_broker(self.broker, changes)
+        except BlackListedKeys as exc:  # Java's code; its remark with the keys
+            return request.error_response(ResponseCode.NO_PERMISSION, str(exc))
         except ConfigError as exc:
             return request.error_response(ResponseCode.SYSTEM_ERROR, str(exc))
         except OSError as exc:
             return request.error_response(
-                ResponseCode.SYSTEM_ERROR, f"cannot write {self.broker.config_path}: {exc}"
+                ResponseCode.SYSTEM_ERROR,
+                f"cannot write {self.broker.runtime.path}: {exc}; nothing was changed",
             )
         parts = []
         if update.live:
             parts.append(f"applied: {', '.join(update.live)}")
         if update.at_restart:
             parts.append(f"stored, applied at the next start: {', '.join(update.at_restart)}")
-        if self.broker.config_path is None:
-            parts.append("not persisted: the broker was started without -c")
         return request.make_response(remark="; ".join(parts) or None)

@@ -1,10 +1,11 @@
-"""The per-entry work of a batch put, either side of packing its records into the CommitLog.
+"""A batch put's records before packing, and what dispatch reads of a record's properties.
 
 ``batch_records`` turns a SEND_BATCH_MESSAGE body into records to pack: each entry's properties
-followed by the batch's, its size and body CRC. ``batch_requests`` turns the packed records
-into message ids and dispatch requests. Both run for every message of every batch, so each is
-one native call when remoting._speedups is built; the ``python_`` functions here are the
-reference the tests hold the native ones to.
+followed by the batch's, its size and body CRC (the AppendCursor then packs them).
+``dispatch_fields`` reads TAGS, KEYS, UNIQ_KEY and DELAY of an encoded properties string. Both
+run for every message of every batch (and of every record reput reads back), so each is one
+native call when broker.store._native is built; the ``python_`` functions here are the reference
+the tests hold the native ones to.
 """
 
 from __future__ import annotations
@@ -13,16 +14,13 @@ import re
 import zlib
 from typing import Any
 
-from broker.store.types import DispatchRequest
+from broker.store.store_native import native
 from remoting import message as codec
 from remoting.java_hash import tags_code
 from remoting.message import MessageConst
-from remoting.speedups import native
 
 # (flag, body, properties, size, body CRC): what remoting.record.pack_records_at writes.
 Record = tuple[int, Any, bytes, int, int]
-
-_new_request = tuple.__new__  # skip NamedTuple's Python-level __new__, once per message
 
 # The properties dispatch needs, found in one C-level scan. A match needs the name at a segment
 # start and a non-empty value, and findall keeps the last: exactly what Java's
@@ -38,7 +36,7 @@ def dispatch_properties(text: str) -> dict[str, str]:
 
 def python_dispatch_fields(text: str) -> tuple[int, str, str, str | None]:
     """(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string: the reference of
-    remoting/native/hashing.c's dispatch_fields."""
+    broker/store/native/properties.c's dispatch_fields."""
     found = dispatch_properties(text)
     return (
         tags_code(found.get(MessageConst.TAGS)),
@@ -78,48 +76,6 @@ def python_batch_records(
     return records, total, -1
 
 
-def python_batch_requests(
-    records: list[Record],
-    msg_id_prefix: str,
-    topic: str,
-    queue_id: int,
-    phys_offset: int,
-    queue_offset: int,
-    store_timestamp: int,
-    sys_flag: int,
-    request_type: type[DispatchRequest] = DispatchRequest,
-) -> tuple[list[str], list[DispatchRequest]]:
-    """Message ids and dispatch requests (``request_type`` tuples) of ``records`` packed back
-    to back from ``phys_offset``, with consecutive queue offsets from ``queue_offset``. The
-    native twin takes the same arguments."""
-    ids, requests = [], []
-    for record in records:
-        size = record[3]
-        ids.append(f"{msg_id_prefix}{phys_offset:016X}")
-        tags, keys, uniq_key, _ = python_dispatch_fields(record[2].decode("utf-8"))
-        requests.append(
-            _new_request(
-                request_type,
-                (
-                    topic,
-                    queue_id,
-                    phys_offset,
-                    size,
-                    tags,
-                    store_timestamp,
-                    queue_offset,
-                    keys,
-                    uniq_key,
-                    sys_flag,
-                    {},
-                ),
-            )
-        )
-        phys_offset += size
-        queue_offset += 1
-    return ids, requests
-
-
 def batch_records(
     body: bytes | memoryview,
     batch_properties: bytes,
@@ -136,8 +92,4 @@ def batch_records(
         max_body,
         max_properties,
         codec.MessageDecodeError,
-        zlib.crc32,
     )
-
-
-batch_requests = native.batch_requests if native is not None else python_batch_requests

@@ -1,4 +1,4 @@
-"""The checkpoint, abort and lock files (spec/store-format.md §1, §6, §7).
+"""The checkpoint, abort and lock files (docs/spec/store-format.md §1, §6, §7).
 
 * ``checkpoint``: 4096 bytes; physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp.
 * ``abort``: exists while a broker runs; present at start-up means the last run crashed.
@@ -30,6 +30,12 @@ class StoreCheckpoint:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._fd = -1  # until load(): the store's lock is taken first
+        self.physic_msg_timestamp = self.logics_msg_timestamp = self.index_msg_timestamp = 0
+
+    def load(self) -> None:
+        """Open (or create) the file and read its three timestamps."""
+        path = self.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -41,6 +47,7 @@ class StoreCheckpoint:
             stamps = _CHECKPOINT.unpack(os.pread(self._fd, _CHECKPOINT.size, 0))
         except OSError as exc:
             os.close(self._fd)
+            self._fd = -1
             raise DiskError(path, "read", exc) from exc
         self.physic_msg_timestamp, self.logics_msg_timestamp, self.index_msg_timestamp = stamps
 
@@ -70,11 +77,14 @@ class StoreCheckpoint:
             raise DiskError(self.path, "flush", exc) from exc
 
     def close(self) -> None:
+        if self._fd < 0:
+            return
         try:
             self.write()
         except DiskError as exc:
             log.warning("checkpoint not written at close: %s", exc)
         os.close(self._fd)
+        self._fd = -1
 
 
 class StoreLock:

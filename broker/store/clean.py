@@ -1,4 +1,4 @@
-"""File expiry and disk protection (spec/store-format.md §12).
+"""File expiry and disk protection (docs/spec/store-format.md §12).
 
 Every ``cleanResourceInterval``: CommitLog segments older than ``fileReservedTime`` hours go at
 the ``deleteWhen`` hours, or at once when the disk is fuller than ``diskMaxUsedSpaceRatio``;
@@ -16,14 +16,15 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 import psutil
 import trio
 
-if TYPE_CHECKING:
-    from broker.store.message_store import DefaultMessageStore
+from broker.store.commit_log import CommitLog
+from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.index_service import IndexService
 
 log = logging.getLogger(__name__)
 
@@ -80,23 +81,38 @@ def decide(
 
 
 class CleanService:
+    """Owns ``disk_full``: past diskSpaceWarningLevelRatio the store refuses writes."""
+
     name = "clean"
 
-    def __init__(self, store: DefaultMessageStore, disk_usage: DiskUsage) -> None:
-        self.store = store
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        clock: Callable[[], int],
+        commit_log: CommitLog,
+        consume_queues: ConsumeQueueTable,
+        index_service: IndexService,
+        disk_usage: DiskUsage,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.commit_log = commit_log
+        self.consume_queues = consume_queues
+        self.index_service = index_service
         self.disk_usage = disk_usage
+        self.disk_full = False
         self.manual_rounds = 0  # DELETE_EXPIRED_COMMITLOG asks for 20 rounds, like Java
 
     def usage(self) -> float:
-        config = self.store.config
+        config = self.config
         return max(
             self.disk_usage(config.commit_log_dir), self.disk_usage(config.consume_queue_dir)
         )
 
     def run_once(self) -> CleanDecision:
         """One round: check the disk, delete what the policy allows, then clean the queues."""
-        store, config = self.store, self.store.config
-        now = store.clock()
+        config = self.config
+        now = self.clock()
         decision = decide(
             usage=self.usage(),
             hour=time.localtime(now / 1000).tm_hour,
@@ -108,8 +124,8 @@ class CleanService:
             manual=self.manual_rounds > 0,
         )
         self.manual_rounds = max(0, self.manual_rounds - 1)
-        if decision.disk_full != store.disk_full:
-            store.disk_full = decision.disk_full
+        if decision.disk_full != self.disk_full:
+            self.disk_full = decision.disk_full
             if decision.disk_full:
                 log.error(
                     "disk full: writes refused until usage drops below %.0f%%",
@@ -118,7 +134,7 @@ class CleanService:
             else:
                 log.info("disk space back: writes accepted again")
         if decision.delete:
-            deleted = store.commit_log.queue.delete_expired_by_time(
+            deleted = self.commit_log.queue.delete_expired_by_time(
                 config.file_reserved_time * 3_600_000,
                 force=decision.force,
                 max_files=MAX_FILES_PER_ROUND,
@@ -135,18 +151,16 @@ class CleanService:
         return decision
 
     def clean_queues(self) -> None:
-        store = self.store
-        commit_log_min = store.commit_log.min_offset
+        commit_log_min = self.commit_log.min_phys_offset
         if commit_log_min <= 0:
             return
-        for queues in store.consume_queue_table.values():
-            for consume_queue in queues.values():
-                consume_queue.delete_expired(commit_log_min, MAX_FILES_PER_ROUND)
-        store.index_service.delete_expired(commit_log_min)
+        for consume_queue in self.consume_queues:
+            consume_queue.delete_expired(commit_log_min, MAX_FILES_PER_ROUND)
+        self.index_service.delete_expired(commit_log_min)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
-        interval = self.store.config.clean_resource_interval / 1000
+        interval = self.config.clean_resource_interval / 1000
         while True:
             try:
                 self.run_once()

@@ -1,31 +1,28 @@
-"""CommitLog: the append-only log every message goes through (spec/store-format.md §2,
-spec/message-format.md §1, §6).
+"""CommitLog: the append-only log every message goes through (docs/spec/store-format.md §2,
+docs/spec/message-format.md §1, §6).
 
 ``put_message`` / ``put_messages`` are the store's one serialization point: plain ``def``s (so
-Trio cannot interleave two appends) that assign the physical offset, queue offset and store
-timestamp and pack the record straight into the mapped segment. A record that does not fit in
-what is left of a segment (keeping 8 bytes for the BLANK filler) goes to the next segment, so
-every segment starts at a record boundary. Each put also returns what dispatch needs, so the
-master never parses its own records back.
+Trio cannot interleave two appends) that take the store timestamp and hand the message to the
+AppendCursor (broker/store/append_cursor.py), which assigns the queue offset and packs the
+record straight into the mapped segment; the CommitLog then moves the segment's write position
+and builds the results. A record that does not fit in what is left of a segment (keeping 8
+bytes for the BLANK filler) goes to the next segment, so every segment starts at a record
+boundary. Each put also returns what dispatch needs, so the master never parses its own records
+back.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from broker.store.batch_records import Record, batch_records, batch_requests, dispatch_fields
+from broker.store.append_cursor import AppendCursor, RecordRefused, record_problem
+from broker.store.batch_records import Record, batch_records, dispatch_fields
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
+from broker.store.layout import MAX_PROPERTIES_BYTES
 from broker.store.mapped_file import DiskError, MappedFile, StoreError
 from broker.store.mapped_file_queue import Allocator, MappedFileQueue
-from broker.store.message_record import (
-    MAX_PROPERTIES_BYTES,
-    RecordRefused,
-    put_single,
-    record_problem,
-)
 from broker.store.types import (
     AppendMessageResult,
     DispatchRequest,
@@ -42,7 +39,6 @@ from remoting.record import (
     RecordKind,
     RecordScan,
     pack_blank_into,
-    pack_records_at,
     record_size,
     scan_record,
 )
@@ -71,28 +67,39 @@ class CommitLog:
         self.queue = MappedFileQueue(
             config.commit_log_dir, config.mapped_file_size_commit_log, allocator
         )
-        self.store_address, self.store_port = store_host
-        self.msg_id_prefix = codec.offset_msg_id_prefix(self.store_address, self.store_port)
+        address, port = store_host
+        self.cursor = AppendCursor(
+            codec.offset_msg_id_prefix(address, port), address, port, DispatchRequest
+        )
         self.clock = clock
-        self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.delay_levels_ms = parse_delay_levels(config.message_delay_level)
         self.on_segment_rolled: Callable[[MappedFile], None] | None = None
         # A segment the disk would not give: the store records it and answers the refusal.
         self.on_disk_error: Callable[[DiskError], PutMessageResult] = _refusal
-        self.last_put_timestamp = 0
         self.warmer = PageWarmer()
 
     @property
-    def max_offset(self) -> int:
-        return self.queue.max_offset
+    def topic_queue_table(self) -> Mapping[tuple[str, int], int]:
+        """(topic, queue id) -> the next queue offset, read-only: the AppendCursor owns it."""
+        return self.cursor.queue_offsets
 
     @property
-    def min_offset(self) -> int:
-        return self.queue.min_offset
+    def last_put_timestamp(self) -> int:
+        return self.cursor.last_put_timestamp
 
-    def roll_next_file(self, offset: int) -> int:
+    @property
+    def max_phys_offset(self) -> int:
+        """The end of what is written: the next record's phys offset."""
+        return self.queue.max_byte_offset
+
+    @property
+    def min_phys_offset(self) -> int:
+        return self.queue.min_byte_offset
+
+    def roll_next_file(self, phys_offset: int) -> int:
+        """The start of the segment after the one holding ``phys_offset``."""
         size = self.config.mapped_file_size_commit_log
-        return offset + size - offset % size
+        return phys_offset + size - phys_offset % size
 
     # --------------------------------------------------------------------- reading
 
@@ -159,38 +166,6 @@ class CommitLog:
                 self.on_segment_rolled(mapped)
         return mapped
 
-    def _write_records(
-        self,
-        mapped: MappedFile,
-        records: list[tuple[int, Any, bytes, int, int]],
-        msg: MessageExtBrokerInner,
-        topic: bytes,
-        queue_offset: int,
-        store_ts: int,
-        prepared_transaction_offset: int,
-    ) -> None:
-        """Pack records (flag, body, properties, size, body CRC) at the segment's write
-        position; the caller moves the position once they are all in."""
-        position = mapped.wrote_position
-        pack_records_at(
-            mapped.mmap,
-            position,
-            records,
-            topic,
-            msg.queue_id,
-            queue_offset,
-            mapped.start_offset + position,
-            msg.sys_flag,
-            msg.born_timestamp,
-            msg.born_host[0],
-            msg.born_host[1],
-            store_ts,
-            self.store_address,
-            self.store_port,
-            msg.reconsume_times,
-            prepared_transaction_offset,
-        )
-
     def put_message(
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, DispatchRequest | None]:
@@ -198,16 +173,22 @@ class CommitLog:
         try:
             if MessageConst.DELAY in msg.properties:
                 self._prepare(msg)
+            store_timestamp = self.clock()
             mapped = self.queue.writable()
             while True:  # twice at most: a record that does not fit goes to the next segment
-                put = put_single(self, mapped, msg)
+                position = mapped.wrote_position
+                put = self.cursor.put(
+                    mapped.mmap, position, mapped.start_offset, store_timestamp,
+                    self.config.max_message_size, msg.topic, msg.queue_id, msg.sys_flag,
+                    msg.properties, msg.body, msg.flag, msg.born_timestamp, msg.born_host,
+                    msg.reconsume_times, msg.prepared_transaction_offset,
+                )  # fmt: skip
                 if type(put) is not int:
                     break
                 mapped = self._segment_for(put)
         except RecordRefused as refused:
-            return PutMessageResult(
-                status=PutMessageStatus[refused.status], remark=refused.remark
-            ), None
+            status, remark = refused.args
+            return PutMessageResult(status=PutMessageStatus[status], remark=remark), None
         except DiskError as exc:
             return self.on_disk_error(exc), None
         except StoreError as exc:
@@ -215,10 +196,18 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), None
+        msg_id, request = put
+        size = request.msg_size
+        mapped.wrote_position = position + size
         self.warmer.wrote(mapped)
+        # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset
+        append = AppendMessageResult(
+            request.commit_log_offset, size, msg_id, [msg_id], store_timestamp,
+            request.consume_queue_offset,
+        )  # fmt: skip
         if msg.tags_code is not None or msg.topic == SCHEDULE_TOPIC:
-            return put[0], self._retagged(put[1], msg)
-        return put
+            request = self._retagged(request, msg)
+        return PutMessageResult(PutMessageStatus.PUT_OK, append), request
 
     def _retagged(self, request: DispatchRequest, msg: MessageExtBrokerInner) -> DispatchRequest:
         """The tags code a message's unit gets instead of its TAGS hash: the one it was given
@@ -236,7 +225,7 @@ class CommitLog:
         properties appended to each entry's own. All entries go into one segment."""
         topic = msg.topic.encode("utf-8")
         batch_properties = codec.properties_to_string(msg.properties).encode("utf-8")
-        born6, store6 = len(msg.born_host[0]) == 16, len(self.store_address) == 16
+        born6, store6 = len(msg.born_host[0]) == 16, len(self.cursor.store_address) == 16
         fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
         try:
             records, total, refused = batch_records(
@@ -273,45 +262,28 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), []
-        return self._append_batch(msg, mapped, topic, records, total)
+        return self._append_batch(msg, mapped, records, total)
 
     def _append_batch(
-        self,
-        msg: MessageExtBrokerInner,
-        mapped: MappedFile,
-        topic: bytes,
-        records: list[Record],
-        total: int,
+        self, msg: MessageExtBrokerInner, mapped: MappedFile, records: list[Record], total: int
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """Write a batch's records back to back; dispatch requests for each."""
-        key = (msg.topic, msg.queue_id)
-        queue_offset = self.topic_queue_table.get(key, 0)
-        store_ts = self.clock()
+        store_timestamp = self.clock()
         position = mapped.wrote_position
-        first_phys = mapped.start_offset + position
-        self._write_records(mapped, records, msg, topic, queue_offset, store_ts, 0)
-        msg_ids, requests = batch_requests(
-            records,
-            self.msg_id_prefix,
-            msg.topic,
-            msg.queue_id,
-            first_phys,
-            queue_offset,
-            store_ts,
-            msg.sys_flag,
-            DispatchRequest,
-        )
+        msg_ids, requests = self.cursor.put_batch(
+            mapped.mmap, position, mapped.start_offset, store_timestamp, records, msg.topic,
+            msg.queue_id, msg.sys_flag, msg.born_timestamp, msg.born_host, msg.reconsume_times,
+        )  # fmt: skip
         mapped.wrote_position = position + total
         self.warmer.wrote(mapped)
-        self.topic_queue_table[key] = queue_offset + len(records)
-        self.last_put_timestamp = store_ts
+        first = requests[0]
         append = AppendMessageResult(
-            wrote_offset=first_phys,
+            wrote_offset=first.commit_log_offset,
             wrote_bytes=total,
             msg_id=",".join(msg_ids),
             msg_ids=msg_ids,
-            store_timestamp=store_ts,
-            queue_offset=queue_offset,
+            store_timestamp=store_timestamp,
+            queue_offset=first.consume_queue_offset,
             msg_num=len(msg_ids),
         )
         return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), requests
@@ -350,10 +322,12 @@ class CommitLog:
     def append_data(self, phys_offset: int, data: bytes | memoryview) -> None:
         """A slave's append of raw bytes at exactly ``phys_offset``: the log's end, or for an
         empty log a segment boundary (a new slave starts at the master's current segment).
-        Chunks never cross a segment boundary on the wire (spec/ha.md §3.3)."""
+        Chunks never cross a segment boundary on the wire (docs/spec/ha.md §3.3)."""
         if self.queue.files:
-            if phys_offset != self.max_offset:
-                raise StoreError(f"append at {phys_offset} but the log ends at {self.max_offset}")
+            if phys_offset != self.max_phys_offset:
+                raise StoreError(
+                    f"append at {phys_offset} but the log ends at {self.max_phys_offset}"
+                )
             mapped = self.queue.writable()
         else:
             if phys_offset % self.config.mapped_file_size_commit_log:

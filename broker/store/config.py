@@ -1,5 +1,5 @@
-"""MessageStoreConfig: the store's settings under RocketMQ's own key names (STYLE.md §9,
-spec/store-format.md). ``broker.conf`` is loaded into this class by the broker's config loader;
+"""MessageStoreConfig: the store's settings under RocketMQ's own key names (docs/STYLE.md §9,
+docs/spec/store-format.md). ``broker.conf`` is loaded into this class by the broker's config loader;
 field ``x_y`` is key ``xY`` unless metadata says otherwise.
 """
 

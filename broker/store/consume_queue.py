@@ -1,6 +1,6 @@
 """ConsumeQueue: per (topic, queueId) a dense array of 20-byte units
 ``(commitLogOffset, size, tagsCode)``; a unit's index is the queue offset consumers use
-(spec/store-format.md §3).
+(docs/spec/store-format.md §3).
 
 Files live in ``consumequeue/<topic>/<queueId>/`` named by the byte offset of their first unit.
 Writes are idempotent (a unit pointing at or below what the queue already holds is a duplicate,
@@ -14,44 +14,17 @@ import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
 from broker.store.mapped_file import MappedFile
 from broker.store.mapped_file_queue import MappedFileQueue
+from broker.store.store_native import native
 from broker.store.types import DispatchRequest
-from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
-CQ_UNIT = struct.Struct(">qiq")  # commit log offset, size, tags code
-_REFUSED_NAMES_LOGGED = 1024
 
-
-def safe_directory_name(topic: str) -> bool:
-    """Whether ``topic`` can be a directory of ``consumequeue/`` and nothing else.
-
-    Names from clients were held to RocketMQ's rules at the wire (remoting/names.py), but a
-    record also arrives from a master over HA, or from a CommitLog another broker wrote: its
-    topic must still not become a path out of the store. A refused topic gets no ConsumeQueue
-    (its messages stay in the CommitLog, unreachable by pulls) and one WARNING."""
-    if (
-        topic
-        and "/" not in topic
-        and "\0" not in topic
-        and topic not in (".", "..")
-        and len(topic.encode("utf-8", "surrogatepass")) <= 255
-    ):
-        return True
-    if len(_refused_names) < _REFUSED_NAMES_LOGGED and topic not in _refused_names:
-        _refused_names.add(topic)
-        log.warning(
-            "topic %r cannot be a ConsumeQueue directory: its messages are not queued", topic
-        )
-    return False
-
-
-_refused_names: set[str] = set()
-assert CQ_UNIT.size == 20
 UNIT = CQ_UNIT.size
-_FILLER = CQ_UNIT.pack(0, 0x7FFFFFFF, 0)
+_FILLER = CQ_UNIT.pack(0, CQ_FILLER_SIZE, 0)
 _UNIT_RUNS: dict[int, struct.Struct] = {}  # ">qiqqiq...": a batch's units in one pack
 
 
@@ -59,7 +32,7 @@ def python_pack_cq_units(
     buffer: memoryview | bytearray, position: int, requests: Sequence[DispatchRequest]
 ) -> None:
     """The units of ``requests`` back to back from ``position``: the reference of
-    remoting/native/records.c's pack_cq_units."""
+    broker/store/native/consume_queue.c's pack_cq_units."""
     count = len(requests)
     layout = _UNIT_RUNS.get(count)
     if layout is None:
@@ -86,40 +59,40 @@ class ConsumeQueue:
     # ------------------------------------------------------------------ offsets
 
     @property
-    def max_offset(self) -> int:
+    def max_queue_offset(self) -> int:
         """The next queue offset to be written (GET_MAX_OFFSET)."""
-        return self.queue.max_offset // UNIT
+        return self.queue.max_byte_offset // UNIT
 
     @property
-    def min_offset(self) -> int:
+    def min_queue_offset(self) -> int:
         return self.min_logic_offset // UNIT
 
     # ------------------------------------------------------------------ writing
 
-    def put_next(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
-        """The common case of ``put``: the unit for ``queue_offset`` when it follows what the
-        last file holds, or nothing when the queue already has it (a re-dispatch after
-        recovery or a slave resync). False, with nothing changed, for anything else. The
-        reference of what remoting/native/dispatch.c does for a single message's unit."""
+    def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> None:
+        """Append the unit for ``queue_offset`` (Java's putMessagePositionInfo). Nothing when
+        the queue already has it (a re-dispatch after recovery or a slave resync). DiskError
+        when its file cannot be created."""
         end = phys_offset + size
         if end <= self.max_phys_offset:
-            return True
-        files = self.queue.files  # once per message: no property lookups here
-        if not files:
-            return False
-        mapped = files[-1]
-        position = mapped.wrote_position
-        if position >= mapped.file_size or mapped.start_offset + position != queue_offset * UNIT:
-            return False
-        CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
-        mapped.wrote_position = position + UNIT
-        self.max_phys_offset = end
-        return True
+            return
+        files = self.queue.files  # the common case first, without a call: once per message
+        if files:
+            mapped = files[-1]
+            position = mapped.wrote_position
+            if position < mapped.file_size and (
+                mapped.start_offset + position == queue_offset * UNIT
+            ):
+                CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
+                mapped.wrote_position = position + UNIT
+                self.max_phys_offset = end
+                return
+        self._put_elsewhere(phys_offset, size, tags_code, queue_offset)
 
-    def put(self, phys_offset: int, size: int, tags_code: int, queue_offset: int) -> bool:
-        """Append the unit for ``queue_offset``. False only when the file cannot be created."""
-        if self.put_next(phys_offset, size, tags_code, queue_offset):
-            return True
+    def _put_elsewhere(
+        self, phys_offset: int, size: int, tags_code: int, queue_offset: int
+    ) -> None:
+        """``put`` for a unit that starts a file, or is not where the queue ends."""
         expected = queue_offset * UNIT
         files = self.queue.files
         mapped = files[-1] if files else None
@@ -132,12 +105,12 @@ class ConsumeQueue:
         current = mapped.start_offset + position
         if expected < current:
             log.warning(
-                "consume queue unit written twice: %s-%d offset=%d",
+                "consume queue unit written twice: %s-%d queue_offset=%d",
                 self.topic,
                 self.queue_id,
                 queue_offset,
             )
-            return True
+            return
         if expected != current:
             # RocketMQ logs this as a bug and appends where the queue is; so do we.
             log.error(
@@ -150,7 +123,6 @@ class ConsumeQueue:
         CQ_UNIT.pack_into(mapped.mmap, position, phys_offset, size, tags_code)
         mapped.wrote_position = position + UNIT
         self.max_phys_offset = phys_offset + size
-        return True
 
     def put_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """The units of one batch's messages (consecutive queue offsets). When they follow the
@@ -223,11 +195,11 @@ class ConsumeQueue:
             view = mapped.view
             position = 0
             while position + UNIT <= mapped.file_size:
-                offset, size, _ = CQ_UNIT.unpack_from(view, position)
-                if offset < 0 or size <= 0:
+                phys_offset, size, _ = CQ_UNIT.unpack_from(view, position)
+                if phys_offset < 0 or size <= 0:
                     break
-                if size != 0x7FFFFFFF:
-                    max_phys = offset + size
+                if size != CQ_FILLER_SIZE:
+                    max_phys = phys_offset + size
                 position += UNIT
             end_offset = mapped.start_offset + position
             if position < mapped.file_size:
@@ -239,19 +211,19 @@ class ConsumeQueue:
         """Drop units pointing at or beyond ``phys_offset`` (the CommitLog was cut there)."""
         while self.queue.files:
             mapped = self.queue.files[-1]
-            first_offset, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
+            first_phys, first_size, _ = CQ_UNIT.unpack_from(mapped.view, 0)
             if (
                 mapped.wrote_position > 0
-                and first_size != 0x7FFFFFFF
-                and first_offset >= phys_offset
+                and first_size != CQ_FILLER_SIZE
+                and first_phys >= phys_offset
             ):
                 mapped.destroy()
                 self.queue.files.pop()
                 continue
             position = mapped.wrote_position - UNIT
             while position >= 0:
-                offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-                if size != 0x7FFFFFFF and offset + size <= phys_offset:
+                unit_phys, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+                if size != CQ_FILLER_SIZE and unit_phys + size <= phys_offset:
                     break
                 position -= UNIT
             cut = mapped.start_offset + position + UNIT
@@ -263,8 +235,8 @@ class ConsumeQueue:
         mapped = self.queue.last
         if mapped is None or mapped.wrote_position == 0:
             return 0
-        offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
-        return 0 if size == 0x7FFFFFFF else offset + size
+        phys_offset, size, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+        return 0 if size == CQ_FILLER_SIZE else phys_offset + size
 
     def correct_min_offset(self, commit_log_min: int) -> None:
         """The first unit whose message is still in the log defines the queue's min offset."""
@@ -274,8 +246,8 @@ class ConsumeQueue:
             return
         mapped = files[0]
         for position in range(0, mapped.wrote_position, UNIT):
-            offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
-            if size != 0x7FFFFFFF and offset >= commit_log_min:
+            phys_offset, size, _ = CQ_UNIT.unpack_from(mapped.view, position)
+            if size != CQ_FILLER_SIZE and phys_offset >= commit_log_min:
                 self.min_logic_offset = mapped.start_offset + position
                 return
         self.min_logic_offset = mapped.start_offset + mapped.wrote_position
@@ -286,8 +258,8 @@ class ConsumeQueue:
         def keep(mapped: MappedFile) -> bool:
             if mapped.wrote_position < UNIT:
                 return True
-            offset, _, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
-            return offset >= commit_log_min
+            phys_offset, _, _ = CQ_UNIT.unpack_from(mapped.view, mapped.wrote_position - UNIT)
+            return phys_offset >= commit_log_min
 
         deleted = self.queue.delete_below(keep, max_files)
         self.correct_min_offset(commit_log_min)
@@ -300,7 +272,7 @@ class ConsumeQueue:
     ) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: binary search by each message's store time, the nearest
         neighbour by absolute difference when there is no exact hit."""
-        low, high = self.min_offset, self.max_offset - 1
+        low, high = self.min_queue_offset, self.max_queue_offset - 1
         if high < low:
             return 0
         best_low = best_high = None

@@ -1,4 +1,4 @@
-"""Delay levels (``messageDelayLevel``, spec/store-format.md §10): level i waits the i-th span."""
+"""Delay levels (``messageDelayLevel``, docs/spec/store-format.md §10): level i waits the i-th span."""
 
 from __future__ import annotations
 

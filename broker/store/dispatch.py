@@ -1,89 +1,75 @@
 """CommitLogDispatcher: what each stored record gives the rest of the store, as Java's
-CommitLogDispatchers do: its ConsumeQueue unit, its IndexFile entries and, on a master, the
-long-polling wake-up.
+CommitLogDispatchers do (docs/spec/store-format.md §8): its ConsumeQueue unit
+(``ConsumeQueue.put``), its IndexFile entries (``IndexService.build_index``) and, on a master,
+the long-polling wake-up.
 
-A put dispatches its own records when dispatch is caught up (``DefaultMessageStore._put``);
-reput, recovery and slaves dispatch records read back from the log, in log order.
+A put dispatches its own records when dispatch is caught up (``DefaultMessageStore.put_message``
+and ``put_messages``); reput, recovery and slaves dispatch records read back from the log, in
+log order (``dispatch_many``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from broker.store.consume_queue import ConsumeQueue
-from broker.store.index_file import IndexFile
+from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.index_service import IndexService
 from broker.store.types import DispatchRequest
 from remoting import message as codec
-from remoting.speedups import native
 
-if TYPE_CHECKING:
-    from broker.store.message_store import DefaultMessageStore
+# (topic, queue id, next queue offset, tags code, store timestamp, properties)
+ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 
-# What dispatch_single did of a message's dispatch
-UNIT_DONE, INDEX_DONE = 1, 2
-MAX_KEYS = 64  # index entries of one message dispatch_single writes; more go the general way
-
-
-def python_dispatch_single(
-    consume_queue: ConsumeQueue | None, index_file: IndexFile | None, request: DispatchRequest
-) -> int:
-    """A single message's unit, when it follows what ``consume_queue`` holds in its last file
-    (UNIT_DONE, also when the queue already had it), and its index entries, when they all fit
-    in ``index_file`` (INDEX_DONE, also when the file already had them or a rolled-back half
-    has none). What is not done is left as it was, for the general code (a new queue file, a
-    unit out of order, a file too full). The reference of remoting/native/dispatch.c."""
-    done = 0
-    if consume_queue is not None and consume_queue.put_next(
-        request.commit_log_offset,
-        request.msg_size,
-        request.tags_code,
-        request.consume_queue_offset,
-    ):
-        done |= UNIT_DONE
-    if index_file is not None:
-        rolled_back = codec.transaction_type(request.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE
-        if rolled_back or index_file.put_request_whole(request, MAX_KEYS):
-            done |= INDEX_DONE
-    return done
-
-
-dispatch_single = native.dispatch_single if native is not None else python_dispatch_single
+_NOT_QUEUED = codec.TRANSACTION_NOT_QUEUED_BIT  # a prepared (0x4) or rolled-back (0xC) half
 
 
 class CommitLogDispatcher:
-    def __init__(self, store: DefaultMessageStore) -> None:
-        self.store = store
-        # What dispatch reads for every record, looked up once
-        self.find_consume_queue = store.find_consume_queue
-        self.index_service = store.index_service
-        self.index_enabled = store.config.message_index_enable
-        self.reput = store.reput
+    def __init__(
+        self,
+        consume_queues: ConsumeQueueTable,
+        index_service: IndexService,
+        config: MessageStoreConfig,
+        arrival_listener: ArrivalListener | None,
+    ) -> None:
+        """``arrival_listener`` None: no wake-ups (a slave's held pulls are answered by their
+        timeout, as in Java)."""
+        self.consume_queues = consume_queues
+        self.index_service = index_service
+        self.config = config  # messageIndexEnable, read per record as Java does: it is live
+        self.arrival_listener = arrival_listener
+        self.last_dispatched_timestamp = 0  # the checkpoint's logicsMsgTimestamp
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
-        """ConsumeQueue unit, index entries, long-polling wake-up (masters only)."""
-        queued = not request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT
-        queue = (
-            self.find_consume_queue(request.topic, request.queue_id, create=True)
-            if queued
-            else None
-        )
-        queued = queue is not None  # None: a topic that cannot be a directory
-        index_files = self.index_service.files
-        index = index_files[-1] if self.index_enabled and index_files else None
-        done = dispatch_single(queue, index, request)
-        if queued:
-            if not done & UNIT_DONE:
-                queue.put(  # type: ignore[union-attr]
+        """ConsumeQueue unit, index entries, long-polling wake-up."""
+        if not request.sys_flag & _NOT_QUEUED:
+            queue = self.consume_queues.find_or_create(request.topic, request.queue_id)
+            if queue is not None:  # None: a topic that cannot be a directory
+                queue.put(
                     request.commit_log_offset,
                     request.msg_size,
                     request.tags_code,
                     request.consume_queue_offset,
                 )
-            if notify and self.store.arrival_listener is not None and not self.store.is_slave:
-                self._notify_arrival(request)
-        if self.index_enabled and not done & INDEX_DONE:
-            self.index_service.build_index_batch((request,))
-        self.reput.last_dispatched_timestamp = request.store_timestamp
+                if notify and self.arrival_listener is not None:
+                    self._notify_arrival(request)
+        if self.config.message_index_enable:
+            self.index_service.build_index(request)
+        self.last_dispatched_timestamp = request.store_timestamp
+
+    def dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
+        """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
+        the queue is looked up once and the checks made once."""
+        first = requests[0]
+        if not first.sys_flag & _NOT_QUEUED:
+            queue = self.consume_queues.find_or_create(first.topic, first.queue_id)
+            if queue is not None:
+                queue.put_batch(requests)
+                if notify and self.arrival_listener is not None:
+                    self._notify_newest(requests)
+        if self.config.message_index_enable:
+            self.index_service.build_index_batch(requests)
+        self.last_dispatched_timestamp = requests[-1].store_timestamp
 
     def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
         """``dispatch`` for records read back in log order (reput, recovery, slaves), a run at
@@ -92,57 +78,18 @@ class CommitLogDispatcher:
         of one topic their index entries in one pass."""
         if not requests:
             return
-        runs: dict[tuple[str, int], list[list[DispatchRequest]]] = {}
-        run: list[DispatchRequest] = []
-        topic, queue_id, next_offset = "", -1, -1
-        for request in requests:
-            if request.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
-                continue
-            if (
-                request.consume_queue_offset == next_offset
-                and request.queue_id == queue_id
-                and request.topic == topic
-            ):
-                run.append(request)  # the common case: the run of the record before
-                next_offset += 1
-                continue
-            topic, queue_id, offset = request.topic, request.queue_id, request.consume_queue_offset
-            next_offset = offset + 1
-            queue_runs = runs.setdefault((topic, queue_id), [])
-            if queue_runs and queue_runs[-1][-1].consume_queue_offset + 1 == offset:
-                run = queue_runs[-1]  # this queue's run, after records of other queues
-            else:  # a new queue, or a gap (a topic deleted and created again)
-                run = []
-                queue_runs.append(run)
-            run.append(request)
-        wake = notify and not self.store.is_slave and self.store.arrival_listener is not None
-        for (topic, queue_id), queue_runs in runs.items():
-            queue = self.find_consume_queue(topic, queue_id, create=True)
+        wake = notify and self.arrival_listener is not None
+        for (topic, queue_id), queue_runs in _queue_runs(requests).items():
+            queue = self.consume_queues.find_or_create(topic, queue_id)
             if queue is None:  # a topic that cannot be a directory
                 continue
             for run in queue_runs:
                 queue.put_batch(run)
                 if wake:
                     self._notify_newest(run)
-        if self.index_enabled:
+        if self.config.message_index_enable:
             self.index_service.build_index_runs(requests)
-        self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
-
-    def dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
-        """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
-        the queue is looked up once and the checks made once."""
-        first = requests[0]
-        if not first.sys_flag & codec.TRANSACTION_NOT_QUEUED_BIT:
-            queue = self.find_consume_queue(first.topic, first.queue_id, create=True)
-        else:
-            queue = None
-        if queue is not None:
-            queue.put_batch(requests)
-            if notify and not self.store.is_slave and self.store.arrival_listener is not None:
-                self._notify_newest(requests)
-        if self.index_enabled:
-            self.index_service.build_index_batch(requests)
-        self.reput.last_dispatched_timestamp = requests[-1].store_timestamp
+        self.last_dispatched_timestamp = requests[-1].store_timestamp
 
     def _notify_newest(self, requests: list[DispatchRequest]) -> None:
         """Once per tag, with the newest offset carrying it: the same wake-ups as a call per
@@ -155,7 +102,7 @@ class CommitLogDispatcher:
 
     def _notify_arrival(self, request: DispatchRequest) -> None:
         """Long polling and the schedule service learn the queue has ``request``'s message."""
-        self.store.arrival_listener(  # type: ignore[misc]
+        self.arrival_listener(  # type: ignore[misc]
             request.topic,
             request.queue_id,
             request.consume_queue_offset + 1,
@@ -163,3 +110,35 @@ class CommitLogDispatcher:
             request.store_timestamp,
             request.properties,
         )
+
+
+def _queue_runs(
+    requests: list[DispatchRequest],
+) -> dict[tuple[str, int], list[list[DispatchRequest]]]:
+    """The records that take a unit, by queue, in runs of consecutive queue offsets (a gap: a
+    topic deleted and created again starts a new run)."""
+    runs: dict[tuple[str, int], list[list[DispatchRequest]]] = {}
+    run: list[DispatchRequest] = []
+    topic, queue_id, next_queue_offset = "", -1, -1
+    for request in requests:
+        if request.sys_flag & _NOT_QUEUED:
+            continue
+        queue_offset = request.consume_queue_offset
+        if (
+            queue_offset == next_queue_offset
+            and request.queue_id == queue_id
+            and (request.topic == topic)
+        ):
+            run.append(request)  # the common case: the run of the record before
+            next_queue_offset += 1
+            continue
+        topic, queue_id = request.topic, request.queue_id
+        next_queue_offset = queue_offset + 1
+        queue_runs = runs.setdefault((topic, queue_id), [])
+        if queue_runs and queue_runs[-1][-1].consume_queue_offset + 1 == queue_offset:
+            run = queue_runs[-1]  # this queue's run, after records of other queues
+        else:
+            run = []
+            queue_runs.append(run)
+        run.append(request)
+    return runs

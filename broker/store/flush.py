@@ -1,4 +1,4 @@
-"""Flush services (spec/store-format.md §8): make written bytes durable off the event loop.
+"""Flush services (docs/spec/store-format.md §8): make written bytes durable off the event loop.
 
 * FlushCommitLogService (ASYNC_FLUSH): every ``flushIntervalCommitLog`` when at least
   ``flushCommitLogLeastPages`` pages are dirty, everything every ``flushCommitLogThoroughInterval``.
@@ -24,16 +24,20 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
 
 import trio
 
-from broker.store.health import CHECKPOINT, FLUSH, RETRY_S
+from broker.store.checkpoint import StoreCheckpoint
+from broker.store.commit_log import CommitLog
+from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.dispatch import CommitLogDispatcher
+from broker.store.health import CHECKPOINT, FLUSH, RETRY_S, StoreHealth
+from broker.store.index_service import IndexService
 from broker.store.mapped_file import DiskError, MappedFile
+from broker.store.mapped_file_queue import MappedFileQueue
+from broker.store.reput import ReputMessageService
 from broker.store.types import PutMessageStatus
-
-if TYPE_CHECKING:
-    from broker.store.message_store import DefaultMessageStore
 
 log = logging.getLogger(__name__)
 
@@ -50,61 +54,78 @@ def _redirty(plan: Plan) -> None:
         mapped.redirty(mapped.flushed_position, position)
 
 
-async def flush_commit_log_once(store: DefaultMessageStore, least_pages: int) -> bool:
-    """One flush round of the CommitLog; True if anything was flushed. Raises DiskError when
-    the disk refused (recorded, pages dirtied again)."""
-    queue = store.commit_log.queue
-    health = store.health
-    plan = queue.flush_plan(0 if FLUSH in health.problems else least_pages)
-    if not plan:
-        return False
-    stamp = store.commit_log.last_put_timestamp
-    try:
-        await trio.to_thread.run_sync(_fsync_all, [mapped for mapped, _ in plan])
-    except DiskError as exc:
-        _redirty(plan)
-        health.failed(FLUSH, exc)
-        raise
-    queue.flush_done(plan)
-    if stamp:
-        store.checkpoint.physic_msg_timestamp = stamp
-    if FLUSH in health.problems:
-        health.recovered(FLUSH)
-    return True
-
-
-def final_flush(store: DefaultMessageStore) -> bool:
+def final_flush(
+    reput: ReputMessageService,
+    consume_queues: ConsumeQueueTable,
+    index_service: IndexService,
+    checkpoint: StoreCheckpoint,
+    health: StoreHealth,
+) -> bool:
     """Shutdown's flush, on the caller's thread: dispatch what is left, flush the newest files
     and write the checkpoint. False when the disk refused part of it, or refused a flush that
     was never made good since: the abort file must then stay, for a crash recovery."""
+    commit_log, dispatcher = reput.commit_log, reput.dispatcher
     try:
-        store.reput.do_reput(1 << 62)
-        for mapped in store.commit_log.queue.files[-2:]:
+        reput.do_reput(1 << 62)
+        for mapped in commit_log.queue.files[-2:]:
             mapped.flush()
-        for consume_queue in store._all_queues():
+        for consume_queue in consume_queues:
             for mapped in consume_queue.queue.files[-2:]:
                 mapped.flush()
-        for mapped in store.index_service.flush_targets():
+        for mapped in index_service.flush_targets():
             mapped.flush()
-        if store.commit_log.last_put_timestamp:
-            store.checkpoint.physic_msg_timestamp = store.commit_log.last_put_timestamp
-        if store.reput.last_dispatched_timestamp:
-            store.checkpoint.logics_msg_timestamp = store.reput.last_dispatched_timestamp
-        store.checkpoint.flush()
+        if commit_log.last_put_timestamp:
+            checkpoint.physic_msg_timestamp = commit_log.last_put_timestamp
+        if dispatcher.last_dispatched_timestamp:
+            checkpoint.logics_msg_timestamp = dispatcher.last_dispatched_timestamp
+        checkpoint.flush()
     except DiskError as exc:
         log.warning("shutdown flush failed: %s", exc)
         return False
-    return not {FLUSH, CHECKPOINT} & store.health.problems.keys()
+    return not {FLUSH, CHECKPOINT} & health.problems.keys()
+
+
+class CommitLogFlusher:
+    """One flush round of the CommitLog, shared by the two CommitLog flush services."""
+
+    def __init__(
+        self, commit_log: CommitLog, checkpoint: StoreCheckpoint, health: StoreHealth
+    ) -> None:
+        self.commit_log = commit_log
+        self.checkpoint = checkpoint
+        self.health = health
+
+    async def flush_once(self, least_pages: int) -> bool:
+        """True if anything was flushed. Raises DiskError when the disk refused (recorded,
+        pages dirtied again)."""
+        queue, health = self.commit_log.queue, self.health
+        plan = queue.flush_plan(0 if FLUSH in health.problems else least_pages)
+        if not plan:
+            return False
+        stamp = self.commit_log.last_put_timestamp
+        try:
+            await trio.to_thread.run_sync(_fsync_all, [mapped for mapped, _ in plan])
+        except DiskError as exc:
+            _redirty(plan)
+            health.failed(FLUSH, exc)
+            raise
+        queue.flush_done(plan)
+        if stamp:
+            self.checkpoint.physic_msg_timestamp = stamp
+        if FLUSH in health.problems:
+            health.recovered(FLUSH)
+        return True
 
 
 class FlushCommitLogService:
     name = "flush-commitlog"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
-        self.store = store
+    def __init__(self, flusher: CommitLogFlusher, config: MessageStoreConfig) -> None:
+        self.flusher = flusher
+        self.config = config
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        config = self.store.config
+        config = self.config
         task_status.started()
         last_thorough = trio.current_time()
         while True:
@@ -114,7 +135,7 @@ class FlushCommitLogService:
             if now - last_thorough >= config.flush_commit_log_thorough_interval / 1000:
                 least, last_thorough = 0, now
             try:
-                await flush_commit_log_once(self.store, least)
+                await self.flusher.flush_once(least)
             except DiskError:
                 await trio.sleep(RETRY_S)
 
@@ -134,8 +155,8 @@ class GroupCommitService:
 
     name = "group-commit"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
-        self.store = store
+    def __init__(self, flusher: CommitLogFlusher) -> None:
+        self.flusher = flusher
         self._requested = trio.Event()
         self._round = _Round()  # replaced after every flush: one wake-up for all waiters
 
@@ -145,7 +166,7 @@ class GroupCommitService:
     async def wait_flushed(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         """PUT_OK once ``end_offset`` is durable; FLUSH_DISK_TIMEOUT at the timeout, or at once
         when a flush meant to cover it failed."""
-        queue = self.store.commit_log.queue
+        queue = self.flusher.commit_log.queue
         with trio.move_on_after(timeout_s if timeout_s > 0 else math.inf):
             while queue.flushed_where < end_offset:
                 flush_round = self._round
@@ -165,7 +186,7 @@ class GroupCommitService:
             self._requested = trio.Event()
             flush_round, self._round = self._round, _Round()
             try:
-                await flush_commit_log_once(self.store, 0)
+                await self.flusher.flush_once(0)
             except DiskError:
                 flush_round.failed = True
             flush_round.done.set()
@@ -176,31 +197,43 @@ class GroupCommitService:
 class FlushConsumeQueueService:
     name = "flush-consumequeue"
 
-    def __init__(self, store: DefaultMessageStore) -> None:
-        self.store = store
+    def __init__(
+        self,
+        consume_queues: ConsumeQueueTable,
+        index_service: IndexService,
+        dispatcher: CommitLogDispatcher,
+        checkpoint: StoreCheckpoint,
+        health: StoreHealth,
+        config: MessageStoreConfig,
+    ) -> None:
+        self.consume_queues = consume_queues
+        self.index_service = index_service
+        self.dispatcher = dispatcher  # the last dispatched store time: the logics timestamp
+        self.checkpoint = checkpoint
+        self.health = health
+        self.config = config
 
     async def flush_once(self, least_pages: int, *, thorough: bool) -> None:
         """Flush the ConsumeQueues (and the index files) that need it; on a thorough round,
         then the checkpoint, its logics timestamp moved only over what is now durable."""
-        store = self.store
-        health = store.health
-        plans: list[tuple[object, Plan]] = []
-        for queues in store.consume_queue_table.values():
-            for consume_queue in queues.values():
-                plans.append((consume_queue.queue, consume_queue.queue.flush_plan(least_pages)))
+        health = self.health
+        plans: list[tuple[MappedFileQueue, Plan]] = [
+            (consume_queue.queue, consume_queue.queue.flush_plan(least_pages))
+            for consume_queue in self.consume_queues
+        ]
         files = [mapped for _, plan in plans for mapped, _ in plan]
-        index_files = store.index_service.flush_targets() if thorough or files else []
-        logics_stamp = store.reput.last_dispatched_timestamp
+        index_files = self.index_service.flush_targets() if thorough or files else []
+        logics_stamp = self.dispatcher.last_dispatched_timestamp
         if not files and not index_files and not thorough:
             return
         try:
             await trio.to_thread.run_sync(_fsync_all, files + index_files)
             for queue, plan in plans:
-                queue.flush_done(plan)  # type: ignore[attr-defined]
+                queue.flush_done(plan)
             if thorough:
                 if logics_stamp:
-                    store.checkpoint.logics_msg_timestamp = logics_stamp
-                await trio.to_thread.run_sync(store.checkpoint.flush)
+                    self.checkpoint.logics_msg_timestamp = logics_stamp
+                await trio.to_thread.run_sync(self.checkpoint.flush)
         except DiskError as exc:
             for _, plan in plans:
                 _redirty(plan)
@@ -210,14 +243,14 @@ class FlushConsumeQueueService:
             health.recovered(CHECKPOINT)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        config = self.store.config
+        config = self.config
         task_status.started()
         last_thorough = trio.current_time()
         while True:
             await trio.sleep(config.flush_interval_consume_queue / 1000)
             now = trio.current_time()
             thorough = now - last_thorough >= config.flush_consume_queue_thorough_interval / 1000
-            if thorough or CHECKPOINT in self.store.health.problems:
+            if thorough or CHECKPOINT in self.health.problems:
                 last_thorough = now
                 thorough = True
             await self.flush_once(

@@ -1,5 +1,5 @@
 """IndexFile and IndexService: a hash index from ``topic#key`` to CommitLog offsets
-(spec/store-format.md §5).
+(docs/spec/store-format.md §5).
 
 File: a 40-byte header, ``maxHashSlotNum`` int32 slots (each the newest entry number for its
 hash), then ``maxIndexNum`` 20-byte entries ``(keyHash, phyOffset, timeDiffSeconds, prevIndex)``
@@ -9,7 +9,7 @@ chained newest to oldest. Entry numbers start at 1. Files are named by creation 
 A file is created sparse at its full size (420 MB by default, as RocketMQ's, whose mapping is
 sparse too), with its header and slots allocated and its entries allocated ``GROW_BYTES`` at a
 time as they fill, so a broker starts and indexes on a disk with far less room than that. Its
-``max_entries`` is how many entries are allocated now (what the native dispatch reads),
+``max_entries`` is how many entries are allocated now (what the index writes may fill),
 ``capacity`` how many the file holds. Every byte written through the mapping is allocated
 first: a write into a hole on a full disk would be a SIGBUS. A file or entries the disk will
 not give degrade to keys not indexed (broker/store/index_service.py).
@@ -19,23 +19,21 @@ from __future__ import annotations
 
 import logging
 import mmap
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from broker.store.layout import INDEX_ENTRY as ENTRY
+from broker.store.layout import INDEX_HEADER as HEADER
+from broker.store.layout import INDEX_REQUEST_MAX_KEYS
+from broker.store.layout import INDEX_SLOT as SLOT
 from broker.store.mapped_file import MappedFile
+from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting.java_hash import java_hash
-from remoting.speedups import native
 
 log = logging.getLogger(__name__)
 
-HEADER = struct.Struct(">qqqqii")  # begin ts, end ts, begin phy, end phy, slot count, index count
-assert HEADER.size == 40
-ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous entry
-assert ENTRY.size == 20
-SLOT = struct.Struct(">i")
 INT_MAX = 2**31 - 1
 GROW_BYTES = 1 << 20  # entries are allocated this many bytes at a time
 GROW_ENTRIES = GROW_BYTES // ENTRY.size
@@ -95,7 +93,7 @@ def python_index_put_entries(
     """Add (key hash, phy offset, store timestamp) entries, in order, while the file has room;
     returns how many went in. Each entry's time diff is from the file's begin timestamp as it
     stands before it, which the file's first entry then sets (Java's IndexFile.putKey). The
-    reference of remoting/native/index.c's index_put_entries."""
+    reference of broker/store/native/index.c's index_put_entries."""
     entries_at = HEADER.size + slots * SLOT.size
     if slots <= 0 or max_entries <= 0 or entries_at + max_entries * ENTRY.size > len(mm):
         raise ValueError("index geometry does not fit the buffer")
@@ -139,7 +137,7 @@ def python_index_requests(
     """Index the keys of records of one topic in log order: each UNIQ_KEY and space-separated
     KEYS entry as the Java hash of ``prefix`` + key, skipping records the file already indexes
     (recovery re-dispatches). Returns the entries that did not fit, for the next file. The
-    reference of remoting/native/index.c's index_requests."""
+    reference of broker/store/native/index.c's index_requests."""
     header = read_header(mm)
     done = header.end_phy_offset if header.index_count > 1 else -1
     entries = python_index_hashes(requests, prefix, done)
@@ -147,10 +145,29 @@ def python_index_requests(
     return entries[written:]
 
 
+def python_index_request(
+    mm: mmap.mmap | memoryview | bytearray, slots: int, max_entries: int, request: DispatchRequest
+) -> bool:
+    """All of one record's entries (its UNIQ_KEY, then each KEYS entry), or none when the file
+    lacks room for all of them or the record has more than INDEX_REQUEST_MAX_KEYS keys: False,
+    nothing written, for the general path that goes on in the next file. True also when the file
+    already indexes the record. The reference of broker/store/native/index.c's index_request."""
+    header = read_header(mm)
+    if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
+        return True
+    entries = python_index_hashes((request,), request.topic + "#", -1)
+    if len(entries) > INDEX_REQUEST_MAX_KEYS or header.index_count + len(entries) > max_entries:
+        return False
+    python_index_put_entries(mm, slots, max_entries, entries)
+    return True
+
+
 if native is not None:
     index_put_entries, index_requests = native.index_put_entries, native.index_requests
+    index_request = native.index_request
 else:
     index_put_entries, index_requests = python_index_put_entries, python_index_requests
+    index_request = python_index_request
 
 
 def key_count(requests: Sequence[DispatchRequest]) -> int:
@@ -200,21 +217,6 @@ class IndexFile:
     def put_entries(self, entries: Sequence[tuple[int, int, int]]) -> int:
         """Add (key hash, phy offset, store timestamp) entries; returns how many fit."""
         return index_put_entries(self.file.mmap, self.slots, self.max_entries, entries)
-
-    def put_request_whole(self, request: DispatchRequest, max_keys: int) -> bool:
-        """All of one record's entries (its UNIQ_KEY and KEYS, at most ``max_keys``), or none
-        when the file lacks room for all of them: False, for the general path that goes on in
-        the next file. True also when the file already indexes the record. The reference of
-        what remoting/native/dispatch.c does for a single message's keys."""
-        mm = self.file.mmap
-        header = read_header(mm)
-        if header.index_count > 1 and request.commit_log_offset <= header.end_phy_offset:
-            return True
-        entries = python_index_hashes((request,), request.topic + "#", -1)
-        if len(entries) > max_keys or header.index_count + len(entries) > self.max_entries:
-            return False
-        python_index_put_entries(mm, self.slots, self.max_entries, entries)
-        return True
 
     def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries with this hash stored in [begin, end]."""

@@ -1,4 +1,4 @@
-"""IndexService: the index directory (spec/store-format.md §5). It builds entries from
+"""IndexService: the index directory (docs/spec/store-format.md §5). It builds entries from
 dispatch into the newest IndexFile, rolls to a new file when that one is full, answers key
 queries newest file first, and cuts and expires files with the CommitLog.
 
@@ -15,13 +15,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker.store.health import INDEX, RETRY_S, StoreHealth
-from broker.store.index_file import IndexFile, index_requests, key_count, python_index_hashes
+from broker.store.index_file import (
+    IndexFile,
+    index_request,
+    index_requests,
+    key_count,
+    python_index_hashes,
+)
 from broker.store.mapped_file import DiskError, MappedFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.java_hash import java_string_hash
 
 log = logging.getLogger(__name__)
+
+_ROLLBACK = codec.TRANSACTION_ROLLBACK_TYPE  # a rolled-back half has no index entries
 
 
 class IndexService:
@@ -77,13 +85,23 @@ class IndexService:
             self.on_file_full(last)
         return index
 
+    def build_index(self, request: DispatchRequest) -> None:
+        """Index one record's keys (IndexService.buildIndex): in one call when they all fit in
+        the newest file, else the general way (the next file, the disk's refusals)."""
+        files = self.files
+        if files and request.sys_flag & _ROLLBACK != _ROLLBACK:
+            index = files[-1]
+            if index_request(index.file.mmap, index.slots, index.max_entries, request):
+                return
+        self.build_index_batch((request,))
+
     def build_index_batch(self, requests: Sequence[DispatchRequest]) -> None:
         """Index the keys of records of one topic and transaction type, in log order (one
         message, a batch's entries, or a run read back from the log), written in one pass.
         Records the file already indexes (before a crash: recovery re-dispatches) are skipped;
         Java compares with <, which indexes the last record twice after every crash."""
         first = requests[0]
-        if codec.transaction_type(first.sys_flag) == codec.TRANSACTION_ROLLBACK_TYPE:
+        if first.sys_flag & _ROLLBACK == _ROLLBACK:
             return
         prefix = first.topic + "#"
         index = self.files[-1] if self.files else None

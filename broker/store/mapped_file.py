@@ -1,4 +1,4 @@
-"""MappedFile: one pre-allocated segment mapped into memory (spec/store-format.md §2, §3).
+"""MappedFile: one pre-allocated segment mapped into memory (docs/spec/store-format.md §2, §3).
 
 The segment's bytes are written with ``pack_into``/slice assignment straight into ``mmap``.
 Files are pre-allocated with ``posix_fallocate`` (under a temporary name, then linked into place)
@@ -174,13 +174,13 @@ class MappedFile:
                 return  # closed while this flush ran
             raise DiskError(self.path, "flush", exc) from exc
 
-    def allocate_range(self, offset: int, length: int) -> None:
-        """Back ``[offset, offset + length)`` with disk blocks, so writing it through the mapping
-        cannot fault for want of space. Raises DiskError."""
+    def allocate_range(self, position: int, length: int) -> None:
+        """Back ``[position, position + length)`` of the file with disk blocks, so writing it
+        through the mapping cannot fault for want of space. Raises DiskError."""
         try:
-            fallocate(self._fd, offset, length)
+            fallocate(self._fd, position, length)
         except OSError as exc:
-            raise DiskError(self.path, f"allocate {length} bytes at {offset} in", exc) from exc
+            raise DiskError(self.path, f"allocate {length} bytes at {position} in", exc) from exc
 
     def redirty(self, start: int, end: int) -> None:
         """Write one byte of each page of ``[start, end)`` back as it is. After a failed flush

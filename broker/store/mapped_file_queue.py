@@ -1,8 +1,9 @@
 """MappedFileQueue: a directory of equal-size segments named by start offset
-(spec/store-format.md §2, §3, §12).
+(docs/spec/store-format.md §2, §3, §12).
 
-Segments are contiguous: segment i starts at ``first.start_offset + i * file_size``, so a lookup
-by offset is arithmetic. New segments come from an ``allocator`` (the store's pre-allocation
+Offsets here are byte offsets into the queue's address space (a CommitLog's are phys offsets, a
+ConsumeQueue's are queue offsets times 20). Segments are contiguous: segment i starts at
+``first.start_offset + i * file_size``, so a lookup by byte offset is arithmetic. New segments come from an ``allocator`` (the store's pre-allocation
 service hands over a file it created in a worker thread; without one they are created here).
 Mutations are plain ``def``s called from the event loop; only ``flush_plan`` output is used by a
 worker thread.
@@ -38,7 +39,7 @@ class MappedFileQueue:
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self.allocator: Allocator = allocator or create_mapped_file
-        self.flushed_where = 0  # global offset up to which data is durable
+        self.flushed_where = 0  # byte offset up to which data is durable
 
     # ------------------------------------------------------------------ loading
 
@@ -68,11 +69,11 @@ class MappedFileQueue:
     # ------------------------------------------------------------------ lookups
 
     @property
-    def min_offset(self) -> int:
+    def min_byte_offset(self) -> int:
         return self.files[0].start_offset if self.files else 0
 
     @property
-    def max_offset(self) -> int:
+    def max_byte_offset(self) -> int:
         """Exclusive end of written data."""
         if not self.files:
             return 0
@@ -83,18 +84,18 @@ class MappedFileQueue:
     def last(self) -> MappedFile | None:
         return self.files[-1] if self.files else None
 
-    def find(self, offset: int) -> MappedFile | None:
-        """The segment holding ``offset``, or None."""
+    def find(self, byte_offset: int) -> MappedFile | None:
+        """The segment holding ``byte_offset``, or None."""
         files = self.files
         if not files:
             return None
-        index = (offset - files[0].start_offset) // self.file_size
+        index = (byte_offset - files[0].start_offset) // self.file_size
         if 0 <= index < len(files):
             mapped = files[index]
-            if mapped.start_offset <= offset < mapped.end_offset:
+            if mapped.start_offset <= byte_offset < mapped.end_offset:
                 return mapped
         for mapped in files:  # not contiguous (logged at load): fall back to a scan
-            if mapped.start_offset <= offset < mapped.end_offset:
+            if mapped.start_offset <= byte_offset < mapped.end_offset:
                 return mapped
         return None
 
@@ -127,27 +128,28 @@ class MappedFileQueue:
 
     # ------------------------------------------------------------------ truncation
 
-    def truncate_dirty(self, offset: int) -> None:
-        """Drop everything at or after ``offset`` (RocketMQ's truncateDirtyFiles): segments that
-        start after it are deleted, the one holding it now ends there, its stale tail zeroed."""
+    def truncate_dirty(self, byte_offset: int) -> None:
+        """Drop everything at or after ``byte_offset`` (RocketMQ's truncateDirtyFiles): segments
+        that start after it are deleted, the one holding it now ends there, its stale tail
+        zeroed."""
         keep: list[MappedFile] = []
         for mapped in self.files:
-            if mapped.end_offset <= offset:
+            if mapped.end_offset <= byte_offset:
                 keep.append(mapped)
-            elif mapped.start_offset <= offset:
-                position = offset - mapped.start_offset
+            elif mapped.start_offset <= byte_offset:
+                position = byte_offset - mapped.start_offset
                 mapped.zero_from(position)
                 mapped.wrote_position = mapped.flushed_position = position
                 keep.append(mapped)
             else:
                 mapped.destroy()
         self.files = keep
-        self.flushed_where = min(self.flushed_where, offset)
+        self.flushed_where = min(self.flushed_where, byte_offset)
 
     # ------------------------------------------------------------------ flushing
 
     def dirty_bytes(self) -> int:
-        return self.max_offset - self.flushed_where
+        return self.max_byte_offset - self.flushed_where
 
     def flush_plan(self, least_pages: int) -> list[tuple[MappedFile, int]]:
         """The segments to fdatasync and the write position each is flushed to; empty when

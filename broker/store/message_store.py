@@ -1,4 +1,4 @@
-"""DefaultMessageStore: the broker's message store (spec/store-format.md).
+"""DefaultMessageStore: the broker's message store (docs/spec/store-format.md).
 
 Use::
 
@@ -9,6 +9,12 @@ Use::
         result = store.put_message(msg)         # plain def: the broker answers inline
         status = await store.wait_flushed(result.append.end_offset, 5.0)   # SYNC_FLUSH only
         got = store.get_message(group, topic, queue_id, queue_offset, 32, TagsFilter(None))
+
+The write path, in RocketMQ's words: ``put_message`` -> ``CommitLog.put_message`` (the record
+appended, its DispatchRequest back) -> ``CommitLogDispatcher.dispatch(request)`` ->
+``ConsumeQueue.put`` and ``IndexService.build_index``, at once when dispatch was caught up
+(else ReputMessageService reads the record back). This class builds the parts, hands each the
+few others it uses, and runs their services; it is the one object that knows them all.
 
 ``put_message``/``put_messages`` never await; ``wait_flushed`` is the separate SYNC_FLUSH wait.
 Reads return memoryview slices of the mapped segments (no copies). HA uses
@@ -22,18 +28,18 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import psutil
 import trio
 
-from broker.store import reads, startup
 from broker.store.allocate import AllocateMappedFileService
 from broker.store.checkpoint import AbortFile, StoreCheckpoint, StoreLock
 from broker.store.clean import CleanService, DiskUsage, psutil_disk_usage
 from broker.store.commit_log import CommitLog
 from broker.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
-from broker.store.consume_queue import ConsumeQueue, safe_directory_name
-from broker.store.dispatch import CommitLogDispatcher
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.dispatch import ArrivalListener, CommitLogDispatcher
 from broker.store.flush import (
+    CommitLogFlusher,
     FlushCommitLogService,
     FlushConsumeQueueService,
     GroupCommitService,
@@ -45,8 +51,10 @@ from broker.store.index_service import IndexService
 from broker.store.lookups import QueueLookups
 from broker.store.mapped_file import DiskError, StoreError
 from broker.store.mapped_file_queue import now_ms
+from broker.store.reads import MessageReader, memory_threshold
 from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
+from broker.store.startup import StoreRecovery
 from broker.store.stats import StoreStats
 from broker.store.types import (
     GetMessageResult,
@@ -58,7 +66,8 @@ from remoting import message as codec
 
 log = logging.getLogger(__name__)
 
-ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+__all__ = ["ArrivalListener", "DefaultMessageStore"]
+
 SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
 
 
@@ -76,64 +85,84 @@ class DefaultMessageStore(QueueLookups):
         self.config = config
         self.clock = clock
         self.store_host = store_host
-        self.arrival_listener = arrival_listener
+        self.is_slave = config.broker_role is BrokerRole.SLAVE  # fixed at start
         # Called after every successful put (HA wakes its idle connection writers).
         self.put_listener: Callable[[], None] | None = None
-        self.health = StoreHealth()
+        self.health = health = StoreHealth()
         self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
-        self.allocation.on_failed = lambda exc: self.health.failed(COMMIT_LOG, exc)
-        self.allocation.on_recovered = lambda: self.health.recovered(COMMIT_LOG)
-        self.commit_log = CommitLog(
+        self.allocation.on_failed = lambda exc: health.failed(COMMIT_LOG, exc)
+        self.allocation.on_recovered = lambda: health.recovered(COMMIT_LOG)
+        self.commit_log = commit_log = CommitLog(
             config,
             store_host=(codec.host_bytes(store_host[0]), store_host[1]),
             clock=clock,
             allocator=self.allocation.allocate,
         )
-        self.commit_log.on_segment_rolled = lambda _: self.allocation.request(self.commit_log.queue)
-        self.commit_log.on_disk_error = self._segment_refused
-        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        commit_log.on_segment_rolled = lambda _: self.allocation.request(commit_log.queue)
+        commit_log.on_disk_error = self._segment_refused
+        self.consume_queues = ConsumeQueueTable(
+            config.consume_queue_dir, config.mapped_file_size_consume_queue
+        )
         self.index_service = IndexService(
-            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.health
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, health
         )
-        self.checkpoint: StoreCheckpoint | None = None  # type: ignore[assignment]
-        self.abort_file = AbortFile(config.abort_path)
-        self.lock = StoreLock(config.lock_path)
-        self.reput = ReputMessageService(self)
-        self.dispatcher = CommitLogDispatcher(self)
-        self.group_commit = GroupCommitService(self)
-        self.clean = CleanService(self, disk_usage)
-        self.stats = StoreStats(clock)
-        self.memory_threshold = (
-            (total_physical_ram or psutil.virtual_memory().total)
-            * config.access_message_in_memory_max_ratio
-            // 100
+        self.dispatcher = CommitLogDispatcher(
+            self.consume_queues,
+            self.index_service,
+            config,
+            None if self.is_slave else arrival_listener,  # slaves wake no held pulls
         )
-        self.disk_full = False
+        self.reput = ReputMessageService(
+            commit_log, self.dispatcher, health, config, on_unblocked=self._dispatch_unblocked
+        )
+        self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        self._build_services(disk_usage, total_physical_ram)
         self.shutting_down = False
         self.loaded = False
         self.recovery_report: RecoveryReport | None = None
 
+    def _build_services(self, disk_usage: DiskUsage, total_physical_ram: int | None) -> None:
+        """What runs beside the write path: recovery, flushes, cleanup, reads."""
+        config, commit_log, health = self.config, self.commit_log, self.health
+        queues, index, checkpoint = self.consume_queues, self.index_service, self.checkpoint
+        dispatcher = self.dispatcher
+        self.recovery = StoreRecovery(
+            config, commit_log, queues, index, dispatcher, checkpoint, health
+        )
+        self.flusher = CommitLogFlusher(commit_log, checkpoint, health)
+        self.group_commit = GroupCommitService(self.flusher)
+        self.flush_queues = FlushConsumeQueueService(
+            queues, index, dispatcher, checkpoint, health, config
+        )
+        self.clean = CleanService(config, self.clock, commit_log, queues, index, disk_usage)
+        self.abort_file = AbortFile(config.abort_path)
+        self.lock = StoreLock(config.lock_path)
+        self.stats = StoreStats(self.clock)
+        self.memory_threshold = memory_threshold(config, total_physical_ram)
+        self.reader = MessageReader(queues, commit_log, config, self.memory_threshold)
+
     @property
-    def is_slave(self) -> bool:
-        return self.config.broker_role is BrokerRole.SLAVE
+    def disk_full(self) -> bool:
+        return self.clean.disk_full
 
     # ================================================================ lifecycle
 
     def load(self) -> RecoveryReport:
         """Lock the directory, open every file and recover. Synchronous, before any task."""
-        config = self.config
         self.lock.acquire()
         try:
             last_exit_ok = not self.abort_file.exists()
             self.commit_log.queue.load()
-            startup.load_consume_queues(self)
-            self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+            self.consume_queues.load()
+            self.checkpoint.load()
             self.index_service.load()
             self.index_service.on_file_full = self._index_file_full
-            report = startup.recover(self, last_exit_ok)
+            report, reput_from = self.recovery.recover(last_exit_ok)
         except BaseException:
+            self.checkpoint.close()
             self.lock.release()
             raise
+        self.reput.start_from(reput_from)
         self.abort_file.create()
         self.loaded = True
         self.recovery_report = report
@@ -145,15 +174,16 @@ class DefaultMessageStore(QueueLookups):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The store's services; ``started()`` once dispatch has caught up with the log."""
         assert self.loaded, "load() first"
+        config = self.config
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.allocation.run, self.commit_log.queue)
                 await nursery.start(self.reput.run)
-                if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+                if config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
                     await nursery.start(self.group_commit.run)
                 else:
-                    await nursery.start(FlushCommitLogService(self).run)
-                await nursery.start(FlushConsumeQueueService(self).run)
+                    await nursery.start(FlushCommitLogService(self.flusher, config).run)
+                await nursery.start(self.flush_queues.run)
                 await nursery.start(self.clean.run)
                 task_status.started()
         finally:
@@ -168,7 +198,10 @@ class DefaultMessageStore(QueueLookups):
         self.shutting_down = True
         self.loaded = False
         try:
-            if final_flush(self) and self.reput.behind_bytes == 0:
+            flushed = final_flush(
+                self.reput, self.consume_queues, self.index_service, self.checkpoint, self.health
+            )
+            if flushed and self.reput.behind_bytes == 0:
                 self.abort_file.delete()
             else:
                 log.warning(
@@ -181,8 +214,7 @@ class DefaultMessageStore(QueueLookups):
             self.allocation.close()
             self.commit_log.warmer.close()
             self.commit_log.queue.close()
-            for consume_queue in self._all_queues():
-                consume_queue.close()
+            self.consume_queues.close()
             self.index_service.close()
             self.checkpoint.close()
             self.lock.release()
@@ -200,7 +232,7 @@ class DefaultMessageStore(QueueLookups):
                 status=PutMessageStatus.SERVICE_NOT_AVAILABLE,
                 remark="the message store is shutting down",
             )
-        if self.disk_full:
+        if self.clean.disk_full:
             return PutMessageResult(
                 status=PutMessageStatus.DISK_FULL,
                 remark=f"disk full: usage above {self.config.disk_space_warning_level_ratio:.0%}, writes refused until space is freed",
@@ -216,56 +248,63 @@ class DefaultMessageStore(QueueLookups):
         self.allocation.retry(exc.path)
         return self.health.refusal()
 
-    def dispatch_unblocked(self) -> None:
+    def _dispatch_unblocked(self) -> None:
         """Reput got past what the disk refused. Queue offsets a blocked recovery could not
         count (sends were refused meanwhile) come from the queues, as after any recovery."""
-        startup.raise_offset_tables(self)
+        self.recovery.raise_topic_queue_table()
         self.health.recovered(DISPATCH)
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        return self._put(msg, self.commit_log.put_message, self.dispatcher.dispatch)
-
-    def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
-        """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
-        return self._put(batch, self.commit_log.put_messages, self.dispatcher.dispatch_batch)
-
-    def _put(
-        self,
-        msg: MessageExtBrokerInner,
-        append: Callable[[MessageExtBrokerInner], tuple[PutMessageResult, Any]],
-        dispatch: Callable[[Any], None],
-    ) -> PutMessageResult:
-        """Append; stats and HA learn of it; when dispatch was caught up the put dispatches
-        what it appended (one request, or a batch's), else reput is woken to read it. A
-        message that is appended is answered PUT_OK even when the disk refuses its dispatch:
-        reput dispatches it once there is room."""
+        """Append one message; when dispatch was caught up, dispatch it at once."""
         refused = self._refuse()
         if refused is not None:
             return refused
-        reput = self.reput
-        caught_up = reput.reput_from_offset == self.commit_log.queue.max_offset
-        result, dispatched = append(msg)
-        if result.status is not PutMessageStatus.PUT_OK:
-            return result
-        append_result = result.append
-        self.stats.on_put(append_result.msg_num, append_result.wrote_bytes)
+        caught_up = self.reput.caught_up()
+        result, request = self.commit_log.put_message(msg)
+        if result.status is PutMessageStatus.PUT_OK:
+            self._appended(result)
+            if not caught_up:
+                self.reput.wake()
+            elif self._dispatch_ok(self.dispatcher.dispatch, request):
+                self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
+        return result
+
+    def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
+        """``batch.body`` is the SEND_BATCH_MESSAGE body; entries get consecutive offsets."""
+        refused = self._refuse()
+        if refused is not None:
+            return refused
+        caught_up = self.reput.caught_up()
+        result, requests = self.commit_log.put_messages(batch)
+        if result.status is PutMessageStatus.PUT_OK:
+            self._appended(result)
+            if not caught_up:
+                self.reput.wake()
+            elif self._dispatch_ok(self.dispatcher.dispatch_batch, requests):
+                self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
+        return result
+
+    def _appended(self, result: PutMessageResult) -> None:
+        """Stats and HA learn of an append."""
+        self.stats.on_put(result.append.msg_num, result.append.wrote_bytes)  # type: ignore[union-attr]
         if self.put_listener is not None:
             self.put_listener()
-        if caught_up:
-            try:
-                dispatch(dispatched)
-            except DiskError as exc:
-                self.health.failed(DISPATCH, exc)  # reput_from_offset stays: reput retries
-            else:
-                reput.reput_from_offset = append_result.wrote_offset + append_result.wrote_bytes
-        else:
-            reput.wake()
-        return result
+
+    def _dispatch_ok(self, dispatch: Callable[[Any], None], requests: Any) -> bool:
+        """A put's own dispatch. A message that is appended is answered PUT_OK even when the
+        disk refuses its dispatch: reput, left where it was, dispatches it once there is room."""
+        try:
+            dispatch(requests)
+        except DiskError as exc:
+            self.health.failed(DISPATCH, exc)
+            return False
+        return True
 
     async def wait_flushed(
         self, end_offset: int, timeout_s: float | None = None
     ) -> PutMessageStatus:
-        """SYNC_FLUSH: PUT_OK once bytes up to ``end_offset`` are on disk, else FLUSH_DISK_TIMEOUT."""
+        """SYNC_FLUSH: PUT_OK once bytes up to ``end_offset`` (a phys offset) are on disk,
+        else FLUSH_DISK_TIMEOUT."""
         if timeout_s is None:
             timeout_s = self.config.sync_flush_timeout / 1000
         return await self.group_commit.wait_flushed(end_offset, timeout_s)
@@ -294,36 +333,17 @@ class DefaultMessageStore(QueueLookups):
 
     def truncate_dirty_tail(self, phys_offset: int) -> None:
         """Cut the log (and queues and index with it) at ``phys_offset``."""
-        max_cq_phys = max((cq.max_phys_offset for cq in self._all_queues()), default=0)
-        startup.cut(self, phys_offset, max_cq_phys)
+        reput_from = self.recovery.truncate(phys_offset, self.consume_queues.max_phys_offset())
+        self.reput.start_from(reput_from)
 
     # ================================================================ queues and reads
 
     def queue_count(self, topic: str) -> int:
         """1 + the highest queue id this store holds for ``topic`` (0: none)."""
-        queues = self.consume_queue_table.get(topic)
-        return max(queues) + 1 if queues else 0
+        return self.consume_queues.queue_count(topic)
 
-    def _all_queues(self) -> list[ConsumeQueue]:
-        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
-
-    def find_consume_queue(
-        self, topic: str, queue_id: int, *, create: bool = False
-    ) -> ConsumeQueue | None:
-        queues = self.consume_queue_table.get(topic)
-        if queues is None:
-            if not create or not safe_directory_name(topic):
-                return None
-            queues = self.consume_queue_table[topic] = {}
-        consume_queue = queues.get(queue_id)
-        if consume_queue is None and create:
-            consume_queue = queues[queue_id] = ConsumeQueue(
-                topic,
-                queue_id,
-                self.config.consume_queue_dir,
-                self.config.mapped_file_size_consume_queue,
-            )
-        return consume_queue
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queues.find(topic, queue_id)
 
     def get_message(
         self,
@@ -334,19 +354,19 @@ class DefaultMessageStore(QueueLookups):
         max_msg_nums: int,
         message_filter: object | None = None,
     ) -> GetMessageResult:
-        result = reads.get_message(
-            self, topic, queue_id, queue_offset, max_msg_nums, message_filter
+        result = self.reader.get_message(
+            topic, queue_id, queue_offset, max_msg_nums, message_filter
         )
         self.stats.on_get(result)
         return result
 
     @property
     def max_phys_offset(self) -> int:
-        return self.commit_log.max_offset
+        return self.commit_log.max_phys_offset
 
     @property
     def min_phys_offset(self) -> int:
-        return self.commit_log.min_offset
+        return self.commit_log.min_phys_offset
 
     @property
     def dispatch_behind_bytes(self) -> int:
@@ -356,27 +376,20 @@ class DefaultMessageStore(QueueLookups):
         """Drop the ConsumeQueues of deleted topics (DELETE_TOPIC_IN_BROKER)."""
         deleted = 0
         for topic in topics:
-            for queue_id, consume_queue in self.consume_queue_table.pop(topic, {}).items():
-                consume_queue.destroy()
-                self.commit_log.topic_queue_table.pop((topic, queue_id), None)
+            for queue_id in self.consume_queues.delete_topic(topic):
+                self.commit_log.cursor.remove_queue(topic, queue_id)
                 deleted += 1
-            directory = self.config.consume_queue_dir / topic
-            if directory.is_dir():
-                for child in directory.iterdir():
-                    if child.is_dir():
-                        child.rmdir()
-                directory.rmdir()
         return deleted
 
     def runtime_info(self) -> dict[str, str]:
         info = self.stats.runtime_info()
         info.update(
             {
-                "commitLogMinOffset": str(self.commit_log.min_offset),
-                "commitLogMaxOffset": str(self.commit_log.max_offset),
+                "commitLogMinOffset": str(self.commit_log.min_phys_offset),
+                "commitLogMaxOffset": str(self.commit_log.max_phys_offset),
                 "dispatchBehindBytes": str(self.reput.behind_bytes),
                 "commitLogDiskRatio": f"{self.clean.usage():.4f}",
-                "diskFull": "true" if self.disk_full else "false",
+                "diskFull": "true" if self.clean.disk_full else "false",
             }
         )
         info.update(self.health.runtime_info())

@@ -1,82 +1,119 @@
 """GetMessage for PULL_MESSAGE: Java's DefaultMessageStore.getMessage rules
-(spec/store-format.md §4, spec/ha.md §7), returning memoryview slices of the log."""
+(docs/spec/store-format.md §4, docs/spec/ha.md §7), returning memoryview slices of the log."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import psutil
 
-from broker.store.consume_queue import CQ_UNIT, UNIT
+from broker.store.commit_log import CommitLog
+from broker.store.config import BrokerRole, MessageStoreConfig
+from broker.store.consume_queue import ConsumeQueue
+from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
 from broker.store.types import GetMessageResult, GetMessageStatus
 
-if TYPE_CHECKING:
-    from broker.store.message_store import DefaultMessageStore
-
-_FILLER_SIZE = 0x7FFFFFFF
+UNIT = CQ_UNIT.size
 
 
-def _correct(store: DefaultMessageStore, old: int, new: int) -> int:
-    """A slave keeps the consumer's offset unless offsetCheckInSlave (nextOffsetCorrection)."""
-    if store.is_slave and not store.config.offset_check_in_slave:
-        return old
-    return new
+def memory_threshold(config: MessageStoreConfig, total_physical_ram: int | None = None) -> int:
+    """Bytes behind the log's end past which a message counts as on disk:
+    accessMessageInMemoryMaxRatio percent of the machine's memory."""
+    total = total_physical_ram or psutil.virtual_memory().total
+    return total * config.access_message_in_memory_max_ratio // 100
 
 
-def get_message(
-    store: DefaultMessageStore,
-    topic: str,
-    queue_id: int,
-    offset: int,
-    max_msgs: int,
-    message_filter: object | None,
-) -> GetMessageResult:
-    consume_queue = store.find_consume_queue(topic, queue_id)
-    if consume_queue is None:
-        return GetMessageResult(
-            status=GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
-            next_begin_offset=_correct(store, offset, 0),
+class MessageReader:
+    def __init__(
+        self,
+        consume_queues: ConsumeQueueTable,
+        commit_log: CommitLog,
+        config: MessageStoreConfig,
+        memory_threshold: int,
+    ) -> None:
+        """``memory_threshold``: bytes behind the log's end past which a message is "on
+        disk" (accessMessageInMemoryMaxRatio of the machine's memory)."""
+        self.consume_queues = consume_queues
+        self.commit_log = commit_log
+        self.config = config  # the transfer limits and offsetCheckInSlave, live
+        self.memory_threshold = memory_threshold
+        self.is_slave = config.broker_role is BrokerRole.SLAVE
+
+    def _correct(self, old: int, new: int) -> int:
+        """A slave keeps the consumer's offset unless offsetCheckInSlave
+        (nextOffsetCorrection)."""
+        if self.is_slave and not self.config.offset_check_in_slave:
+            return old
+        return new
+
+    def get_message(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_msgs: int,
+        message_filter: object | None,
+    ) -> GetMessageResult:
+        consume_queue = self.consume_queues.find(topic, queue_id)
+        if consume_queue is None:
+            return GetMessageResult(
+                status=GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
+                next_begin_offset=self._correct(queue_offset, 0),
+            )
+        low, high = consume_queue.min_queue_offset, consume_queue.max_queue_offset
+        result = GetMessageResult(
+            status=GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+            min_queue_offset=low,
+            max_queue_offset=high,
         )
-    min_offset, max_offset = consume_queue.min_offset, consume_queue.max_offset
-    result = GetMessageResult(
-        status=GetMessageStatus.NO_MESSAGE_IN_QUEUE, min_offset=min_offset, max_offset=max_offset
-    )
-    if max_offset == 0:
-        result.next_begin_offset = _correct(store, offset, 0)
-    elif offset < min_offset:
-        result.status, result.next_begin_offset = (
-            GetMessageStatus.OFFSET_TOO_SMALL,
-            _correct(store, offset, min_offset),
-        )
-    elif offset == max_offset:
-        result.status, result.next_begin_offset = (
-            GetMessageStatus.OFFSET_OVERFLOW_ONE,
-            _correct(store, offset, offset),
-        )
-    elif offset > max_offset:
-        result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
-        result.next_begin_offset = _correct(
-            store, offset, min_offset if min_offset == 0 else max_offset
-        )
-    else:
-        _scan(store, consume_queue, offset, max_msgs, message_filter, result)
-    return result
+        if high == 0:
+            result.next_begin_offset = self._correct(queue_offset, 0)
+        elif queue_offset < low:
+            result.status = GetMessageStatus.OFFSET_TOO_SMALL
+            result.next_begin_offset = self._correct(queue_offset, low)
+        elif queue_offset == high:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            result.next_begin_offset = self._correct(queue_offset, queue_offset)
+        elif queue_offset > high:
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            result.next_begin_offset = self._correct(queue_offset, low if low == 0 else high)
+        else:
+            self._scan(consume_queue, queue_offset, max_msgs, message_filter, result)
+        return result
+
+    def _scan(
+        self,
+        consume_queue: ConsumeQueue,
+        queue_offset: int,
+        max_msgs: int,
+        message_filter: object | None,
+        result: GetMessageResult,
+    ) -> None:
+        units = consume_queue.units(queue_offset, max(16000, max_msgs * UNIT) // UNIT)
+        if units is None:
+            result.status = GetMessageStatus.OFFSET_FOUND_NULL
+            result.next_begin_offset = self._correct(
+                queue_offset, consume_queue.roll_next_file(queue_offset)
+            )
+            return
+        scanned = _scan_units(
+            units, self.commit_log, self.config, self.memory_threshold, max_msgs,
+            message_filter, result,
+        )  # fmt: skip
+        result.next_begin_offset = queue_offset + scanned
 
 
-def _scan(
-    store: DefaultMessageStore,
-    consume_queue: object,
-    offset: int,
+def _scan_units(
+    units: memoryview,
+    commit_log: CommitLog,
+    config: MessageStoreConfig,
+    memory_threshold: int,
     max_msgs: int,
     message_filter: object | None,
     result: GetMessageResult,
-) -> None:
-    config = store.config
-    units = consume_queue.units(offset, max(16000, max_msgs * UNIT) // UNIT)
-    if units is None:
-        result.status = GetMessageStatus.OFFSET_FOUND_NULL
-        result.next_begin_offset = _correct(store, offset, consume_queue.roll_next_file(offset))
-        return
-    commit_log = store.commit_log
-    max_phys = commit_log.max_offset
+) -> int:
+    """The messages of ``units`` the filter and transfer limits let through, into ``result``;
+    returns how many units were scanned."""
+    max_phys = commit_log.max_phys_offset
     matched = by_record = None
     if message_filter is not None:
         matched = message_filter.is_matched_by_consume_queue
@@ -87,7 +124,6 @@ def _scan(
     max_phys_pulling = 0
     scanned = 0
     # Limits and the current segment are hoisted out of the loop: this runs per message.
-    memory_threshold = store.memory_threshold
     disk_bytes = config.max_transfer_bytes_on_message_in_disk
     disk_count = config.max_transfer_count_on_message_in_disk
     memory_bytes = config.max_transfer_bytes_on_message_in_memory
@@ -96,7 +132,7 @@ def _scan(
     count = 0
     for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(units):
         scanned += 1
-        if size == _FILLER_SIZE:
+        if size == CQ_FILLER_SIZE:
             continue
         max_phys_pulling = phys_offset
         if next_phy_file_start >= 0 and phys_offset < next_phy_file_start:
@@ -135,5 +171,5 @@ def _scan(
         result.status = GetMessageStatus.FOUND
         next_phy_file_start = -1
     result.buffer_total_size = total_bytes
-    result.next_begin_offset = offset + scanned
-    result.suggest_pulling_from_slave = max_phys - max_phys_pulling > store.memory_threshold
+    result.suggest_pulling_from_slave = max_phys - max_phys_pulling > memory_threshold
+    return scanned

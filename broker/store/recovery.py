@@ -1,4 +1,4 @@
-"""CommitLog recovery scans, pure: memoryviews in, a RecoveryReport out (spec/store-format.md §7).
+"""CommitLog recovery scans, pure: memoryviews in, a RecoveryReport out (docs/spec/store-format.md §7).
 
 * Normal (the last run stopped cleanly): scan from the third-last segment.
 * Abnormal (the abort file is there): scan from the newest segment whose first record is older

@@ -85,9 +85,9 @@ class PutMessageResult:
 @attrs.define(kw_only=True, slots=True)
 class GetMessageResult:
     status: GetMessageStatus
-    next_begin_offset: int = 0
-    min_offset: int = 0
-    max_offset: int = 0
+    next_begin_offset: int = 0  # queue offsets, all three
+    min_queue_offset: int = 0
+    max_queue_offset: int = 0
     buffers: list[memoryview] = attrs.Factory(list)
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False

@@ -16,7 +16,7 @@ zeroing pages, against 0-22% with these defaults (more when the VM's memory is c
 
 The appender only compares two ints (``mapped.warmed_position``) and sets an event when the
 warm edge comes near; the thread does the rest, with the GIL released during the madvise when
-remoting._speedups is built. Kernels without the advice: the warmer stops itself and appends
+broker.store._native is built. Kernels without the advice: the warmer stops itself and appends
 fault pages in as before.
 """
 
@@ -28,7 +28,7 @@ import sys
 import threading
 
 from broker.store.mapped_file import OS_PAGE_SIZE, MappedFile
-from remoting.speedups import native
+from broker.store.store_native import native
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,9 @@ import argparse
 import enum
 import json
 import os
+import ssl
 import sys
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -34,8 +36,13 @@ from client.mqadmin import namesrv as _namesrv_commands  # noqa: F401
 from client.mqadmin.base import COMMANDS, Shown, table
 from deploy.cli import OneLineArgumentParser, fail, unexpected
 from remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from remoting.settings import ConfigError
+from remoting.tls import client_context
+from remoting.tls_config import TlsKeys, from_file
 
 PROG = "mqadmin"
+ENV_TLS_ENABLE = "ROCKETMQ_TLS_ENABLE"
+ENV_TLS_CONFIG_FILE = "ROCKETMQ_TLS_CONFIG_FILE"
 EXPECTED = (MQClientError, RemotingError, OSError)
 
 
@@ -74,7 +81,33 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="machine-readable output")
         setup(p)
         acl.add_credential_flags(p)
+        add_tls_flags(p)
     return root
+
+
+def add_tls_flags(p: argparse.ArgumentParser) -> None:
+    """Java's mqadmin takes -Dtls.enable=true and -Dtls.config.file=... in JAVA_OPT."""
+    p.add_argument(
+        "--tls", action="store_true", help=f"connect with TLS (or {ENV_TLS_ENABLE}=true)"
+    )
+    p.add_argument(
+        "--tls-config",
+        metavar="FILE",
+        help="connect with TLS, tls.client.* and tls.test.mode.enable from this properties file "
+        f"(or {ENV_TLS_CONFIG_FILE}; default /etc/rocketmq/tls.properties if it exists)",
+    )
+
+
+def ssl_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The TLS every connection uses, as RocketMQ's client takes it (remoting/tls.py)."""
+    named = args.tls_config or os.environ.get(ENV_TLS_CONFIG_FILE, "").strip()
+    enabled = args.tls or args.tls_config or os.environ.get(ENV_TLS_ENABLE, "").strip() == "true"
+    if not enabled:
+        return None
+    try:
+        return client_context(from_file(TlsKeys(tls_config_file=Path(named) if named else None)))
+    except ConfigError as exc:
+        raise MQClientError(str(exc)) from None
 
 
 def usage() -> str:
@@ -113,8 +146,14 @@ def _namesrv(args: argparse.Namespace) -> str | None:
         raise MQClientError(f"NAMESRV_ADDR: {exc}") from None
 
 
-def explain(exc: BaseException) -> str:
+def explain(exc: BaseException, tls: bool = False) -> str:
     """The error, with what to check when a server did not answer."""
+    if isinstance(exc, RemotingConnectError) and "TLS handshake failed" in str(exc):
+        return f"{exc}: does the server take TLS (tls.server.mode), and do the certificates match?"
+    if isinstance(exc, RemotingConnectError) and " closed: " in str(exc):
+        if tls:
+            return f"{exc}: does the server want a client certificate (tls.client.certPath)?"
+        return f"{exc}: does the server take only TLS (tls.server.mode=enforcing)? Then pass --tls"
     if isinstance(exc, RemotingConnectError) and " failed: " in str(exc):
         return f"{exc}: is the broker (or NameServer) running there, and is that its address?"
     if isinstance(exc, RemotingTimeoutError):
@@ -145,11 +184,16 @@ def main(argv: list[str] | None = None) -> int:
     args.emit = Emitter(args.json)
     _, _, fn = COMMANDS[args.command]
 
+    tls_used = False
+
     async def run() -> Any:
+        nonlocal tls_used
+        context = ssl_context(args)
+        tls_used = context is not None
         namesrv = _namesrv(args)
         if namesrv is None:
             raise MQClientError("no NameServer: pass -n host:port or set NAMESRV_ADDR")
-        async with AdminClient.open(namesrv, acl.credentials(args)) as admin:
+        async with AdminClient.open(namesrv, acl.credentials(args), ssl_context=context) as admin:
             return await fn(admin, args)
 
     try:
@@ -161,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except EXPECTED as exc:
-        return fail(prog, explain(exc))
+        return fail(prog, explain(exc, tls_used))
     except BaseExceptionGroup as group:  # raised inside the client's nurseries
         failure = sole_exception(group)
         if isinstance(failure, EXPECTED):
-            return fail(prog, explain(failure))
+            return fail(prog, explain(failure, tls_used))
         return unexpected(prog, failure or group)
     except Exception as exc:
         return unexpected(prog, exc)

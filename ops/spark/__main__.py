@@ -96,13 +96,15 @@ def check_stopped(store: Path) -> None:
 def _store_config(conf: Path | None):
     if conf is None:
         return None
-    from broker.config import ConfigError, load_broker_config
+    from broker.config import ConfigError
+    from broker.config_update import start_config
     from remoting import properties
 
     if not conf.is_file():
         raise InputError(f"--broker-conf {conf} is not a file")
     try:
-        _, store_config = load_broker_config(properties.loads(conf.read_text()))
+        # what the broker itself starts with: updateBrokerConfig's changes over the file
+        _, _, store_config = start_config(properties.loads(conf.read_text()), conf)
     except (ConfigError, properties.PropertiesError) as exc:
         raise InputError(f"--broker-conf {conf}: {exc}") from None
     return store_config

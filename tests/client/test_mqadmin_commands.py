@@ -12,7 +12,15 @@ import pytest
 from client.mqadmin import parser
 
 TABLE = Path(__file__).resolve().parents[2] / "client" / "mqadmin" / "COMMANDS.md"
-COMMON = {"--help", "--namesrvAddr", "--json", "--access-key", "--secret-key"}
+COMMON = {
+    "--help",
+    "--namesrvAddr",
+    "--json",
+    "--access-key",
+    "--secret-key",
+    "--tls",
+    "--tls-config",
+}
 # Apache 4.9.8's commands as MQAdminStartup registers them (deleteAccessConfig: an alias).
 APACHE_COMMANDS = {
     "updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "updateBrokerConfig",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+from pathlib import Path
 
 import psutil
 import pytest
@@ -34,6 +35,11 @@ def test_layout_up_status_down(layout_up, layout) -> None:
     assert roles == sorted(roles, key=["namesrv", "master", "slave"].index)
     status = json.loads(mqcluster("status", *args, "--json").stdout)
     assert {row["state"] for row in status} == {"up"}
+    logs = Path(args[2]) / "logs"
+    for spec in manifest.processes:  # each writes (and rotates) its own log: logFile
+        assert "serving on" in (logs / f"{spec.name}.log").read_text()
+        out = (logs / f"{spec.name}.out").read_text()  # stdout/stderr: READY, warnings, errors
+        assert "READY" in out and " INFO " not in out.split("READY")[1]
     assert all(row["lag"] == "0 B" for row in status if row["role"] == "slave")
     pids = [row["pid"] for row in status]
 

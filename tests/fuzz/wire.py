@@ -59,7 +59,7 @@ def rocketmq_header(
     version: int = CURRENT_VERSION,
     remark: bytes = b"",
 ) -> bytes:
-    """A ROCKETMQ binary header (spec/remoting.md §5); ``ext`` may be raw (key, value) bytes."""
+    """A ROCKETMQ binary header (docs/spec/remoting.md §5); ``ext`` may be raw (key, value) bytes."""
     entries = (
         [(k.encode("utf-8", "surrogatepass"), v.encode("utf-8", "surrogatepass")) for k, v in ext.items()]
         if isinstance(ext, dict)

@@ -4,7 +4,7 @@ Everything a campaign's servers could touch lives in one directory, the world: t
 store and the NameServer's KV file (the only places they may write), their confs, logs, their
 working directory and HOME, and a sentinel tree (a file, an empty directory) that traversal
 names aim at. ``snapshot`` hashes the world but the store, the KV directory, the logs and the
-confs (updateBrokerConfig rewrites its ``-c`` file, as Java's does), before and after.
+confs, before and after.
 """
 
 from __future__ import annotations
@@ -69,7 +69,15 @@ class World:
         if self.broker_conf is None:
             assert self.namesrv is not None
             self.broker_conf = broker_conf(
-                self.root / "conf", namesrvAddr=self.namesrv.addr, storePathRootDir=self.store
+                self.root / "conf",
+                namesrvAddr=self.namesrv.addr,
+                storePathRootDir=self.store,
+                # The campaign judges what the wire does to the servers, not the shared
+                # machine's disk: past 90% used (it was at 91%) the store would refuse every
+                # send and log ERRORs, past 85% delete segments of acknowledged messages.
+                diskMaxUsedSpaceRatio=95,
+                diskSpaceCleanForciblyRatio=0.99,
+                diskSpaceWarningLevelRatio=0.99,
             )
         argv = python_module("broker", "-c", str(self.broker_conf))
         self.broker = self.pool.start(name, argv, env=self.env(), cwd=self.root / "cwd")

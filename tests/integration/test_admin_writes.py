@@ -63,8 +63,9 @@ async def test_sixty_concurrent_kv_puts_all_land_and_survive_a_restart(processes
     assert ns.terminate() == 0
     stored = json.loads((tmp_path / "namesrv-kv" / "kvConfig.json").read_text())
     assert stored["configTable"]["ns"] == {k: k for k in keys}
-    leftovers = sorted(p.name for p in (tmp_path / "namesrv-kv").iterdir())
-    assert leftovers == ["kvConfig.json", "kvConfig.json.bak"]  # no temp file left behind
+    # No temp file left behind; a .bak exists only when the puts took more than one write.
+    leftovers = {p.name for p in (tmp_path / "namesrv-kv").iterdir()}
+    assert {"kvConfig.json"} <= leftovers <= {"kvConfig.json", "kvConfig.json.bak"}
 
     ns = start_namesrv(processes, tmp_path)
     async with RemotingClient.open() as client:
@@ -98,7 +99,7 @@ async def test_ten_concurrent_broker_config_updates_all_land_and_survive_a_resta
         running = properties.loads(bytes(shown.body).decode())
         assert {k: running[k] for k in LIVE_CHANGES} == LIVE_CHANGES
     assert broker.terminate() == 0
-    written = properties.load(str(conf))
+    written = properties.load(tmp_path / "store-broker-a-0" / "config" / "broker.properties")
     assert {k: written.get(k) for k in LIVE_CHANGES} == LIVE_CHANGES
 
     broker = start_broker(processes, conf)

@@ -108,8 +108,8 @@ async def test_broker_config_writes_on_a_full_disk(processes, tmp_path) -> None:
 async def test_admin_config_writes_on_a_full_disk(processes, tmp_path) -> None:
     with tmpfs(tmp_path / "disk", size_kib=256) as disk:
         ns = start_namesrv(processes, tmp_path, kvConfigPath=disk / "kvConfig.json")
-        conf = disk / "broker.conf"
-        conf.write_text(broker_conf(tmp_path).read_text())
+        runtime_file = disk / "broker.properties"  # brokerConfigPath on the full disk
+        conf = broker_conf(tmp_path, brokerConfigPath=runtime_file)
         broker = start_broker(processes, conf)
         async with RemotingClient.open() as client:
             put = {"namespace": "ns", "key": "before", "value": "1"}
@@ -148,7 +148,7 @@ async def test_admin_config_writes_on_a_full_disk(processes, tmp_path) -> None:
         assert ns.terminate() == 0 and broker.terminate() == 0
         kv = json.loads((disk / "kvConfig.json").read_text())["configTable"]["ns"]
         assert kv == {"before": "1", "full": "1"}
-        assert "fileReservedTime=24" in conf.read_text().splitlines()
+        assert properties.load(runtime_file) == {"fileReservedTime": "24"}
         # the namesrv starts again from what was written
         ns = processes.start(
             "namesrv-again", python_module("namesrv", "-c", str(tmp_path / "namesrv.conf"))

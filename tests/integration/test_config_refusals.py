@@ -167,6 +167,7 @@ async def test_update_broker_config_refuses_each_bad_value_and_keeps_nothing(
 async def test_update_namesrv_config_validates_applies_and_persists(processes, tmp_path) -> None:
     ns = start_namesrv(processes, tmp_path)
     conf = tmp_path / "namesrv.conf"
+    started_from = conf.read_text()
     async with RemotingClient.open() as client:
         for changes, code, remark in [
             (
@@ -195,9 +196,10 @@ async def test_update_namesrv_config_validates_applies_and_persists(processes, t
             "true",
             "5000",
         )
-    written = properties.load(str(conf))
-    assert written["orderMessageEnable"] == "true" and written["listenPort"] == "0"
-    assert "lisenPort" not in written and "kvConfigPath" in written
+    # kept beside kvConfigPath, the -c file untouched
+    written = properties.load(tmp_path / "namesrv-kv" / "namesrv.properties")
+    assert written == {"orderMessageEnable": "true", "scanNotActiveBrokerInterval": "5000"}
+    assert conf.read_text() == started_from
     assert ns.terminate() == 0
     ns = processes.start("namesrv-again", python_module("namesrv", "-c", str(conf)))
     async with RemotingClient.open() as client:

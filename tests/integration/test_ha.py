@@ -1,4 +1,4 @@
-"""Master/slave replication between real ``mqbroker`` processes (spec/ha.md)."""
+"""Master/slave replication between real ``mqbroker`` processes (docs/spec/ha.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A healthy master/slave link between real ``mqbroker`` processes stays up while idle, and a
-SYNC_MASTER waits for a slave that is only restarting (spec/ha.md §3.2, §3.5, §5)."""
+SYNC_MASTER waits for a slave that is only restarting (docs/spec/ha.md §3.2, §3.5, §5)."""
 
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def snapshot(root: Path, *skip: Path) -> dict[str, str]:
 def served_codes(conf: Path) -> set[int]:
     props = properties.load(str(conf))
     config, store_config = load_broker_config(props)
-    controller = BrokerController(config, store_config, properties=props, config_path=conf)
+    controller = BrokerController(config, store_config)
     return set(controller.server.processors)
 
 

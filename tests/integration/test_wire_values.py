@@ -162,7 +162,7 @@ async def test_namesrv_refuses_values_out_of_range(processes, tmp_path) -> None:
 
 
 def compressed_topic(entry: bytes) -> bytes:
-    """A compressed REGISTER_BROKER body (spec/remoting.md §9.1) holding one topic line."""
+    """A compressed REGISTER_BROKER body (docs/spec/remoting.md §9.1) holding one topic line."""
     version = b'{"counter":1,"timestamp":1}'
     chunks = [len(version).to_bytes(4, "big"), version, (1).to_bytes(4, "big")]
     return zlib.compress(b"".join([*chunks, len(entry).to_bytes(4, "big"), entry]))

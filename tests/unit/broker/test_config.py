@@ -175,7 +175,7 @@ def test_unknown_keys_are_warned_about_known_unused_ones_are_not(caplog) -> None
 
 @pytest.mark.parametrize(
     ("key", "reason"),
-    [("enableDLegerCommitLog", "DLedger"), ("useTLS", "TLS")],
+    [("enableDLegerCommitLog", "DLedger")],
 )
 def test_a_feature_we_lack_switched_on_is_refused_switched_off_accepted(key, reason) -> None:
     # Running in plaintext or unreplicated is not what such a config asks for.

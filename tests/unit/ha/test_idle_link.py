@@ -1,5 +1,5 @@
 """An idle master/slave link stays up, and a dead one is closed, on Trio's mock clock
-(spec/ha.md §3.2, §3.5). The master's HAService and the slave's HAClient run as in the broker,
+(docs/spec/ha.md §3.2, §3.5). The master's HAService and the slave's HAClient run as in the broker,
 joined by an in-memory stream; their logs are in-memory byte arrays."""
 
 from __future__ import annotations

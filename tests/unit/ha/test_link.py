@@ -1,4 +1,4 @@
-"""LinkTimers: heartbeats run on the write clock, expiry on the read clock (spec/ha.md §3.2)."""
+"""LinkTimers: heartbeats run on the write clock, expiry on the read clock (docs/spec/ha.md §3.2)."""
 
 from __future__ import annotations
 

@@ -57,3 +57,26 @@ def test_mqnamesrv_refuses_to_start_on_a_bad_value(tmp_path) -> None:
         check=False,
     )
     assert done.returncode == 2 and "listenPort='70000'" in done.stderr
+
+
+def test_the_runtime_file_sits_beside_kv_config_unless_named(tmp_path) -> None:
+    from namesrv.config_update import start_config
+
+    kv = tmp_path / "ns" / "kvConfig.json"
+    runtime, config = start_config({"kvConfigPath": str(kv)}, None)
+    assert runtime.path == config.config_store_path == kv.parent / "namesrv.properties"
+    named = tmp_path / "elsewhere" / "ns.properties"
+    runtime, _ = start_config({"kvConfigPath": str(kv), "configStorePath": str(named)}, None)
+    assert runtime.path == named
+
+
+def test_a_start_reads_the_runtime_file_over_the_start_up_file(tmp_path) -> None:
+    from namesrv.config_update import start_config
+
+    kv = tmp_path / "kvConfig.json"
+    (tmp_path / "namesrv.properties").write_text("orderMessageEnable=true\nkvConfigPath=/x\n")
+    startup = {"kvConfigPath": str(kv), "orderMessageEnable": "false"}
+    runtime, config = start_config(startup, tmp_path / "namesrv.conf")
+    assert config.order_message_enable is True
+    assert config.kv_config_path == kv  # black-listed in the runtime file: ignored
+    assert runtime.layered_lines() == ["orderMessageEnable='true' (start-up: 'false')"]

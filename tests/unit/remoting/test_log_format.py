@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from remoting.log_format import FORMAT, OneLineFormatter, one_line
+from remoting.log_format import OneLineFormatter, one_line
+from remoting.logs import FORMAT
 
 
 def test_control_characters_are_escaped_and_text_is_kept() -> None:

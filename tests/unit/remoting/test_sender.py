@@ -1,4 +1,5 @@
-"""The native Sender (remoting/native/sender.c): connections' bytes written by its own thread,
+"""The native Sender (remoting/native/sender/, module remoting._sender): connections' bytes
+written by its own thread,
 in order, never copied, with room reported and a removed connection's last bytes delivered;
 it writes to each connection's own descriptor, and closes it itself once handed over.
 
@@ -15,7 +16,7 @@ import threading
 
 import pytest
 
-from remoting.speedups import native
+from remoting.sender import native_sender
 from tests.nativekit import needs_sender
 
 pytestmark = needs_sender
@@ -23,7 +24,7 @@ pytestmark = needs_sender
 
 @pytest.fixture
 def sender():
-    s = native.Sender()
+    s = native_sender().Sender()
     yield s
     s.close()
 
@@ -189,7 +190,7 @@ def test_buffers_are_held_until_written_not_copied(sender) -> None:
 
 
 def test_unknown_ids_and_a_closed_sender_are_refused() -> None:
-    s = native.Sender()
+    s = native_sender().Sender()
     with pytest.raises(KeyError):
         s.send(3, [b"x"])
     ours, _peer = pair()

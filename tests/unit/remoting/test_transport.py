@@ -2,7 +2,7 @@
 backpressure. Each test runs with the server's three ways of doing I/O: a reader task per
 connection writing replies itself (as clients do), the selector reading every connection
 (remoting/selector.py), and the selector with the native sender thread writing replies
-(remoting/sender.py), which is what servers use when the native module is built."""
+(remoting/sender.py), which is what servers use when remoting._sender is built."""
 
 from __future__ import annotations
 

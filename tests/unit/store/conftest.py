@@ -75,9 +75,7 @@ def crash(store: DefaultMessageStore) -> None:
     store.loaded = False
     store.allocation.close()
     store.commit_log.queue.close()
-    for queues in store.consume_queue_table.values():
-        for consume_queue in queues.values():
-            consume_queue.close()
+    store.consume_queues.close()
     store.index_service.close()
     store.checkpoint.close()
     store.lock.release()

@@ -10,9 +10,10 @@ from itertools import count
 from pathlib import Path
 
 from broker.store.message_store import DefaultMessageStore
+from broker.store.store_native import native as store_native
 from broker.store.types import MessageExtBrokerInner
 from remoting import message as codec
-from remoting.speedups import native
+from remoting.codec_native import native as codec_native
 from tests.unit.store.conftest import small_config
 
 
@@ -70,7 +71,8 @@ def main() -> None:
     store = DefaultMessageStore(small_config(root), store_host=("10.0.0.1", 10911))
     store.load()  # abnormal recovery: every record scanned and dispatched again
     store.shutdown()
-    print(json.dumps({"native": native is not None, "clean": clean, "recovered": digest(root)}))
+    loaded = {"codec": codec_native is not None, "store": store_native is not None}
+    print(json.dumps({"native": loaded, "clean": clean, "recovered": digest(root)}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The native twins of a batch put's per-entry work (batch_records, batch_requests,
-index_requests, pack_cq_units) against their pure-Python references: same records, requests,
-hashes and bytes, and the same errors, on the same inputs."""
+"""The store's native twins of the per-entry work of a batch put and of dispatch (batch_records,
+dispatch_fields, index_requests, index_put_entries, pack_cq_units; module broker.store._native)
+against their pure-Python references: same records, fields, hashes and bytes, and the same
+errors, on the same inputs. The AppendCursor's are in test_append_cursor.py."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from hypothesis import strategies as st
 
 from broker.store import batch_records as twins
 from broker.store.consume_queue import python_pack_cq_units
-from broker.store.index_file import HEADER, index_file_size, python_index_requests
+from broker.store.index_file import (
+    HEADER,
+    index_file_size,
+    python_index_put_entries,
+    python_index_request,
+    python_index_requests,
+    read_header,
+)
+from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting import message as codec
-from remoting.speedups import native
-from tests.nativekit import needs_native
+from tests.nativekit import needs_store_native
 
-pytestmark = needs_native
+pytestmark = needs_store_native
 
 _NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "WAIT", ""]
 _VALUES = st.text(alphabet="ab \x01é😀", max_size=6)
@@ -89,41 +97,6 @@ def test_batch_record_bodies_are_views_into_the_request() -> None:
     assert record[2] == b"TAGS\x01A\x02WAIT\x01true" and refused == -1
 
 
-@settings(max_examples=150)
-@given(
-    entries=entries,
-    batch_text=properties_text,
-    prefix=st.text(alphabet="0123456789ABCDEF", min_size=32, max_size=32),
-    topic=st.text(min_size=1, max_size=10),
-    numbers=st.tuples(
-        st.integers(0, 2**31 - 1),
-        st.integers(0, 2**62),
-        st.integers(0, 2**62),
-        st.integers(0, 2**62),
-        st.integers(0, 2**31 - 1),
-    ),
-)
-def test_batch_requests_alike(entries, batch_text, prefix, topic, numbers) -> None:
-    body = codec.encode_batch_body(entries)
-    records, _, _ = twins.python_batch_records(body, batch_text.encode(), 91, 100, 100)
-    queue_id, phys, queue_offset, store_ts, sys_flag = numbers
-    args = (
-        records,
-        prefix,
-        topic,
-        queue_id,
-        phys,
-        queue_offset,
-        store_ts,
-        sys_flag,
-        DispatchRequest,
-    )
-    ids, requests = twins.batch_requests(*args)
-    assert (ids, requests) == twins.python_batch_requests(*args)
-    assert all(type(request) is DispatchRequest for request in requests)
-    assert ids == [f"{prefix}{request.commit_log_offset:016X}" for request in requests]
-
-
 keys_text = st.text(alphabet="ab \x00é😀\ud800", max_size=12)
 requests = st.lists(
     st.tuples(st.integers(0, 2**40), keys_text, keys_text).map(
@@ -186,3 +159,101 @@ def test_consume_queue_units_past_the_buffer_are_refused_and_nothing_written() -
     with pytest.raises(IndexError):
         native.pack_cq_units(buffer, 20, [request, request])
     assert buffer == bytearray(50)
+
+
+# ------------------------------------------------------------------------------ index entries
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(-(2**31), 2**31 - 1),
+                st.integers(0, 2**40),
+                st.integers(1_699_999_000_000, 1_700_001_000_000),
+            ),
+            max_size=9,
+        ),
+        max_size=12,
+    ),
+    slots=st.integers(1, 7),
+)
+def test_index_entries_are_written_alike(batches, slots) -> None:
+    """Same header, slots and entries; the file fills up (20 entries) and refuses the rest."""
+    files = {}
+    for name, put in (("native", native.index_put_entries), ("python", python_index_put_entries)):
+        buffer = bytearray(index_file_size(slots, 20))
+        HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
+        counts = [put(buffer, slots, 20, batch) for batch in batches]
+        files[name] = (bytes(buffer), counts)
+    assert files["native"] == files["python"]
+
+
+def test_index_entries_refuse_a_geometry_past_the_buffer() -> None:
+    buffer = bytearray(index_file_size(4, 10) - 1)
+    for put in (native.index_put_entries, python_index_put_entries):
+        with pytest.raises(ValueError, match="geometry"):
+            put(buffer, 4, 10, [(1, 2, 0)])
+
+
+@settings(max_examples=200)
+@given(
+    count=st.integers(0, 14),
+    end_phy=st.sampled_from([0, 999, 1000, 4000]),
+    keys=st.lists(st.sampled_from(["", "k", "é", "😀", "\ud800"]), max_size=70).map(" ".join),
+    uniq=st.sampled_from(["", "U1"]),
+    topic=st.sampled_from(["T", "é"]),
+    slots=st.integers(1, 7),
+)
+def test_one_records_index_entries_go_in_whole_or_not_at_all_alike(
+    count, end_phy, keys, uniq, topic, slots
+) -> None:
+    """Same bytes and answer: all of a record's entries when they fit (at most 64), none when
+    they do not, nothing new when the file already indexes it (a re-dispatch)."""
+    request = DispatchRequest(topic, 1, 1000, 100, 0, 1_700_000_005_000, 3, keys, uniq, 0, {})
+    files, answers = [], []
+    for index_request in (native.index_request, python_index_request):
+        buffer = bytearray(index_file_size(slots, 12))
+        HEADER.pack_into(buffer, 0, 1_700_000_000_000, 1_700_000_000_000, 0, end_phy, 0, count)
+        answers.append(index_request(buffer, slots, 12, request))
+        files.append(bytes(buffer))
+    assert answers[0] == answers[1] and files[0] == files[1]
+
+
+def test_one_records_keys_go_in_uniq_key_first() -> None:
+    for index_request in (native.index_request, python_index_request):
+        buffer = bytearray(index_file_size(8, 12))
+        HEADER.pack_into(buffer, 0, 0, 0, 0, 0, 0, 1)
+        request = DispatchRequest("T", 1, 1000, 100, 0, 1_700_000_005_000, 0, "a  b", "U", 0, {})
+        assert index_request(buffer, 8, 12, request)
+        header = read_header(buffer)
+        assert header.index_count == 4 and header.end_phy_offset == 1000  # U, a, b
+        crowded = bytearray(index_file_size(8, 12))
+        HEADER.pack_into(crowded, 0, 0, 0, 0, 0, 0, 10)
+        assert not index_request(crowded, 8, 12, request)  # 3 keys, room for 2: none
+        assert read_header(crowded).index_count == 10
+
+
+# ------------------------------------------------------------------------------ dispatch fields
+
+_FIELD_NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "DELAY", "XKEYS", "TAG", "", "TAGS\x01"]
+
+
+@given(
+    segments=st.lists(
+        st.tuples(st.sampled_from(_FIELD_NAMES), st.text(alphabet="ab\x01\x02 é😀", max_size=4)),
+        max_size=8,
+    ),
+    trailing=st.booleans(),
+)
+def test_dispatch_fields_read_properties_alike(segments, trailing) -> None:
+    text = "\x02".join(f"{name}\x01{value}" for name, value in segments) + (
+        "\x02" if trailing else ""
+    )
+    assert native.dispatch_fields(text) == twins.python_dispatch_fields(text)
+
+
+@given(text=st.text(max_size=80))
+def test_dispatch_fields_of_any_text_read_alike(text: str) -> None:
+    assert native.dispatch_fields(text) == twins.python_dispatch_fields(text)

@@ -97,11 +97,11 @@ def test_expired_segments_go_at_delete_when_and_queues_follow(tmp_path) -> None:
     )
     store.clean.run_once()
     assert len(store.commit_log.queue.files) == max(1, len(files) - 10)  # at most 10 per round
-    min_offset = store.commit_log.min_offset
+    min_offset = store.commit_log.min_phys_offset
     assert min_offset > 0
     for queue_id in (0, 1):
         consume_queue = store.find_consume_queue("T", queue_id)
-        first = consume_queue.unit(consume_queue.min_offset)
+        first = consume_queue.unit(consume_queue.min_queue_offset)
         assert first[0] >= min_offset
         assert store.get_message("G", "T", queue_id, 0, 1, None).status.name == "OFFSET_TOO_SMALL"
     store.shutdown()

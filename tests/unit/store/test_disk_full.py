@@ -223,12 +223,12 @@ async def test_a_failed_async_flush_counts_nothing_flushed_and_refuses_sends_unt
     stored = store.put_message(message(body=b"not durable yet"))
     disk.break_flush("/commitlog/")
     with pytest.raises(DiskError, match=r"cannot flush .*/commitlog/.*\[Errno 5\]"):
-        await flush.flush_commit_log_once(store, 0)
+        await store.flusher.flush_once(0)
     assert store.commit_log.queue.flushed_where < stored.append.end_offset
     assert store.checkpoint.physic_msg_timestamp == before
     assert store.put_message(message()).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
     disk.fix()
-    assert await flush.flush_commit_log_once(store, 4)  # retried whatever the least pages
+    assert await store.flusher.flush_once(4)  # retried whatever the least pages
     assert store.commit_log.queue.flushed_where >= stored.append.end_offset
     assert store.health.writable and store.put_message(message()).ok
 
@@ -238,14 +238,14 @@ async def test_a_failed_queue_flush_keeps_the_checkpoint_where_it_was(
 ) -> None:
     store = stores.open()
     assert store.put_message(message()).ok
-    service = flush.FlushConsumeQueueService(store)
+    service = store.flush_queues
     disk.break_flush("/consumequeue/")
     await service.flush_once(0, thorough=True)
     assert store.checkpoint.logics_msg_timestamp == 0
     assert store.health.writable and trouble(store).startswith("checkpoint: disk error")
     disk.fix()
     await service.flush_once(0, thorough=True)
-    assert store.checkpoint.logics_msg_timestamp == store.reput.last_dispatched_timestamp > 0
+    assert store.checkpoint.logics_msg_timestamp == store.dispatcher.last_dispatched_timestamp > 0
     assert trouble(store) == ""
 
 

@@ -24,10 +24,10 @@ def check_queues_match_log(store) -> dict[tuple[str, int], list[int]]:
             assert unit == (scan.phys_offset, scan.size, request.tags_code)
     for (topic, queue_id), offsets in by_queue.items():
         consume_queue = store.find_consume_queue(topic, queue_id)
-        assert consume_queue.max_offset == len(offsets)
+        assert consume_queue.max_queue_offset == len(offsets)
         units = [
             CQ_UNIT.unpack(bytes(consume_queue.units(q, 1)))[0]
-            for q in range(consume_queue.max_offset)
+            for q in range(consume_queue.max_queue_offset)
         ]
         assert units == offsets
     return by_queue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.store.types import GetMessageStatus as S
-from broker.store.types import TagsFilter
+from broker.store.types import MessageExtBrokerInner, TagsFilter
 from remoting import message as codec
 from remoting.java_hash import tags_code
 from tests.unit.store.conftest import StoreFactory, message
@@ -29,7 +29,11 @@ def test_found_returns_the_stored_bytes_in_order(filled) -> None:
     result = filled.get_message("G", "T", 0, 2, 4, None)
     assert result.status is S.FOUND and result.message_count == 4
     assert [codec.decode_message(b).body for b in result.buffers] == [b"m2", b"m3", b"m4", b"m5"]
-    assert (result.next_begin_offset, result.min_offset, result.max_offset) == (6, 0, 10)
+    assert (result.next_begin_offset, result.min_queue_offset, result.max_queue_offset) == (
+        6,
+        0,
+        10,
+    )
     assert result.buffer_total_size == sum(len(b) for b in result.buffers)
 
 
@@ -98,6 +102,31 @@ def test_query_by_key_and_unique_key_within_a_time_range(stores: StoreFactory) -
     assert store.query_message("T", "order-7", 64, 0, 1).buffers == []
     assert store.query_message("Other", "order-7", 64, 0, 2**62).buffers == []
     assert len(store.index_service.files) > 1
+
+
+def test_message_index_enable_takes_effect_on_a_running_store(stores: StoreFactory) -> None:
+    """messageIndexEnable is live, as Java reads it per record: updateBrokerConfig sets it on
+    the running config object (broker/config_update.py apply_live) and the next put obeys."""
+    store = stores.open()
+
+    def keys_found() -> list[str]:
+        found = store.query_message("T", "k", 64, 0, 2**62).buffers
+        return sorted(codec.decode_message(b).properties["UNIQ_KEY"] for b in found)
+
+    assert store.put_message(message(KEYS="k", UNIQ_KEY="U1")).ok
+    object.__setattr__(store.config, "message_index_enable", False)
+    assert store.put_message(message(KEYS="k", UNIQ_KEY="U2")).ok
+    assert store.put_messages(batch_of("T", "k", "U3")).ok
+    assert keys_found() == ["U1"]
+    object.__setattr__(store.config, "message_index_enable", True)
+    assert store.put_message(message(KEYS="k", UNIQ_KEY="U4")).ok
+    assert store.put_messages(batch_of("T", "k", "U5")).ok
+    assert keys_found() == ["U1", "U4", "U5"]
+
+
+def batch_of(topic: str, key: str, uniq_key: str) -> MessageExtBrokerInner:
+    body = codec.encode_batch_body([(0, b"b", f"KEYS\x01{key}\x02UNIQ_KEY\x01{uniq_key}")])
+    return MessageExtBrokerInner(topic=topic, queue_id=0, body=body)
 
 
 def test_a_batch_spans_commit_log_segments_and_respects_the_byte_cap(stores: StoreFactory) -> None:

@@ -1,4 +1,4 @@
-"""Recovery after clean stops, crashes and torn writes (spec/store-format.md §7)."""
+"""Recovery after clean stops, crashes and torn writes (docs/spec/store-format.md §7)."""
 
 from __future__ import annotations
 

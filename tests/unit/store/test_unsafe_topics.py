@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.store.consume_queue import safe_directory_name
+from broker.store.consume_queue_table import safe_directory_name
 from tests.unit.store.conftest import crash, message
 
 
@@ -35,4 +35,4 @@ def test_a_stored_record_with_a_traversal_topic_creates_nothing_outside_the_stor
     again = stores.open()  # recovery dispatches the log again
     assert not outside.exists()
     assert sorted(p.name for p in (tmp_path / "store" / "consumequeue").iterdir()) == ["ok"]
-    assert again.find_consume_queue("ok", 0).max_offset == 1
+    assert again.find_consume_queue("ok", 0).max_queue_offset == 1

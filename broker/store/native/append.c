@@ -1,0 +1,586 @@
+/* AppendCursor: the CommitLog's append bookkeeping, owned here (broker/store/append_cursor.py
+ * PythonAppendCursor, the reference).
+ *
+ * The cursor owns what an append moves on besides the segment's bytes: the next queue offset
+ * of every (topic, queue id), the last put's store timestamp, and what every record and message
+ * id carries of this broker (its host and port, the id prefix). CommitLog holds one and shows
+ * its table to Python read-only. Everything else comes in as values: the segment's buffer, its
+ * write position and start offset, the store timestamp, maxMessageSize and the message's
+ * fields. The record's size (or the ids and dispatch requests) come out, and the caller moves
+ * the segment's write position. Nothing is read from a Python object by attribute name and
+ * nothing in Python is called.
+ *
+ * An append changes the cursor only once everything it returns is built: a record that does
+ * not fit, a refused message or any error leaves the cursor as it was (the bytes it may have
+ * written lie past the write position, where the next append overwrites them). */
+#include "store.h"
+#include <zlib.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *prefix;        /* str: the hex of the store host's address and port */
+    PyObject *store_address; /* bytes: 4 or 16 */
+    int32_t store_port;
+    PyTypeObject *request_type;
+    PyObject *queue_offsets; /* dict: (topic, queue id) -> next queue offset */
+    PyObject *queue_offsets_view;
+    long long last_put_timestamp;
+} AppendCursor;
+
+/* RecordRefused(status name, remark): a message the CommitLog does not take. */
+static void refuse(const char *status, PyObject *remark) {
+    if (remark == NULL) return;
+    PyObject *args = Py_BuildValue("(sN)", status, remark);
+    if (args == NULL) return;
+    PyErr_SetObject(RecordRefused, args);
+    Py_DECREF(args);
+}
+
+static int as_ll(PyObject *o, long long *out) {
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int as_ssize(PyObject *o, Py_ssize_t *out) {
+    *out = PyLong_AsSsize_t(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *queue_key(PyObject *topic, PyObject *queue_id) {
+    if (!PyUnicode_Check(topic) || !PyLong_Check(queue_id)) {
+        PyErr_SetString(PyExc_TypeError, "a queue is a (topic str, queue id int)");
+        return NULL;
+    }
+    return PyTuple_Pack(2, topic, queue_id);
+}
+
+/* The next queue offset of `key`: 0 for a queue not in the table. */
+static int next_queue_offset(AppendCursor *c, PyObject *key, long long *out) {
+    PyObject *next = PyDict_GetItemWithError(c->queue_offsets, key); /* borrowed */
+    if (next == NULL) {
+        *out = 0;
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    return as_ll(next, out);
+}
+
+static int set_next(AppendCursor *c, PyObject *key, long long queue_offset) {
+    PyObject *o = PyLong_FromLongLong(queue_offset);
+    if (o == NULL) return -1;
+    int r = PyDict_SetItem(c->queue_offsets, key, o);
+    Py_DECREF(o);
+    return r;
+}
+
+/* The born host of a message: an (address bytes of 4 or 16, port) tuple. */
+static int born_host_of(PyObject *host, Py_buffer *address, long long *port) {
+    if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2) {
+        PyErr_SetString(PyExc_TypeError, "born_host is an (address, port) tuple");
+        return -1;
+    }
+    if (as_ll(PyTuple_GET_ITEM(host, 1), port) < 0) return -1;
+    return PyObject_GetBuffer(PyTuple_GET_ITEM(host, 0), address, PyBUF_SIMPLE);
+}
+
+/* ------------------------------------------------------------------ one message */
+
+enum {
+    P_MM, P_POSITION, P_START, P_STORE_TS, P_MAX_BODY, P_TOPIC, P_QUEUE_ID, P_SYS_FLAG,
+    P_PROPERTIES, P_BODY, P_FLAG, P_BORN_TS, P_BORN_HOST, P_RECONSUME, P_PREPARED, P_ARGS,
+};
+
+typedef struct {
+    Py_buffer mm, body, born;
+    PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    PyObject *key;    /* (topic, queue id) */
+} PutInputs;
+
+static void release_inputs(PutInputs *in) {
+    if (in->mm.obj != NULL) PyBuffer_Release(&in->mm);
+    if (in->body.obj != NULL) PyBuffer_Release(&in->body);
+    if (in->born.obj != NULL) PyBuffer_Release(&in->born);
+    Py_XDECREF(in->fields);
+    Py_XDECREF(in->key);
+}
+
+/* The message id and dispatch request of a record just packed; the cursor moved on. */
+static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *in, int queued,
+                             long long phys, Py_ssize_t size, long long queue_offset,
+                             long long store_ts) {
+    PyObject *msg_id = message_id(c->prefix, phys);
+    if (msg_id == NULL) return NULL;
+    PyObject *items[DR_FIELDS] = {
+        Py_NewRef(args[P_TOPIC]),
+        Py_NewRef(args[P_QUEUE_ID]),
+        PyLong_FromLongLong(phys),
+        PyLong_FromSsize_t(size),
+        Py_NewRef(PyTuple_GET_ITEM(in->fields, 1)),
+        Py_NewRef(args[P_STORE_TS]),
+        PyLong_FromLongLong(queue_offset),
+        Py_NewRef(PyTuple_GET_ITEM(in->fields, 2)),
+        Py_NewRef(PyTuple_GET_ITEM(in->fields, 3)),
+        Py_NewRef(args[P_SYS_FLAG]),
+        Py_NewRef(args[P_PROPERTIES]),
+    };
+    PyObject *request = new_request(c->request_type, items);
+    PyObject *result = request == NULL ? NULL : PyTuple_Pack(2, msg_id, request);
+    Py_DECREF(msg_id);
+    Py_XDECREF(request);
+    if (result == NULL) return NULL;
+    if (queued && set_next(c, in->key, queue_offset + 1) < 0) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    c->last_put_timestamp = store_ts;
+    return result;
+}
+
+/* The numbers among put's arguments. */
+typedef struct {
+    Py_ssize_t position, max_body;
+    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared;
+} PutNumbers;
+
+static int put_numbers(PyObject *const *args, PutNumbers *n) {
+    return as_ssize(args[P_POSITION], &n->position) < 0 || as_ll(args[P_START], &n->start) < 0 ||
+                   as_ll(args[P_STORE_TS], &n->store_ts) < 0 ||
+                   as_ssize(args[P_MAX_BODY], &n->max_body) < 0 ||
+                   as_ll(args[P_QUEUE_ID], &n->queue_id) < 0 ||
+                   as_ll(args[P_SYS_FLAG], &n->sys_flag) < 0 || as_ll(args[P_FLAG], &n->flag) < 0 ||
+                   as_ll(args[P_BORN_TS], &n->born_ts) < 0 ||
+                   as_ll(args[P_RECONSUME], &n->reconsume) < 0 ||
+                   as_ll(args[P_PREPARED], &n->prepared) < 0
+               ? -1
+               : 0;
+}
+
+/* The CommitLog's limits on one record, in Java's order: -1 with RecordRefused set when the
+ * message is over one (append_cursor.py record_problem). */
+static int check_limits(Py_ssize_t topic_len, Py_ssize_t props_len, Py_ssize_t body_len,
+                        Py_ssize_t max_body) {
+    if (topic_len > MAX_TOPIC_BYTES) {
+        refuse("MESSAGE_ILLEGAL",
+               PyUnicode_FromFormat("topic is %zd bytes, max %d", topic_len, MAX_TOPIC_BYTES));
+        return -1;
+    }
+    if (props_len > MAX_PROPERTIES_BYTES) {
+        refuse("PROPERTIES_SIZE_EXCEEDED",
+               PyUnicode_FromFormat("properties are %zd bytes, max %d", props_len,
+                                    MAX_PROPERTIES_BYTES));
+        return -1;
+    }
+    if (body_len > max_body) {
+        refuse("MESSAGE_ILLEGAL",
+               PyUnicode_FromFormat("body is %zd bytes, max %zd", body_len, max_body));
+        return -1;
+    }
+    return 0;
+}
+
+/* The record of a message that fits, packed at n->position of in->mm. */
+static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long long born_port,
+                     const char *topic, Py_ssize_t topic_len, Py_ssize_t size,
+                     long long queue_offset) {
+    Py_ssize_t store_len = PyBytes_GET_SIZE(c->store_address);
+    int32_t sys_flag = (int32_t)n->sys_flag;
+    if (in->born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
+    if (store_len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
+    unsigned long crc = crc32_z(0L, in->body.buf, (size_t)in->body.len);
+    PyObject *props = PyTuple_GET_ITEM(in->fields, 0);
+    RecordFields f = {
+        .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul),
+        .queue_id = (int32_t)n->queue_id, .flag = (int32_t)n->flag, .sys_flag = sys_flag,
+        .born_port = (int32_t)born_port, .store_port = c->store_port,
+        .reconsume_times = (int32_t)n->reconsume, .queue_offset = queue_offset,
+        .phys_offset = n->start + n->position, .born_ts = n->born_ts, .store_ts = n->store_ts,
+        .prepared = n->prepared, .born = in->born.buf, .born_len = in->born.len,
+        .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
+        .store_len = store_len, .body = in->body.buf, .body_len = in->body.len,
+        .topic = (const unsigned char *)topic, .topic_len = topic_len,
+        .props = (const unsigned char *)PyBytes_AS_STRING(props),
+        .props_len = PyBytes_GET_SIZE(props),
+    };
+    write_record((unsigned char *)in->mm.buf + n->position, &f);
+}
+
+/* put(mm, position, start_offset, store_timestamp, max_body, topic, queue_id, sys_flag,
+ *     properties, body, flag, born_timestamp, born_host, reconsume_times,
+ *     prepared_transaction_offset) -> (msg_id, DispatchRequest) | int
+ * The message's record packed at `position` of `mm` (the segment starting at `start_offset`)
+ * with the queue's next offset (none for a prepared or rolled-back half). The record's size
+ * alone, nothing changed, when it does not fit with the 8-byte BLANK filler; RecordRefused for
+ * a message over the CommitLog's limits, checked in Java's order. */
+static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != P_ARGS) {
+        PyErr_Format(PyExc_TypeError, "put takes %d arguments", P_ARGS);
+        return NULL;
+    }
+    PutNumbers n;
+    PutInputs in = {0};
+    PyObject *result = NULL;
+    Py_ssize_t topic_len;
+    long long born_port, queue_offset = 0;
+    if (put_numbers(args, &n) < 0) return NULL;
+    if (!PyUnicode_Check(args[P_TOPIC])) {
+        PyErr_SetString(PyExc_TypeError, "the topic is a str");
+        return NULL;
+    }
+    const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
+    if (topic == NULL || (in.fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
+        PyObject_GetBuffer(args[P_BODY], &in.body, PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in.fields, 0));
+    if (check_limits(topic_len, props_len, in.body.len, n.max_body) < 0 ||
+        born_host_of(args[P_BORN_HOST], &in.born, &born_port) < 0)
+        goto done;
+    if (in.born.len != 4 && in.born.len != 16) {
+        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[P_MM], &in.mm, PyBUF_WRITABLE) < 0) goto done;
+    Py_ssize_t size = record_size(in.body.len, topic_len, props_len, in.born.len,
+                                  PyBytes_GET_SIZE(c->store_address));
+    if (n.position < 0 || n.position > in.mm.len) {
+        PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", n.position,
+                     in.mm.len);
+        goto done;
+    }
+    if (size + END_FILE_MIN_BLANK_LENGTH > in.mm.len - n.position) {
+        result = PyLong_FromSsize_t(size);
+        goto done;
+    }
+    int queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
+    if ((in.key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
+        (queued && next_queue_offset(c, in.key, &queue_offset) < 0))
+        goto done;
+    pack_one(c, &in, &n, born_port, topic, topic_len, size, queue_offset);
+    result = put_outcome(c, args, &in, queued, n.start + n.position, size, queue_offset,
+                         n.store_ts);
+done:
+    release_inputs(&in);
+    return result;
+}
+
+/* ------------------------------------------------------------------ a batch */
+
+enum {
+    B_MM, B_POSITION, B_START, B_STORE_TS, B_RECORDS, B_TOPIC, B_QUEUE_ID, B_SYS_FLAG,
+    B_BORN_TS, B_BORN_HOST, B_RECONSUME, B_ARGS,
+};
+
+/* The records of `seq` packed back to back from `position`; -1 with an error set (the bytes
+ * written before lie past the write position). */
+static int pack_batch(AppendCursor *c, Py_buffer *mm, Py_ssize_t position, PyObject *seq,
+                      RecordFields *f) {
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 5 ||
+            !PyBytes_Check(PyTuple_GET_ITEM(record, 2))) {
+            PyErr_SetString(PyExc_TypeError,
+                            "a record is a (flag, body, properties bytes, size, crc) tuple");
+            return -1;
+        }
+        PyObject *props = PyTuple_GET_ITEM(record, 2);
+        long long flag, size, crc;
+        if (as_ll(PyTuple_GET_ITEM(record, 0), &flag) < 0 ||
+            as_ll(PyTuple_GET_ITEM(record, 3), &size) < 0 ||
+            as_ll(PyTuple_GET_ITEM(record, 4), &crc) < 0)
+            return -1;
+        Py_buffer body;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(record, 1), &body, PyBUF_SIMPLE) < 0) return -1;
+        Py_ssize_t props_len = PyBytes_GET_SIZE(props);
+        Py_ssize_t expected = record_size(body.len, f->topic_len, props_len, f->born_len,
+                                          f->store_len);
+        int fits = position >= 0 && position <= mm->len && size <= mm->len - position;
+        if (expected != size || !fits || props_len > MAX_PROPERTIES_LENGTH) {
+            if (expected != size)
+                PyErr_Format(PyExc_AssertionError, "record size %zd != declared %lld",
+                             expected, size);
+            else if (!fits)
+                PyErr_Format(PyExc_IndexError,
+                             "a %lld-byte record at %zd does not fit in %zd bytes", size,
+                             position, mm->len);
+            else
+                PyErr_SetString(PyExc_ValueError, "properties too long for the layout");
+            PyBuffer_Release(&body);
+            return -1;
+        }
+        f->size = (int32_t)size;
+        f->crc = (int32_t)crc;
+        f->flag = (int32_t)flag;
+        f->body = body.buf;
+        f->body_len = body.len;
+        f->props = (const unsigned char *)PyBytes_AS_STRING(props);
+        f->props_len = props_len;
+        write_record((unsigned char *)mm->buf + position, f);
+        PyBuffer_Release(&body);
+        position += size;
+        f->phys_offset += size;
+        f->queue_offset += 1;
+    }
+    return 0;
+}
+
+/* The message ids and dispatch requests of the records of `seq`, packed from `phys`. */
+static int batch_outcome(AppendCursor *c, PyObject *const *args, PyObject *seq, long long phys,
+                         long long queue_offset, PyObject *ids, PyObject *requests) {
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *props = PyTuple_GET_ITEM(record, 2), *size = PyTuple_GET_ITEM(record, 3);
+        long long size_value = PyLong_AsLongLong(size);
+        PyObject *id = message_id(c->prefix, phys);
+        if (id == NULL) return -1;
+        PyList_SET_ITEM(ids, i, id);
+        PyObject *fields = dispatch_fields_of(PyBytes_AS_STRING(props), PyBytes_GET_SIZE(props));
+        if (fields == NULL) return -1;
+        PyObject *items[DR_FIELDS] = {
+            Py_NewRef(args[B_TOPIC]),
+            Py_NewRef(args[B_QUEUE_ID]),
+            PyLong_FromLongLong(phys),
+            Py_NewRef(size),
+            Py_NewRef(PyTuple_GET_ITEM(fields, 0)),
+            Py_NewRef(args[B_STORE_TS]),
+            PyLong_FromLongLong(queue_offset),
+            Py_NewRef(PyTuple_GET_ITEM(fields, 1)),
+            Py_NewRef(PyTuple_GET_ITEM(fields, 2)),
+            Py_NewRef(args[B_SYS_FLAG]),
+            PyDict_New(),
+        };
+        Py_DECREF(fields);
+        PyObject *request = new_request(c->request_type, items);
+        if (request == NULL) return -1;
+        PyList_SET_ITEM(requests, i, request);
+        phys += size_value;
+        queue_offset += 1;
+    }
+    return 0;
+}
+
+/* put_batch(mm, position, start_offset, store_timestamp, records, topic, queue_id, sys_flag,
+ *           born_timestamp, born_host, reconsume_times) -> (msg_ids, [DispatchRequest])
+ * records: (flag, body, properties bytes, size, body CRC) as batch_records makes them, packed
+ * back to back from `position` with consecutive queue offsets from the queue's next one. The
+ * caller made room for all of them. */
+static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    if (nargs != B_ARGS) {
+        PyErr_Format(PyExc_TypeError, "put_batch takes %d arguments", B_ARGS);
+        return NULL;
+    }
+    Py_ssize_t position, topic_len;
+    long long start, store_ts, queue_id, sys_flag, born_ts, reconsume, born_port, queue_offset;
+    if (as_ssize(args[B_POSITION], &position) < 0 || as_ll(args[B_START], &start) < 0 ||
+        as_ll(args[B_STORE_TS], &store_ts) < 0 || as_ll(args[B_QUEUE_ID], &queue_id) < 0 ||
+        as_ll(args[B_SYS_FLAG], &sys_flag) < 0 || as_ll(args[B_BORN_TS], &born_ts) < 0 ||
+        as_ll(args[B_RECONSUME], &reconsume) < 0)
+        return NULL;
+    if (!PyList_Check(args[B_RECORDS]) || !PyUnicode_Check(args[B_TOPIC])) {
+        PyErr_SetString(PyExc_TypeError, "records are a list and the topic a str");
+        return NULL;
+    }
+    const char *topic = PyUnicode_AsUTF8AndSize(args[B_TOPIC], &topic_len);
+    if (topic == NULL) return NULL;
+    if (topic_len > MAX_TOPIC_LENGTH) {
+        PyErr_SetString(PyExc_ValueError, "topic longer than 255 bytes");
+        return NULL;
+    }
+    PyObject *result = NULL, *key = NULL, *ids = NULL, *requests = NULL;
+    PyObject *seq = args[B_RECORDS];
+    Py_buffer mm = {0}, born = {0};
+    if (born_host_of(args[B_BORN_HOST], &born, &born_port) < 0) goto done;
+    if (born.len != 4 && born.len != 16) {
+        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
+        goto done;
+    }
+    if ((key = queue_key(args[B_TOPIC], args[B_QUEUE_ID])) == NULL) goto done;
+    if (next_queue_offset(c, key, &queue_offset) < 0) goto done;
+    if (PyObject_GetBuffer(args[B_MM], &mm, PyBUF_WRITABLE) < 0) goto done;
+    Py_ssize_t store_len = PyBytes_GET_SIZE(c->store_address);
+    int32_t record_sys_flag = (int32_t)sys_flag;
+    if (born.len == 16) record_sys_flag |= BORNHOST_V6_FLAG;
+    if (store_len == 16) record_sys_flag |= STOREHOSTADDRESS_V6_FLAG;
+    RecordFields f = {
+        .queue_id = (int32_t)queue_id, .sys_flag = record_sys_flag,
+        .born_port = (int32_t)born_port, .store_port = c->store_port,
+        .reconsume_times = (int32_t)reconsume, .queue_offset = queue_offset,
+        .phys_offset = start + position, .born_ts = born_ts, .store_ts = store_ts,
+        .prepared = 0, .born = born.buf, .born_len = born.len,
+        .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
+        .store_len = store_len, .topic = (const unsigned char *)topic, .topic_len = topic_len,
+    };
+    if (pack_batch(c, &mm, position, seq, &f) < 0) goto done;
+    Py_ssize_t count = PyList_GET_SIZE(seq);
+    if ((ids = PyList_New(count)) == NULL || (requests = PyList_New(count)) == NULL) goto done;
+    if (batch_outcome(c, args, seq, start + position, queue_offset, ids, requests) < 0) goto done;
+    PyObject *outcome = PyTuple_Pack(2, ids, requests);
+    if (outcome == NULL || set_next(c, key, queue_offset + count) < 0) {
+        Py_XDECREF(outcome);
+        goto done;
+    }
+    c->last_put_timestamp = store_ts;
+    result = outcome;
+done:
+    if (mm.obj != NULL) PyBuffer_Release(&mm);
+    if (born.obj != NULL) PyBuffer_Release(&born);
+    Py_XDECREF(key);
+    Py_XDECREF(ids);
+    Py_XDECREF(requests);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static PyObject *AppendCursor_queue_offset(AppendCursor *c, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "queue_offset(topic, queue_id)");
+        return NULL;
+    }
+    PyObject *key = queue_key(args[0], args[1]);
+    if (key == NULL) return NULL;
+    long long next;
+    int got = next_queue_offset(c, key, &next);
+    Py_DECREF(key);
+    return got < 0 ? NULL : PyLong_FromLongLong(next);
+}
+
+static PyObject *AppendCursor_set_queue_offset(AppendCursor *c, PyObject *const *args,
+                                               Py_ssize_t nargs) {
+    long long next;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set_queue_offset(topic, queue_id, queue_offset)");
+        return NULL;
+    }
+    if (as_ll(args[2], &next) < 0) return NULL;
+    if (next < 0) {
+        PyErr_Format(PyExc_ValueError, "a queue offset is >= 0, not %lld", next);
+        return NULL;
+    }
+    PyObject *key = queue_key(args[0], args[1]);
+    if (key == NULL) return NULL;
+    int set = set_next(c, key, next);
+    Py_DECREF(key);
+    return set < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *AppendCursor_remove_queue(AppendCursor *c, PyObject *const *args,
+                                           Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "remove_queue(topic, queue_id)");
+        return NULL;
+    }
+    PyObject *key = queue_key(args[0], args[1]);
+    if (key == NULL) return NULL;
+    int deleted = PyDict_DelItem(c->queue_offsets, key);
+    Py_DECREF(key);
+    if (deleted < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return NULL;
+        PyErr_Clear(); /* not in the table: nothing to forget */
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *AppendCursor_clear_queue_offsets(AppendCursor *c, PyObject *unused) {
+    PyDict_Clear(c->queue_offsets);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ the type */
+
+static PyObject *AppendCursor_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *keywords[] = {"msg_id_prefix", "store_address", "store_port", "request_type",
+                               NULL};
+    PyObject *prefix, *address, *request_type;
+    int port;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO!iO!:AppendCursor", keywords, &prefix,
+                                     &PyBytes_Type, &address, &port, &PyType_Type,
+                                     &request_type))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(prefix)) {
+        PyErr_SetString(PyExc_ValueError, "a message id prefix is hex digits");
+        return NULL;
+    }
+    if (PyBytes_GET_SIZE(address) != 4 && PyBytes_GET_SIZE(address) != 16) {
+        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)request_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "the dispatch request type is a tuple subclass");
+        return NULL;
+    }
+    AppendCursor *c = (AppendCursor *)type->tp_alloc(type, 0);
+    if (c == NULL) return NULL;
+    c->prefix = Py_NewRef(prefix);
+    c->store_address = Py_NewRef(address);
+    c->store_port = port;
+    c->request_type = (PyTypeObject *)Py_NewRef(request_type);
+    c->queue_offsets = PyDict_New();
+    c->queue_offsets_view = c->queue_offsets ? PyDictProxy_New(c->queue_offsets) : NULL;
+    if (c->queue_offsets_view == NULL) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static void AppendCursor_dealloc(AppendCursor *c) {
+    Py_XDECREF(c->prefix);
+    Py_XDECREF(c->store_address);
+    Py_XDECREF(c->request_type);
+    Py_XDECREF(c->queue_offsets);
+    Py_XDECREF(c->queue_offsets_view);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *get_prefix(AppendCursor *c, void *unused) { return Py_NewRef(c->prefix); }
+static PyObject *get_address(AppendCursor *c, void *unused) {
+    return Py_NewRef(c->store_address);
+}
+static PyObject *get_port(AppendCursor *c, void *unused) {
+    return PyLong_FromLong(c->store_port);
+}
+static PyObject *get_table(AppendCursor *c, void *unused) {
+    return Py_NewRef(c->queue_offsets_view);
+}
+static PyObject *get_last_put(AppendCursor *c, void *unused) {
+    return PyLong_FromLongLong(c->last_put_timestamp);
+}
+
+static PyGetSetDef AppendCursor_getset[] = {
+    {"msg_id_prefix", (getter)get_prefix, NULL, "The hex of the store host and port.", NULL},
+    {"store_address", (getter)get_address, NULL, "The store host's address bytes.", NULL},
+    {"store_port", (getter)get_port, NULL, "The store host's port.", NULL},
+    {"queue_offsets", (getter)get_table, NULL,
+     "(topic, queue id) -> next queue offset, read-only.", NULL},
+    {"last_put_timestamp", (getter)get_last_put, NULL, "The last put's store timestamp.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef AppendCursor_methods[] = {
+    {"put", (PyCFunction)(void (*)(void))AppendCursor_put, METH_FASTCALL,
+     "Pack one message's record; (msg id, DispatchRequest), or its size when it does not fit."},
+    {"put_batch", (PyCFunction)(void (*)(void))AppendCursor_put_batch, METH_FASTCALL,
+     "Pack a batch's records; (msg ids, DispatchRequests)."},
+    {"queue_offset", (PyCFunction)(void (*)(void))AppendCursor_queue_offset, METH_FASTCALL,
+     "The next queue offset of (topic, queue id): 0 for a queue not in the table."},
+    {"set_queue_offset", (PyCFunction)(void (*)(void))AppendCursor_set_queue_offset,
+     METH_FASTCALL, "Set the next queue offset of (topic, queue id) (recovery)."},
+    {"remove_queue", (PyCFunction)(void (*)(void))AppendCursor_remove_queue, METH_FASTCALL,
+     "Forget (topic, queue id) (its topic was deleted)."},
+    {"clear_queue_offsets", (PyCFunction)AppendCursor_clear_queue_offsets, METH_NOARGS,
+     "Forget every queue (recovery rebuilds the table)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject AppendCursorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "broker.store._native.AppendCursor",
+    .tp_basicsize = sizeof(AppendCursor),
+    .tp_dealloc = (destructor)AppendCursor_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The CommitLog's append bookkeeping (broker/store/append_cursor.py).",
+    .tp_methods = AppendCursor_methods,
+    .tp_getset = AppendCursor_getset,
+    .tp_new = AppendCursor_new,
+};

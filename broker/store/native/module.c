@@ -1,0 +1,118 @@
+/* broker.store._native: the store's per-message work in C, beside the Python it mirrors.
+ *
+ * Every function and the AppendCursor type have a pure-Python twin in broker/store/ that is the
+ * reference: the tests run both on the same inputs and require the same bytes, results, state
+ * and errors. broker/store/store_native.py loads this module through remoting/native_loader.py,
+ * which checks ABI_VERSION and the constants below against the Python side and falls back to
+ * the pure code (logging why once) when it is absent, stale or switched off
+ * (ROCKETMQ_TRIO_PURE=1 or ROCKETMQ_TRIO_PURE_STORE=1). It needs nothing of remoting._codec:
+ * the record layout is compiled in from remoting/native/record_layout.h.
+ *
+ * The seam: buffers and plain values in, new objects out. Nothing here reads or sets an
+ * attribute of a Python object or calls back into Python. The state it mutates is its own (the
+ * AppendCursor's table) or the bytes of a buffer it was handed (a mapped segment). The one
+ * tuple type it fills, DispatchRequest, is handed to it, and its field order is exported for
+ * the import-time check.
+ *
+ * Every write is bounds-checked against the buffer before anything is written. Calls run with
+ * the GIL held (a few microseconds each, less than a thread hop), but for populate_write. */
+#include "store.h"
+
+PyObject *RecordRefused;
+
+const char *const dispatch_request_fields[DR_FIELDS] = {
+    "topic",           "queue_id",   "commit_log_offset",
+    "msg_size",        "tags_code",  "store_timestamp",
+    "consume_queue_offset", "keys",  "uniq_key",
+    "sys_flag",        "properties",
+};
+
+PyObject *new_request(PyTypeObject *type, PyObject *items[DR_FIELDS]) {
+    PyObject *request = type->tp_alloc(type, DR_FIELDS);
+    int complete = request != NULL;
+    for (int i = 0; i < DR_FIELDS; i++) {
+        if (items[i] == NULL) complete = 0;
+        if (request != NULL)
+            PyTuple_SET_ITEM(request, i, items[i]);
+        else
+            Py_XDECREF(items[i]);
+    }
+    if (!complete) Py_CLEAR(request); /* its dealloc takes what was made */
+    return request;
+}
+
+PyObject *message_id(PyObject *prefix, long long phys_offset) {
+    static const char hex[] = "0123456789ABCDEF";
+    Py_ssize_t n = PyUnicode_GET_LENGTH(prefix);
+    PyObject *id = PyUnicode_New(n + 16, 127);
+    if (id == NULL) return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(id);
+    memcpy(out, PyUnicode_1BYTE_DATA(prefix), n);
+    unsigned long long u = (unsigned long long)phys_offset;
+    for (int i = 15; i >= 0; i--) {
+        out[n + i] = hex[u & 0xF];
+        u >>= 4;
+    }
+    return id;
+}
+
+static PyMethodDef methods[] = {
+    {"dispatch_fields", dispatch_fields, METH_O,
+     "(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string."},
+    {"batch_records", batch_records, METH_VARARGS,
+     "A batch body's records with the batch properties (broker/store/batch_records.py)."},
+    {"pack_cq_units", pack_cq_units, METH_VARARGS,
+     "ConsumeQueue units of dispatch requests, back to back (consume_queue.py)."},
+    {"index_requests", index_requests, METH_VARARGS,
+     "Index the keys and unique keys of dispatch requests (broker/store/index_file.py)."},
+    {"index_request", index_request, METH_VARARGS,
+     "All of one record's index entries, or none when they do not all fit (index_file.py)."},
+    {"index_put_entries", index_put_entries, METH_VARARGS,
+     "Add (key hash, phy offset) entries to an IndexFile (broker/store/index_file.py)."},
+    {"populate_write", populate_write, METH_VARARGS,
+     "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "broker.store._native", "The store's per-message work in C.", -1,
+    methods,
+};
+
+static int add_constants(PyObject *m) {
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"ABI_VERSION", STORE_ABI_VERSION},
+        {"CQ_UNIT_SIZE", CQ_UNIT_SIZE},
+        {"INDEX_HEADER_SIZE", INDEX_HEADER_SIZE},
+        {"INDEX_SLOT_SIZE", INDEX_SLOT_SIZE},
+        {"INDEX_ENTRY_SIZE", INDEX_ENTRY_SIZE},
+        {"MAX_TOPIC_BYTES", MAX_TOPIC_BYTES},
+        {"MAX_PROPERTIES_BYTES", MAX_PROPERTIES_BYTES},
+        {"TRANSACTION_NOT_QUEUED_BIT", TRANSACTION_NOT_QUEUED_BIT},
+        {"INDEX_REQUEST_MAX_KEYS", INDEX_REQUEST_MAX_KEYS},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
+        if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) return -1;
+    if (add_layout_constants(m) < 0) return -1;
+    return add_field_names(m, "DISPATCH_REQUEST_FIELDS", dispatch_request_fields, DR_FIELDS);
+}
+
+PyMODINIT_FUNC PyInit__native(void) {
+    if (PyType_Ready(&AppendCursorType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    RecordRefused = PyErr_NewExceptionWithDoc(
+        "broker.store._native.RecordRefused",
+        "A message the CommitLog does not take: args are (PutMessageStatus name, remark).",
+        NULL, NULL);
+    if (RecordRefused == NULL || add_constants(m) < 0 ||
+        PyModule_AddObjectRef(m, "RecordRefused", RecordRefused) < 0 ||
+        PyModule_AddObjectRef(m, "AppendCursor", (PyObject *)&AppendCursorType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

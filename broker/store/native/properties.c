@@ -1,0 +1,156 @@
+/* The fields dispatch reads from a message's properties: encoded (a record read back) or as a
+ * dict (a message being put). */
+#include "store.h"
+
+/* dispatch_fields(properties text) -> (tags code, KEYS, UNIQ_KEY, DELAY or None)
+ * What dispatch needs of an encoded properties string (NAME \x01 VALUE, \x02-separated), read
+ * as Java's string2messageProperties leaves it: a name runs to the first \x01 of its segment,
+ * empty values count as absent, a later duplicate wins. The tags code is the TAGS value's
+ * String.hashCode (0 without one). The reference: broker/store/batch_records.py
+ * python_dispatch_fields. */
+PyObject *dispatch_fields(PyObject *self, PyObject *arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "dispatch_fields takes a str");
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(arg, &len);
+    if (text == NULL) return NULL;
+    return dispatch_fields_of(text, len);
+}
+
+/* dispatch_fields over the UTF-8 bytes of a properties string. */
+PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
+    /* [start, end) of the last non-empty value of each name */
+    const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    static const char *names[4] = {"TAGS", "KEYS", "UNIQ_KEY", "DELAY"};
+    static const Py_ssize_t name_lengths[4] = {4, 4, 8, 5};
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *segment_end = memchr(p, '\x02', end - p);
+        if (segment_end == NULL) segment_end = end;
+        const char *sep = memchr(p, '\x01', segment_end - p);
+        if (sep != NULL && sep + 1 < segment_end) {
+            Py_ssize_t name_length = sep - p;
+            for (int i = 0; i < 4; i++) {
+                if (name_length == name_lengths[i] && memcmp(p, names[i], name_length) == 0) {
+                    found[i][0] = sep + 1;
+                    found[i][1] = segment_end;
+                    break;
+                }
+            }
+        }
+        p = segment_end + 1;
+    }
+    PyObject *values[4] = {NULL, NULL, NULL, NULL};
+    long tags_code = 0;
+    for (int i = 0; i < 4; i++) {
+        if (found[i][0] != NULL) {
+            values[i] = PyUnicode_DecodeUTF8(found[i][0], found[i][1] - found[i][0], NULL);
+        } else if (i == 1 || i == 2) {
+            values[i] = PyUnicode_New(0, 0);
+        } else {
+            values[i] = Py_None;
+            Py_INCREF(Py_None);
+        }
+        if (values[i] == NULL) {
+            for (int j = 0; j < i; j++) Py_DECREF(values[j]);
+            return NULL;
+        }
+    }
+    if (values[0] != Py_None) tags_code = (long)(int32_t)unsigned_java_hash(values[0]);
+    PyObject *result = Py_BuildValue("lNNN", tags_code, values[1], values[2], values[3]);
+    Py_DECREF(values[0]);
+    return result;
+}
+
+/* The UTF-8 of a key or value as f"{x}" formats it: a str as it is, anything else by str(). */
+static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) {
+    PyObject *text = PyUnicode_Check(item) ? Py_NewRef(item) : PyObject_Str(item);
+    if (text == NULL) return NULL;
+    *utf8 = PyUnicode_AsUTF8AndSize(text, length);
+    if (*utf8 == NULL) {
+        Py_DECREF(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)
+ * A single message's properties dict as its record stores it (name \x01 value, \x02-separated,
+ * None values left out), with what dispatch needs of it: the TAGS value's String.hashCode (0
+ * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/append_cursor.py
+ * message_fields. */
+PyObject *message_fields_of(PyObject *arg) {
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "message_fields takes a dict");
+        return NULL;
+    }
+    Py_ssize_t capacity = 2 * PyDict_GET_SIZE(arg) + 2;
+    PyObject **texts = PyMem_Calloc(capacity, sizeof(PyObject *));
+    const char **utf8 = PyMem_Calloc(capacity, sizeof(char *));
+    Py_ssize_t *lengths = PyMem_Calloc(capacity, sizeof(Py_ssize_t));
+    PyObject *result = NULL, *encoded = NULL, *tags = NULL, *keys = NULL, *uniq = NULL;
+    Py_ssize_t count = 0, total = 0, position = 0;
+    PyObject *key, *value;
+    if (texts == NULL || utf8 == NULL || lengths == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (PyDict_Next(arg, &position, &key, &value)) {
+        if (PyUnicode_Check(key)) {
+            if (PyUnicode_CompareWithASCIIString(key, "TAGS") == 0) tags = value;
+            else if (PyUnicode_CompareWithASCIIString(key, "KEYS") == 0) keys = value;
+            else if (PyUnicode_CompareWithASCIIString(key, "UNIQ_KEY") == 0) uniq = value;
+        }
+        if (value == Py_None) continue;
+        if (count + 2 > capacity) {
+            PyErr_SetString(PyExc_RuntimeError, "properties changed size during encoding");
+            goto done;
+        }
+        texts[count] = as_text(key, &utf8[count], &lengths[count]);
+        if (texts[count] == NULL) goto done;
+        count++;
+        texts[count] = as_text(value, &utf8[count], &lengths[count]);
+        if (texts[count] == NULL) goto done;
+        total += lengths[count - 1] + 1 + lengths[count] + (count > 1 ? 1 : 0);
+        count++;
+    }
+    encoded = PyBytes_FromStringAndSize(NULL, total);
+    if (encoded == NULL) goto done;
+    char *out = PyBytes_AS_STRING(encoded);
+    for (Py_ssize_t i = 0; i < count; i += 2) {
+        if (i > 0) *out++ = '\x02';
+        memcpy(out, utf8[i], lengths[i]);
+        out += lengths[i];
+        *out++ = '\x01';
+        memcpy(out, utf8[i + 1], lengths[i + 1]);
+        out += lengths[i + 1];
+    }
+    /* as `value or ""` reads them: an absent, None or empty value counts as none */
+    int has_tags = tags == NULL ? 0 : PyObject_IsTrue(tags);
+    int has_keys = keys == NULL ? 0 : PyObject_IsTrue(keys);
+    int has_uniq = uniq == NULL ? 0 : PyObject_IsTrue(uniq);
+    if (has_tags < 0 || has_keys < 0 || has_uniq < 0) goto done;
+    long tags_code = 0;
+    if (has_tags) {
+        if (!PyUnicode_Check(tags)) {
+            PyErr_SetString(PyExc_TypeError, "the TAGS property must be a str");
+            goto done;
+        }
+        tags_code = (long)(int32_t)unsigned_java_hash(tags);
+    }
+    PyObject *empty = PyUnicode_New(0, 0);
+    if (empty == NULL) goto done;
+    result = Py_BuildValue("OlOO", encoded, tags_code, has_keys ? keys : empty,
+                           has_uniq ? uniq : empty);
+    Py_DECREF(empty);
+done:
+    if (texts != NULL)
+        for (Py_ssize_t i = 0; i < count; i++) Py_XDECREF(texts[i]);
+    PyMem_Free(texts);
+    PyMem_Free(utf8);
+    PyMem_Free(lengths);
+    Py_XDECREF(encoded);
+    return result;
+}

@@ -1,0 +1,37 @@
+"""The record codec's native twins (remoting/native/codec/, module remoting._codec), or None.
+
+Loaded once, checked against remoting/record_layout.py (remoting/native_loader.py says why when
+it is not used): every process that reads or writes records takes its loops from here, the
+pure-Python functions in remoting/record.py, remoting/message.py and remoting/java_hash.py when
+it is None.
+"""
+
+from __future__ import annotations
+
+from remoting import record_layout as layout
+from remoting.native_loader import load
+
+ABI_VERSION = 2
+SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
+NAMES = ("java_hash", "pack_records_into", "configure_scan", "scan_record", "decode_batch_body")
+# What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
+# each, held equal here.
+CONSTANTS = {
+    "MESSAGE_MAGIC_CODE": layout.MESSAGE_MAGIC_CODE,
+    "BLANK_MAGIC_CODE": layout.BLANK_MAGIC_CODE,
+    "END_FILE_MIN_BLANK_LENGTH": layout.END_FILE_MIN_BLANK_LENGTH,
+    "BORNHOST_V6_FLAG": layout.BORNHOST_V6_FLAG,
+    "STOREHOSTADDRESS_V6_FLAG": layout.STOREHOSTADDRESS_V6_FLAG,
+    "RECORD_FIXED_BYTES": layout.RECORD_FIXED_BYTES,
+    "IPV6_EXTRA_BYTES": layout.IPV6_EXTRA_BYTES,
+    "RECORD_SCAN_FIELDS": layout.RecordScan._fields,
+    "BATCH_ENTRY_FIELDS": layout.BatchEntry._fields,
+}
+
+native = load(
+    "remoting._codec", abi_version=ABI_VERSION, switch=SWITCH, names=NAMES, constants=CONSTANTS
+)
+
+if native is not None:
+    kinds = layout.RecordKind
+    native.configure_scan(layout.RecordScan, kinds.MESSAGE, kinds.BLANK, kinds.END, kinds.CORRUPT)

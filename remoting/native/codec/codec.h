@@ -1,0 +1,17 @@
+/* remoting._codec: native twins of the record codec's per-record loops (remoting/record.py,
+ * remoting/message.py, remoting/java_hash.py). The pure-Python functions are the reference. */
+#ifndef ROCKETMQ_TRIO_CODEC_H
+#define ROCKETMQ_TRIO_CODEC_H
+
+#include "record_layout.h"
+
+/* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
+#define CODEC_ABI_VERSION 2
+
+PyObject *java_hash(PyObject *self, PyObject *arg);
+PyObject *pack_records_into(PyObject *self, PyObject *args);
+PyObject *configure_scan(PyObject *self, PyObject *args);
+PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *decode_batch_body(PyObject *self, PyObject *args);
+
+#endif

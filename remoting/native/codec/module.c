@@ -1,0 +1,52 @@
+/* remoting._codec: native twins of the record codec's per-record loops, used by every process
+ * (broker, NameServer, clients, the Spark job).
+ *
+ * Every function has a pure-Python twin (remoting/java_hash.py, remoting/record.py,
+ * remoting/message.py) that is the reference: the tests run both on the same inputs and require
+ * the same bytes and results. remoting/record.py loads this module through
+ * remoting/extension.py, which checks ABI_VERSION and the constants below against the Python
+ * side and falls back to the pure code (logging why once) when it is absent, stale or switched
+ * off (ROCKETMQ_TRIO_PURE=1 or ROCKETMQ_TRIO_PURE_CODEC=1).
+ *
+ * The seam: buffers and plain values in, new objects out. Nothing here reads an attribute of a
+ * Python object or calls back into Python; the two tuple types it fills (RecordScan,
+ * BatchEntry) are handed to it, and their field orders are exported for the import-time check.
+ * Every write is bounds-checked against the buffer before anything is written. They run with
+ * the GIL held: each call is a few microseconds, less than a thread hop. */
+#include "codec.h"
+
+static PyMethodDef methods[] = {
+    {"java_hash", java_hash, METH_O, "Java's String.hashCode as a signed 32-bit int."},
+    {"pack_records_into", pack_records_into, METH_VARARGS,
+     "Write CommitLog records back to back (remoting.record.pack_records_into)."},
+    {"decode_batch_body", decode_batch_body, METH_VARARGS,
+     "The entries of a SEND_BATCH_MESSAGE body (remoting.message.decode_batch_body)."},
+    {"configure_scan", configure_scan, METH_VARARGS,
+     "The RecordScan type and the RecordKind members scan_record returns."},
+    {"scan_record", (PyCFunction)(void (*)(void))scan_record, METH_VARARGS | METH_KEYWORDS,
+     "What dispatch and recovery need from the record at a position (remoting.record)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "remoting._codec", "Native twins of the record codec's loops.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__codec(void) {
+    static const char *const scan_fields[] = {
+        "kind", "size", "topic", "queue_id", "queue_offset", "phys_offset", "sys_flag",
+        "store_timestamp", "properties", "reason",
+    };
+    static const char *const entry_fields[] = {"flag", "body", "properties"};
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "ABI_VERSION", CODEC_ABI_VERSION) < 0 ||
+        add_layout_constants(m) < 0 ||
+        add_field_names(m, "RECORD_SCAN_FIELDS", scan_fields, 10) < 0 ||
+        add_field_names(m, "BATCH_ENTRY_FIELDS", entry_fields, 3) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
