@@ -165,12 +165,16 @@ async def hostile(world: World, plan: Plan, settings: Settings, tally: Tally, sa
 
 
 async def progress(world: World, tally: Tally, every_s: float, say) -> None:
+    told = 0  # findings already printed: a long campaign shows each when it happens
     while True:
         await trio.sleep(every_s)
         samples = "; ".join(
             f"{name} {sample(p.pid).line()}" for name, p in world.servers().items() if p.alive()
         )
         say(f"{tally.rate_line()}\n          {samples}")
+        for finding in tally.findings[told:]:
+            say(f"          finding: {str(finding)[:500]}")
+        told = len(tally.findings)
 
 
 async def run_campaign(world: World, settings: Settings, say=print) -> Report:
