@@ -27,6 +27,11 @@ $(STAMP): pyproject.toml setup.py $(NATIVE)
 	@command -v java >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } || \
 	  echo "note: no Java found: the Spark job and its tests need openjdk-17-jre-headless"
+	@# The console's browser tests drive Debian's chromium through Playwright (which downloads
+	@# no browser of its own): install it when missing and we may (else those tests skip).
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: no chromium found: the console's browser tests need Debian's chromium"
 	touch $(STAMP)
 
 run: $(STAMP)
