@@ -14,7 +14,11 @@ PYTEST_MARKS ?= not slow
 PURE_PATHS ?= tests/unit tests/property tests/integration \
 	--ignore=tests/integration/console --ignore=tests/integration/plugin
 
-.PHONY: run test test-native test-pure test-all bench lint clean install reconcile
+# The long fuzz campaign (tests/fuzz): `make fuzz FUZZ_MINUTES=30 FUZZ_SEED=7 [FUZZ_DIR=...]`.
+FUZZ_MINUTES ?= 30
+FUZZ_SEED ?= 1
+
+.PHONY: run test test-native test-pure test-all bench lint clean install reconcile fuzz
 
 install: $(STAMP)
 
@@ -49,6 +53,9 @@ test-pure: $(STAMP)
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest
+
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED) $(if $(FUZZ_DIR),--dir $(FUZZ_DIR))
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

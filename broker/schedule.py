@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import trio
 
@@ -28,6 +28,13 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_FAILURE_S = 10.0
 IDLE_CHECK_S = 1.0
+
+
+class Wait(NamedTuple):
+    seconds: float
+    # False after a failed delivery: new arrivals must not retry the head (and log it again)
+    # at their own pace
+    on_arrival: bool = True
 
 
 def _host(text: str) -> tuple[bytes, int]:
@@ -90,21 +97,24 @@ class ScheduleMessageService:
         queue_id = level - 1
         while True:
             self._arrived[level] = trio.Event()
-            wait_s = self.deliver_due(level, queue_id)
-            with trio.move_on_after(wait_s):
+            wait = self.deliver_due(level, queue_id)
+            if not wait.on_arrival:
+                await trio.sleep(wait.seconds)
+                continue
+            with trio.move_on_after(wait.seconds):
                 await self._arrived[level].wait()
 
-    def deliver_due(self, level: int, queue_id: int) -> float:
+    def deliver_due(self, level: int, queue_id: int) -> Wait:
         """Deliver every due message of a level; return how long to wait for the next."""
         consume_queue = self.store.find_consume_queue(K.SCHEDULE_TOPIC, queue_id)
         if consume_queue is None:
-            return IDLE_CHECK_S
+            return Wait(IDLE_CHECK_S)
         offset = max(self.offsets.get(level), consume_queue.min_queue_offset)
         while True:
             unit = consume_queue.unit(offset) if offset < consume_queue.max_queue_offset else None
             if unit is None:
                 self.offsets.set(level, offset)
-                return IDLE_CHECK_S
+                return Wait(IDLE_CHECK_S)
             phys_offset, size, due = unit
             now = self.clock()
             # A due time further out than the level's span was written by a clock that has
@@ -113,18 +123,21 @@ class ScheduleMessageService:
                 due = now
             if due > now:
                 self.offsets.set(level, offset)
-                return (due - now) / 1000
+                return Wait((due - now) / 1000)
             record = self.store.look_message_by_offset(phys_offset, size)
             if record is not None:
                 result = self.store.put_message(restore(record))
                 if result.status is not PutMessageStatus.PUT_OK:
-                    log.error(
-                        "delay level %d: cannot deliver the message at %d: %s %s",
+                    # the store's trouble (a full disk) or the operator's (a smaller
+                    # maxMessageSize since): retried, as Java does, every 10 s
+                    log.warning(
+                        "delay level %d: cannot deliver the message at %d, retrying in %g s: %s %s",
                         level,
                         phys_offset,
+                        RETRY_AFTER_FAILURE_S,
                         result.status.name,
                         result.remark,
                     )
                     self.offsets.set(level, offset)
-                    return RETRY_AFTER_FAILURE_S
+                    return Wait(RETRY_AFTER_FAILURE_S, on_arrival=False)
             offset += 1

@@ -36,6 +36,7 @@ _ROCKETMQ_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, f
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _ONLY_STR = frozenset((str,))
+_EXACT = frozenset((str, int, bool, type(None)))  # what orjson never rounds
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
 
@@ -161,6 +162,10 @@ def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
         if not isinstance(ext, dict):
             raise RemoteProtocolError("extFields is not a JSON object")
         if not _ONLY_STR.issuperset(map(type, ext.values())):
+            if not lenient and not _EXACT.issuperset(map(type, ext.values())):
+                # orjson reads an integer past 64 bits as a float, rounded (-2^63 - 1 became
+                # -2^63, a Java long): read the header again with the exact parser
+                ext = fastjson.loads(header)["extFields"]
             ext = _java_strings(ext)
     if lenient:
         _check_utf8(language, remark, ext)

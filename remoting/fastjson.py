@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
 _strict_loads = json.JSONDecoder(strict=False, parse_constant=_no_constants).decode
 _WHITESPACE = " \t\n\r"
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -50,7 +52,7 @@ def loads(text: str | bytes | bytearray | memoryview) -> Any:
         except UnicodeDecodeError as exc:
             raise FastjsonDecodeError(f"not UTF-8: {exc}") from None
     try:
-        return _strict_loads(text.strip(_WHITESPACE))
+        return _utf8_only(text, _strict_loads(text.strip(_WHITESPACE)))
     except json.JSONDecodeError:
         pass  # maybe fastjson's own dialect
     except RecursionError:
@@ -65,6 +67,28 @@ def loads(text: str | bytes | bytearray | memoryview) -> Any:
     parser.skip_ws()
     if parser.pos != len(text):
         parser.fail("trailing characters")
+    return _utf8_only(text, value)
+
+
+def _utf8_only(text: str, value: Any) -> Any:
+    """``value``, unless an escape made a lone surrogate of one of its strings: text that is
+    not UTF-8, which a reply quoting it could not even be encoded with (the Java side would
+    read '?')."""
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return value
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise FastjsonDecodeError("invalid JSON: a lone surrogate escape") from None
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return value
 
 

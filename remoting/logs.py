@@ -18,6 +18,8 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from remoting.log_format import OneLineFormatter
+
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # --log-level
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
@@ -66,4 +68,6 @@ def setup_logging(
     if log_file is not None:
         handlers.append(RollingLogFile(log_file, max_bytes, backups))
         console.setLevel(logging.WARNING)
-    logging.basicConfig(level=level.upper(), format=FORMAT, handlers=handlers, force=True)
+    for handler in handlers:  # one event, one line: the wire's control characters escaped
+        handler.setFormatter(OneLineFormatter(FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=handlers, force=True)

@@ -18,6 +18,7 @@ import trio
 
 from broker.ha.link import LinkTimers
 from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
+from remoting.log_limit import log_limited, peer_warnings
 from remoting.tls import close_quietly
 
 if TYPE_CHECKING:
@@ -140,15 +141,21 @@ class HAConnection:
                 nursery.start_soon(self._read, nursery.cancel_scope)
                 nursery.start_soon(self._write)
         except* SlaveRefused as group:
+            # a peer's claim, not our bug: a WARNING, a few per host and minute (anyone who
+            # reaches the HA port can make one)
             for exc in group.exceptions:
-                log.error("%s", exc)
+                self._warn("%s", exc)
         except* ProtocolError as group:
             for exc in group.exceptions:
-                log.warning("slave %s: %s", self.peer, exc)
+                self._warn("slave %s: %s", self.peer, exc)
         except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as group:
             log.info("slave %s disconnected: %s", self.peer, group.exceptions[0])
         finally:
             await close_quietly(self.stream)  # bounded: TLS's close_notify may not be taken
+
+    def _warn(self, message: str, *args: object) -> None:
+        host = self.peer.rpartition(":")[0]
+        log_limited(log, peer_warnings, ("ha", host), logging.WARNING, message, *args)
 
     async def _read(self, scope: trio.CancelScope) -> None:
         """Reports until the slave closes; a slave silent for ``haHousekeepingInterval`` is

@@ -132,6 +132,11 @@ class CommitLog:
         ):
             delay = msg.properties.get(MessageConst.DELAY)
             if delay and delay.lstrip("-").isdigit() and int(delay) > 0:
+                # Java's checkMessage sees the real topic, before it is parked: one that no
+                # record can hold (a %RETRY% topic past 127 bytes) would never be delivered.
+                problem = record_problem(msg.topic.encode("utf-8"), b"", 0, 0)
+                if problem is not None:
+                    raise RecordRefused(*problem)
                 level = min(int(delay), len(self.delay_levels_ms))
                 msg.properties[MessageConst.DELAY] = str(level)
                 msg.properties[MessageConst.REAL_TOPIC] = msg.topic
@@ -165,10 +170,10 @@ class CommitLog:
         self, msg: MessageExtBrokerInner
     ) -> tuple[PutMessageResult, DispatchRequest | None]:
         """Append one message: its result, and its dispatch request (None when refused)."""
-        if MessageConst.DELAY in msg.properties:
-            self._prepare(msg)
-        store_timestamp = self.clock()
         try:
+            if MessageConst.DELAY in msg.properties:
+                self._prepare(msg)
+            store_timestamp = self.clock()
             mapped = self.queue.writable()
             while True:  # twice at most: a record that does not fit goes to the next segment
                 position = mapped.wrote_position

@@ -56,3 +56,13 @@ def test_a_hostile_json_header_is_a_protocol_error(header: bytes) -> None:
 def test_java_ints_in_any_spelling_are_read(header: bytes, expected: tuple[int, int, int]) -> None:
     command = decode_command(Frame(0, header, b""))
     assert (command.code, command.opaque, command.flag) == expected
+
+
+@pytest.mark.parametrize(
+    "number", ["-9223372036854775809", "-9223372036854776833", "18446744073709551617", "1" * 30]
+)
+def test_an_integer_past_64_bits_in_ext_fields_is_read_exactly(number: str) -> None:
+    # orjson reads these as floats: -2^63 - 1 came out as -2^63, a valid Java long (fuzzer)
+    header = b'{"code":29,"extFields":{"timestamp":%s,"ratio":0.5}}' % number.encode()
+    command = decode_command(Frame(0, header, b""))
+    assert command.ext_fields == {"timestamp": number, "ratio": "0.5"}

@@ -109,3 +109,14 @@ def test_what_we_write_reads_back(value) -> None:
         return v
 
     assert fastjson.loads(fastjson.dumps(value)) == without_null_values(value)
+
+
+def test_a_lone_surrogate_escape_is_refused_a_pair_is_one_character() -> None:
+    # Not UTF-8: a reply quoting it could not be encoded (found by the fuzzer, tests/fuzz).
+    for text in ('{"a":"\\ud800"}', '["x","\\udfff"]', '{"\\uDBFF":1}', '{0:"\\ud800"}'):
+        with pytest.raises(fastjson.FastjsonDecodeError, match="lone surrogate"):
+            fastjson.loads(text.encode())
+    assert fastjson.loads(b'{"a":"\\ud83d\\ude00","b":"\\\\ud800"}') == {
+        "a": "\U0001f600",
+        "b": "\\ud800",
+    }
