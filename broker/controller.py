@@ -25,6 +25,7 @@ from broker.ha.client import HAClient
 from broker.ha.service import HAService
 from broker.ha.slave_sync import SlaveSynchronize
 from broker.long_polling import PullRequestHoldService
+from broker.metrics.service import start_metrics
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
 from broker.processor.acl_admin import AclAdminProcessor
@@ -170,6 +171,7 @@ class BrokerController:
         self.boot_timestamp = clock()
         self.port: int | None = None
         self.ha_port: int | None = None
+        self.metrics_port: int | None = None
         # Set when a NameServer refuses us as master after our slave was promoted: split-brain
         # writes are refused (the remark says how to rejoin).
         self.fenced: str | None = None
@@ -350,6 +352,7 @@ class BrokerController:
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
+                self.metrics_port = await start_metrics(self, nursery)
                 signer = self.credentials.sign if self.credentials is not None else None
                 client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
                 self.outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
