@@ -23,6 +23,10 @@ $(STAMP): pyproject.toml setup.py $(NATIVE)
 	@command -v java >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } || \
 	  echo "note: no Java found: the Spark job and its tests need openjdk-17-jre-headless"
+	@# The alert-rule tests run Debian's Prometheus and promtool (else they skip, saying why).
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  echo "note: no promtool found: the alert-rule tests need Debian's prometheus package"
 	touch $(STAMP)
 
 run: $(STAMP)
