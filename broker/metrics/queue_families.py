@@ -10,8 +10,8 @@ collection yields to the event loop every ``CHUNK`` topics or pairs, so a large 
 scrape never holds the loop for long at once.
 
 Broadcasting groups keep their offsets on the clients: the broker's figure for them would be
-wrong, so they get none here (as rocketmq-exporter does); broker/metrics/client_probe.py reports
-each client's own progress instead.
+wrong, so they get none here (as rocketmq-exporter does); broker/metrics/client_probe.py asks
+each client for its own progress, exported per client (rocketmq_consumer_client_lag_*).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from remoting.body import MessageModel
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
+    from broker.metrics.client_probe import BroadcastProbe
 
 CHUNK = 200
 SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
@@ -44,8 +45,9 @@ T, G, CG = ("topic",), ("topic", "group"), ("topic", "consumer_group")
 
 
 class QueueFamilies:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerController, probe: BroadcastProbe | None = None) -> None:
         self.broker = broker
+        self.probe = probe
         name, cluster = broker.config.broker_name, broker.config.broker_cluster_name
         exporter = {"cluster": cluster, "broker": name}
         node = {"cluster": cluster, "node_type": "broker", "node_id": name}
@@ -170,6 +172,21 @@ class QueueFamilies:
             (*CG, "queue_id"),
             node,
         )
+        client_labels = (*CG, "client_id")
+        self.client_lag_messages = fam(
+            "rocketmq_consumer_client_lag_messages",
+            GAUGE,
+            "Messages a client of a broadcasting group has not consumed (its own offsets)",
+            client_labels,
+            node,
+        )
+        self.client_lag_latency = fam(
+            "rocketmq_consumer_client_lag_latency",
+            GAUGE,
+            "Age of the oldest message a client of a broadcasting group has not consumed (ms)",
+            client_labels,
+            node,
+        )
         self.group_count = fam(
             "rocketmq_group_count",
             GAUGE,
@@ -188,6 +205,7 @@ class QueueFamilies:
                 await trio.lowlevel.checkpoint()
         self._stats()
         self._online()
+        self._broadcast_clients(now_ms)
         return self.families
 
     # ------------------------------------------------------------------ topics
@@ -308,3 +326,11 @@ class QueueFamilies:
                 continue
             addrs = ",".join(sorted(c.client_addr for c in info.channels.values()))
             self.group_count.add((addrs, local, group), len(info.channels))
+
+    def _broadcast_clients(self, now_ms: int) -> None:
+        if self.probe is None:
+            return
+        for (group, topic, client_id), lag in list(self.probe.lags.items()):
+            key = (topic, group, client_id)
+            self.client_lag_messages.add(key, lag.messages)
+            self.client_lag_latency.add(key, lag.latency_ms(now_ms))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.metrics.broker_families import BrokerFamilies
+from broker.metrics.client_probe import BroadcastProbe
 from broker.metrics.queue_families import QueueFamilies
 from metrics.exporter import PrometheusExporter
 
@@ -22,7 +23,8 @@ class BrokerMetrics:
     def __init__(self, broker: BrokerController) -> None:
         config = broker.config
         self.broker = broker
-        self.queues = QueueFamilies(broker)
+        self.probe = BroadcastProbe(broker)
+        self.queues = QueueFamilies(broker, self.probe)
         self.exporter = PrometheusExporter(
             config.metrics_prom_exporter_host or config.broker_ip1,
             config.metrics_prom_exporter_port,
@@ -31,7 +33,10 @@ class BrokerMetrics:
         )
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        await self.exporter.run(task_status=task_status)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.probe.run)
+            port = await nursery.start(self.exporter.run)
+            task_status.started(port)
 
 
 async def start_metrics(broker: BrokerController, nursery: trio.Nursery) -> int | None:
