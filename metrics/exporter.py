@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 
 from metrics.exposition import Family
 from metrics.http import MetricsHttpServer
-from metrics.process import EventLoopLag, process_registry
+from metrics.process import EventLoopLag, fixed_registry, process_registry
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +30,16 @@ class PrometheusExporter:
         large: LargeFamilies | None = None,
     ) -> None:
         self.loop_lag = EventLoopLag()
-        self.registry = process_registry(self.loop_lag, *collectors)
+        self.process = process_registry()
+        self.registry = fixed_registry(self.loop_lag, *collectors)
         self.large = large
         self.server = MetricsHttpServer(host, port, self.render)
 
     async def render(self) -> bytes:
-        parts = [generate_latest(self.registry)]
+        parts = [
+            await trio.to_thread.run_sync(generate_latest, self.process),
+            generate_latest(self.registry),
+        ]
         if self.large is not None:
             for family in await self.large():
                 parts.append(family.take().encode())

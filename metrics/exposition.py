@@ -4,7 +4,7 @@ prometheus_client renders a sample in ~14 us (it sorts, escapes and formats ever
 every sample on every scrape): 12,000 series took 170 ms on our machine, longer than a scrape
 should hold the event loop. Here a series' label text is rendered once and kept while the
 series exists, so a scrape formats only numbers (~1 us a series). The fixed families (process,
-broker-wide figures) still go through prometheus_client (metrics/registry.py); both halves are
+broker-wide figures) still go through prometheus_client (metrics/process.py, metrics/exporter.py); both halves are
 checked by the same parser in the tests. Pure: no I/O, no clock.
 """
 
