@@ -36,14 +36,21 @@ class PrometheusExporter:
         self.server = MetricsHttpServer(host, port, self.render)
 
     async def render(self) -> bytes:
-        parts = [
-            await trio.to_thread.run_sync(generate_latest, self.process),
-            generate_latest(self.registry),
-        ]
-        if self.large is not None:
-            for family in await self.large():
-                parts.append(family.take().encode())
-        return b"".join(parts)
+        process_text = b""
+
+        async def render_process() -> None:
+            nonlocal process_text
+            process_text = await trio.to_thread.run_sync(generate_latest, self.process)
+
+        parts = []
+        async with trio.open_nursery() as nursery:
+            # the process families' thread runs while the loop renders the others
+            nursery.start_soon(render_process)
+            parts.append(generate_latest(self.registry))
+            if self.large is not None:
+                for family in await self.large():
+                    parts.append(family.take().encode())
+        return process_text + b"".join(parts)
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
