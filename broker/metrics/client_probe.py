@@ -14,7 +14,7 @@ never waits for a client; a client that does not answer drops out until it does.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -59,7 +59,8 @@ class BroadcastProbe:
             await self.probe_once()
             await trio.sleep(interval_s)
 
-    def _targets(self) -> list[tuple[str, str, object]]:
+    def _targets(self) -> list[tuple[str, str, Any]]:
+        """(group, client id, connection) of each online client of a broadcasting group."""
         targets = []
         for group, info in list(self.broker.clients.consumer_groups.items()):
             if info.message_model is not MessageModel.BROADCASTING:
@@ -71,7 +72,7 @@ class BroadcastProbe:
     async def probe_once(self) -> None:
         answers: dict[tuple[str, str], ConsumerRunningInfo] = {}
 
-        async def ask(group: str, client_id: str, channel) -> None:  # type: ignore[no-untyped-def]
+        async def ask(group: str, client_id: str, channel: Any) -> None:
             running = await self._running_info(group, client_id, channel)
             if running is not None:
                 answers[group, client_id] = running
@@ -82,8 +83,8 @@ class BroadcastProbe:
         self.lags = self._lags(answers)
 
     async def _running_info(
-        self, group: str, client_id: str, channel
-    ) -> ConsumerRunningInfo | None:  # type: ignore[no-untyped-def]
+        self, group: str, client_id: str, channel: Any
+    ) -> ConsumerRunningInfo | None:
         fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "false"}
         request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
         try:
