@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.metrics.lag import NO_LAG, Lag, queue_lag
+from broker.metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from broker.stats import (
     GROUP_GET_NUMS,
     GROUP_GET_SIZE,
@@ -283,11 +283,13 @@ class QueueFamilies:
         per_queue: bool,
         now_ms: int,
     ) -> None:
-        consume_queues = self.broker.store.consume_queues
-        total, committed = NO_LAG, 0
+        find = self.broker.store.consume_queues.find
+        behind: list[Lag] = []
+        committed = 0
         for queue_id, offset in list(offsets.items()):
-            committed += max(0, offset)
-            queue = consume_queues.find(topic, queue_id)
+            if offset > 0:
+                committed += offset
+            queue = find(topic, queue_id)
             if queue is None:
                 lag = NO_LAG
             else:
@@ -297,12 +299,13 @@ class QueueFamilies:
                     queue.max_queue_offset,
                     partial(self._store_time_at, topic, queue_id, queue),
                 )
-            total = total.merge(lag) if lag.messages else total
+            if lag.messages:
+                behind.append(lag)
             if per_queue:
                 labels = (topic, group, str(queue_id))
                 self.queue_lag_messages.add(labels, lag.messages)
                 self.queue_lag_seconds.add(labels, lag.latency_ms(now_ms) / 1000)
-        self._group_totals(group, topic, total, committed, members, now_ms)
+        self._group_totals(group, topic, total_lag(behind), committed, members, now_ms)
 
     def _store_time_at(self, topic: str, queue_id: int, queue: ConsumeQueue, at: int) -> int:
         """The store time of a queue's unit, from the last scrape when it was read then: a

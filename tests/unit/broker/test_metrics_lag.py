@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from broker.metrics.client_probe import client_offset
-from broker.metrics.lag import NO_LAG, Lag, queue_lag
+from broker.metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from remoting.body import ProcessQueueInfo
 
 STORE_MS = {offset: 1_000 + offset for offset in range(100)}
@@ -36,6 +36,9 @@ def test_an_unreadable_store_time_gives_messages_but_no_age() -> None:
 def test_queues_merge_into_the_sum_and_the_oldest() -> None:
     merged = Lag(3, 2_000).merge(Lag(4, 1_500)).merge(Lag(5, 0))
     assert merged == Lag(12, 1_500)
+    assert total_lag([Lag(3, 2_000), Lag(4, 1_500), Lag(5, 0)]) == merged
+    assert total_lag([]) == NO_LAG
+    assert total_lag([Lag(2, 0)]) == Lag(2, 0)
 
 
 def test_a_broadcast_client_before_its_first_commit_is_at_its_first_held_message() -> None:
