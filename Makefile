@@ -27,6 +27,11 @@ $(STAMP): pyproject.toml setup.py $(NATIVE)
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
 	  echo "note: no promtool found: the alert-rule tests need Debian's prometheus package"
+	@# The console's browser tests drive Debian's chromium through Playwright (which downloads
+	@# no browser of its own): install it when missing and we may (else those tests skip).
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: no chromium found: the console's browser tests need Debian's chromium"
 	touch $(STAMP)
 
 run: $(STAMP)

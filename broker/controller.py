@@ -1,31 +1,34 @@
-"""BrokerController: builds and owns every broker service in one Trio nursery.
+"""BrokerController: builds every broker service and runs them in one Trio nursery, in order.
 
 Start order: managers and the store are loaded (recovery first), then the store's services,
-the schedule service, the remoting servers (``listenPort`` and the VIP port
-``listenPort - 2``), registration with every NameServer and the periodic jobs. Shutdown runs
-the other way: stop accepting, answer held pulls, unregister, persist, flush and close.
+HA, the schedule service, the remoting servers (``listenPort`` and the VIP port
+``listenPort - 2``), registration with every NameServer (broker/namesrv_registrar.py), the
+periodic jobs (broker/housekeeping.py) and, on a slave, the config sync (broker/slave/).
+What the broker tells clients unasked is broker/broker2client.py; GET_BROKER_RUNTIME_INFO's
+table is broker/runtime_info.py.
+Shutdown runs the other way: stop accepting, answer held pulls, unregister, persist, flush and
+close. What the services do lives in their modules; this one only wires them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable
 
-import attrs
 import trio
 
 from acl.hook import AclHook
 from broker.access import StoredTopics, broker_credentials, load_acl, warn_if_open
+from broker.broker2client import Broker2Client
 from broker.client_manager import ClientManager
 from broker.config import BrokerConfig
 from broker.ha.client import HAClient
 from broker.ha.service import HAService
-from broker.ha.slave_sync import SlaveSynchronize
+from broker.housekeeping import ClientHousekeepingService, ConfigPersistService
 from broker.long_polling import PullRequestHoldService
 from broker.metrics.service import start_metrics
+from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
 from broker.processor.acl_admin import AclAdminProcessor
@@ -42,8 +45,10 @@ from broker.processor.send import SendMessageProcessor
 from broker.processor.send_back import SendBackProcessor
 from broker.processor.update_config import UpdateBrokerConfigProcessor
 from broker.rebalance_lock import RebalanceLockManager
-from broker.registration import BrokerIdentity, BrokerOuterAPI, RegisterResult
+from broker.registration import BrokerOuterAPI
+from broker.runtime_info import BrokerRuntimeInfo
 from broker.schedule import ScheduleMessageService
+from broker.slave.slave_synchronize import SlaveSynchronize
 from broker.stats import BrokerStatsManager
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
@@ -55,29 +60,15 @@ from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting.client import RemotingClient
-from remoting.codes import CURRENT_VERSION, RequestCode
-from remoting.command import RemotingCommand
+from remoting.codes import RequestCode
 from remoting.runtime_config import RuntimeConfig
 from remoting.server import RemotingServer, partial_frames_budget
-from remoting.version import CURRENT_VERSION_DESC
 
 log = logging.getLogger(__name__)
-
-UNREGISTER_TIMEOUT_S = 3.0
-HOUSEKEEPING_INTERVAL_S = 10.0
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@attrs.define
-class HaState:
-    """What registration learned for the HA side (a slave's master), see broker/ha."""
-
-    master_addr: str | None = None
-    ha_master_addr: str | None = None
-    changed: trio.Event = attrs.Factory(trio.Event)
 
 
 class BrokerController:
@@ -100,7 +91,56 @@ class BrokerController:
         self.clock = clock
         self.stats = BrokerStatsManager(clock)  # per topic and group (VIEW_BROKER_STATS_DATA)
         self.ha = HaState(ha_master_addr=store_config.ha_master_address)
-        config_dir = store_config.config_dir
+        self._build_config_managers()
+        self.clients = ClientManager(
+            clock=clock,
+            expired_after_ms=config.channel_expired_timeout,
+            on_group_changed=self.broker2client.notify_consumer_ids_changed,
+        )
+        self.locks = RebalanceLockManager(clock, config.rebalance_lock_max_live_time)
+        self.store = DefaultMessageStore(
+            store_config,
+            store_host=(config.broker_ip1, config.listen_port),
+            arrival_listener=self._on_arrival,
+        )
+        self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
+        self.persist = ConfigPersistService(
+            config, (self.offsets, self.delay_offsets, self.topics, self.groups)
+        )
+        self.housekeeping = ClientHousekeepingService(self.clients, self.stats, clock)
+        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
+        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
+        self._build_ha()
+        self.schedule = ScheduleMessageService(
+            self.store,
+            self.delay_offsets,
+            parse_delay_levels(store_config.message_delay_level),
+            clock=clock,
+        )
+        self.acl = load_acl(config)
+        self.credentials = broker_credentials(config)
+        self._build_servers()
+        self.runtime_info = BrokerRuntimeInfo(  # GET_BROKER_RUNTIME_INFO
+            store=self.store,
+            store_config=store_config,
+            pull_hold=self.pull_hold,
+            ha=self.ha,
+            ha_service=self.ha_service,
+            ha_client=self.ha_client,
+            boot_timestamp=clock(),
+        )
+        self._stop = trio.Event()
+        self.port: int | None = None
+        self.ha_port: int | None = None
+        self.metrics_port: int | None = None
+
+    # ------------------------------------------------------------------------ wiring
+
+    def _build_config_managers(self) -> None:
+        """The JSON-kept tables (topics, offsets, groups, delay offsets), in the store's config
+        folder as RocketMQ keeps them."""
+        config, config_dir = self.config, self.store_config.config_dir
         self.topics = TopicConfigManager(
             JsonConfigFile(config_dir / "topics.json"),
             cluster_name=config.broker_cluster_name,
@@ -118,65 +158,41 @@ class BrokerController:
             auto_create=config.auto_create_subscription_group,
         )
         self.delay_offsets = DelayOffsetTable(JsonConfigFile(config_dir / "delayOffset.json"))
-        self.clients = ClientManager(
-            clock=clock,
-            expired_after_ms=config.channel_expired_timeout,
-            on_group_changed=self.notify_consumer_ids_changed,
-        )
-        self.locks = RebalanceLockManager(clock, config.rebalance_lock_max_live_time)
-        self.store = DefaultMessageStore(
-            store_config,
-            store_host=(config.broker_ip1, config.listen_port),
-            arrival_listener=self._on_arrival,
-        )
-        self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
-        # Certificates load now: a bad one stops start-up (ConfigError naming the key).
-        self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
+        self.broker2client = Broker2Client(config, self.groups)
+
+    def _build_ha(self) -> None:
+        """A slave's HA client (it follows the master registration names), or a master's HA
+        service (slaves connect to it; SYNC_MASTER sends wait on it)."""
+        store_config = self.store_config
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
         if store_config.broker_role is BrokerRole.SLAVE:
             self.ha_client = HAClient(
                 self.store, store_config, self.ha, ssl_context=self.tls.ha_client
             )
-        else:
-            self.ha_service = HAService(
-                self.store,
-                store_config,
-                self.config.broker_ip1 if self.config.broker_ip1 == "127.0.0.1" else "",
-                store_config.ha_listen_port,
-                tls=self.tls.ha_server,
-            )
-            self.store.put_listener = self.ha_service.notify_new_data
-        self.schedule = ScheduleMessageService(
+            return
+        self.ha_service = HAService(
             self.store,
-            self.delay_offsets,
-            parse_delay_levels(store_config.message_delay_level),
-            clock=clock,
+            store_config,
+            self.bind_host,
+            store_config.ha_listen_port,
+            tls=self.tls.ha_server,
         )
-        self.acl = load_acl(config)
-        self.credentials = broker_credentials(config)
+        self.store.put_listener = self.ha_service.notify_new_data
+
+    def _build_servers(self) -> None:
+        """The processors the two ports share, and the ports: ``listenPort`` and RocketMQ's VIP
+        channel at ``listenPort - 2`` (clients with vipChannelEnabled dial it)."""
+        config = self.config
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
         self.transactions = TransactionalMessageService(self)
         # The main and VIP ports' connections hold partial frames against one limit.
         self._partial_frames = partial_frames_budget(config.server_partial_frames_max_bytes)
         self.server = self._server("broker", config.listen_port)
-        # RocketMQ's VIP channel: clients with vipChannelEnabled dial listenPort - 2.
         self.vip_server = (
             self._server("broker-vip", config.listen_port - 2) if config.listen_port > 2 else None
         )
-        self._register_now = trio.Event()
-        self._stop = trio.Event()
-        self.outer: BrokerOuterAPI | None = None
-        self.boot_timestamp = clock()
-        self.port: int | None = None
-        self.ha_port: int | None = None
-        self.metrics_port: int | None = None
-        # Set when a NameServer refuses us as master after our slave was promoted: split-brain
-        # writes are refused (the remark says how to rejoin).
-        self.fenced: str | None = None
-
-    # ------------------------------------------------------------------------ wiring
 
     def _server(self, name: str, port: int) -> RemotingServer:
         server = RemotingServer(
@@ -228,30 +244,9 @@ class BrokerController:
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
 
-    def notify_consumer_ids_changed(self, group: str, channels: list[object]) -> None:
-        if not self.config.notify_consumer_ids_changed_enable:
-            return
-        config = self.groups.table.get(group)
-        if config is not None and not config.notify_consumer_ids_changed_enable:
-            return
-        for channel in channels:
-            request = RemotingCommand.request(
-                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
-            )
-            channel.send_nowait(request)  # type: ignore[attr-defined]
-
     @property
     def is_slave(self) -> bool:
         return self.store_config.broker_role is BrokerRole.SLAVE
-
-    def identity(self) -> BrokerIdentity:
-        return BrokerIdentity(
-            cluster_name=self.config.broker_cluster_name,
-            broker_name=self.config.broker_name,
-            broker_addr=self.config.broker_addr,
-            broker_id=self.config.broker_id,
-            ha_server_addr=self.config.ha_server_addr(self.store_config.ha_listen_port),
-        )
 
     async def wait_replicated(self, end_offset: int) -> PutMessageStatus:
         """SYNC_MASTER: PUT_OK once a slave acked ``end_offset``. Without the HA service a
@@ -266,46 +261,6 @@ class BrokerController:
         self.topics.delete(topics)
         self.offsets.remove_topics(topics)
         self.store.delete_topics(topics)
-
-    def runtime_info(self) -> dict[str, str]:
-        info = self.store.runtime_info()
-        info.update(
-            {
-                # The RocketMQ release whose protocol we speak (the version every reply carries,
-                # which Java clients gate features on), not a release of rocketmq-trio.
-                "brokerVersionDesc": CURRENT_VERSION_DESC,
-                "brokerVersion": str(CURRENT_VERSION),
-                "bootTimestamp": str(self.boot_timestamp),
-                "brokerRole": self.store_config.broker_role.name,
-                "msgPutTotalTodayNow": str(self.store.stats.put_message_times_total),
-                "msgGetTotalTodayNow": str(self.store.stats.get_message_transferred_msg_count),
-                "pullHeldCount": str(self.pull_hold.held),
-            }
-        )
-        info.update(self.ha_runtime_info())
-        return info
-
-    def ha_runtime_info(self) -> dict[str, str]:
-        """Replication status (ours; RocketMQ 4.x shows none): per-slave acked offset and lag
-        on a master, the master it follows on a slave."""
-        if self.ha_service is not None:
-            service = self.ha_service
-            return {
-                "haConnectionCount": str(service.connection_count),
-                "haPush2SlaveMaxOffset": str(service.push2slave_max_offset),
-                "haSlaveDisconnects": str(service.disconnects),
-                "haSlaves": json.dumps(service.slaves(), separators=(",", ":")),
-            }
-        if self.ha_client is not None:
-            status = self.ha_client.status()
-            return {
-                "masterAddr": self.ha.master_addr or "",
-                "haMasterAddr": str(status["haMasterAddr"]),
-                "haConnected": str(status["connected"]).lower(),
-                "haDisconnects": str(status["disconnects"]),
-                "haLastChunkMillisAgo": str(status["lastChunkMillisAgo"]),
-            }
-        return {}
 
     # ------------------------------------------------------------------------ lifecycle
 
@@ -330,7 +285,7 @@ class BrokerController:
                 self.topics.update(config)
 
     def request_registration(self) -> None:
-        self._register_now.set()
+        self.registrar.request()
 
     def stop(self) -> None:
         self._stop.set()
@@ -355,13 +310,12 @@ class BrokerController:
                 self.metrics_port = await start_metrics(self, nursery)
                 signer = self.credentials.sign if self.credentials is not None else None
                 client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
-                self.outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
-                await self.register_all()
-                nursery.start_soon(self._registration_loop)
-                nursery.start_soon(self._persist_loop)
-                nursery.start_soon(self._housekeeping_loop)
+                outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
+                await nursery.start(self.registrar.run, outer)
+                nursery.start_soon(self.persist.run)
+                nursery.start_soon(self.housekeeping.run)
                 if self.is_slave:
-                    nursery.start_soon(SlaveSynchronize(self, client).run)
+                    nursery.start_soon(self._slave_synchronize(client).run)
                 else:
                     nursery.start_soon(self.transactions.run)
                 log.info(
@@ -376,7 +330,18 @@ class BrokerController:
                 await self._shutdown(client)
                 nursery.cancel_scope.cancel()
         finally:
-            self.persist_sync()
+            self.persist.persist_sync()
+
+    def _slave_synchronize(self, client: RemotingClient) -> SlaveSynchronize:
+        return SlaveSynchronize(
+            ha=self.ha,
+            broker_addr=self.config.broker_addr,
+            topics=self.topics,
+            offsets=self.offsets,
+            delay_offsets=self.delay_offsets,
+            groups=self.groups,
+            client=client,
+        )
 
     async def _shutdown(self, client: RemotingClient) -> None:
         log.info("broker shutting down")
@@ -386,79 +351,5 @@ class BrokerController:
                 await self.vip_server.stop_accepting()
             self.pull_hold.wake_all()
             await trio.sleep(0)  # let woken pulls answer before connections close
-            if self.outer is not None:
-                with trio.move_on_after(UNREGISTER_TIMEOUT_S + 1):
-                    await self.outer.unregister_all(self.identity(), UNREGISTER_TIMEOUT_S)
+            await self.registrar.unregister_all()
             await client.aclose()
-
-    def persist_sync(self) -> None:
-        for manager in (self.topics, self.offsets, self.groups, self.delay_offsets):
-            try:
-                manager.persist_sync()
-            except OSError as exc:  # the file logged when its writes started failing
-                log.error("%s not saved at shutdown: %s", manager.file.what, exc)
-
-    async def _persist_loop(self) -> None:
-        """Offsets live in memory and land here; a failed write (full disk) is logged once by
-        its file and retried every period until it succeeds."""
-        while True:
-            await trio.sleep(self.config.flush_consumer_offset_interval / 1000)
-            for manager in (self.offsets, self.delay_offsets, self.topics, self.groups):
-                with contextlib.suppress(OSError):
-                    await manager.persist()
-
-    async def _housekeeping_loop(self) -> None:
-        while True:
-            await trio.sleep(HOUSEKEEPING_INTERVAL_S)
-            self.stats.sample(self.clock())
-            for channel in self.clients.scan_expired():
-                close = getattr(channel, "close_soon", None)
-                if close is not None:
-                    close("client channel expired")
-
-    # ------------------------------------------------------------------------ registration
-
-    async def register_all(self) -> None:
-        # Reset first: a broker without NameServers used to return with the event still set and
-        # spin this loop (a third of its CPU) after the first topic change.
-        self._register_now = trio.Event()
-        if self.outer is None or not self.outer.namesrv_addrs:
-            return
-        results = await self.outer.register_all(
-            self.identity(),
-            self.topics.with_permission(self.config.broker_permission),
-            self.config.register_broker_timeout_mills / 1000,
-        )
-        for result in results:
-            self._apply(result)
-
-    def _apply(self, result: RegisterResult) -> None:
-        if result.fenced:
-            if self.fenced is None:
-                log.critical("%s: refusing every write from now on", result.fenced)
-            self.fenced = result.fenced
-            return
-        if self.is_slave and result.master_addr and result.master_addr != self.ha.master_addr:
-            log.info(
-                "master of %s is %s (HA %s)",
-                self.config.broker_name,
-                result.master_addr,
-                result.ha_server_addr,
-            )
-            self.ha.master_addr = result.master_addr
-            if result.ha_server_addr and not self.store_config.ha_master_address:
-                self.ha.ha_master_addr = result.ha_server_addr
-            self.ha.changed.set()
-            self.ha.changed = trio.Event()
-        if result.order_topics is not None:
-            for name, config in list(self.topics.table.items()):
-                order = name in result.order_topics
-                if config.order != order:
-                    self.topics.table[name] = attrs.evolve(config, order=order)
-
-    async def _registration_loop(self) -> None:
-        period = min(max(self.config.register_name_server_period, 10_000), 60_000) / 1000
-        while True:
-            with trio.move_on_after(period):
-                await self._register_now.wait()
-            await self.register_all()

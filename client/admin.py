@@ -1,6 +1,7 @@
 """Admin API (DefaultMQAdminExt): cluster and topic views, topic and group changes, consumer
 progress, message lookups, HA status and ``diagnose_group``. ``mqadmin`` is its command line.
-Group operations are in admin_groups.py, broker-wide and NameServer ones in admin_brokers.py."""
+Group operations are in admin_groups.py, broker-wide and NameServer ones in admin_brokers.py,
+message reads by time and resends in admin_messages.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import trio
 from acl.credentials import SessionCredentials
 from client.admin_brokers import BrokerAdmin
 from client.admin_groups import GroupAdmin
+from client.admin_messages import MessageAdmin
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientConfig, MQClientInstance
 from client.route import MASTER_ID, master_addr
@@ -39,7 +41,7 @@ from remoting.headers import CreateTopicRequestHeader
 from remoting.serde import decode_body, encode_header_fields
 
 
-class AdminClient(GroupAdmin, BrokerAdmin):
+class AdminClient(GroupAdmin, BrokerAdmin, MessageAdmin):
     def __init__(self, instance: MQClientInstance) -> None:
         self.instance = instance
 

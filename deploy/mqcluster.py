@@ -16,8 +16,10 @@ import threading
 from pathlib import Path
 
 from deploy.cli import OneLineArgumentParser, fail, unexpected
-from deploy.cluster import Cluster, ClusterError, Interrupted
+from deploy.cluster import Cluster
+from deploy.daemon import ClusterError, Interrupted
 from deploy.manifest import ManifestError, load_manifest
+from deploy.promote import promote
 
 PROG = "mqcluster"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -124,13 +126,14 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
         elif args.command == "stop":
             cluster.stop_one(args.name)
         else:
-            cluster.promote(args.name, force=args.force)
+            promote(cluster, args.name, force=args.force)
     else:
         for spec in cluster.manifest.start_order():
             if args.name in (None, spec.name):
-                log = cluster.tail(spec, args.lines, out=False)
-                print(f"==> {cluster.log_path(spec)} <==\n{log}\n")
-                print(f"==> {cluster.out_path(spec)} <==\n{cluster.tail(spec, args.lines)}\n")
+                daemons = cluster.daemons
+                log = daemons.tail(spec, args.lines, out=False)
+                print(f"==> {daemons.log_path(spec)} <==\n{log}\n")
+                print(f"==> {daemons.out_path(spec)} <==\n{daemons.tail(spec, args.lines)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

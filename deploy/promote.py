@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import time
 
-from deploy.cluster import POLL_S, SYNC_TIMEOUT_S, Cluster, ClusterError
+from deploy.cluster import SYNC_TIMEOUT_S, Cluster
+from deploy.daemon import POLL_S, ClusterError
 from deploy.probes import put_kv_everywhere, runtime_infos
 from remoting import constants as K
 
@@ -28,7 +29,7 @@ def promote(cluster: Cluster, broker_name: str, *, force: bool = False) -> None:
                 "make two masters; stop it first, or pass --force to stop it"
             )
         cluster.out(f"stopping {master.name} (--force)")
-        cluster.stop_process(master)
+        cluster.daemons.stop_process(master)
     deadline = time.monotonic() + SYNC_TIMEOUT_S
     while True:
         info = runtime_infos([slave.addr]).get(slave.addr)
@@ -56,7 +57,7 @@ def promote(cluster: Cluster, broker_name: str, *, force: bool = False) -> None:
         aside = old_store.with_name(f"{master.name}.replaced-{int(time.time())}")
         old_store.rename(aside)
         cluster.out(f"old master's store set aside: {aside}")
-    cluster.stop_process(slave)
+    cluster.daemons.stop_process(slave)
     cluster.manifest = cluster.layout.with_promotions(promotions)
     cluster.start_one(slave.name)
     cluster.out(

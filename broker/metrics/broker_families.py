@@ -37,7 +37,7 @@ class BrokerFamilies(Collector):
             config.broker_addr,
             "",
             CURRENT_VERSION_DESC,
-            str(broker.boot_timestamp),
+            str(broker.runtime_info.boot_timestamp),
             str(CURRENT_VERSION),
         ]
         self.node_values = [config.broker_cluster_name, "broker", config.broker_name]

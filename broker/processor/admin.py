@@ -125,7 +125,7 @@ class AdminBrokerProcessor:
     # ------------------------------------------------------------------------ broker
 
     def runtime_info(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        table = self.broker.runtime_info()
+        table = self.broker.runtime_info.table()
         return request.make_response(body=encode_body(KVTable(table=table)))
 
     def broker_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:

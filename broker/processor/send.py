@@ -139,8 +139,9 @@ class SendMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
             )
-        if broker.fenced is not None:
-            raise RequestError(ResponseCode.NO_PERMISSION, broker.fenced)
+        fenced = broker.registrar.fenced
+        if fenced is not None:
+            raise RequestError(ResponseCode.NO_PERMISSION, fenced)
         topic = header.topic  # a valid name: the header decoder checked it
         if topic in K.NOT_ALLOWED_SEND_TOPICS:
             raise RequestError(

@@ -1,17 +1,27 @@
 """MessageStoreConfig: the store's settings under RocketMQ's own key names (docs/STYLE.md §9,
 docs/spec/store-format.md). ``broker.conf`` is loaded into this class by the broker's config loader;
-field ``x_y`` is key ``xY`` unless metadata says otherwise.
+field ``x_y`` is key ``xY`` unless metadata says otherwise. Tools that work on a stopped store
+(ops/spark's ``mqreconcile apply``) read only the store's keys, with ``store_config``.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
 from broker.store.delay_level import parse_delay_levels
-from remoting.settings import INT_MAX, PORT, Range, java_int, optional_address
+from remoting.settings import (
+    INT_MAX,
+    PORT,
+    Range,
+    build,
+    java_int,
+    optional_address,
+    read_fields,
+)
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -155,3 +165,13 @@ class MessageStoreConfig:
     @property
     def config_dir(self) -> Path:
         return self.store_path_root_dir / "config"
+
+
+def store_config(properties: Mapping[str, str]) -> MessageStoreConfig:
+    """The store's keys of a ``broker.conf``, each checked as the broker checks it at start-up
+    (remoting/settings.py); the broker's own keys are not the store's business and are skipped.
+    ConfigError names the first bad key. The rules between keys (broker/config_checks.py) are
+    the broker's: a tool reading a stopped store needs the layout, not a runnable broker."""
+    attrs.resolve_types(MessageStoreConfig)
+    values, _ = read_fields((MessageStoreConfig,), properties, frozenset())
+    return build(MessageStoreConfig, values[MessageStoreConfig])

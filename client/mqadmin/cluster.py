@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -301,32 +300,3 @@ async def cluster_rt(admin: AdminClient, args: argparse.Namespace) -> Any:
             return result
         args.emit(result)
         await trio.sleep(args.interval)
-
-
-def _promote_setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-b", "--brokerName", required=True)
-    p.add_argument("--layout", type=Path, required=True, help="the mqcluster layout folder")
-    p.add_argument("--base-dir", type=Path, help="as given to mqcluster (default .run/<layout>)")
-    p.add_argument("--port-offset", type=int, default=0)
-    p.add_argument("--force", action="store_true", help="stop a master that still answers")
-
-
-@command("promoteSlave", "make a pair's slave its master, fencing the old master", _promote_setup)
-async def promote_slave(admin: AdminClient, args: argparse.Namespace) -> Any:
-    from deploy.cluster import Cluster, ClusterError
-    from deploy.manifest import ManifestError, load_manifest
-
-    try:
-        manifest = load_manifest(args.layout).shifted(args.port_offset)
-    except ManifestError as exc:
-        raise MQClientError(str(exc)) from None
-    base = args.base_dir or Path(".run") / (
-        manifest.name + (f"+{args.port_offset}" if args.port_offset else "")
-    )
-    lines: list[str] = []
-    cluster = Cluster(manifest, base, out=lines.append)
-    try:
-        await trio.to_thread.run_sync(lambda: cluster.promote(args.brokerName, force=args.force))
-    except ClusterError as exc:
-        raise MQClientError(str(exc)) from None
-    return lines

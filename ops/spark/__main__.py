@@ -19,9 +19,13 @@ import os
 import sys
 from pathlib import Path
 
+from broker.store.config import MessageStoreConfig, store_config
 from deploy.cli import OneLineArgumentParser, fail, unexpected
 from ops.spark.apply import BundleError, apply_bundle
 from ops.spark.segments import BackupError
+from remoting import properties
+from remoting.runtime_config import RuntimeConfigError, load_overrides
+from remoting.settings import ConfigError
 
 PROG = "mqreconcile"
 
@@ -93,21 +97,22 @@ def check_stopped(store: Path) -> None:
         )
 
 
-def _store_config(conf: Path | None):
+def _store_config(conf: Path | None) -> MessageStoreConfig | None:
+    """The store's settings the slave starts with: its ``-c`` file with the keys
+    updateBrokerConfig kept (``brokerConfigPath``) over it, read by the store's own config
+    module. Only the store's keys matter here (segment sizes, paths)."""
     if conf is None:
         return None
-    from broker.config import ConfigError
-    from broker.config_update import start_config
-    from remoting import properties
-
     if not conf.is_file():
         raise InputError(f"--broker-conf {conf} is not a file")
     try:
-        # what the broker itself starts with: updateBrokerConfig's changes over the file
-        _, _, store_config = start_config(properties.loads(conf.read_text()), conf)
-    except (ConfigError, properties.PropertiesError) as exc:
+        startup = properties.loads(conf.read_text())
+        kept = startup.get("brokerConfigPath") or str(
+            store_config(startup).config_dir / "broker.properties"
+        )
+        return store_config({**startup, **load_overrides(Path(kept))})
+    except (ConfigError, RuntimeConfigError, properties.PropertiesError) as exc:
         raise InputError(f"--broker-conf {conf}: {exc}") from None
-    return store_config
 
 
 def apply(args: argparse.Namespace) -> int:

@@ -76,7 +76,6 @@ def test_the_table_lists_every_command_and_apaches_are_all_there() -> None:
     assert ours_only - APACHE_COMMANDS == {
         "diagnoseGroup",
         "haStatus",
-        "promoteSlave",
         "getAclConfig",
         "getAccessConfigSubCommand",
     }

@@ -3,12 +3,11 @@ slave down with it)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import trio
 
-from broker.ha import slave_sync
-from broker.ha.slave_sync import SlaveSynchronize
+from broker.namesrv_registrar import HaState
+from broker.slave import slave_synchronize
+from broker.slave.slave_synchronize import SlaveSynchronize
 from remoting.errors import RemotingConnectError
 
 
@@ -25,13 +24,17 @@ class VanishingMaster:
 
 
 async def test_sync_failures_are_logged_and_retried(monkeypatch) -> None:
-    monkeypatch.setattr(slave_sync, "INTERVAL_S", 0.01)
-    broker = SimpleNamespace(
-        ha=SimpleNamespace(master_addr="127.0.0.1:10911", changed=trio.Event()),
-        config=SimpleNamespace(broker_addr="127.0.0.1:10921"),
-    )
+    monkeypatch.setattr(slave_synchronize, "INTERVAL_S", 0.01)
     client = VanishingMaster()
-    sync = SlaveSynchronize(broker, client)  # type: ignore[arg-type]
+    sync = SlaveSynchronize(
+        ha=HaState(master_addr="127.0.0.1:10911"),
+        broker_addr="127.0.0.1:10921",
+        topics=None,  # type: ignore[arg-type]  # the master vanishes before any is read
+        offsets=None,  # type: ignore[arg-type]
+        delay_offsets=None,  # type: ignore[arg-type]
+        groups=None,  # type: ignore[arg-type]
+        client=client,  # type: ignore[arg-type]
+    )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(sync.run)
         with trio.fail_after(5):

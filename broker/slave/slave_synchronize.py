@@ -1,6 +1,8 @@
 """SlaveSynchronize: a slave copies its master's topics, consumer offsets, delay offsets and
 subscription groups every 10 s (docs/spec/ha.md §6.1), and at once when it learns a new master
-(RocketMQ waits 3 s after start-up for the first round).
+(RocketMQ waits 3 s after start-up for the first round). RocketMQ keeps it in
+``broker/slave/``: it copies configuration over the remoting port, not the CommitLog (that is
+broker/ha).
 
 Topic configs come over the master's VIP port (listenPort - 2) as RocketMQ does; the rest over
 the main port. Offsets are merged, never removed, so a consumer that committed on the slave while
@@ -27,7 +29,10 @@ from remoting.errors import RemotingError
 from remoting.serde import decode_body
 
 if TYPE_CHECKING:
-    from broker.controller import BrokerController
+    from broker.namesrv_registrar import HaState
+    from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
+    from broker.subscription_group import SubscriptionGroupManager
+    from broker.topic_config import TopicConfigManager
     from remoting.client import RemotingClient
 
 log = logging.getLogger(__name__)
@@ -43,18 +48,33 @@ def vip_addr(addr: str) -> str:
 
 
 class SlaveSynchronize:
-    def __init__(self, broker: BrokerController, client: RemotingClient) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        *,
+        ha: HaState,
+        broker_addr: str,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetManager,
+        delay_offsets: DelayOffsetTable,
+        groups: SubscriptionGroupManager,
+        client: RemotingClient,
+    ) -> None:
+        self.ha = ha  # the master's address, from registration
+        self.broker_addr = broker_addr  # our own: never a master of ourselves
+        self.topics = topics
+        self.offsets = offsets
+        self.delay_offsets = delay_offsets
+        self.groups = groups
         self.client = client
         self.last_sync_ok = False
 
     async def run(self) -> None:
-        if not self.broker.ha.master_addr:
+        if not self.ha.master_addr:
             await trio.sleep(FIRST_DELAY_S)
         while True:
-            changed = self.broker.ha.changed
-            master = self.broker.ha.master_addr
-            if master and master != self.broker.config.broker_addr:
+            changed = self.ha.changed
+            master = self.ha.master_addr
+            if master and master != self.broker_addr:
                 try:
                     await self.sync_all(master)
                     self.last_sync_ok = True
@@ -80,16 +100,16 @@ class SlaveSynchronize:
         return response.body or b"{}"
 
     async def sync_all(self, master: str) -> None:
-        broker = self.broker
         topics = decode_body(
             TopicConfigSerializeWrapper,
             await self._fetch(vip_addr(master), RequestCode.GET_ALL_TOPIC_CONFIG),
         )
-        if topics.data_version != broker.topics.data_version:
-            broker.topics.table.clear()
-            broker.topics.table.update(topics.topic_config_table)
-            broker.topics.data_version = topics.data_version
-            broker.topics.persist_sync()
+        manager = self.topics
+        if topics.data_version != manager.data_version:
+            manager.table.clear()
+            manager.table.update(topics.topic_config_table)
+            manager.data_version = topics.data_version
+            manager.persist_sync()
             log.info("topic config synchronized from master %s", master)
 
         offsets = decode_body(
@@ -97,21 +117,21 @@ class SlaveSynchronize:
             await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET),
         )
         for key, table in offsets.offset_table.items():
-            broker.offsets.table[key] = dict(table)
-        await broker.offsets.persist()
+            self.offsets.table[key] = dict(table)
+        await self.offsets.persist()
 
         delays = decode_body(
             DelayOffsetSerializeWrapper,
             await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET),
         )
-        broker.delay_offsets.table = dict(delays.offset_table)
-        await broker.delay_offsets.persist()
+        self.delay_offsets.table = dict(delays.offset_table)
+        await self.delay_offsets.persist()
 
         groups = decode_body(
             SubscriptionGroupWrapper,
             await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG),
         )
-        if groups.data_version != broker.groups.data_version:
-            broker.groups.table.update(groups.subscription_group_table)
-            broker.groups.data_version = groups.data_version
-            broker.groups.persist_sync()
+        if groups.data_version != self.groups.data_version:
+            self.groups.table.update(groups.subscription_group_table)
+            self.groups.data_version = groups.data_version
+            self.groups.persist_sync()

@@ -1,0 +1,1 @@
+"""One module per area of the console: cluster, topics, consumer groups, messages."""
