@@ -8,11 +8,12 @@ LAYOUT ?= single
 # Suites too heavy for every run: `make test-all` runs them too.
 PYTEST_MARKS ?= not slow
 # Run again with every native extension off (ROCKETMQ_TRIO_PURE=1), so the pure-Python twins
-# are held to the same behaviour on every run. Interop, faults, fuzz, the console and the
-# testing plugin exercise the same server code paths as the rest of integration at several
+# are held to the same behaviour on every run. Interop, faults, fuzz, the console, metrics and
+# the testing plugin exercise the same server code paths as the rest of integration at several
 # times the cost: they run native only (CI has 90 minutes on 2 cores; tests/README.md).
 PURE_PATHS ?= tests/unit tests/property tests/integration \
-	--ignore=tests/integration/console --ignore=tests/integration/plugin
+	--ignore=tests/integration/console --ignore=tests/integration/plugin \
+	--ignore=tests/integration/metrics
 
 # The long fuzz campaign (tests/fuzz): `make fuzz FUZZ_MINUTES=30 FUZZ_SEED=7 [FUZZ_DIR=...]`.
 FUZZ_MINUTES ?= 30
@@ -33,6 +34,10 @@ $(STAMP): pyproject.toml setup.py $(NATIVE)
 	@command -v java >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; } || \
 	  echo "note: no Java found: the Spark job and its tests need openjdk-17-jre-headless"
+	@# The alert-rule tests run Debian's Prometheus and promtool (else they skip, saying why).
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  echo "note: no promtool found: the alert-rule tests need Debian's prometheus package"
 	@# The console's browser tests drive Debian's chromium through Playwright (which downloads
 	@# no browser of its own): install it when missing and we may (else those tests skip).
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from broker.store.config import BrokerRole, MessageStoreConfig
+from metrics.config import MetricsKeys
 from remoting import constants as K
 from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.names import TOPIC_MAX_LENGTH
@@ -62,7 +63,7 @@ def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
 # Every key: its type, and a validator bounding it (remoting/settings.py). Times are ms unless
 # the comment says otherwise.
 @attrs.frozen(kw_only=True)
-class BrokerConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
+class BrokerConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
     broker_cluster_name: str = attrs.field(default="DefaultCluster", validator=_cluster_name)
     broker_name: str = attrs.field(factory=socket.gethostname, validator=node_name)
     broker_id: int = attrs.field(default=0, validator=java_long())
@@ -153,6 +154,14 @@ class BrokerConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) c
     # tls.server.*'s, client certificates as tls.server.need.client.auth says), and a slave
     # dials its master's HA port with TLS (tls.client.*). Set it on both.
     ha_use_tls: bool = attrs.field(default=False, metadata={"wire": "haUseTLS"})
+    # Ours (RocketMQ 5 exports lag per group and topic only): a group's lag is also exported
+    # per queue while it consumes at most this many queues on this broker (0: never).
+    metrics_per_queue_max_queues: int = attrs.field(default=64, validator=java_int(0, 100_000))
+    # Ours: how often the clients of broadcasting groups are asked for their own offsets
+    # (broker/metrics/client_probe.py), ms.
+    metrics_broadcast_probe_interval: int = attrs.field(
+        default=15_000, validator=java_int(100, 3_600_000)
+    )
 
     @property
     def is_master(self) -> bool:

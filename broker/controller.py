@@ -27,6 +27,7 @@ from broker.ha.client import HAClient
 from broker.ha.service import HAService
 from broker.housekeeping import ClientHousekeepingService, ConfigPersistService
 from broker.long_polling import PullRequestHoldService
+from broker.metrics.service import start_metrics
 from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
@@ -132,6 +133,7 @@ class BrokerController:
         self._stop = trio.Event()
         self.port: int | None = None
         self.ha_port: int | None = None
+        self.metrics_port: int | None = None
 
     # ------------------------------------------------------------------------ wiring
 
@@ -305,6 +307,7 @@ class BrokerController:
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
+                self.metrics_port = await start_metrics(self, nursery)
                 signer = self.credentials.sign if self.credentials is not None else None
                 client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
                 outer = BrokerOuterAPI(client, self.config.namesrv_addrs)

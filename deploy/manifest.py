@@ -36,11 +36,18 @@ class ProcessSpec:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def metrics_port(self) -> int:
+        """Where its /metrics listens when its conf sets metricsExporterType=PROM: the next
+        port a NameServer, the one past the HA port a broker (deploy/monitoring/prometheus/)."""
+        return self.port + 1 if self.kind == "namesrv" else self.port + 2
+
+    @property
     def ports(self) -> list[int]:
-        """Every port the process binds: a broker also has its VIP (-2) and HA (+1) ports."""
+        """Every port the process binds: a broker also has its VIP (-2) and HA (+1) ports;
+        each its metrics port."""
         if self.kind == "namesrv":
-            return [self.port]
-        return [self.port - 2, self.port, self.port + 1]
+            return [self.port, self.metrics_port]
+        return [self.port - 2, self.port, self.port + 1, self.metrics_port]
 
 
 @attrs.frozen
@@ -94,6 +101,8 @@ class Manifest:
         # the process writes and rotates its own log (remoting/logs.py): mqcluster's `up`
         # returns while the processes run on, so nothing of mqcluster's could rotate a pipe
         values["logFile"] = str(base_dir / "logs" / f"{spec.name}.log")
+        if values.get("metricsExporterType") == "PROM":
+            values["metricsPromExporterPort"] = str(spec.metrics_port)
         if spec.kind == "namesrv":
             values["listenPort"] = str(spec.port)
             values["kvConfigPath"] = str(base_dir / "store" / spec.name / "kvConfig.json")

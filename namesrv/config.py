@@ -11,6 +11,7 @@ from pathlib import Path
 
 import attrs
 
+from metrics.config import MetricsKeys
 from remoting.logs import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from remoting.settings import (
     PORT,
@@ -42,7 +43,7 @@ def _host(_: object, attribute: attrs.Attribute, value: str) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class NamesrvConfig(TlsKeys):  # RocketMQ's tls.* keys (remoting/tls_config.py) come first
+class NamesrvConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
     listen_port: int = attrs.field(default=9876, validator=PORT)
     listen_host: str = attrs.field(default="0.0.0.0", validator=_host)  # not a RocketMQ key
     rocketmq_home: str = attrs.field(factory=lambda: str(_home()))

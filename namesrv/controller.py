@@ -12,9 +12,11 @@ import trio
 from acl.files import resolve_acl_file
 from acl.hook import AclHook
 from acl.service import PlainAclService
+from metrics.exporter import PrometheusExporter
 from namesrv.config import NamesrvConfig, runtime_config_path
 from namesrv.config_update import NamesrvConfigUpdater
 from namesrv.kv_config import KVConfigManager
+from namesrv.metrics import NamesrvFamilies, RequestCounter
 from namesrv.processor import NamesrvProcessor
 from namesrv.route_info import RouteInfoManager
 from remoting.connection import Connection
@@ -46,6 +48,16 @@ class NamesrvController:
         runtime = runtime or RuntimeConfig(runtime_config_path(config), {})
         updater = NamesrvConfigUpdater(config, runtime)
         self.processor = NamesrvProcessor(config, self.routes, self.kv, updater)
+        handlers = self.processor.handlers()
+        self.metrics: PrometheusExporter | None = None
+        if config.metrics_enabled:
+            requests = RequestCounter()
+            handlers = requests.wrap(handlers)
+            self.metrics = PrometheusExporter(
+                config.metrics_prom_exporter_host or config.listen_host,
+                config.metrics_prom_exporter_port,
+                NamesrvFamilies(self.routes, requests, clock),
+            )
         self.acl: PlainAclService | None = None
         if config.acl_enable:  # loaded now: a bad file stops start-up (AclConfigError)
             home = Path(config.rocketmq_home)
@@ -55,7 +67,7 @@ class NamesrvController:
             config.listen_host,
             config.listen_port,
             name="namesrv",
-            processors=self.processor.handlers(),
+            processors=handlers,
             default_processor=no_reply,
             idle_timeout_s=config.server_channel_max_idle_time_seconds,
             max_frame_bytes=config.max_frame_bytes,
@@ -81,6 +93,8 @@ class NamesrvController:
             if self.acl is not None:
                 await nursery.start(self.acl.run)
             port = await nursery.start(self.server.run)
+            if self.metrics is not None:
+                await nursery.start(self.metrics.run)
             nursery.start_soon(self._scan_loop)
             log.info("name server serving on %s:%d", self.config.listen_host, port)
             task_status.started(port)

@@ -85,15 +85,22 @@ def plan(layout: str, broker_conf: Mapping[str, object] | None = None) -> list[P
     for spec in manifest.start_order():
         if spec.kind == "namesrv":
             if namesrvs is None or sum(p.kind == "namesrv" for p in out) < namesrvs:
-                out.append(ProcessPlan(spec.name, "namesrv", properties.load(spec.conf)))
+                out.append(ProcessPlan(spec.name, "namesrv", _layout_conf(spec.conf)))
             continue
         if keep is not None and spec.broker_name not in keep:
             continue
-        conf = {**properties.load(spec.conf), **TEST_STORE_CONF, **overrides}
+        conf = {**_layout_conf(spec.conf), **TEST_STORE_CONF, **overrides}
         out.append(
             ProcessPlan(spec.name, "broker", conf, spec.broker_name, int(conf.get("brokerId", "0")))
         )
     return out
+
+
+def _layout_conf(path: Path) -> dict[str, str]:
+    """A layout process's .conf without its metrics keys: mqcluster gives each process a metrics
+    port of its own (deploy/manifest.py), a test cluster has none to give, and every process
+    would bind the default one."""
+    return {k: v for k, v in properties.load(path).items() if not k.startswith("metrics")}
 
 
 def _overrides(broker_conf: Mapping[str, object]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from time import perf_counter_ns
 from typing import Any
 
 import trio
@@ -259,6 +260,7 @@ class DefaultMessageStore(QueueLookups):
         refused = self._refuse()
         if refused is not None:
             return refused
+        started = perf_counter_ns()
         caught_up = self.reput.caught_up()
         result, request = self.commit_log.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:
@@ -267,6 +269,7 @@ class DefaultMessageStore(QueueLookups):
                 self.reput.wake()
             elif self._dispatch_ok(self.dispatcher.dispatch, request):
                 self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
+        self.stats.on_put_time(perf_counter_ns() - started)
         return result
 
     def put_messages(self, batch: MessageExtBrokerInner) -> PutMessageResult:
@@ -274,6 +277,7 @@ class DefaultMessageStore(QueueLookups):
         refused = self._refuse()
         if refused is not None:
             return refused
+        started = perf_counter_ns()
         caught_up = self.reput.caught_up()
         result, requests = self.commit_log.put_messages(batch)
         if result.status is PutMessageStatus.PUT_OK:
@@ -282,6 +286,7 @@ class DefaultMessageStore(QueueLookups):
                 self.reput.wake()
             elif self._dispatch_ok(self.dispatcher.dispatch_batch, requests):
                 self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
+        self.stats.on_put_time(perf_counter_ns() - started)
         return result
 
     def _appended(self, result: PutMessageResult) -> None:
@@ -354,9 +359,11 @@ class DefaultMessageStore(QueueLookups):
         max_msg_nums: int,
         message_filter: object | None = None,
     ) -> GetMessageResult:
+        started = perf_counter_ns()
         result = self.reader.get_message(
             topic, queue_id, queue_offset, max_msg_nums, message_filter
         )
+        self.stats.on_get_time(perf_counter_ns() - started)
         self.stats.on_get(result)
         return result
 
