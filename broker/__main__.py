@@ -25,7 +25,7 @@ from broker.store.mapped_file import StoreError
 from remoting import properties
 from remoting.logs import LEVELS, setup_logging
 from remoting.ports import ephemeral_conflicts
-from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
+from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process, start_failure
 
 log = logging.getLogger("broker")
 
@@ -86,21 +86,13 @@ def directories(config: BrokerConfig, store: MessageStoreConfig) -> list[tuple[s
 
 def prepare(config: BrokerConfig, store: MessageStoreConfig, level: str) -> str | None:
     """Directories created and proven writable, the log file opened; else the one line."""
-    for key, path in directories(config, store):
-        problem = prepare_directory(path)
-        if problem is not None:
-            return f"{key} is not usable: {problem}"
-    if config.log_file is not None:
-        try:
-            setup_logging(
-                level,
-                config.log_file,
-                max_bytes=config.log_file_max_bytes,
-                backups=config.log_file_backups,
-            )
-        except OSError as exc:
-            return f"logFile={str(config.log_file)!r} is not usable: {exc.strerror or exc}"
-    return None
+    return prepare_process(
+        directories(config, store),
+        level,
+        config.log_file,
+        config.log_file_max_bytes,
+        config.log_file_backups,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from namesrv.controller import NamesrvController
 from remoting import properties
 from remoting.logs import LEVELS, setup_logging
 from remoting.ports import ephemeral_conflicts
-from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_directory, start_failure
+from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process, start_failure
 
 log = logging.getLogger("namesrv")
 
@@ -42,21 +42,9 @@ def prepare(config: NamesrvConfig, level: str) -> str | None:
     found = [("kvConfigPath", config.kv_config_path.parent)]
     if config.log_file is not None:
         found.append(("logFile", config.log_file.parent))
-    for key, path in found:
-        problem = prepare_directory(path)
-        if problem is not None:
-            return f"{key} is not usable: {problem}"
-    if config.log_file is not None:
-        try:
-            setup_logging(
-                level,
-                config.log_file,
-                max_bytes=config.log_file_max_bytes,
-                backups=config.log_file_backups,
-            )
-        except OSError as exc:
-            return f"logFile={str(config.log_file)!r} is not usable: {exc.strerror or exc}"
-    return None
+    return prepare_process(
+        found, level, config.log_file, config.log_file_max_bytes, config.log_file_backups
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

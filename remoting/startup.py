@@ -12,7 +12,10 @@ import contextlib
 import errno
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
+
+from remoting.logs import setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,27 @@ def prepare_directory(path: Path) -> str | None:
     finally:
         with contextlib.suppress(OSError):
             probe.unlink(missing_ok=True)
+    return None
+
+
+def prepare_process(
+    directories: Iterable[tuple[str, Path]],
+    level: str,
+    log_file: Path | None,
+    max_bytes: int,
+    backups: int,
+) -> str | None:
+    """A server's directories (config key, path) created and proven writable and its log file
+    opened; None when all are, else the one line naming the key."""
+    for key, path in directories:
+        problem = prepare_directory(path)
+        if problem is not None:
+            return f"{key} is not usable: {problem}"
+    if log_file is not None:
+        try:
+            setup_logging(level, log_file, max_bytes=max_bytes, backups=backups)
+        except OSError as exc:
+            return f"logFile={str(log_file)!r} is not usable: {exc.strerror or exc}"
     return None
 
 

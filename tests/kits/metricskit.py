@@ -9,6 +9,9 @@ import urllib.request
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.harness import free_port_block
+from tests.kits.brokerkit import broker_conf, start_namesrv
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -61,3 +64,19 @@ def promtool_check(text: str) -> str | None:
     )
     lines = (done.stdout + done.stderr).splitlines()
     return "\n".join(line for line in lines if not line.startswith(EXPORTER_PREFIXES))
+
+
+def namesrv_with_metrics(processes, tmp_path):  # type: ignore[no-untyped-def]
+    """A NameServer serving /metrics and a broker.conf that serves them too (not started):
+    (namesrv, conf, namesrv metrics port, broker metrics port)."""
+    namesrv_metrics, broker_metrics = free_port_block(1), free_port_block(1)
+    namesrv = start_namesrv(
+        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=namesrv_metrics
+    )
+    conf = broker_conf(
+        tmp_path,
+        namesrvAddr=namesrv.addr,
+        metricsExporterType="PROM",
+        metricsPromExporterPort=broker_metrics,
+    )
+    return namesrv, conf, namesrv_metrics, broker_metrics

@@ -14,7 +14,8 @@ import pytest
 OPENSSL = shutil.which("openssl")
 
 needs_openssl = pytest.mark.skipif(
-    OPENSSL is None, reason="the openssl command makes test certificates"
+    OPENSSL is None,
+    reason="no openssl command on PATH: the TLS tests make their certificates with it (apt-get install openssl)",
 )
 
 
@@ -76,7 +77,9 @@ def make_certs(folder: Path) -> Certs:
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     if OPENSSL is None:
-        pytest.skip("the openssl command makes test certificates")
+        pytest.skip(
+            "no openssl command on PATH: the TLS tests make their certificates with it (apt-get install openssl)"
+        )
     return make_certs(tmp_path_factory.mktemp("certs"))
 
 

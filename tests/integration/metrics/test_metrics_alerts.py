@@ -17,9 +17,9 @@ from remoting.body import ConsumeFromWhere
 from remoting.client import RemotingClient
 from tests.conftest import REPO_ROOT
 from tests.harness import free_port_block
-from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
+from tests.kits.brokerkit import broker_conf, start_broker, wait_for_route
 from tests.kits.hakit import wait_until
-from tests.kits.metricskit import scrape_text
+from tests.kits.metricskit import namesrv_with_metrics, scrape_text
 from tests.kits.promkit import (
     NEEDS_PROMETHEUS,
     RULES,
@@ -40,16 +40,7 @@ def firing(alerts: list[dict], name: str) -> list[dict]:
 
 @NEEDS_PROMETHEUS
 async def test_lag_alert_fires_when_the_consumer_stops(processes, tmp_path) -> None:
-    namesrv_metrics, broker_metrics = free_port_block(1), free_port_block(1)
-    namesrv = start_namesrv(
-        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=namesrv_metrics
-    )
-    conf = broker_conf(
-        tmp_path,
-        namesrvAddr=namesrv.addr,
-        metricsExporterType="PROM",
-        metricsPromExporterPort=broker_metrics,
-    )
+    namesrv, conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(processes, tmp_path)
     start_broker(processes, conf)
     jobs = {
         "rocketmq-broker": [f"127.0.0.1:{broker_metrics}"],
@@ -117,17 +108,10 @@ def _names_used() -> set[str]:
 
 
 async def test_rules_and_dashboard_use_only_exported_names(processes, tmp_path) -> None:
-    namesrv_metrics, broker_metrics = free_port_block(1), free_port_block(1)
-    namesrv = start_namesrv(
-        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=namesrv_metrics
+    namesrv, master_conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(
+        processes, tmp_path
     )
     slave_conf = None
-    master_conf = broker_conf(
-        tmp_path,
-        namesrvAddr=namesrv.addr,
-        metricsExporterType="PROM",
-        metricsPromExporterPort=broker_metrics,
-    )
     start_broker(processes, master_conf)
     slave_metrics = free_port_block(1)
     master_ha = next(

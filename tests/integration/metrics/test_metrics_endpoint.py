@@ -18,9 +18,15 @@ from tests.kits.brokerkit import (
     call,
     send_request,
     start_broker,
-    start_namesrv,
 )
-from tests.kits.metricskit import fetch, parse, promtool_check, scrape_text, value
+from tests.kits.metricskit import (
+    fetch,
+    namesrv_with_metrics,
+    parse,
+    promtool_check,
+    scrape_text,
+    value,
+)
 
 TOPIC, GROUP = "MetricsTopic", "MetricsGroup"
 
@@ -36,16 +42,7 @@ def commit(queue_id: int, offset: int) -> RemotingCommand:
 
 
 async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> None:
-    namesrv_metrics, broker_metrics = free_port_block(1), free_port_block(1)
-    namesrv = start_namesrv(
-        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=namesrv_metrics
-    )
-    conf = broker_conf(
-        tmp_path,
-        namesrvAddr=namesrv.addr,
-        metricsExporterType="PROM",
-        metricsPromExporterPort=broker_metrics,
-    )
+    _, conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(processes, tmp_path)
     broker = start_broker(processes, conf)
     async with RemotingClient.open() as client:
         sent_from = int(time.time() * 1000)
