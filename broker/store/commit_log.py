@@ -223,6 +223,9 @@ class CommitLog:
     ) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """A batch: ``msg.body`` is the MessageBatch encoding, ``msg.properties`` the batch-level
         properties appended to each entry's own. All entries go into one segment."""
+        refused = _batch_refusal(msg)
+        if refused is not None:
+            return PutMessageResult(status=PutMessageStatus.MESSAGE_ILLEGAL, remark=refused), []
         topic = msg.topic.encode("utf-8")
         batch_properties = codec.properties_to_string(msg.properties).encode("utf-8")
         born6, store6 = len(msg.born_host[0]) == 16, len(self.cursor.store_address) == 16
@@ -351,3 +354,16 @@ class CommitLog:
             return -1
         scan = scan_record(mapped.view, phys_offset - mapped.start_offset)
         return scan.store_timestamp if scan.kind is RecordKind.MESSAGE else -1
+
+
+def _batch_refusal(msg: MessageExtBrokerInner) -> str | None:
+    """Java's putMessages refuses a batch that is a transaction part or delayed as a whole: its
+    entries would carry queue offsets that their queue never holds (a half or rolled-back
+    message is not dispatched), and the next messages of the queue would be served in their
+    place."""
+    if codec.transaction_type(msg.sys_flag) != codec.TRANSACTION_NOT_TYPE:
+        return f"a batch cannot be a transaction message (sysFlag {msg.sys_flag})"
+    delay = msg.properties.get(MessageConst.DELAY, "")
+    if delay.lstrip("-").isdigit() and int(delay) > 0:
+        return "a batch cannot be delayed (DELAY property)"
+    return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,6 +82,29 @@ def test_batch_is_atomic_in_one_segment_with_consecutive_offsets(stores: StoreFa
     assert [m.queue_offset for m in messages] == list(range(1, 9))
     assert [m.flag for m in messages] == list(range(8))
     assert messages[3].properties == {"TAGS": "T3", "KEYS": "k3", "CLUSTER": "c"}
+
+
+@pytest.mark.parametrize("sys_flag", [0, 0x4, 0x8, 0xC])
+@pytest.mark.parametrize("delay", ["", "0", "-1", "3", "x"])
+def test_a_batch_that_is_a_transaction_part_or_delayed_is_refused_as_java_does(
+    stores: StoreFactory, sys_flag: int, delay: str
+) -> None:
+    """A refused batch takes no queue offsets: the next message of the queue is served at the
+    offset its record names."""
+    store = stores.open()
+    entries = [(0, b"a", ""), (0, b"b", "")]
+    props = {"DELAY": delay} if delay else {}
+    batch = MessageExtBrokerInner(
+        topic="T", queue_id=0, body=codec.encode_batch_body(entries), properties=props,
+        sys_flag=sys_flag,
+    )  # fmt: skip
+    refused = sys_flag != 0 or (delay.isdigit() and int(delay) > 0)
+    result = store.put_messages(batch)
+    assert result.ok is not refused
+    if refused:
+        assert result.status is PutMessageStatus.MESSAGE_ILLEGAL
+    after = store.put_message(message(topic="T", queue_id=0, body=b"next"))
+    assert after.append.queue_offset == (0 if refused else 2)
 
 
 def test_delayed_messages_park_in_the_schedule_topic_with_the_deliver_time_as_tags_code(
