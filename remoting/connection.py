@@ -8,6 +8,8 @@ clients over their own sockets), so client and server share this class:
   its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task;
+* the requests of one read go to the ``group_handler`` together (a server's: runs of pipelined
+  sends are stored in one pass, remoting/server.py), each still answered on its own, in order;
 * reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
   many requests or request bytes are in flight (remoting/in_flight.py): a client that never
   reads its replies, or pipelines without end, cannot grow the server's memory;
@@ -51,6 +53,8 @@ IDLE_TIMEOUT_S = 120.0
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
+# One result per request, in order; an exception is answered as a handler's raise is.
+GroupHandler = Callable[["Connection", list[RemotingCommand]], list[HandlerResult | Exception]]
 
 
 class Connection:
@@ -68,8 +72,10 @@ class Connection:
         sender: OutboundSender | None = None,
         selector: ReadSelector | None = None,
         budget: PartialFrameBudget | None = None,
+        group_handler: GroupHandler | None = None,
     ) -> None:
         self.request_handler = request_handler
+        self.group_handler = group_handler
         self._take_stream(stream)
         self.closed = False
         self.close_reason: str | None = None
@@ -265,21 +271,31 @@ class Connection:
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
+        problem = None
         try:
-            while (frame := self._decoder.next_frame()) is not None:
-                self._on_command(decode_command(frame))
-        except RemoteProtocolError as exc:
-            problem = str(exc)
-            if not self.secure and data[:1] == b"\x16":
-                # Java's "Clients intend to establish an SSL connection while this server is
-                # running in SSL disabled mode": a ClientHello read as a 369 MB frame length.
-                problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
-            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
-            self._mark_closed(f"protocol error: {problem}")
-            return None
+            # Every command of the read first, then handled together: the commands before a
+            # frame that does not parse are still handled, then the connection closes.
+            commands = []
+            try:
+                while (frame := self._decoder.next_frame()) is not None:
+                    commands.append(decode_command(frame))
+            except RemoteProtocolError as exc:
+                problem = str(exc)
+            if commands:
+                self._on_commands(commands)
+            if problem is not None:
+                if not self.secure and data[:1] == b"\x16":
+                    # Java's "Clients intend to establish an SSL connection while this server
+                    # is running in SSL disabled mode": a ClientHello read as a 369 MB frame
+                    # length.
+                    problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
+                self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
+                self._mark_closed(f"protocol error: {problem}")
         finally:
             self._in_read_batch = False
             written = self.closed or self._writes.flush()
+        if problem is not None:
+            return None
         held = self._decoder.buffered_bytes
         if held != self._held and self._budget is not None and not self._hold_partial(held):
             return None
@@ -322,6 +338,38 @@ class Connection:
         host = self.peer.rpartition(":")[0]
         log_limited(log, peer_warnings, host, logging.WARNING, message, *args)
 
+    def _on_commands(self, commands: list[RemotingCommand]) -> None:
+        """A read's commands in order: each run of requests goes to the handlers as a group."""
+        if len(commands) == 1:
+            self._on_command(commands[0])
+            return
+        requests: list[RemotingCommand] = []
+        for command in commands:
+            if not command.is_response:
+                requests.append(command)
+                continue
+            if requests:
+                self._dispatch_group(requests)
+                requests = []
+            self._on_command(command)
+        if requests:
+            self._dispatch_group(requests)
+
+    def _dispatch_group(self, requests: list[RemotingCommand]) -> None:
+        group_handler = self.group_handler
+        if group_handler is None or len(requests) == 1 or self.request_handler is None:
+            for request in requests:
+                self._dispatch(request)
+            return
+        try:
+            results = group_handler(self, requests)
+        except Exception as exc:  # a bug: every request of the group answers it
+            results = [exc] * len(requests)
+        for request, result in zip(requests, results, strict=True):
+            if isinstance(result, Exception):
+                result = self._failure_response(request, result)
+            self._complete(request, result)
+
     def _on_command(self, command: RemotingCommand) -> None:
         if not command.is_response:
             self._dispatch(command)
@@ -344,6 +392,10 @@ class Connection:
             result = self.request_handler(self, request)
         except Exception as exc:
             result = self._failure_response(request, exc)
+        self._complete(request, result)
+
+    def _complete(self, request: RemotingCommand, result: HandlerResult) -> None:
+        """Answer now, or once the handler's awaitable has its answer."""
         # Most answers are ready at once: the type test spares them isawaitable's ABC check.
         # The handler has run: its result is never dropped (remoting/in_flight.py).
         if type(result) is not RemotingCommand and inspect.isawaitable(result):
