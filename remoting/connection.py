@@ -277,7 +277,9 @@ class Connection(RequestHandling):
                     commands.append(decode_command(frame))
             except RemoteProtocolError as exc:
                 problem = str(exc)
-            if commands:
+            if len(commands) == 1:  # a lone request: no grouping to do
+                self._on_command(commands[0])
+            elif commands:
                 self._on_commands(commands)
             if problem is not None:
                 if not self.secure and data[:1] == b"\x16":

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand
+from remoting.command import RPC_ONEWAY, RemotingCommand
 from remoting.errors import RequestError
 from remoting.log_limit import bug_tracebacks, log_limited
 
@@ -48,9 +48,6 @@ class RequestHandling:
 
     def _on_commands(self, commands: list[RemotingCommand]) -> None:
         """A read's commands in order: each run of requests goes to the handlers as a group."""
-        if len(commands) == 1:
-            self._on_command(commands[0])
-            return
         requests: list[RemotingCommand] = []
         for command in commands:
             if not command.is_response:
@@ -100,6 +97,10 @@ class RequestHandling:
             result = self.request_handler(self, request)  # type: ignore[arg-type]
         except Exception as exc:
             result = self._failure_response(request, exc)
+        if type(result) is RemotingCommand:  # most answers: ready at once
+            if not request.flag & RPC_ONEWAY:
+                self.send_nowait(result)
+            return
         self._complete(request, result)
 
     def _complete(self, request: RemotingCommand, result: HandlerResult) -> None:
