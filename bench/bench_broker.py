@@ -1,5 +1,6 @@
 """Broker over loopback, 1 KiB bodies, ASYNC_FLUSH, ASYNC_MASTER: sync sends (1 and 8
-connections), batch sends (32 x 1 KiB), consume (pull 32) of 1,000,000 stored messages, with
+connections), batch sends (32 x 1 KiB, 1 and 8 connections), 256 sends in flight on one
+connection (how a client's async send pipelines; issue 27 compares it with batches), consume (pull 32) of 1,000,000 stored messages, with
 the broker's CPU use beside each figure, and its RSS once it holds 10 M messages
 (BENCH_RSS_MESSAGES). Printed, never asserted."""
 
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -109,8 +111,12 @@ class Broker:
         self.proc.wait(60)
 
 
+# Requests in flight in the pipelined case: what the peers' benchmark and NATS use.
+PIPELINE_WINDOW = 256
+
+
 def measure(
-    broker: Broker, label: str, frames: list[list[bytes]], per_request: int, **kw
+    broker: Broker, label: str, frames: list[list[bytes]], per_request: int, **kw: Any
 ) -> tuple[float, int]:
     """(msg/s, messages stored)."""
     cpu0, t0 = broker.cpu_s(), time.perf_counter()
@@ -201,8 +207,13 @@ def main() -> None:
         warm = [[send_frame("SyncTopic", q) for q in range(QUEUES)]]
         loadgen.run(broker.addr, warm, duration_s=1)
         stored = 0
-        for label, frames, per_request in (
-            ("sync send, 1 connection", [[send_frame("SyncTopic", q) for q in range(QUEUES)]], 1),
+        for label, frames, per_request, window in (
+            (
+                "sync send, 1 connection",
+                [[send_frame("SyncTopic", q) for q in range(QUEUES)]],
+                1,
+                1,
+            ),
             (
                 "sync send, 8 connections",
                 [
@@ -210,14 +221,31 @@ def main() -> None:
                     for w in range(8)
                 ],
                 1,
+                1,
+            ),
+            (
+                "batch send 32x1KiB, 1 connection",
+                [[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]],
+                32,
+                1,
             ),
             (
                 "batch send 32x1KiB, 8 connections",
                 [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
                 32,
+                1,
+            ),
+            (
+                f"{PIPELINE_WINDOW} sends in flight, 1 conn",
+                [[send_frame("PipeTopic", q) for q in range(QUEUES)]],
+                1,
+                PIPELINE_WINDOW,
             ),
         ):
-            stored += measure(broker, label, frames, per_request)[1]
+            if window > 1 and loadgen._native_worker() is None:
+                print(f"{label:<34} skipped: requests in flight need the C load generator")
+                continue
+            stored += measure(broker, label, frames, per_request, window=window)[1]
         per_queue = CONSUME_MESSAGES // QUEUES // 32 * 32  # what the batches below store
         fill = [[send_frame("ConsumeTopic", q, batch=32)] for q in range(QUEUES)]
         t0 = time.perf_counter()

@@ -125,12 +125,16 @@ def run(
     next_frame: Callable[[int, memoryview], bytes | None] | None = None,
     tls: bool = False,
     python: bool = False,
+    window: int = 1,
 ) -> list[WorkerResult]:
     """``tls``: connect with TLS (the Python worker); ``python``: the Python worker even for
-    fixed frames (to compare with TLS runs, which it must serve)."""
+    fixed frames (to compare with TLS runs, which it must serve); ``window``: requests in
+    flight per connection (the C worker only)."""
     worker = _native_worker()
     if next_frame is None and worker is not None and not (tls or python):
-        return _run_native(worker, addr, frames_per_worker, duration_s, max_requests)
+        return _run_native(worker, addr, frames_per_worker, duration_s, max_requests, window)
+    if window != 1:
+        raise RuntimeError("requests in flight need the C load generator (a C compiler)")
     ctx = mp.get_context("fork")
     out: mp.Queue = ctx.Queue()
     workers = [
@@ -172,6 +176,7 @@ def _run_native(
     frames_per_worker: list[list[bytes]],
     duration_s: float,
     max_requests: int,
+    window: int = 1,
 ) -> list[WorkerResult]:
     folder = Path(tempfile.mkdtemp(prefix="loadgen-run-"))
     try:
@@ -179,9 +184,8 @@ def _run_native(
         for i, frames in enumerate(frames_per_worker):
             (folder / f"frames{i}").write_bytes(b"".join(frames))
             argv = [binary, addr[0], str(addr[1]), str(duration_s), str(max_requests)]
-            procs.append(
-                subprocess.Popen([*argv, str(folder / f"frames{i}"), str(folder / f"out{i}")])
-            )
+            argv += [str(folder / f"frames{i}"), str(folder / f"out{i}"), str(window)]
+            procs.append(subprocess.Popen(argv))
         results = []
         for i, proc in enumerate(procs):
             if proc.wait() != 0:

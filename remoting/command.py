@@ -48,7 +48,24 @@ def next_opaque() -> int:
     return next(_opaque_counter) & 0x7FFFFFFF
 
 
-BodyType = bytes | bytearray | memoryview
+class Gather:
+    """A body written as its parts one after another, never joined: a pull's stored records,
+    slices of the mapped CommitLog that ``sendmsg`` gathers (a join copied every record). A
+    slice keeps its segment mapped until it is written (broker/store/mapped_file.py)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[memoryview], size: int) -> None:
+        self.parts, self.size = parts, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
+BodyType = bytes | bytearray | memoryview | Gather
 
 
 @attrs.define(slots=True, eq=False)
@@ -306,6 +323,8 @@ def encode_command(command: RemotingCommand) -> list[BodyType]:
     head = PREFIX.pack(
         4 + header_length + len(body), (command.serialize_type << 24) | header_length
     )
+    if type(body) is Gather:
+        return [head + header, *body.parts]
     if body:
         return [head + header, body]
     return [head + header]

@@ -8,6 +8,8 @@ clients over their own sockets), so client and server share this class:
   its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task;
+* the requests of one read go to the ``group_handler`` together (a server's: runs of pipelined
+  sends are stored in one pass, remoting/server.py), each still answered on its own, in order;
 * reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
   many requests or request bytes are in flight (remoting/in_flight.py): a client that never
   reads its replies, or pipelines without end, cannot grow the server's memory;
@@ -20,23 +22,24 @@ clients over their own sockets), so client and server share this class:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import socket
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
 from remoting.budget import PartialFrameBudget
 from remoting.calls import PendingCalls
-from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command
-from remoting.errors import RemoteProtocolError, RemotingConnectError, RequestError
+from remoting.errors import RemoteProtocolError, RemotingConnectError
 from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.handling import GroupHandler, RequestHandler, RequestHandling
+from remoting.handling import (
+    HandlerResult as HandlerResult,  # importers of HandlerResult use this module
+)
 from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES, InFlight
-from remoting.log_limit import bug_tracebacks, log_limited, peer_warnings
+from remoting.log_limit import log_limited, peer_warnings
 from remoting.memory import trim
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
@@ -49,11 +52,8 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
 
-HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
-RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
 
-
-class Connection:
+class Connection(RequestHandling):
     secure = False  # TLS (remoting/tls_connection.py)
 
     def __init__(
@@ -68,8 +68,10 @@ class Connection:
         sender: OutboundSender | None = None,
         selector: ReadSelector | None = None,
         budget: PartialFrameBudget | None = None,
+        group_handler: GroupHandler | None = None,
     ) -> None:
         self.request_handler = request_handler
+        self.group_handler = group_handler
         self._take_stream(stream)
         self.closed = False
         self.close_reason: str | None = None
@@ -265,21 +267,33 @@ class Connection:
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
+        problem = None
         try:
-            while (frame := self._decoder.next_frame()) is not None:
-                self._on_command(decode_command(frame))
-        except RemoteProtocolError as exc:
-            problem = str(exc)
-            if not self.secure and data[:1] == b"\x16":
-                # Java's "Clients intend to establish an SSL connection while this server is
-                # running in SSL disabled mode": a ClientHello read as a 369 MB frame length.
-                problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
-            self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
-            self._mark_closed(f"protocol error: {problem}")
-            return None
+            # Every command of the read first, then handled together: the commands before a
+            # frame that does not parse are still handled, then the connection closes.
+            commands = []
+            try:
+                while (frame := self._decoder.next_frame()) is not None:
+                    commands.append(decode_command(frame))
+            except RemoteProtocolError as exc:
+                problem = str(exc)
+            if len(commands) == 1:  # a lone request: no grouping to do
+                self._on_command(commands[0])
+            elif commands:
+                self._on_commands(commands)
+            if problem is not None:
+                if not self.secure and data[:1] == b"\x16":
+                    # Java's "Clients intend to establish an SSL connection while this server
+                    # is running in SSL disabled mode": a ClientHello read as a 369 MB frame
+                    # length.
+                    problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
+                self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
+                self._mark_closed(f"protocol error: {problem}")
         finally:
             self._in_read_batch = False
             written = self.closed or self._writes.flush()
+        if problem is not None:
+            return None
         held = self._decoder.buffered_bytes
         if held != self._held and self._budget is not None and not self._hold_partial(held):
             return None
@@ -321,67 +335,6 @@ class Connection:
         """A WARNING about this peer, a few per host and minute (remoting/log_limit.py)."""
         host = self.peer.rpartition(":")[0]
         log_limited(log, peer_warnings, host, logging.WARNING, message, *args)
-
-    def _on_command(self, command: RemotingCommand) -> None:
-        if not command.is_response:
-            self._dispatch(command)
-        elif not self._calls.answer(command):
-            log.debug(
-                "response without a pending call: peer=%s opaque=%d", self.peer, command.opaque
-            )
-
-    def _dispatch(self, request: RemotingCommand) -> None:
-        if self.request_handler is None:
-            if not request.is_oneway:
-                self.send_nowait(
-                    request.error_response(
-                        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                        f" request type {request.code} not supported",
-                    )
-                )
-            return
-        try:
-            result = self.request_handler(self, request)
-        except Exception as exc:
-            result = self._failure_response(request, exc)
-        # Most answers are ready at once: the type test spares them isawaitable's ABC check.
-        # The handler has run: its result is never dropped (remoting/in_flight.py).
-        if type(result) is not RemotingCommand and inspect.isawaitable(result):
-            size = len(request.body)
-            self._in_flight.started(size)
-            assert self._nursery is not None
-            self._nursery.start_soon(self._finish_request, request, result, size)
-            return
-        if result is not None and not request.is_oneway:
-            self.send_nowait(result)
-
-    async def _finish_request(
-        self, request: RemotingCommand, awaitable: Awaitable[Any], size: int
-    ) -> None:
-        try:
-            try:
-                response = await awaitable
-            except Exception as exc:
-                response = self._failure_response(request, exc)
-            if response is not None and not request.is_oneway and not self.closed:
-                self.send_nowait(response)
-        finally:
-            self._in_flight.finished(size)
-
-    def _failure_response(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-        if isinstance(exc, RequestError):
-            return request.error_response(exc.code, exc.remark)
-        log_limited(
-            log,
-            bug_tracebacks,
-            ("request", request.code),
-            logging.ERROR,
-            "request failed: code=%d peer=%s",
-            request.code,
-            self.peer,
-            exc_info=True,
-        )
-        return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
 
     # ----------------------------------------------------------------------- writing
 

@@ -14,6 +14,7 @@ from remoting.errors import RemoteProtocolError
 PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | headerLength)
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # Java's com.rocketmq.remoting.frameMaxLength default
 _HEADER_LENGTH_MASK = 0x00FFFFFF
+SMALL_REST = 64 * 1024
 
 
 class Frame(NamedTuple):
@@ -27,7 +28,11 @@ class FrameDecoder:
 
     Complete frames are parsed straight out of one buffer with a moving read position. When the
     previous data was used up, the new chunk itself becomes the buffer (no copy), and frames
-    are sliced out of it once; only a partial frame is carried over into a bytearray.
+    are sliced out of it once. A partial frame of up to ``SMALL_REST`` bytes is carried over
+    into one new bytes with the next chunk (pipelined requests end every 64 KiB read inside a
+    frame; slicing frames out of bytes costs half what a bytearray's memoryview copies cost);
+    a larger one into a bytearray that grows by appending (a 16 MiB frame arrives in hundreds
+    of reads).
     """
 
     __slots__ = ("_buffer", "_max_frame_bytes", "_pos")
@@ -39,8 +44,12 @@ class FrameDecoder:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         buffer, pos = self._buffer, self._pos
-        if pos >= len(buffer):
+        rest = len(buffer) - pos
+        if rest <= 0:
             self._buffer = data if type(data) is bytes else bytes(data)
+        elif rest <= SMALL_REST:
+            with memoryview(buffer) as view, view[pos:] as tail:
+                self._buffer = b"".join((tail, data))
         elif type(buffer) is bytearray:
             if pos:
                 del buffer[:pos]

@@ -2,7 +2,9 @@
 (docs/STYLE.md §5, §6; docs/spec/remoting.md §3.3).
 
 A processor is ``def handle(connection, request)`` returning a response command, None (no
-reply), or an awaitable of either; see ``remoting.connection``. Unknown codes go to
+reply), or an awaitable of either; see ``remoting.connection``. A code may also have a group
+processor (``register_group``): the consecutive requests of one read with such codes go to it
+together, checked by the access hook one by one first (the broker's sends: one store pass). Unknown codes go to
 ``default_processor``: the broker answers REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
 """
 
@@ -36,6 +38,7 @@ from remoting.tls_connection import TlsConnection
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
+GroupProcessor = Callable[[Connection, list[RemotingCommand]], list[HandlerResult | Exception]]
 # The access check (acl/hook.py): None lets the request through, a command is its refusal.
 Authorize = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
@@ -76,6 +79,16 @@ async def _shielded(
         await run(task_status=task_status)
 
 
+def _run_group(
+    processor: GroupProcessor | None, connection: Connection, run: list[RemotingCommand]
+) -> list[HandlerResult | Exception]:
+    assert processor is not None
+    try:
+        return processor(connection, run)
+    except Exception as exc:  # a bug in the group processor: each request answers it
+        return [exc] * len(run)
+
+
 class RemotingServer:
     def __init__(
         self,
@@ -100,6 +113,7 @@ class RemotingServer:
         self.name = name
         self.host, self.port = host, port
         self.processors: dict[int, Processor] = dict(processors or {})
+        self.group_processors: dict[int, GroupProcessor] = {}
         self.default_processor = default_processor
         self.authorize = authorize
         self.connections: set[Connection] = set()
@@ -131,6 +145,47 @@ class RemotingServer:
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
+
+    def register_group(self, code: int, processor: GroupProcessor) -> None:
+        """``processor`` takes runs of ``code`` requests; ``register``'s still takes lone ones."""
+        self.group_processors[int(code)] = processor
+
+    def handle_requests(
+        self, connection: Connection, requests: list[RemotingCommand]
+    ) -> list[HandlerResult | Exception]:
+        """The requests of one read, one result each, in order: runs of consecutive requests
+        to one group processor go to it together, every other request to ``handle_request``."""
+        results: list[HandlerResult | Exception] = []
+        run: list[RemotingCommand] = []
+        run_processor: GroupProcessor | None = None
+        groups, authorize = self.group_processors, self.authorize
+        for request in requests:
+            group = groups.get(request.code)
+            answer: HandlerResult | Exception = None
+            if group is not None and authorize is not None:
+                try:
+                    answer = authorize(connection, request)
+                except Exception as exc:
+                    answer = exc
+            if group is None or answer is not None:
+                if run:
+                    results += _run_group(run_processor, connection, run)
+                    run = []
+                if answer is None:
+                    try:
+                        answer = self.handle_request(connection, request)
+                    except Exception as exc:
+                        answer = exc
+                results.append(answer)
+                continue
+            if group is not run_processor and run:
+                results += _run_group(run_processor, connection, run)
+                run = []
+            run_processor = group
+            run.append(request)
+        if run:
+            results += _run_group(run_processor, connection, run)
+        return results
 
     def handle_request(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
         processor = self.processors.get(request.code)
@@ -206,10 +261,13 @@ class RemotingServer:
             if served is None:
                 return None
             if isinstance(served, trio.SSLStream):
-                return TlsConnection(served, self.handle_request, **limits)
+                return TlsConnection(
+                    served, self.handle_request, group_handler=self.handle_requests, **limits
+                )
         return Connection(
             stream,
             self.handle_request,
+            group_handler=self.handle_requests,
             sender=self._sender,
             selector=self._selector,
             **limits,

@@ -1,6 +1,7 @@
 """PULL_MESSAGE (docs/spec/remoting.md §9.3): Java's PullMessageProcessor rules.
 
-The response body is the stored records, concatenated, never re-encoded. Nothing to return
+The response body is the stored records, never re-encoded nor copied: slices of the mapped
+CommitLog written one after another (``Gather``). Nothing to return
 and the client allowed suspension: the pull is held by the PullRequestHoldService and
 answered when a message arrives or the suspend timeout passes.
 """
@@ -27,7 +28,7 @@ from broker.store.types import GetMessageResult, GetMessageStatus
 from remoting import constants as K
 from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand
+from remoting.command import Gather, RemotingCommand
 from remoting.errors import RequestError
 from remoting.headers import PullMessageRequestHeader
 from remoting.serde import decode_header
@@ -251,7 +252,9 @@ class PullMessageProcessor:
                 result.message_count,
                 result.buffer_total_size,
             )
-            return request.make_response(code, None, ext, b"".join(result.buffers))
+            # The records as stored, written from the mapping: no copy (Gather).
+            body = Gather(result.buffers, result.buffer_total_size)
+            return request.make_response(code, None, ext, body)
         return request.make_response(code, result.status.name, ext)
 
     def _code(self, result: GetMessageResult, header: PullMessageRequestHeader) -> int:

@@ -26,7 +26,7 @@ from remoting.wire_types import INT_MAX, INT_MIN, show
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
-    from remoting.connection import Connection
+    from remoting.connection import Connection, HandlerResult
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,7 @@ class SendMessageProcessor:
             RequestCode.SEND_BATCH_MESSAGE,
         ):
             server.register(code, self.handle)
+            server.register_group(code, self.handle_group)
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.broker.send_back.handle)
 
     # ------------------------------------------------------------------------ checks
@@ -206,6 +207,86 @@ class SendMessageProcessor:
         )
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        msg, batch, wait = self.prepare(connection, request)
+        store = self.broker.store
+        result = store.put_messages(msg) if batch else store.put_message(msg)
+        if result.ok:
+            append = result.append
+            self.broker.stats.on_put(
+                msg.topic,
+                self.broker.config.broker_cluster_name,
+                append.msg_num,
+                append.wrote_bytes,
+            )
+        return self.answer(request, msg, result, wait)
+
+    def handle_group(
+        self, connection: Connection, requests: list[RemotingCommand]
+    ) -> list[HandlerResult | Exception]:
+        """Requests one read brought in (remoting/group.py): each checked as ``handle`` does,
+        their single messages stored in one pass (``put_message_group``), answered in order.
+        A request that fails its checks gets its own error; a batch in between is stored on
+        its own, after the messages before it, so the log keeps the requests' order."""
+        results: list[HandlerResult | Exception] = [None] * len(requests)
+        pending: list[tuple[int, MessageExtBrokerInner, str]] = []
+        for index, request in enumerate(requests):
+            try:
+                msg, batch, wait = self.prepare(connection, request)
+            except Exception as exc:  # answered as handle's raise is (Connection)
+                results[index] = exc
+                continue
+            if not batch:
+                pending.append((index, msg, wait))
+                continue
+            self._put_group(requests, pending, results)
+            try:
+                results[index] = self._finish_batch(request, msg, wait)
+            except Exception as exc:
+                results[index] = exc
+        self._put_group(requests, pending, results)
+        return results
+
+    def _finish_batch(self, request: RemotingCommand, msg: MessageExtBrokerInner, wait: str) -> Any:
+        result = self.broker.store.put_messages(msg)
+        if result.ok:
+            append = result.append
+            self.broker.stats.on_put(
+                msg.topic,
+                self.broker.config.broker_cluster_name,
+                append.msg_num,
+                append.wrote_bytes,
+            )
+        return self.answer(request, msg, result, wait)
+
+    def _put_group(
+        self,
+        requests: list[RemotingCommand],
+        pending: list[tuple[int, MessageExtBrokerInner, str]],
+        results: list[HandlerResult | Exception],
+    ) -> None:
+        if not pending:
+            return
+        stored = self.broker.store.put_message_group([msg for _, msg, _ in pending])
+        # Topic stats once per topic of the group, not per message.
+        per_topic: dict[str, list[int]] = {}
+        for (index, msg, wait), result in zip(pending, stored, strict=True):
+            if result.ok:
+                totals = per_topic.get(msg.topic)
+                if totals is None:
+                    totals = per_topic[msg.topic] = [0, 0]
+                totals[0] += 1
+                totals[1] += result.append.wrote_bytes
+            results[index] = self.answer(requests[index], msg, result, wait)
+        cluster = self.broker.config.broker_cluster_name
+        for topic, (count, size) in per_topic.items():
+            self.broker.stats.on_put(topic, cluster, count, size)
+        pending.clear()
+
+    def prepare(
+        self, connection: Connection, request: RemotingCommand
+    ) -> tuple[MessageExtBrokerInner, bool, str]:
+        """Header, properties and Java's checks: the message to store, whether it is a batch,
+        and its WAIT property. Raises RequestError."""
         header = self.header(request)
         properties = codec.string_to_properties(header.properties)
         # As Java's broker since 4.7: a replier builds its answer's topic from it.
@@ -239,17 +320,17 @@ class SendMessageProcessor:
                     f"the broker[{self.broker.config.broker_ip1}] sending transaction message is forbidden",
                 )
             TransactionalMessageService.prepare(msg)
-        store = self.broker.store
-        result = store.put_messages(msg) if batch else store.put_message(msg)
+        return msg, bool(batch), wait
+
+    def answer(
+        self,
+        request: RemotingCommand,
+        msg: MessageExtBrokerInner,
+        result: PutMessageResult,
+        wait: str,
+    ) -> Any:
+        """The response now, or under SYNC_FLUSH / SYNC_MASTER an awaitable of it."""
         result.queue_id = msg.queue_id
-        if result.ok:
-            append = result.append
-            self.broker.stats.on_put(
-                msg.topic,
-                self.broker.config.broker_cluster_name,
-                append.msg_num,
-                append.wrote_bytes,
-            )
         if result.ok and (self.sync_flush or self.sync_master) and wait != "false":
             return self.await_durable(request, result)
         return put_result_response(request, result)

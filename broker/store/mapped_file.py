@@ -211,8 +211,8 @@ class MappedFile:
         return end - position
 
     def close(self) -> None:
-        self.view.release()
         try:
+            self.view.release()
             self.mmap.close()
         except BufferError:
             # A reader still holds a slice (a pull being written out). The mapping goes away

@@ -46,6 +46,7 @@ from broker.store.flush import (
     GroupCommitService,
     final_flush,
 )
+from broker.store.group_put import put_message_group
 from broker.store.health import COMMIT_LOG, DISPATCH, StoreHealth
 from broker.store.index_file import IndexFile
 from broker.store.index_service import IndexService
@@ -288,6 +289,10 @@ class DefaultMessageStore(QueueLookups):
                 self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
         self.stats.on_put_time(perf_counter_ns() - started)
         return result
+
+    def put_message_group(self, msgs: list[MessageExtBrokerInner]) -> list[PutMessageResult]:
+        """Single messages of pipelined sends, in order, one result each (group_put.py)."""
+        return put_message_group(self, msgs)
 
     def _appended(self, result: PutMessageResult) -> None:
         """Stats and HA learn of an append."""

@@ -1,0 +1,137 @@
+"""Requests that one read brings in go to a code's group processor together (issue 27: the
+broker stores pipelined sends in one pass), over real loopback sockets. Each keeps its own
+answer, in request order, whatever its neighbours do."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import trio
+
+from remoting.codes import ResponseCode
+from remoting.command import RemotingCommand, decode_command, encode_command_bytes
+from remoting.connection import Connection, HandlerResult
+from remoting.errors import RequestError
+from remoting.frame import FrameDecoder
+from remoting.server import RemotingServer
+from tests.kits.nativekit import needs_sender
+
+GROUPED, LONE, DENIED = 2001, 2002, 2003
+
+
+@pytest.fixture(
+    params=["reader-tasks", "selector", pytest.param("selector-sender-thread", marks=needs_sender)]
+)
+def server_io(request: pytest.FixtureRequest) -> dict[str, bool]:
+    return {
+        "read_selector": request.param != "reader-tasks",
+        "native_sender": request.param == "selector-sender-thread",
+    }
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.runs: list[list[str]] = []
+
+    def one(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
+        self.runs.append([request.ext("v", "")])
+        return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+    def group(
+        self, connection: Connection, requests: list[RemotingCommand]
+    ) -> list[HandlerResult | Exception]:
+        self.runs.append([r.ext("v", "") for r in requests])
+        out: list[HandlerResult | Exception] = []
+        for request in requests:
+            v = request.ext("v", "")
+            if v.startswith("bad"):
+                out.append(RequestError(ResponseCode.MESSAGE_ILLEGAL, f"refused {v}"))
+            elif v.startswith("late"):
+                out.append(_late(request))
+            else:
+                out.append(request.make_response(ext_fields={"v": v}))
+        return out
+
+
+async def _late(request: RemotingCommand) -> RemotingCommand:
+    await trio.sleep(0.01)
+    return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+
+def _deny(connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+    if request.ext("v", "").startswith("secret"):
+        return request.error_response(ResponseCode.NO_PERMISSION, "no access")
+    return None
+
+
+async def _exchange(port: int, requests: list[RemotingCommand]) -> list[RemotingCommand]:
+    """All requests in one write; the answers in the order they arrive."""
+    sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    await sock.connect(("127.0.0.1", port))
+    with sock:
+        await sock.send(b"".join(encode_command_bytes(r) for r in requests))
+        decoder, answers = FrameDecoder(), []
+        while len(answers) < sum(not r.is_oneway for r in requests):
+            data = await sock.recv(65536)
+            assert data, "the server closed the connection"
+            decoder.receive_data(data)
+            answers += [decode_command(f) for f in decoder.frames()]
+        return answers
+
+
+async def test_a_reads_requests_reach_the_group_processor_together_and_answer_in_order(
+    nursery: trio.Nursery, server_io: dict[str, bool]
+) -> None:
+    recorder = Recorder()
+    server = RemotingServer("127.0.0.1", 0, authorize=_deny, **server_io)
+    server.register(GROUPED, recorder.one)
+    server.register_group(GROUPED, recorder.group)
+    server.register(LONE, recorder.one)
+    port = await nursery.start(server.run)
+    values = ["a", "bad1", "late1", "b", "lone:LONE", "c", "secret", "d", "oneway"]
+    requests = []
+    for v in values:
+        code = LONE if v.endswith(":LONE") else GROUPED
+        requests.append(RemotingCommand.request(code, {"v": v}, oneway=v == "oneway"))
+    answers = await _exchange(port, requests)
+    # The oneway request is answered by nothing; everything else in its own order.
+    by_opaque = {a.opaque: a for a in answers}
+    assert len(answers) == len(values) - 1
+    expected = [r for r in requests if not r.is_oneway]
+    assert [a.opaque for a in answers if a.opaque != expected[2].opaque] == [
+        r.opaque for r in expected if r is not expected[2]
+    ]  # the late answer comes when it is ready, the rest at once and in order
+    codes = [by_opaque[r.opaque].code for r in expected]
+    assert codes == [
+        ResponseCode.SUCCESS,
+        ResponseCode.MESSAGE_ILLEGAL,
+        ResponseCode.SUCCESS,
+        ResponseCode.SUCCESS,
+        ResponseCode.SUCCESS,
+        ResponseCode.SUCCESS,
+        ResponseCode.NO_PERMISSION,
+        ResponseCode.SUCCESS,
+    ]
+    assert by_opaque[expected[1].opaque].remark == "refused bad1"
+    # Runs split at the request of another code and at the refused one; a lone request
+    # between them went to the code's own processor.
+    assert recorder.runs == [["a", "bad1", "late1", "b"], ["lone:LONE"], ["c"], ["d", "oneway"]]
+
+
+async def test_a_group_processor_that_fails_answers_each_of_its_requests(
+    nursery: trio.Nursery, server_io: dict[str, bool]
+) -> None:
+    def broken(
+        connection: Connection, requests: list[RemotingCommand]
+    ) -> list[HandlerResult | Exception]:
+        raise ZeroDivisionError("group bug")
+
+    server = RemotingServer("127.0.0.1", 0, **server_io)
+    server.register(GROUPED, Recorder().one)
+    server.register_group(GROUPED, broken)
+    port = await nursery.start(server.run)
+    requests = [RemotingCommand.request(GROUPED, {"v": str(i)}) for i in range(3)]
+    answers = await _exchange(port, requests)
+    assert [a.opaque for a in answers] == [r.opaque for r in requests]
+    assert {a.code for a in answers} == {ResponseCode.SYSTEM_ERROR}
