@@ -1,0 +1,148 @@
+"""``mqproxy -pc rmq-proxy.json [-n namesrvAddr]``: RocketMQ 5's Proxy in cluster mode. Prints
+``READY proxy port=N`` once it serves gRPC and stops cleanly on SIGTERM or SIGINT. Start-up
+ends in READY or in one line and an exit code (remoting/startup.py).
+
+Two event loops, one job each: grpcio's asyncio server (the gRPC implementation the SDKs are
+built and tested against, HTTP/2 flow control and keepalive included) in the main thread, and
+our Trio remoting client in a thread of its own (proxy/bridge.py). purerpc, the Trio-native
+option, is a small project several grpcio releases behind and without server-side flow-control
+tuning; a bridge between two loops is the smaller risk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+import grpc
+import trio
+
+from client.instance import ClientConfig, MQClientInstance
+from proxy.apis import service_pb2_grpc
+from proxy.bridge import TrioBridge
+from proxy.cluster import ClusterClient
+from proxy.config import ConfigError, ProxyConfig, load_proxy_config
+from proxy.service import MessagingService
+from remoting.logs import LEVELS, setup_logging
+from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process
+
+log = logging.getLogger("proxy")
+
+START_TIMEOUT_S = 30.0
+STOP_GRACE_S = 5.0
+
+
+class Remoting:
+    """What the Trio thread opens for the gRPC side: the client instance and ClusterClient."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.cluster: ClusterClient | None = None
+
+    async def main(self, nursery: trio.Nursery, ready: Any) -> None:
+        client_config = ClientConfig(
+            self.config.namesrv_addr or "",
+            instance_name=f"proxy-{os.getpid()}",
+            request_timeout_ms=self.config.request_timeout_mills,
+        )
+        async with MQClientInstance.open(client_config) as instance:
+            self.cluster = ClusterClient(instance, self.config.request_timeout_mills / 1000)
+            ready()
+            await trio.sleep_forever()
+
+
+def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
+    limit = config.grpc_max_receive_message_bytes
+    return grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", limit),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=config.grpc_max_concurrent_calls,
+    )
+
+
+async def serve(config: ProxyConfig, bridge: TrioBridge, remoting: Remoting) -> int:
+    assert remoting.cluster is not None
+    server = grpc_server(config)
+    service_pb2_grpc.add_MessagingServiceServicer_to_server(
+        MessagingService(config, bridge, remoting.cluster), server
+    )
+    address = f"{config.grpc_server_host}:{config.grpc_server_port}"
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        print(
+            f"mqproxy: cannot start: grpcServerPort: cannot bind {address}: {exc}", file=sys.stderr
+        )
+        return EXIT_START
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    print(f"READY proxy port={port}", flush=True)
+    log.info(
+        "serving gRPC on %s:%d, NameServers %s", config.grpc_server_host, port, config.namesrv_addr
+    )
+    await stop.wait()
+    log.info("signal: shutting down")
+    await server.stop(STOP_GRACE_S)
+    return 0
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="mqproxy", description="RocketMQ 5 gRPC proxy (cluster mode)"
+    )
+    parser.add_argument("-pc", "--proxyConfigPath", dest="config", help="rmq-proxy.json")
+    parser.add_argument("-n", "--namesrvAddr", dest="namesrv", help="host:port;host:port")
+    parser.add_argument("--grpc-port", type=int, help="override grpcServerPort (0: any free port)")
+    parser.add_argument("--host", help="address to bind (default all interfaces)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LEVELS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log_level)
+    overrides: dict[str, Any] = {}
+    if args.namesrv:
+        overrides["namesrvAddr"] = args.namesrv
+    if args.grpc_port is not None:
+        overrides["grpcServerPort"] = args.grpc_port
+    if args.host:
+        overrides["grpcServerHost"] = args.host
+    try:
+        config = load_proxy_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"mqproxy: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    logs = [("logFile", config.log_file.parent)] if config.log_file is not None else []
+    problem = prepare_process(
+        logs, args.log_level, config.log_file, config.log_file_max_bytes, config.log_file_backups
+    )
+    if problem is not None:
+        print(f"mqproxy: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
+    remoting = Remoting(config)
+    bridge = TrioBridge(remoting.main)
+    try:
+        bridge.start(START_TIMEOUT_S)
+    except Exception as exc:
+        print(f"mqproxy: cannot start the remoting client: {exc}", file=sys.stderr)
+        return EXIT_START
+    try:
+        return asyncio.run(serve(config, bridge, remoting))
+    finally:
+        bridge.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""The proxy's remoting side (runs in the Trio thread): routes from the NameServers, sends to
+the master of the chosen queue, END_TRANSACTION for halves, and the producer groups the proxy
+heartbeats for the SDKs behind it. It is our 4.x client's MQClientInstance underneath, as
+RocketMQ's Proxy sits on its own remoting client."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+
+import attrs
+
+from client.instance import MQClientInstance
+from client.route import TopicPublishInfo, master_addr, publish_info
+from proxy.apis import definition_pb2 as pb
+from proxy.errors import ProxyError
+from proxy.produce import SendPlan, fifo_queue_index
+from remoting import constants as K
+from remoting import message as codec
+from remoting.body import MessageQueue, ProducerData, TopicRouteData
+from remoting.codes import RequestCode, ResponseCode
+from remoting.headers import SendMessageRequestHeaderV2
+from remoting.serde import encode_header_fields
+
+log = logging.getLogger(__name__)
+
+# SendMessage results the proxy answers with other than OK (convertToSendMessageResponse)
+_STORE_CODES = {
+    ResponseCode.FLUSH_DISK_TIMEOUT: pb.Code.MASTER_PERSISTENCE_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: pb.Code.SLAVE_PERSISTENCE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: pb.Code.HA_NOT_AVAILABLE,
+}
+# Broker answers and the Code an SDK gets (ResponseBuilder's mapping plus the send checks)
+_REFUSALS = {
+    ResponseCode.TOPIC_NOT_EXIST: pb.Code.TOPIC_NOT_FOUND,
+    ResponseCode.SYSTEM_BUSY: pb.Code.TOO_MANY_REQUESTS,
+    ResponseCode.MESSAGE_ILLEGAL: pb.Code.BAD_REQUEST,
+    ResponseCode.NO_PERMISSION: pb.Code.FORBIDDEN,
+}
+MAX_TRANSACTIONS = 100_000  # halves awaiting EndTransaction that the proxy remembers
+TRANSACTION_KEEP_S = 3600.0
+
+
+@attrs.frozen
+class SendOutcome:
+    code: int
+    message: str
+    message_id: str = ""
+    transaction_id: str = ""
+    queue_offset: int = 0
+
+
+@attrs.frozen
+class HalfMessage:
+    """What END_TRANSACTION needs of a half the proxy sent (TransactionData)."""
+
+    broker_name: str
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    message_id: str
+    remembered_at: float
+
+
+class ProducerGroup:
+    """A producer group the proxy heartbeats for (a Member of the client instance): the
+    broker's transaction check-back looks for a live producer of the half's PGROUP."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+
+    def heartbeat_data(self) -> ProducerData:
+        return ProducerData(group_name=self.group)
+
+    def topics(self) -> set[str]:
+        return {self.group}
+
+
+class ClusterClient:
+    def __init__(self, instance: MQClientInstance, request_timeout_s: float) -> None:
+        self.instance = instance
+        self.timeout_s = request_timeout_s
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._groups: dict[str, ProducerGroup] = {}
+        self._halves: collections.OrderedDict[tuple[str, str], HalfMessage] = (
+            collections.OrderedDict()
+        )
+        instance.route_listeners.append(lambda topic, _: self._publish.pop(topic, None))
+
+    # ------------------------------------------------------------------ routes
+
+    async def route(self, topic: str) -> TopicRouteData:
+        route = await self.instance.route(topic)
+        if route is None:
+            raise ProxyError(pb.Code.TOPIC_NOT_FOUND, f"topic {topic} not found")
+        return route
+
+    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+        info = self._publish.get(topic)
+        if info is None:
+            info = publish_info(topic, await self.route(topic))
+            self._publish[topic] = info
+        if not info.queues:
+            raise ProxyError(pb.Code.FORBIDDEN, "no writable queue")
+        return info
+
+    async def select_queue(self, plan: SendPlan) -> MessageQueue:
+        info = await self._publish_info(plan.topic)
+        if plan.sharding_key:
+            return info.queues[fifo_queue_index(plan.sharding_key, len(info.queues))]
+        return info.select()
+
+    # ------------------------------------------------------------------ producers
+
+    def add_producer_group(self, group: str) -> None:
+        if group not in self._groups:
+            member = ProducerGroup(group)
+            self._groups[group] = member
+            self.instance.members.append(member)
+
+    # ------------------------------------------------------------------ send
+
+    def _request(self, plan: SendPlan, mq: MessageQueue):
+        message = plan.messages[0]
+        code = RequestCode.SEND_MESSAGE_V2
+        if len(plan.messages) == 1:
+            body, batch = message.body, False
+            properties = codec.properties_to_string(message.properties)
+        else:
+            body = codec.encode_batch_body(
+                [(0, m.body, codec.properties_to_string(m.properties)) for m in plan.messages]
+            )
+            code, batch = RequestCode.SEND_BATCH_MESSAGE, True
+            properties = codec.properties_to_string({"WAIT": "true"})
+        header = SendMessageRequestHeaderV2(
+            a=plan.producer_group,
+            b=plan.topic,
+            c=K.DEFAULT_TOPIC,
+            d=4,
+            e=mq.queue_id,
+            f=plan.sys_flag,
+            g=message.born_timestamp_ms,
+            h=0,
+            i=properties,
+            j=0,
+            k=False,
+            m=batch,
+        )
+        return self.instance.request(code, encode_header_fields(header), body)
+
+    async def send(self, plan: SendPlan) -> SendOutcome:
+        if plan.transactional:
+            self.add_producer_group(plan.producer_group)
+        mq = await self.select_queue(plan)
+        route = await self.route(plan.topic)
+        addr = master_addr(route, mq.broker_name)
+        if addr is None:
+            raise ProxyError(pb.Code.FORBIDDEN, f"broker {mq.broker_name} has no master")
+        response = await self.instance.invoke(addr, self._request(plan, mq), self.timeout_s)
+        ids = ",".join(m.message_id for m in plan.messages)
+        if response.code in _STORE_CODES:
+            return SendOutcome(
+                _STORE_CODES[response.code], f"send message failed, code={response.code}"
+            )
+        if response.code != ResponseCode.SUCCESS:
+            self._publish.pop(plan.topic, None)
+            code = _REFUSALS.get(response.code, pb.Code.INTERNAL_SERVER_ERROR)
+            return SendOutcome(code, response.remark or f"broker answered {response.code}")
+        queue_offset = int(response.ext("queueOffset") or 0)
+        transaction_id = response.ext("transactionId") or ""
+        if plan.transactional:
+            transaction_id = transaction_id or plan.messages[0].message_id
+            self._remember_half(plan, mq, response.ext("msgId") or "", queue_offset, transaction_id)
+        return SendOutcome(pb.Code.OK, "OK", ids, transaction_id, queue_offset)
+
+    # ------------------------------------------------------------------ transactions
+
+    def _remember_half(
+        self, plan: SendPlan, mq: MessageQueue, offset_msg_id: str, queue_offset: int, tid: str
+    ) -> None:
+        try:
+            phys = codec.decode_offset_msg_id(offset_msg_id.split(",")[0]).phys_offset
+        except ValueError:
+            log.warning("half %s: unreadable offset msgId %r", tid, offset_msg_id)
+            return
+        now = time.monotonic()
+        key = (plan.producer_group, tid)
+        self._halves[key] = HalfMessage(
+            mq.broker_name,
+            plan.producer_group,
+            queue_offset,
+            phys,
+            plan.messages[0].message_id,
+            now,
+        )
+        while self._halves and (
+            len(self._halves) > MAX_TRANSACTIONS
+            or next(iter(self._halves.values())).remembered_at < now - TRANSACTION_KEEP_S
+        ):
+            self._halves.popitem(last=False)
+
+    def remember_checked_half(self, half: HalfMessage, transaction_id: str) -> None:
+        """A half the broker asked about (check-back): the SDK's answer may come later."""
+        self._halves[(half.producer_group, transaction_id)] = half
+
+    async def end_transaction(
+        self, producer_group: str, transaction_id: str, message_id: str, commit: bool, checked: bool
+    ) -> None:
+        half = self._halves.pop((producer_group, transaction_id), None)
+        if half is None:
+            raise ProxyError(
+                pb.Code.INVALID_TRANSACTION_ID,
+                f"transaction {transaction_id} of {producer_group} is unknown here",
+            )
+        if message_id and message_id != half.message_id:
+            raise ProxyError(
+                pb.Code.INVALID_TRANSACTION_ID, "message id does not match the transaction"
+            )
+        addr = self.instance.find_master(half.broker_name)
+        if addr is None:
+            route = await self.instance.route(producer_group)
+            addr = master_addr(route, half.broker_name) if route is not None else None
+        if addr is None:
+            raise ProxyError(pb.Code.FORBIDDEN, f"broker {half.broker_name} has no master")
+        state = codec.TRANSACTION_COMMIT_TYPE if commit else codec.TRANSACTION_ROLLBACK_TYPE
+        fields = {
+            "producerGroup": producer_group,
+            "tranStateTableOffset": str(half.tran_state_table_offset),
+            "commitLogOffset": str(half.commit_log_offset),
+            "commitOrRollback": str(state),
+            "fromTransactionCheck": "true" if checked else "false",
+            "msgId": half.message_id,
+            "transactionId": transaction_id,
+        }
+        request = self.instance.request(RequestCode.END_TRANSACTION, fields, oneway=True)
+        await self.instance.invoke_oneway(addr, request)
