@@ -8,6 +8,7 @@ from __future__ import annotations
 import unicodedata
 
 import attrs
+from google.protobuf import timestamp_pb2
 
 from proxy.apis import definition_pb2 as pb
 from proxy.config import ProxyConfig
@@ -188,6 +189,15 @@ def _user_properties(message: pb.Message, config: ProxyConfig) -> tuple[dict[str
     return user, size
 
 
+# google.protobuf.Timestamp's range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z
+_MIN_SECONDS, _MAX_SECONDS = -62_135_596_800, 253_402_300_799
+
+
+def valid_timestamp(stamp: timestamp_pb2.Timestamp) -> bool:
+    """Timestamps.isValid: an SDK may send anything in the two fields."""
+    return _MIN_SECONDS <= stamp.seconds <= _MAX_SECONDS and 0 <= stamp.nanos < 1_000_000_000
+
+
 def declared_type(properties: dict[str, str]) -> int:
     """TopicMessageType.parseFromMessageProperty: what the properties make the message."""
     if properties.get("TRAN_MSG") == "true":
@@ -247,6 +257,8 @@ def message_properties(
                 )
             props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(max(0, seconds))
     if system.HasField("delivery_timestamp"):
+        if not valid_timestamp(system.delivery_timestamp):
+            raise ProxyError(Code.ILLEGAL_DELIVERY_TIME, "delivery timestamp is not a valid time")
         deliver_ms = system.delivery_timestamp.ToMilliseconds()
         limit = config.max_delay_time_mills
         if limit > 0 and deliver_ms - now_ms > limit:
@@ -269,7 +281,7 @@ def message_properties(
     born_host = system.born_host.strip() or peer
     if born_host and not has_control_character(born_host):
         props[BORN_HOST] = born_host
-    if system.HasField("born_timestamp") and system.born_timestamp.seconds > 0:
+    if system.HasField("born_timestamp") and valid_timestamp(system.born_timestamp):
         props[BORN_TIMESTAMP] = str(system.born_timestamp.ToMilliseconds())
     return props
 

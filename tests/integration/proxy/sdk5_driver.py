@@ -28,8 +28,10 @@ def message(topic: str, spec: dict):
         msg.add_property(key, value)
     if spec.get("group"):
         msg.message_group = spec["group"]
-    if spec.get("delay_ms"):
-        msg.delivery_timestamp = int(time.time() * 1000) + spec["delay_ms"]
+    if spec.get("delay_s"):
+        # rocketmq-python-client 5.1.2 writes this value into Timestamp.seconds as it is: the
+        # delivery time in epoch seconds is what reaches a Proxy intact
+        msg.delivery_timestamp = int(time.time()) + spec["delay_s"]
     return msg
 
 
