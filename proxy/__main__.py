@@ -27,6 +27,7 @@ from proxy.apis import service_pb2_grpc
 from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
 from proxy.config import ConfigError, ProxyConfig, load_proxy_config
+from proxy.malformed import MalformedRequests
 from proxy.service import MessagingService
 from remoting.logs import LEVELS, setup_logging
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process
@@ -65,6 +66,7 @@ def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=config.grpc_max_concurrent_calls,
+        interceptors=[MalformedRequests()],
     )
 
 

@@ -85,7 +85,8 @@ METADATA = (("x-mq-client-id", "raw-grpc-test@1"),)
 
 
 def raw_message(topic: str, body: bytes = b"raw", **system: Any) -> pb.Message:
-    props = pb.SystemProperties(message_id=uuid.uuid4().hex.upper(), **system)
+    system.setdefault("message_id", uuid.uuid4().hex.upper())
+    props = pb.SystemProperties(**system)
     return pb.Message(topic=pb.Resource(name=topic), system_properties=props, body=body)
 
 
