@@ -31,6 +31,10 @@ from broker.metrics.service import start_metrics
 from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
+from broker.pop.ack_processor import AckMessageProcessor
+from broker.pop.polling import PopLongPollingService
+from broker.pop.pop_processor import PopMessageProcessor
+from broker.pop.revive import PopReviveService
 from broker.processor.acl_admin import AclAdminProcessor
 from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.call_consumer import ConsumerCallProcessor
@@ -104,6 +108,8 @@ class BrokerController:
             arrival_listener=self._on_arrival,
         )
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.pop_polling = PopLongPollingService(config.max_pop_polling_size)
+        self.pop_revive = PopReviveService(self, clock=clock)
         self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
         self.persist = ConfigPersistService(
             config, (self.offsets, self.delay_offsets, self.topics, self.groups)
@@ -186,6 +192,7 @@ class BrokerController:
         config = self.config
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
+        self.pull_processor = PullMessageProcessor(self)  # pops reuse its filters
         self.transactions = TransactionalMessageService(self)
         # The main and VIP ports' connections hold partial frames against one limit.
         self._partial_frames = partial_frames_budget(config.server_partial_frames_max_bytes)
@@ -210,7 +217,9 @@ class BrokerController:
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
-        server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self).handle)
+        server.register(RequestCode.PULL_MESSAGE, self.pull_processor.handle)
+        PopMessageProcessor(self).register(server)
+        AckMessageProcessor(self).register(server)
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)
         AdminBrokerProcessor(self).register(server)
@@ -240,6 +249,8 @@ class BrokerController:
             self.schedule.notify_arrival(queue_id)
             return
         self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        if self.pop_polling.waiting:
+            self.pop_polling.notify(topic)
 
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
@@ -304,6 +315,7 @@ class BrokerController:
                     await nursery.start(self.ha_client.run)
                 if not self.is_slave:
                     await nursery.start(self.schedule.run)
+                    await nursery.start(self.pop_revive.run)
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
