@@ -59,6 +59,8 @@ from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
+from broker.timer.service import TimerMessageService, TimerProgress
+from broker.timer.transform import TIMER_TOPIC
 from broker.tls import broker_tls
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
@@ -111,8 +113,13 @@ class BrokerController:
         self.pop_polling = PopLongPollingService(config.max_pop_polling_size)
         self.pop_revive = PopReviveService(self, clock=clock)
         self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
+        self.timer_progress = TimerProgress(
+            JsonConfigFile(store_config.config_dir / "timerProgress.json")
+        )
+        self.timer = TimerMessageService(self.store, store_config, self.timer_progress, clock=clock)
         self.persist = ConfigPersistService(
-            config, (self.offsets, self.delay_offsets, self.topics, self.groups)
+            config,
+            (self.offsets, self.delay_offsets, self.topics, self.groups, self.timer_progress),
         )
         self.housekeeping = ClientHousekeepingService(self.clients, self.stats, clock)
         # Certificates load now: a bad one stops start-up (ConfigError naming the key).
@@ -248,6 +255,9 @@ class BrokerController:
         if topic == K.SCHEDULE_TOPIC:
             self.schedule.notify_arrival(queue_id)
             return
+        if topic == TIMER_TOPIC:
+            self.timer.notify_arrival()
+            return
         self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.pop_polling.waiting:
             self.pop_polling.notify(topic)
@@ -316,6 +326,7 @@ class BrokerController:
                 if not self.is_slave:
                     await nursery.start(self.schedule.run)
                     await nursery.start(self.pop_revive.run)
+                    await nursery.start(self.timer.run)
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
