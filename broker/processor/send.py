@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from broker.timer.transform import is_timer
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting import message as codec
@@ -193,7 +194,7 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
-        return MessageExtBrokerInner(
+        msg = MessageExtBrokerInner(
             topic=header.topic,
             queue_id=queue_id,
             body=request.body,
@@ -204,6 +205,9 @@ class SendMessageProcessor:
             born_host=born_host(connection),
             reconsume_times=header.reconsume_times or 0,
         )
+        if is_timer(properties):  # 5.x timer message: parked until due (broker/timer/)
+            self.broker.timer.park(msg)
+        return msg
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         header = self.header(request)
