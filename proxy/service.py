@@ -10,39 +10,21 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
-
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from proxy.apis import service_pb2_grpc
 from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
 from proxy.config import ProxyConfig
+from proxy.consumer_service import ConsumerRpcs
 from proxy.errors import ProxyError, ok, status_of
+from proxy.metadata import client_id, peer_address
+from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
 from proxy.route import endpoints_of, message_queues
 from proxy.settings import merge_settings
 
 log = logging.getLogger(__name__)
-
-CLIENT_ID = "x-mq-client-id"
-MAX_CLIENT_ID = 512
-
-
-def peer_address(context: grpc.aio.ServicerContext) -> str:
-    """``ipv4:127.0.0.1:5000`` -> ``127.0.0.1:5000``."""
-    peer = context.peer() or ""
-    kind, _, rest = peer.partition(":")
-    return rest if kind in ("ipv4", "ipv6") else ""
-
-
-def client_id(context: grpc.aio.ServicerContext) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == CLIENT_ID and isinstance(value, str):
-            if not value or len(value) > MAX_CLIENT_ID or not value.isprintable():
-                break
-            return value
-    raise ProxyError(pb.Code.CLIENT_ID_REQUIRED, "x-mq-client-id is missing or malformed")
 
 
 def _failed(exc: BaseException, what: str) -> pb.Status:
@@ -51,11 +33,13 @@ def _failed(exc: BaseException, what: str) -> pb.Status:
     return status_of(exc)
 
 
-class MessagingService(service_pb2_grpc.MessagingServiceServicer):
+class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
     def __init__(self, config: ProxyConfig, bridge: TrioBridge, cluster: ClusterClient) -> None:
+        super().__init__()
         self.config = config
         self.bridge = bridge
         self.cluster = cluster
+        self.pops = PopClient(cluster)
 
     # ------------------------------------------------------------------ routes
 
@@ -93,7 +77,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         self, request_iterator: AsyncIterator[rpc.TelemetryCommand], context: Any
     ) -> AsyncIterator[rpc.TelemetryCommand]:
         try:
-            client_id(context)
+            client = client_id(context)
         except ProxyError as exc:
             yield rpc.TelemetryCommand(status=status_of(exc))
             return
@@ -105,9 +89,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                     for topic in settings.publishing.topics:
                         if topic.name:
                             await self.bridge.call(self._producer_group, topic.name)
-                yield rpc.TelemetryCommand(
-                    status=ok(), settings=merge_settings(settings, self.config)
-                )
+                merged = merge_settings(settings, self.config)
+                self.remember_settings(client, merged)
+                yield rpc.TelemetryCommand(status=ok(), settings=merged)
             elif which is None:
                 yield rpc.TelemetryCommand(
                     status=pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")

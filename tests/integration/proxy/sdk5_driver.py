@@ -88,6 +88,50 @@ def send(job: dict) -> None:
         producer.shutdown()
 
 
+def described(msg) -> dict:
+    return {
+        "message_id": msg.message_id,
+        "topic": msg.topic,
+        "body": msg.body.decode(),
+        "tag": msg.tag,
+        "keys": sorted(msg.keys),
+        "properties": dict(msg.properties),
+        "attempt": msg.delivery_attempt,
+        "group": msg.message_group,
+    }
+
+
+def consume(job: dict) -> None:
+    """Receive until ``count`` messages came (or ``deadline_s``); ack them unless told not to.
+    With ``change_invisible_s``, the first delivery of each is made visible again that soon
+    instead of acked, and the redelivery is acked."""
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+
+    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    consumer = SimpleConsumer(
+        config,
+        job["group"],
+        {job["topic"]: FilterExpression(job.get("filter", "*"))},
+        await_duration=job.get("await_s", 5),
+    )
+    consumer.startup()
+    acked: set[str] = set()
+    deadline = time.monotonic() + job.get("deadline_s", 60)
+    try:
+        while len(acked) < job["count"] and time.monotonic() < deadline:
+            for msg in consumer.receive(32, job.get("invisible_s", 15)):
+                report(received=described(msg))
+                if job.get("change_invisible_s") and msg.delivery_attempt == 1:
+                    consumer.change_invisible_duration(msg, job["change_invisible_s"])
+                    continue
+                if job.get("ack", True):
+                    consumer.ack(msg)
+                    acked.add(msg.message_id)
+                    report(acked=msg.message_id)
+    finally:
+        consumer.shutdown()
+
+
 if __name__ == "__main__":
     job = json.loads(sys.argv[1])
-    {"send": send}[job["op"]](job)
+    {"send": send, "consume": consume}[job["op"]](job)

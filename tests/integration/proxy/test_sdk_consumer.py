@@ -1,0 +1,112 @@
+"""The official RocketMQ 5 Python SDK's SimpleConsumer (unmodified) receives through mqproxy
+what our 4.x producer sent (pop consumption in the broker): tags, keys and properties intact,
+acks, a changed invisible time and redelivery, and the SDK's sends received by it too."""
+
+from __future__ import annotations
+
+from client.message import Message
+from client.producer import Producer
+from remoting.client import RemotingClient
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from tests.integration.proxy.proxykit import create_topic, run_sdk
+from tests.kits.brokerkit import call
+
+QUEUES = 4
+
+
+async def start_group_at_zero(broker, group: str, topic: str) -> None:
+    """A new pop group starts at the end of each queue (the Proxy pops with ConsumeInitMode
+    MAX); these tests want every message sent before the consumer started."""
+    async with RemotingClient.open() as client:
+        for queue_id in range(QUEUES):
+            fields = {
+                "consumerGroup": group,
+                "topic": topic,
+                "queueId": str(queue_id),
+                "commitOffset": "0",
+            }
+            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+            response = await call(client, broker.addr, request)
+            assert response.code == 0, response.remark
+
+
+def endpoints(proxy) -> str:
+    return f"127.0.0.1:{proxy.port}"
+
+
+async def test_simple_consumer_receives_what_a_4x_producer_sent(proxy_cluster) -> None:
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "PopFrom4x", QUEUES)
+    await start_group_at_zero(broker, "Sdk5CG1", "PopFrom4x")
+    async with Producer.open(ns.addr, "PG4x") as producer:
+        sent = []
+        for i in range(6):
+            msg = Message(
+                "PopFrom4x", f"m{i}".encode(), tags=f"T{i % 2}", keys=[f"key{i}", "common"]
+            )
+            msg.properties["origin"] = "4.x"
+            sent.append((await producer.send(msg)).msg_id)
+    lines = await run_sdk(
+        {
+            "op": "consume",
+            "endpoints": endpoints(proxy),
+            "group": "Sdk5CG1",
+            "topic": "PopFrom4x",
+            "count": 6,
+        }
+    )
+    received = [line["received"] for line in lines if "received" in line]
+    acked = {line["acked"] for line in lines if "acked" in line}
+    assert sorted(r["message_id"] for r in received) == sorted(sent)  # each once
+    assert acked == set(sent)
+    for r in received:
+        i = int(r["body"][1:])
+        assert r["topic"] == "PopFrom4x" and r["tag"] == f"T{i % 2}"
+        assert r["keys"] == sorted([f"key{i}", "common"])
+        assert r["properties"]["origin"] == "4.x"
+        assert r["attempt"] == 1
+    # acked: a second consumer of the group finds nothing more
+    again = await run_sdk(
+        {
+            "op": "consume",
+            "endpoints": endpoints(proxy),
+            "group": "Sdk5CG1",
+            "topic": "PopFrom4x",
+            "count": 1,
+            "deadline_s": 1,
+            "await_s": 5,
+        }
+    )
+    assert [line for line in again if "received" in line] == []
+
+
+async def test_changed_invisible_time_brings_the_message_back(proxy_cluster) -> None:
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "PopRedeliver", QUEUES)
+    await start_group_at_zero(broker, "Sdk5CG2", "PopRedeliver")
+    sent = await run_sdk(
+        {
+            "op": "send",
+            "endpoints": endpoints(proxy),
+            "topic": "PopRedeliver",
+            "mode": "sync",
+            "messages": [{"body": "again", "tag": "R", "properties": {"p": "1"}}],
+        }
+    )
+    lines = await run_sdk(
+        {
+            "op": "consume",
+            "endpoints": endpoints(proxy),
+            "group": "Sdk5CG2",
+            "topic": "PopRedeliver",
+            "count": 1,
+            "change_invisible_s": 1,
+            "deadline_s": 60,
+        }
+    )
+    received = [line["received"] for line in lines if "received" in line]
+    assert [r["attempt"] for r in received] == [1, 2]
+    assert {r["message_id"] for r in received} == {sent[0]["message_id"]}
+    assert received[1]["topic"] == "PopRedeliver" and received[1]["properties"]["p"] == "1"
+    assert [line["acked"] for line in lines if "acked" in line] == [sent[0]["message_id"]]
