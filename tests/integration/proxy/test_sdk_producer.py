@@ -92,7 +92,7 @@ async def test_fifo_groups_keep_one_queue_each_in_send_order(proxy_cluster) -> N
         assert in_queue_order == [f"{g}:{i}" for i in range(6)]
 
 
-async def test_delivery_time_becomes_the_timer_property(proxy_cluster) -> None:
+async def test_delivery_time_becomes_a_timer_message(proxy_cluster) -> None:
     ns, _, proxy = proxy_cluster
     await create_topic(ns.addr, "SdkDelay")
     before_s = int(time.time())
@@ -110,6 +110,7 @@ async def test_delivery_time_becomes_the_timer_property(proxy_cluster) -> None:
     deliver_ms = int(got[0].properties["TIMER_DELIVER_MS"])
     assert (before_s + 2) * 1000 <= deliver_ms <= (int(time.time()) + 2) * 1000
     assert "DELAY" not in got[0].properties  # useDelayLevel=false, as RocketMQ's default
+    assert got[0].store_timestamp >= deliver_ms, "delivered before its time (broker timers)"
 
 
 async def test_transaction_commit_is_delivered_and_rollback_is_not(proxy_cluster) -> None:
