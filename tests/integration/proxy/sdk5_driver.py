@@ -132,6 +132,59 @@ def consume(job: dict) -> None:
         consumer.shutdown()
 
 
+def bench_send(job: dict) -> None:
+    """``count`` messages of ``size`` bytes, sync one after another or async (all in flight,
+    then waited for); reports the seconds the sends took (start-up excluded)."""
+    from rocketmq import ClientConfiguration, Credentials, Message, Producer
+
+    producer = Producer(ClientConfiguration(job["endpoints"], Credentials()), (job["topic"],))
+    producer.startup()
+    body = b"x" * job["size"]
+
+    def new() -> Message:
+        msg = Message()
+        msg.topic, msg.body = job["topic"], body
+        return msg
+
+    try:
+        producer.send(new())  # warm: route, channel, settings
+        started = time.perf_counter()
+        if job["mode"] == "async":
+            for future in [producer.send_async(new()) for _ in range(job["count"])]:
+                future.result(timeout=60)
+        else:
+            for _ in range(job["count"]):
+                producer.send(new())
+        report(seconds=time.perf_counter() - started)
+    finally:
+        producer.shutdown()
+
+
+def bench_receive(job: dict) -> None:
+    """Receive and ack ``count`` messages with a SimpleConsumer; reports the seconds taken."""
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+
+    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    consumer = SimpleConsumer(config, job["group"], {job["topic"]: FilterExpression("*")}, 5)
+    consumer.startup()
+    try:
+        done = 0
+        started = time.perf_counter()
+        while done < job["count"]:
+            for msg in consumer.receive(32, 30):
+                consumer.ack(msg)
+                done += 1
+        report(seconds=time.perf_counter() - started)
+    finally:
+        consumer.shutdown()
+
+
 if __name__ == "__main__":
     job = json.loads(sys.argv[1])
-    {"send": send, "consume": consume}[job["op"]](job)
+    ops = {
+        "send": send,
+        "consume": consume,
+        "bench_send": bench_send,
+        "bench_receive": bench_receive,
+    }
+    ops[job["op"]](job)
