@@ -8,6 +8,8 @@ from __future__ import annotations
 import collections
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -20,7 +22,9 @@ from remoting import constants as K
 from remoting import message as codec
 from remoting.body import MessageQueue, ProducerData, TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
-from remoting.headers import SendMessageRequestHeaderV2
+from remoting.command import RemotingCommand
+from remoting.header_codec import decode_header
+from remoting.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
 from remoting.serde import encode_header_fields
 
 log = logging.getLogger(__name__)
@@ -40,6 +44,9 @@ _REFUSALS = {
 }
 MAX_TRANSACTIONS = 100_000  # halves awaiting EndTransaction that the proxy remembers
 TRANSACTION_KEEP_S = 3600.0
+# Producer groups the proxy heartbeats (one per topic SDKs publish to): a bound on what
+# clients naming topics can make it hold and send every 30 s.
+MAX_PRODUCER_GROUPS = 10_000
 
 
 @attrs.frozen
@@ -61,6 +68,7 @@ class HalfMessage:
     commit_log_offset: int
     message_id: str
     remembered_at: float
+    broker_addr: str | None = None  # a half the broker asked about: answer where it asked
 
 
 class ProducerGroup:
@@ -113,11 +121,23 @@ class ClusterClient:
 
     # ------------------------------------------------------------------ producers
 
-    def add_producer_group(self, group: str) -> None:
-        if group not in self._groups:
-            member = ProducerGroup(group)
-            self._groups[group] = member
-            self.instance.members.append(member)
+    async def add_producer_groups(self, groups: list[str]) -> None:
+        """Producer groups to heartbeat from now on; a new one is announced to the brokers at
+        once (a transaction check-back looks for a producer of the half's group)."""
+        new = [group for group in groups if self._add_producer_group(group)]
+        if new:
+            await self.instance.send_heartbeat()
+
+    def _add_producer_group(self, group: str) -> bool:
+        if group in self._groups:
+            return False
+        if len(self._groups) >= MAX_PRODUCER_GROUPS:
+            log.warning("producer group %s not heartbeated: %d already", group, MAX_PRODUCER_GROUPS)
+            return False
+        member = ProducerGroup(group)
+        self._groups[group] = member
+        self.instance.members.append(member)
+        return True
 
     # ------------------------------------------------------------------ send
 
@@ -151,7 +171,7 @@ class ClusterClient:
 
     async def send(self, plan: SendPlan) -> SendOutcome:
         if plan.transactional:
-            self.add_producer_group(plan.producer_group)
+            await self.add_producer_groups([plan.producer_group])
         mq = await self.select_queue(plan)
         route = await self.route(plan.topic)
         addr = master_addr(route, mq.broker_name)
@@ -203,6 +223,37 @@ class ClusterClient:
     def remember_checked_half(self, half: HalfMessage, transaction_id: str) -> None:
         """A half the broker asked about (check-back): the SDK's answer may come later."""
         self._halves[(half.producer_group, transaction_id)] = half
+        while len(self._halves) > MAX_TRANSACTIONS:
+            self._halves.popitem(last=False)
+
+    def on_transaction_check(self, forward: Callable[[str, codec.MessageExt, str], None]) -> None:
+        """Broker check-backs (CHECK_TRANSACTION_STATE) of halves sent through the proxy are
+        remembered and handed to ``forward(producer_group, message, transaction_id)``, which
+        asks a producer of that group over its Telemetry stream (the SDK's
+        RecoverOrphanedTransactionCommand)."""
+
+        async def check(connection: Any, request: RemotingCommand) -> None:
+            try:
+                msg = codec.decode_message(request.body)
+                header = decode_header(CheckTransactionStateRequestHeader, request.ext_fields)
+            except Exception as exc:  # a broker's bad frame: nothing to ask about
+                log.warning("transaction check from %s unreadable: %r", connection.peer, exc)
+                return
+            group = msg.properties.get(codec.MessageConst.PGROUP, "")
+            tid = header.transaction_id or msg.properties.get("__transactionId__") or msg.msg_id
+            half = HalfMessage(
+                broker_name="",
+                producer_group=group,
+                tran_state_table_offset=header.tran_state_table_offset,
+                commit_log_offset=header.commit_log_offset,
+                message_id=header.msg_id or msg.msg_id,
+                remembered_at=time.monotonic(),
+                broker_addr=connection.peer,
+            )
+            self.remember_checked_half(half, tid)
+            forward(group, msg, tid)
+
+        self.instance.register_server_request(RequestCode.CHECK_TRANSACTION_STATE, check)
 
     async def end_transaction(
         self, producer_group: str, transaction_id: str, message_id: str, commit: bool, checked: bool
@@ -217,7 +268,7 @@ class ClusterClient:
             raise ProxyError(
                 pb.Code.INVALID_TRANSACTION_ID, "message id does not match the transaction"
             )
-        addr = self.instance.find_master(half.broker_name)
+        addr = half.broker_addr or self.instance.find_master(half.broker_name)
         if addr is None:
             route = await self.instance.route(producer_group)
             addr = master_addr(route, half.broker_name) if route is not None else None

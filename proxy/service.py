@@ -5,6 +5,8 @@ proxy/grpc/v2/). A refusal is a Status in the response; the gRPC call itself suc
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -16,6 +18,7 @@ from proxy.apis import service_pb2_grpc
 from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
 from proxy.config import ProxyConfig
+from proxy.consume import to_proto_message
 from proxy.consumer_service import ConsumerRpcs
 from proxy.errors import ProxyError, ok, status_of
 from proxy.metadata import client_id, peer_address
@@ -23,6 +26,9 @@ from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
 from proxy.route import endpoints_of, message_queues
 from proxy.settings import merge_settings
+from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
+from remoting.message import MessageExt
+from remoting.names import topic_problem
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +46,11 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         self.bridge = bridge
         self.cluster = cluster
         self.pops = PopClient(cluster)
+        self.streams = TelemetryStreams()
+        self.loop = asyncio.get_running_loop()
+        # a dict entry in the remoting client's processor table, set before any broker can
+        # connect back: safe from this thread
+        cluster.on_transaction_check(self._ask_producer)
 
     # ------------------------------------------------------------------ routes
 
@@ -76,30 +87,70 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
     async def Telemetry(
         self, request_iterator: AsyncIterator[rpc.TelemetryCommand], context: Any
     ) -> AsyncIterator[rpc.TelemetryCommand]:
+        """Answers the client's settings, and puts the broker's transaction check-backs to
+        producers: a reader task turns what the client sends into answers in the stream's
+        outbox, which also takes check-backs; this generator writes the outbox out."""
         try:
             client = client_id(context)
         except ProxyError as exc:
             yield rpc.TelemetryCommand(status=status_of(exc))
             return
-        async for command in request_iterator:
-            which = command.WhichOneof("command")
-            if which == "settings":
-                settings = command.settings
-                if settings.HasField("publishing"):
-                    for topic in settings.publishing.topics:
-                        if topic.name:
-                            await self.bridge.call(self._producer_group, topic.name)
-                merged = merge_settings(settings, self.config)
-                self.remember_settings(client, merged)
-                yield rpc.TelemetryCommand(status=ok(), settings=merged)
-            elif which is None:
-                yield rpc.TelemetryCommand(
-                    status=pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")
-                )
-            # results of commands we sent (thread stacks, verify results) need no answer
+        outbox = self.streams.open()
 
-    async def _producer_group(self, group: str) -> None:
-        self.cluster.add_producer_group(group)
+        async def read() -> None:
+            try:
+                async for command in request_iterator:
+                    answer = await self._telemetry_answer(client, command, outbox)
+                    if answer is not None:
+                        await outbox.put(answer)
+            finally:  # the client closed its side (or the call ended): stop the writer
+                with contextlib.suppress(asyncio.CancelledError):
+                    await outbox.put(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (command := await outbox.get()) is not None:
+                yield command
+        finally:
+            reader.cancel()
+            self.streams.close(outbox)
+
+    async def _telemetry_answer(
+        self, client: str, command: rpc.TelemetryCommand, outbox: asyncio.Queue
+    ) -> rpc.TelemetryCommand | None:
+        which = command.WhichOneof("command")
+        if which == "settings":
+            settings = command.settings
+            if settings.HasField("publishing"):
+                topics = [t.name for t in settings.publishing.topics if not topic_problem(t.name)]
+                self.streams.publishes(outbox, topics)
+                await self.bridge.call(
+                    self.cluster.add_producer_groups, topics[:MAX_TOPICS_PER_STREAM]
+                )
+            merged = merge_settings(settings, self.config)
+            self.remember_settings(client, merged)
+            return rpc.TelemetryCommand(status=ok(), settings=merged)
+        if which is None:
+            status = pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")
+            return rpc.TelemetryCommand(status=status)
+        return None  # results of commands we sent (thread stacks, verify results)
+
+    def _ask_producer(self, group: str, message: MessageExt, transaction_id: str) -> None:
+        """In the Trio thread: a broker's check-back, handed to the asyncio loop."""
+        proto = to_proto_message(message, "", 0)
+        command = rpc.TelemetryCommand(
+            recover_orphaned_transaction_command=rpc.RecoverOrphanedTransactionCommand(
+                message=proto, transaction_id=transaction_id
+            )
+        )
+
+        def ask() -> None:
+            if not self.streams.ask(group, command):
+                log.info(
+                    "transaction check of %s: no producer of %s connected", transaction_id, group
+                )
+
+        self.loop.call_soon_threadsafe(ask)
 
     # ------------------------------------------------------------------ producers
 

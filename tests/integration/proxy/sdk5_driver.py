@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 
 
@@ -48,13 +49,15 @@ def send(job: dict) -> None:
         TransactionResolution,
     )
 
+    checked = threading.Event()
+
     class Checker(TransactionChecker):
         def check(self, msg):
-            return (
-                TransactionResolution.COMMIT
-                if job.get("commit")
-                else TransactionResolution.ROLLBACK
-            )
+            report(checked=msg.message_id, topic=msg.topic, body=msg.body.decode())
+            checked.set()
+            if job.get("check_commits"):
+                return TransactionResolution.COMMIT
+            return TransactionResolution.ROLLBACK
 
     config = ClientConfiguration(
         job["endpoints"], Credentials(), request_timeout=job.get("timeout", 10)
@@ -72,12 +75,16 @@ def send(job: dict) -> None:
                 if job["mode"] == "transaction":
                     transaction = producer.begin_transaction()
                     receipt = producer.send(msg, transaction)
-                    (transaction.commit if job.get("commit") else transaction.rollback)()
+                    if job.get("commit") is not None:  # None: undecided, the broker asks
+                        (transaction.commit if job["commit"] else transaction.rollback)()
                 else:
                     receipt = producer.send(msg)
                 report(ok=True, message_id=receipt.message_id, offset=receipt.offset)
             except Exception as exc:  # the test reads what the SDK raised
                 report(ok=False, error=f"{type(exc).__name__}: {exc}")
+        if job.get("await_check_s"):
+            checked.wait(job["await_check_s"])
+            time.sleep(0.5)  # the checker's answer (EndTransaction) goes out after check()
         for future in futures:
             try:
                 receipt = future.result(timeout=30)
