@@ -69,6 +69,11 @@ class ProxyConfig:
     # RocketMQ defaults this to true and reads each topic's message.type attribute; our
     # brokers keep no topic attributes (every topic is MIXED), so there is nothing to check.
     enable_topic_message_type_check: bool = False
+    # ReceiveMessage with auto_renew (the SDKs' PushConsumer): the invisible time given
+    default_invisible_time_mills: int = attrs.field(
+        default=60_000, validator=java_long(10_000, 12 * 3600 * 1000)
+    )
+    enable_proxy_auto_renew: bool = True
     # A delivery time also as the nearest 4.x delay level above it (brokers without timers)
     use_delay_level: bool = False
     message_delay_level: str = attrs.field(

@@ -13,6 +13,7 @@ from typing import Any
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from proxy.bridge import TrioBridge
+from proxy.config import ProxyConfig
 from proxy.consume import (
     MAX_BATCH,
     MIN_INVISIBLE_MS_FOR_RECEIVE,
@@ -40,6 +41,12 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _delivered_now() -> rpc.ReceiveMessageResponse:
+    response = rpc.ReceiveMessageResponse()
+    response.delivery_timestamp.FromMilliseconds(_now_ms())
+    return response
+
+
 def _failed(exc: BaseException, what: str) -> pb.Status:
     if not isinstance(exc, ProxyError):
         log.warning("%s failed: %r", what, exc)
@@ -47,6 +54,7 @@ def _failed(exc: BaseException, what: str) -> pb.Status:
 
 
 class ConsumerRpcs:
+    config: ProxyConfig
     bridge: TrioBridge
     pops: PopClient
 
@@ -104,9 +112,12 @@ class ConsumerRpcs:
         )
         topic = validate_topic(request.message_queue.topic)
         group = validate_group(request.group)
-        invisible = validate_invisible_ms(
-            duration_ms(request.invisible_duration), MIN_INVISIBLE_MS_FOR_RECEIVE
-        )
+        if request.auto_renew and self.config.enable_proxy_auto_renew:
+            invisible = self.config.default_invisible_time_mills
+        else:
+            invisible = validate_invisible_ms(
+                duration_ms(request.invisible_duration), MIN_INVISIBLE_MS_FOR_RECEIVE
+            )
         exp_type, exp = filter_expression(request.filter_expression)
         if request.batch_size <= 0:
             raise ProxyError(pb.Code.BAD_REQUEST, "batch size must be positive")
@@ -129,17 +140,22 @@ class ConsumerRpcs:
     async def ReceiveMessage(
         self, request: rpc.ReceiveMessageRequest, context: Any
     ) -> AsyncIterator[rpc.ReceiveMessageResponse]:
+        """A Status, the messages, then the time they left the proxy as the stream's last
+        response (RocketMQ's ReceiveMessageResponseStreamWriter.onComplete since 5.3: the
+        5.x SDKs' PushConsumer measures its receive latency from it)."""
         try:
             pop = self._pop_request(request, context)
             # the broker holds the pop up to pollTime; the remoting call waits a little longer
             popped = await self.bridge.call(self.pops.pop, pop, pop.polling_ms / 1000 + 3.0)
         except Exception as exc:
             yield rpc.ReceiveMessageResponse(status=_failed(exc, "ReceiveMessage"))
+            yield _delivered_now()
             return
         yield rpc.ReceiveMessageResponse(status=pb.Status(code=popped.code, message=popped.message))
         for msg, handle in popped.messages:
             proto = to_proto_message(msg, handle.encode(), handle.extra.invisible_time)
             yield rpc.ReceiveMessageResponse(message=proto)
+        yield _delivered_now()
 
     async def AckMessage(self, request: rpc.AckMessageRequest, context: Any):
         try:

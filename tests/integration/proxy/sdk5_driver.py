@@ -139,6 +139,42 @@ def consume(job: dict) -> None:
         consumer.shutdown()
 
 
+def push(job: dict) -> None:
+    """A PushConsumer until ``count`` messages were consumed (or ``deadline_s``)."""
+    from rocketmq import (
+        ClientConfiguration,
+        ConsumeResult,
+        Credentials,
+        FilterExpression,
+        MessageListener,
+        PushConsumer,
+    )
+
+    done = threading.Event()
+    consumed: list[str] = []
+    lock = threading.Lock()
+
+    class Listener(MessageListener):
+        def consume(self, message) -> ConsumeResult:
+            with lock:
+                consumed.append(message.message_id)
+                report(received=described(message))
+                if len(consumed) >= job["count"]:
+                    done.set()
+            return ConsumeResult.SUCCESS
+
+    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    consumer = PushConsumer(
+        config, job["group"], Listener(), {job["topic"]: FilterExpression(job.get("filter", "*"))}
+    )
+    consumer.startup()
+    try:
+        done.wait(job.get("deadline_s", 60))
+        time.sleep(job.get("linger_s", 0))  # a redelivery, if any, would show up meanwhile
+    finally:
+        consumer.shutdown()
+
+
 def bench_send(job: dict) -> None:
     """``count`` messages of ``size`` bytes, sync one after another or async (all in flight,
     then waited for); reports the seconds the sends took (start-up excluded)."""
@@ -191,6 +227,7 @@ if __name__ == "__main__":
     ops = {
         "send": send,
         "consume": consume,
+        "push": push,
         "bench_send": bench_send,
         "bench_receive": bench_receive,
     }

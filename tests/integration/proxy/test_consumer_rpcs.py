@@ -37,9 +37,12 @@ def receive_request(topic: str, group: str, **fields) -> rpc.ReceiveMessageReque
 
 
 async def receive(proxy, request) -> list[rpc.ReceiveMessageResponse]:
-    return await in_thread(
+    """The stream's responses; its last one is always the delivery timestamp."""
+    responses = await in_thread(
         lambda **kw: list(stub(proxy).ReceiveMessage(request, **kw)), metadata=METADATA
     )
+    assert responses[-1].HasField("delivery_timestamp"), responses
+    return responses[:-1]
 
 
 async def send_one(proxy, topic: str, body: bytes) -> str:

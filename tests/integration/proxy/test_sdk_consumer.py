@@ -110,3 +110,27 @@ async def test_changed_invisible_time_brings_the_message_back(proxy_cluster) -> 
     assert {r["message_id"] for r in received} == {sent[0]["message_id"]}
     assert received[1]["topic"] == "PopRedeliver" and received[1]["properties"]["p"] == "1"
     assert [line["acked"] for line in lines if "acked" in line] == [sent[0]["message_id"]]
+
+
+async def test_push_consumer_consumes_each_message_once(proxy_cluster) -> None:
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "PushT", QUEUES)
+    await start_group_at_zero(broker, "Sdk5PushCG", "PushT")
+    async with Producer.open(ns.addr, "PG4xPush") as producer:
+        sent = [
+            (await producer.send(Message("PushT", f"p{i}".encode(), tags="P"))).msg_id
+            for i in range(10)
+        ]
+    lines = await run_sdk(
+        {
+            "op": "push",
+            "endpoints": endpoints(proxy),
+            "group": "Sdk5PushCG",
+            "topic": "PushT",
+            "count": 10,
+            "linger_s": 1,
+        }
+    )
+    received = [line["received"] for line in lines if "received" in line]
+    assert sorted(r["message_id"] for r in received) == sorted(sent)
+    assert {r["tag"] for r in received} == {"P"}
