@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import outcome
 import trio
 
+from client.errors import sole_exception
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -47,7 +49,8 @@ class TrioBridge:
         try:
             trio.run(self._trio_main)
         except BaseException as exc:  # told to start() or, later, to whoever joins
-            self.failure = exc
+            sole = sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            self.failure = sole if sole is not None else exc
         finally:
             self._ready.set()
 

@@ -3,12 +3,17 @@ answers with, nothing of them is stored, and the proxy keeps serving."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+
 import grpc
 import pytest
 from google.protobuf import timestamp_pb2
 
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
+from tests.harness import python_module
 from tests.integration.proxy.conftest import MAX_BODY
 from tests.integration.proxy.proxykit import METADATA, create_topic, in_thread, raw_message, stub
 from tests.kits.consumekit import consume_until
@@ -138,3 +143,27 @@ async def test_end_transaction_for_an_unknown_transaction_is_refused(proxy_clust
     )
     response = await in_thread(stub(proxy).EndTransaction, request, metadata=METADATA)
     assert response.status.code == Code.INVALID_TRANSACTION_ID
+
+
+def test_mqproxy_on_a_taken_port_exits_naming_the_key(tmp_path) -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    with taken:
+        conf = tmp_path / "rmq-proxy.json"
+        port = taken.getsockname()[1]
+        conf.write_text(
+            json.dumps(
+                {
+                    "namesrvAddr": "127.0.0.1:9876",
+                    "grpcServerPort": port,
+                    "grpcServerHost": "127.0.0.1",
+                }
+            )
+        )
+        done = subprocess.run(
+            python_module("proxy", "-pc", str(conf)), capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 3
+    assert f"mqproxy: cannot start: grpcServerPort: cannot bind 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
