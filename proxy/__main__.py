@@ -28,6 +28,8 @@ from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
 from proxy.config import ConfigError, ProxyConfig, load_proxy_config
 from proxy.malformed import MalformedRequests
+from proxy.pop import PopClient
+from proxy.renew import Renewer, RenewPolicy
 from proxy.service import MessagingService
 from remoting.logs import LEVELS, setup_logging
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process
@@ -39,11 +41,14 @@ STOP_GRACE_S = 5.0
 
 
 class Remoting:
-    """What the Trio thread opens for the gRPC side: the client instance and ClusterClient."""
+    """What the Trio thread opens for the gRPC side: the client instance, ClusterClient, the
+    pop calls and the receipt-handle renewer."""
 
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self.cluster: ClusterClient | None = None
+        self.pops: PopClient | None = None
+        self.renewer: Renewer | None = None
 
     async def main(self, nursery: trio.Nursery, ready: Any) -> None:
         client_config = ClientConfig(
@@ -53,8 +58,21 @@ class Remoting:
         )
         async with MQClientInstance.open(client_config) as instance:
             self.cluster = ClusterClient(instance, self.config.request_timeout_mills / 1000)
+            self.pops = PopClient(self.cluster)
+            self.renewer = Renewer(self.pops.change_invisible, renew_policy(self.config))
+            await nursery.start(self.renewer.run)
             ready()
             await trio.sleep_forever()
+
+
+def renew_policy(config: ProxyConfig) -> RenewPolicy:
+    return RenewPolicy(
+        period_ms=config.renew_schedule_period_millis,
+        ahead_ms=config.renew_ahead_time_millis,
+        max_ms=config.renew_max_time_millis,
+        max_failures=config.max_renew_retry_times,
+        when_clear_ms=config.invisible_time_millis_when_clear,
+    )
 
 
 def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
@@ -71,10 +89,9 @@ def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
 
 
 async def serve(config: ProxyConfig, bridge: TrioBridge, remoting: Remoting) -> int:
-    assert remoting.cluster is not None
     server = grpc_server(config)
     service_pb2_grpc.add_MessagingServiceServicer_to_server(
-        MessagingService(config, bridge, remoting.cluster), server
+        MessagingService(config, bridge, remoting), server
     )
     address = f"{config.grpc_server_host}:{config.grpc_server_port}"
     try:

@@ -74,6 +74,13 @@ class ProxyConfig:
         default=60_000, validator=java_long(10_000, 12 * 3600 * 1000)
     )
     enable_proxy_auto_renew: bool = True
+    renew_schedule_period_millis: int = attrs.field(default=5_000, validator=java_long(100, DAY_MS))
+    renew_ahead_time_millis: int = attrs.field(default=10_000, validator=java_long(0, DAY_MS))
+    renew_max_time_millis: int = attrs.field(default=3 * 3600 * 1000, validator=java_long(0))
+    max_renew_retry_times: int = attrs.field(default=3, validator=java_int(1, 1000))
+    invisible_time_millis_when_clear: int = attrs.field(
+        default=1_000, validator=java_long(0, DAY_MS)
+    )
     # A delivery time also as the nearest 4.x delay level above it (brokers without timers)
     use_delay_level: bool = False
     message_delay_level: str = attrs.field(

@@ -17,6 +17,7 @@ from proxy.config import ProxyConfig
 from proxy.consume import (
     MAX_BATCH,
     MIN_INVISIBLE_MS_FOR_RECEIVE,
+    ReceiptHandle,
     duration_ms,
     filter_expression,
     parse_receipt_handle,
@@ -29,6 +30,7 @@ from proxy.errors import ProxyError, ok, status_of
 from proxy.metadata import client_id
 from proxy.pop import PopClient, PopRequest
 from proxy.produce import validate_topic
+from proxy.renew import Held, Renewer
 from proxy.route import MASTER_ID
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class ConsumerRpcs:
     config: ProxyConfig
     bridge: TrioBridge
     pops: PopClient
+    renewer: Renewer
 
     def __init__(self) -> None:
         self.client_settings: collections.OrderedDict[str, pb.Settings] = collections.OrderedDict()
@@ -147,6 +150,8 @@ class ConsumerRpcs:
             pop = self._pop_request(request, context)
             # the broker holds the pop up to pollTime; the remoting call waits a little longer
             popped = await self.bridge.call(self.pops.pop, pop, pop.polling_ms / 1000 + 3.0)
+            if popped.messages and request.auto_renew and self.config.enable_proxy_auto_renew:
+                await self.bridge.call(self.renewer.hold, self._held(pop, popped, context))
         except Exception as exc:
             yield rpc.ReceiveMessageResponse(status=_failed(exc, "ReceiveMessage"))
             yield _delivered_now()
@@ -156,6 +161,32 @@ class ConsumerRpcs:
             proto = to_proto_message(msg, handle.encode(), handle.extra.invisible_time)
             yield rpc.ReceiveMessageResponse(message=proto)
         yield _delivered_now()
+
+    def _held(self, pop: PopRequest, popped: Any, context: Any) -> list[Held]:
+        client, now = client_id(context), _now_ms()
+        return [
+            Held(client, pop.group, pop.topic, msg.msg_id, handle, now, msg.reconsume_times)
+            for msg, handle in popped.messages
+        ]
+
+    # The client's ack, change and dead-lettering act on the handle the renewer holds for the
+    # message when it holds one (the broker knows only the latest); these run in Trio.
+
+    async def _ack(self, group: str, topic: str, message_id: str, handle: ReceiptHandle) -> int:
+        current = await self.renewer.take(group, message_id, handle)
+        if current.expired(_now_ms()):
+            raise ProxyError(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
+        return await self.pops.ack(group, topic, current)
+
+    async def _change(
+        self, group: str, topic: str, message_id: str, handle: ReceiptHandle, invisible_ms: int
+    ) -> ReceiptHandle:
+        current = await self.renewer.take(group, message_id, handle)
+        return await self.pops.change_invisible(group, topic, current, invisible_ms)
+
+    async def _forward(self, group: str, topic: str, message_id: str, handle: ReceiptHandle) -> int:
+        current = await self.renewer.take(group, message_id, handle)
+        return await self.pops.forward_to_dlq(group, topic, current, message_id)
 
     async def AckMessage(self, request: rpc.AckMessageRequest, context: Any):
         try:
@@ -169,9 +200,7 @@ class ConsumerRpcs:
         for entry in request.entries[: MAX_BATCH * 4]:
             try:
                 handle = parse_receipt_handle(entry.receipt_handle)
-                if handle.expired(_now_ms()):
-                    raise ProxyError(pb.Code.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
-                code = await self.bridge.call(self.pops.ack, group, topic, handle)
+                code = await self.bridge.call(self._ack, group, topic, entry.message_id, handle)
                 status = pb.Status(code=code, message="OK" if code == pb.Code.OK else "ack failed")
             except Exception as exc:
                 status = _failed(exc, "AckMessage")
@@ -196,7 +225,7 @@ class ConsumerRpcs:
             invisible = validate_invisible_ms(duration_ms(request.invisible_duration))
             handle = parse_receipt_handle(request.receipt_handle)
             renewed = await self.bridge.call(
-                self.pops.change_invisible, group, topic, handle, invisible
+                self._change, group, topic, request.message_id, handle, invisible
             )
         except Exception as exc:
             return rpc.ChangeInvisibleDurationResponse(
@@ -211,9 +240,7 @@ class ConsumerRpcs:
             topic = validate_topic(request.topic)
             group = validate_group(request.group)
             handle = parse_receipt_handle(request.receipt_handle)
-            await self.bridge.call(
-                self.pops.forward_to_dlq, group, topic, handle, request.message_id
-            )
+            await self.bridge.call(self._forward, group, topic, request.message_id, handle)
         except Exception as exc:
             status = _failed(exc, "ForwardMessageToDeadLetterQueue")
             return rpc.ForwardMessageToDeadLetterQueueResponse(status=status)

@@ -24,6 +24,7 @@ from proxy.errors import ProxyError, ok, status_of
 from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
+from proxy.renew import Renewer
 from proxy.route import endpoints_of, message_queues
 from proxy.settings import merge_settings
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
@@ -40,12 +41,15 @@ def _failed(exc: BaseException, what: str) -> pb.Status:
 
 
 class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
-    def __init__(self, config: ProxyConfig, bridge: TrioBridge, cluster: ClusterClient) -> None:
+    def __init__(self, config: ProxyConfig, bridge: TrioBridge, remoting: Any) -> None:
+        """``remoting``: what the Trio thread opened (__main__.Remoting)."""
         super().__init__()
         self.config = config
         self.bridge = bridge
-        self.cluster = cluster
-        self.pops = PopClient(cluster)
+        self.cluster: ClusterClient = remoting.cluster
+        self.pops: PopClient = remoting.pops
+        self.renewer: Renewer = remoting.renewer
+        cluster = self.cluster
         self.streams = TelemetryStreams()
         self.loop = asyncio.get_running_loop()
         # a dict entry in the remoting client's processor table, set before any broker can
@@ -77,7 +81,9 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
 
     async def NotifyClientTermination(self, request, context: Any):
         try:
-            client_id(context)
+            client = client_id(context)
+            # its messages being consumed go back to the group soon, not after their 60 s
+            await self.bridge.call(self.renewer.client_left, client)
         except Exception as exc:
             return rpc.NotifyClientTerminationResponse(
                 status=_failed(exc, "NotifyClientTermination")

@@ -156,6 +156,7 @@ def push(job: dict) -> None:
 
     class Listener(MessageListener):
         def consume(self, message) -> ConsumeResult:
+            time.sleep(job.get("consume_s", 0))  # a slow listener
             with lock:
                 consumed.append(message.message_id)
                 report(received=described(message))

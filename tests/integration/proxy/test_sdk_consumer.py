@@ -4,12 +4,15 @@ acks, a changed invisible time and redelivery, and the SDK's sends received by i
 
 from __future__ import annotations
 
+import pytest
+
 from client.message import Message
 from client.producer import Producer
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from tests.integration.proxy.proxykit import create_topic, run_sdk
+from tests.harness import ProcessPool
+from tests.integration.proxy.proxykit import create_topic, run_sdk, start_proxy
 from tests.kits.brokerkit import call
 from tests.kits.popkit import pop_request
 
@@ -127,3 +130,44 @@ async def test_push_consumer_consumes_each_message_once(proxy_cluster) -> None:
     received = [line["received"] for line in lines if "received" in line]
     assert sorted(r["message_id"] for r in received) == sorted(sent)
     assert {r["tag"] for r in received} == {"P"}
+
+
+@pytest.mark.slow
+async def test_a_slow_push_listener_keeps_its_message(proxy_cluster, tmp_path) -> None:
+    """The listener takes 25 s; the message's invisible time is 10 s: the proxy renews its
+    receipt handle meanwhile, so it is delivered once and the ack lands (~35 s)."""
+    ns, broker, _ = proxy_cluster
+    pool = ProcessPool(tmp_path / "logs")
+    try:
+        proxy = start_proxy(
+            pool,
+            tmp_path,
+            ns.addr,
+            defaultInvisibleTimeMills=10_000,
+            renewAheadTimeMillis=4_000,
+            renewSchedulePeriodMillis=500,
+        )
+        await create_topic(ns.addr, "SlowPush", QUEUES)
+        await start_group_at_zero(broker, "SlowPushCG", "SlowPush")
+        async with Producer.open(ns.addr, "PG4xSlow") as producer:
+            sent = (await producer.send(Message("SlowPush", b"slow"))).msg_id
+        lines = await run_sdk(
+            {
+                "op": "push",
+                "endpoints": endpoints(proxy),
+                "group": "SlowPushCG",
+                "topic": "SlowPush",
+                "count": 1,
+                "consume_s": 25,
+                "linger_s": 3,
+            }
+        )
+    finally:
+        pool.stop_all()
+    received = [line["received"] for line in lines if "received" in line]
+    assert [r["message_id"] for r in received] == [sent]
+    async with RemotingClient.open() as client:  # acked: nothing left for the group
+        response = await call(
+            client, broker.addr, pop_request("SlowPush", "SlowPushCG", poll_ms=300)
+        )
+    assert response.code == ResponseCode.POLLING_TIMEOUT
