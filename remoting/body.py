@@ -83,6 +83,8 @@ class TopicConfig:
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: Int = 0
     order: bool = False
+    # 5.x topic attributes ({"message.type": "FIFO"}); absent on a topic without any
+    attributes: dict[str, str] | None = None
 
 
 @frozen
