@@ -272,6 +272,7 @@ class OffsetWrapper:
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    pull_offset: int | None = None  # 5.x; ours sets it for a pop group with messages in flight
 
 
 @frozen

@@ -148,6 +148,16 @@ class PopReviveService:
             out[topic] = (total + count, invisible + (count if ck.revive_time > now else 0))
         return out
 
+    def lowest_unacked(self, group: str, topic: str) -> dict[int, int]:
+        """Per queue of ``topic``, the oldest offset ``group`` popped and has not acked."""
+        out: dict[int, int] = {}
+        for ck in self.table.values():
+            if ck.group == group and ck.topic == topic:
+                low = min(ck.unacked_offsets(), default=None)
+                if low is not None and low < out.get(ck.queue_id, low + 1):
+                    out[ck.queue_id] = low
+        return out
+
     # ------------------------------------------------------------------ start: replay
 
     def load(self) -> None:

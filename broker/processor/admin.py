@@ -280,17 +280,25 @@ class AdminBrokerProcessor:
         if online is not None and online.subscriptions and topic not in online.subscriptions:
             return {}
         name = broker.config.broker_name
+        in_flight = broker.pop_revive.lowest_unacked(group, topic)
         return {
             MessageQueue(topic=topic, broker_name=name, queue_id=queue_id): self._offset_wrapper(
-                group, topic, queue_id
+                group, topic, queue_id, in_flight.get(queue_id)
             )
             for queue_id in range(config.read_queue_nums)
         }
 
-    def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
+    def _offset_wrapper(
+        self, group: str, topic: str, queue_id: int, lowest_unacked: int | None = None
+    ) -> OffsetWrapper:
+        """A pop group with messages in flight on the queue: consumerOffset is the oldest
+        unacked, pullOffset how far it popped (5.x's #Inflight is their difference)."""
         store = self.broker.store
         broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
         consumer_offset = max(0, self.broker.offsets.query(group, topic, queue_id))
+        pull_offset = None
+        if lowest_unacked is not None and lowest_unacked < consumer_offset:
+            pull_offset, consumer_offset = consumer_offset, lowest_unacked
         last = (
             store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
             if consumer_offset > 0
@@ -300,6 +308,7 @@ class AdminBrokerProcessor:
             broker_offset=broker_offset,
             consumer_offset=consumer_offset,
             last_timestamp=max(0, last),
+            pull_offset=pull_offset,
         )
 
     def consumed_by_who(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
