@@ -166,6 +166,7 @@ class BrokerController:
             broker_topic_enable=config.broker_topic_enable,
             trace_topic=config.msg_trace_topic_name if config.trace_topic_enable else None,
             on_change=self.request_registration,
+            revive_queue_num=config.revive_queue_num,
         )
         self.offsets = ConsumerOffsetManager(JsonConfigFile(config_dir / "consumerOffset.json"))
         self.groups = SubscriptionGroupManager(

@@ -44,6 +44,7 @@ class TopicFilterType(enum.Enum):
 class ConsumeType(enum.Enum):
     CONSUME_ACTIVELY = "CONSUME_ACTIVELY"
     CONSUME_PASSIVELY = "CONSUME_PASSIVELY"
+    CONSUME_POP = "CONSUME_POP"  # 5.x: the Proxy's heartbeats for SimpleConsumer groups
 
 
 class MessageModel(enum.Enum):

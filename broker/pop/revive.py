@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.persist import ConfigPersistError
 from broker.pop import ck_info
 from broker.pop.ck_info import AckMsg, PopCheckPoint
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
@@ -70,9 +71,6 @@ class PopReviveService:
         self._wake = trio.Event()
 
     # ------------------------------------------------------------------ the revive log
-
-    def ensure_topic(self) -> None:
-        self.broker.topics.create_in_send_back(self.topic, self.queue_num)
 
     def _append(self, queue_id: int, tag: str, body: bytes) -> int | None:
         """Append one revive record; its queue offset, or None when the store refused it."""
@@ -162,7 +160,6 @@ class PopReviveService:
 
     def load(self) -> None:
         """Rebuild the table from the revive log (the store is recovered and dispatched)."""
-        self.ensure_topic()
         store, offsets = self.broker.store, self.broker.offsets
         replayed = 0
         for qid in range(self.queue_num):
@@ -264,7 +261,11 @@ class PopReviveService:
             topic = ck.topic
         else:
             topic = ck_info.pop_retry_topic(ck.topic, ck.group)
-        broker.topics.create_in_send_back(topic, 1)
+        try:
+            broker.topics.create_in_send_back(topic, 1)
+        except ConfigPersistError as exc:  # a full disk: retried later, as a refused put
+            log.warning("pop revive: cannot create %s: %s", topic, exc.remark)
+            return False
         if broker.offsets.query(ck.group, topic, 0) < 0:
             broker.offsets.commit(ck.group, topic, 0, 0)
         result = broker.store.put_message(

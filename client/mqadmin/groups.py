@@ -173,6 +173,8 @@ async def every_group(admin: AdminClient) -> Any:
             version = version_desc(min(c.version for c in connection.connection_set))
             push = connection.consume_type is ConsumeType.CONSUME_PASSIVELY
             kind = "PUSH" if push else "PULL"
+            if connection.consume_type is ConsumeType.CONSUME_POP:
+                kind = "POP"  # 5.x's typeCN
             model = connection.message_model.value if push and connection.message_model else ""
         rows.append([group, count, version, kind, model, tps, diff])
     headers = ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"]

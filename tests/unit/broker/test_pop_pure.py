@@ -116,3 +116,16 @@ async def test_long_polling_waiters_wake_on_their_topic_only(autojump_clock) -> 
     with trio.move_on_after(5):  # nobody notifies: the wait ends at its timeout
         await polling.wait(("T",), 2)
     assert trio.current_time() < 20
+
+
+def test_a_5x_pop_heartbeat_decodes() -> None:
+    from remoting.body import ConsumeType, HeartbeatData
+    from remoting.serde import decode_body
+
+    body = (
+        b'{"clientID":"proxy@1","producerDataSet":[],"consumerDataSet":[{"groupName":"G",'
+        b'"consumeType":"CONSUME_POP","messageModel":"CLUSTERING",'
+        b'"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[],"unitMode":false}]}'
+    )
+    data = decode_body(HeartbeatData, body)
+    assert data.consumer_data_set[0].consume_type is ConsumeType.CONSUME_POP
