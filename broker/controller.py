@@ -32,6 +32,7 @@ from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
 from broker.pop.ack_processor import AckMessageProcessor
+from broker.pop.order_info import OrderInfoTable
 from broker.pop.polling import PopLongPollingService
 from broker.pop.pop_processor import PopMessageProcessor
 from broker.pop.revive import PopReviveService
@@ -112,6 +113,7 @@ class BrokerController:
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
         self.pop_polling = PopLongPollingService(config.max_pop_polling_size)
         self.pop_revive = PopReviveService(self, clock=clock)
+        self.pop_orders = OrderInfoTable()  # orderly pops' batches in flight (in memory)
         self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
         self.timer_progress = TimerProgress(
             JsonConfigFile(store_config.config_dir / "timerProgress.json")
@@ -164,6 +166,7 @@ class BrokerController:
             broker_topic_enable=config.broker_topic_enable,
             trace_topic=config.msg_trace_topic_name if config.trace_topic_enable else None,
             on_change=self.request_registration,
+            revive_queue_num=config.revive_queue_num,
         )
         self.offsets = ConsumerOffsetManager(JsonConfigFile(config_dir / "consumerOffset.json"))
         self.groups = SubscriptionGroupManager(

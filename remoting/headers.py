@@ -457,6 +457,7 @@ class CreateTopicRequestHeader:
     topic_filter_type: TopicFilterTypeName
     topic_sys_flag: Int | None = None
     order: bool = False
+    attributes: str | None = None  # 5.x: "+message.type=FIFO,-key" (broker/topic_attributes.py)
 
 
 @frozen

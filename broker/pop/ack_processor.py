@@ -5,7 +5,8 @@ The request names the message by topic (the pop retry topic for a retried messag
 and queue offset, and carries the extraInfo it was popped with, which finds its checkpoint
 (ck_info.py). An ack is an ack record in the revive log; changing the invisible time writes a
 new one-message checkpoint from now and acks the old one. Orderly extraInfo (reviveQid 999) is
-acknowledged without effect: orderly pop is not served (pop_processor.py).
+an orderly batch's (order_info.py): the ack moves the group's offset to the batch's first
+unacked message, a change of invisible time moves the batch's.
 """
 
 from __future__ import annotations
@@ -92,9 +93,22 @@ class AckMessageProcessor:
                 ResponseCode.NO_MESSAGE,
                 f"offset is illegal, key:{header.topic}@{header.queue_id}, commit:{header.offset}",
             )
-        if extra.is_order or self._ack(header, extra):
+        if extra.is_order:
+            self._ack_orderly(header, extra)
+            return request.make_response()
+        if self._ack(header, extra):
             return request.make_response()
         return request.error_response(ResponseCode.SYSTEM_ERROR, "put ack msg error")
+
+    def _ack_orderly(self, header: AckMessageRequestHeader, extra: ExtraInfo) -> None:
+        broker = self.broker
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
+        next_offset = broker.pop_orders.ack((topic, group, queue_id), header.offset, extra.pop_time)
+        if next_offset is None:
+            return  # a stale ack (the batch was popped again since): nothing to move
+        if next_offset > broker.offsets.query(group, topic, queue_id):
+            broker.offsets.commit(group, topic, queue_id, next_offset)
+        broker.pop_polling.notify(topic)  # the queue may be unblocked: waiting pops look again
 
     def change_invisible_time(
         self, connection: Connection, request: RemotingCommand
@@ -105,25 +119,45 @@ class AckMessageProcessor:
             return request.make_response(ResponseCode.NO_MESSAGE)
         broker = self.broker
         now = broker.clock()
-        if not extra.is_order:
-            ck = PopCheckPoint(
-                start_offset=header.offset,
-                pop_time=now,
-                invisible_time=header.invisible_time,
-                queue_id=header.queue_id,
-                topic=header.topic,
-                group=header.consumer_group,
-                broker_name=extra.broker_name,
-                diffs=[0],
-            )
-            if broker.pop_revive.full or not broker.pop_revive.append_checkpoint(
-                ck, extra.revive_qid
-            ):
-                return request.error_response(ResponseCode.SYSTEM_ERROR, "put new ck error")
-            self._ack(header, extra)
+        if extra.is_order:
+            return self._change_orderly(request, header, extra, now)
+        ck = PopCheckPoint(
+            start_offset=header.offset,
+            pop_time=now,
+            invisible_time=header.invisible_time,
+            queue_id=header.queue_id,
+            topic=header.topic,
+            group=header.consumer_group,
+            broker_name=extra.broker_name,
+            diffs=[0],
+        )
+        if broker.pop_revive.full or not broker.pop_revive.append_checkpoint(ck, extra.revive_qid):
+            return request.error_response(ResponseCode.SYSTEM_ERROR, "put new ck error")
+        self._ack(header, extra)
         fields = encode_header_fields(
             ChangeInvisibleTimeResponseHeader(
                 pop_time=now, invisible_time=header.invisible_time, revive_qid=extra.revive_qid
+            )
+        )
+        return request.make_response(ResponseCode.SUCCESS, None, fields)
+
+    def _change_orderly(
+        self,
+        request: RemotingCommand,
+        header: ChangeInvisibleTimeRequestHeader,
+        extra: ExtraInfo,
+        now: int,
+    ) -> RemotingCommand:
+        """The batch's invisible time moves; 5.x answers the batch's popTime, so later acks
+        with the new extraInfo still match it."""
+        key = (header.topic, header.consumer_group, header.queue_id)
+        visible_at = now + header.invisible_time
+        self.broker.pop_orders.change_invisible_time(key, extra.pop_time, visible_at)
+        fields = encode_header_fields(
+            ChangeInvisibleTimeResponseHeader(
+                pop_time=extra.pop_time,
+                invisible_time=visible_at - extra.pop_time,
+                revive_qid=extra.revive_qid,
             )
         )
         return request.make_response(ResponseCode.SUCCESS, None, fields)

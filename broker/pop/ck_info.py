@@ -108,13 +108,14 @@ def offset_info_item(retry: bool, queue_id: int, value: object) -> str:
     return f"{RETRY if retry else NORMAL}{SEP}{queue_id}{SEP}{value}"
 
 
-def parse_offset_info(text: str | None) -> dict[tuple[bool, int], str]:
-    """The items of an offset info string by (retry, queueId) (for clients and tests)."""
-    out: dict[tuple[bool, int], str] = {}
+def parse_offset_info(text: str | None) -> dict[tuple[bool, str], str]:
+    """The items of an offset info string by (retry, key): the key is a queueId, or in
+    orderCountInfo also ``qo<queueId>%<queueOffset>`` (for clients and tests)."""
+    out: dict[tuple[bool, str], str] = {}
     for item in (text or "").split(";"):
         if item:
-            retry, queue_id, value = item.split(SEP)
-            out[(retry == RETRY, int(queue_id))] = value
+            retry, key, value = item.split(SEP)
+            out[(retry == RETRY, key)] = value
     return out
 
 

@@ -7,7 +7,9 @@ extraInfo (ck_info.py). Messages of the group's pop retry topic are answered re-
 original topic and their POP_CK property set, as 5.x does. One pop in five reads the retry
 topic first; otherwise it is read when the topic left the batch short. Nothing found: the pop
 waits up to pollTime for an arrival (polling.py), then answers POLLING_TIMEOUT.
-Orderly pops (order=true) are not served yet: refused with SYSTEM_ERROR saying so.
+An orderly pop (order=true) reads no retry topic, writes no checkpoint (reviveQid 999) and
+leaves the offset where it is; the queue stays blocked for the group until its batch is acked
+or invisible again (order_info.py), and orderCountInfo says how often each was consumed.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class _Batch:
         self.start_offset_info: list[str] = []
         self.msg_offset_info: list[str] = []
         self.rest_num = 0
+        self.order_count_info: list[str] = []
 
     @property
     def room(self) -> int:
@@ -143,10 +146,6 @@ class PopMessageProcessor:
                 if header.max_msg_nums > 0
                 else f"maxMsgNums {header.max_msg_nums} must be 1 to 32",
             )
-        if header.order:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR, "orderly pop (order=true) is not supported yet"
-            )
         topic_config = self._checks(header.consumer_group, header.topic, header.queue_id)
         message_filter = self._filter(header)
         retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
@@ -174,10 +173,12 @@ class PopMessageProcessor:
         broker = self.broker
         revive_qid = self._ck_number % broker.config.revive_queue_num
         self._ck_number += 1
+        if header.order:
+            revive_qid = ck_info.ORDER_REVIVE_QID
         pop_time = broker.clock()
         batch = _Batch(header.max_msg_nums)
         start = random.randrange(100)
-        retry_config = broker.topics.get(retry_topic)
+        retry_config = None if header.order else broker.topics.get(retry_topic)
         retry_first = start % 5 == 0
         args = (header, revive_qid, pop_time, batch)
         if retry_first and retry_config is not None:
@@ -203,6 +204,7 @@ class PopMessageProcessor:
             rest_num=batch.rest_num,
             start_offset_info=";".join(batch.start_offset_info),
             msg_offset_info=";".join(batch.msg_offset_info),
+            order_count_info=";".join(batch.order_count_info) if header.order else None,
         )
         fields = encode_header_fields(response_header)
         if batch.buffers:
@@ -232,7 +234,10 @@ class PopMessageProcessor:
         store, group = broker.store, header.consumer_group
         is_retry = topic != header.topic
         offset = self._pop_offset(group, topic, queue_id, header.init_mode)
-        if batch.room <= 0:
+        order_key = (topic, group, queue_id)
+        if batch.room <= 0 or (
+            header.order and broker.pop_orders.blocked(order_key, header.attempt_id, pop_time)
+        ):
             batch.rest_num += max(0, store.get_max_offset_in_queue(topic, queue_id) - offset)
             return
         if is_retry:
@@ -250,6 +255,10 @@ class PopMessageProcessor:
                 broker.offsets.commit(group, topic, queue_id, result.next_begin_offset)
             return
         queue_offsets = [_QUEUE_OFFSET.unpack_from(b, QUEUE_OFFSET_POS)[0] for b in result.buffers]
+        if header.order:
+            self._orderly(header, batch, order_key, pop_time, offset, queue_offsets)
+            batch.buffers.extend(result.buffers)
+            return
         ck = PopCheckPoint(
             start_offset=offset,
             pop_time=pop_time,
@@ -272,6 +281,33 @@ class PopMessageProcessor:
             return
         for buffer, queue_offset in zip(result.buffers, queue_offsets, strict=True):
             batch.buffers.append(self._as_original(buffer, header, ck, revive_qid, queue_offset))
+
+    def _orderly(
+        self,
+        header: PopMessageRequestHeader,
+        batch: _Batch,
+        key: tuple[str, str, int],
+        pop_time: int,
+        offset: int,
+        queue_offsets: list[int],
+    ) -> None:
+        """An orderly batch: recorded (the queue blocks), no checkpoint, offset kept."""
+        queue_id = key[2]
+        counts = self.broker.pop_orders.update(
+            key, header.attempt_id, pop_time, header.invisible_time, queue_offsets
+        )
+        batch.start_offset_info.append(ck_info.offset_info_item(False, queue_id, offset))
+        batch.msg_offset_info.append(
+            ck_info.offset_info_item(False, queue_id, ",".join(map(str, queue_offsets)))
+        )
+        for queue_offset in queue_offsets:
+            # ExtraInfoUtil.buildQueueOffsetOrderCountInfo: "0 qo<queueId>%<offset> <count>"
+            item = f"{ck_info.NORMAL}{ck_info.SEP}qo{queue_id}%{queue_offset}"
+            batch.order_count_info.append(f"{item}{ck_info.SEP}{counts[queue_offset]}")
+        # and the queue's least count, for older SDKs that look it up by queueId
+        batch.order_count_info.append(
+            ck_info.offset_info_item(False, queue_id, min(counts.values()))
+        )
 
     def _as_original(
         self,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from broker.persist import ConfigPersistError
 from broker.pop import ck_info
 from broker.pop.ck_info import AckMsg, PopCheckPoint
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
@@ -70,9 +71,6 @@ class PopReviveService:
         self._wake = trio.Event()
 
     # ------------------------------------------------------------------ the revive log
-
-    def ensure_topic(self) -> None:
-        self.broker.topics.create_in_send_back(self.topic, self.queue_num)
 
     def _append(self, queue_id: int, tag: str, body: bytes) -> int | None:
         """Append one revive record; its queue offset, or None when the store refused it."""
@@ -148,11 +146,20 @@ class PopReviveService:
             out[topic] = (total + count, invisible + (count if ck.revive_time > now else 0))
         return out
 
+    def lowest_unacked(self, group: str, topic: str) -> dict[int, int]:
+        """Per queue of ``topic``, the oldest offset ``group`` popped and has not acked."""
+        out: dict[int, int] = {}
+        for ck in self.table.values():
+            if ck.group == group and ck.topic == topic:
+                low = min(ck.unacked_offsets(), default=None)
+                if low is not None and low < out.get(ck.queue_id, low + 1):
+                    out[ck.queue_id] = low
+        return out
+
     # ------------------------------------------------------------------ start: replay
 
     def load(self) -> None:
         """Rebuild the table from the revive log (the store is recovered and dispatched)."""
-        self.ensure_topic()
         store, offsets = self.broker.store, self.broker.offsets
         replayed = 0
         for qid in range(self.queue_num):
@@ -254,7 +261,11 @@ class PopReviveService:
             topic = ck.topic
         else:
             topic = ck_info.pop_retry_topic(ck.topic, ck.group)
-        broker.topics.create_in_send_back(topic, 1)
+        try:
+            broker.topics.create_in_send_back(topic, 1)
+        except ConfigPersistError as exc:  # a full disk: retried later, as a refused put
+            log.warning("pop revive: cannot create %s: %s", topic, exc.remark)
+            return False
         if broker.offsets.query(ck.group, topic, 0) < 0:
             broker.offsets.commit(ck.group, topic, 0, 0)
         result = broker.store.put_message(

@@ -194,7 +194,7 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
-        msg = MessageExtBrokerInner(
+        return MessageExtBrokerInner(
             topic=header.topic,
             queue_id=queue_id,
             body=request.body,
@@ -205,9 +205,6 @@ class SendMessageProcessor:
             born_host=born_host(connection),
             reconsume_times=header.reconsume_times or 0,
         )
-        if is_timer(properties):  # 5.x timer message: parked until due (broker/timer/)
-            self.broker.timer.park(msg)
-        return msg
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         header = self.header(request)
@@ -223,6 +220,8 @@ class SendMessageProcessor:
             else (properties.pop(MessageConst.WAIT, "true"))
         )
         msg = self.inner_message(connection, request, header, properties)
+        if not batch and is_timer(properties):  # 5.x timer message: parked until due
+            self.broker.timer.park(msg)
         if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
             if batch:
                 raise RequestError(

@@ -74,7 +74,7 @@ def receipts(response: RemotingCommand, broker_name: str = "broker-a") -> list[P
             out.append(Popped(msg, msg.properties[ck_info.POP_CK]))
             continue
         extra = ck_info.ExtraInfo(
-            ck_queue_offset=int(starts[(False, msg.queue_id)]),
+            ck_queue_offset=int(starts[(False, str(msg.queue_id))]),
             pop_time=int(response.ext("popTime")),
             invisible_time=int(response.ext("invisibleTime")),
             revive_qid=int(response.ext("reviveQid")),

@@ -10,7 +10,15 @@ from broker.pop import ck_info
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
-from tests.kits.brokerkit import broker_conf, call, pull_all, send_request, start_broker
+from tests.kits.brokerkit import (
+    broker_conf,
+    call,
+    pull_all,
+    send_request,
+    start_broker,
+    start_cluster,
+)
+from tests.kits.clikit import run_cli
 from tests.kits.popkit import (
     ack_request,
     change_invisible_request,
@@ -103,3 +111,45 @@ async def test_bad_pop_requests_get_codes(processes, tmp_path) -> None:
         assert (await call(client, broker.addr, negative)).code == 1
         assert (await call(client, broker.addr, ack_request(p, "PG3"))).code == 0
     assert "Traceback" not in broker.log_path.read_text()
+
+
+async def test_consumer_progress_shows_pop_inflight(processes, tmp_path) -> None:
+    ns, broker = start_cluster(processes, tmp_path)
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "Flight", 4, queues=1)
+        with trio.fail_after(30):
+            popped = await pop_until(client, broker.addr, "Flight", "PG4", 4)
+        popped.sort(key=lambda p: p.message.queue_offset)
+        for p in (popped[0], popped[2]):
+            assert (await call(client, broker.addr, ack_request(p, "PG4"))).code == 0
+    # -t: a pop group has no %RETRY%PG4 route to be found by (its members are the Proxy's)
+    done = run_cli("client.mqadmin", "consumerProgress", "-n", ns.addr, "-g", "PG4", "-t", "Flight")
+    assert done.returncode == 0, done.stderr
+    assert "#Inflight" in done.stdout
+    assert "Consume Inflight Total: 3" in done.stdout  # offsets 1..3 popped, 1 and 3 unacked
+
+
+async def test_notification_waits_for_a_message(processes, tmp_path) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path))
+
+    def notification(poll_ms: int) -> RemotingCommand:
+        fields = {"consumerGroup": "PG5", "topic": "Note", "queueId": "-1"}
+        fields |= {"pollTime": str(poll_ms), "bornTime": "0"}
+        return RemotingCommand.request(RequestCode.NOTIFICATION, fields)
+
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "Note", 1, queues=1)
+        (p,) = await pop_until(client, broker.addr, "Note", "PG5", 1)
+        assert (await call(client, broker.addr, ack_request(p, "PG5"))).code == 0
+        quiet = await call(client, broker.addr, notification(200))
+        assert quiet.code == 0 and quiet.ext("hasMsg") == "false"
+        async with trio.open_nursery() as nursery:
+            answer: list[RemotingCommand] = []
+
+            async def ask() -> None:
+                answer.append(await call(client, broker.addr, notification(20_000)))
+
+            nursery.start_soon(ask)
+            await trio.sleep(0.3)  # let the notification start waiting (either way it passes)
+            await send(client, broker.addr, "Note", 1, queues=1)
+        assert answer[0].code == 0 and answer[0].ext("hasMsg") == "true"
