@@ -20,12 +20,17 @@ from proxy.errors import ProxyError
 from proxy.produce import SendPlan, fifo_queue_index
 from remoting import constants as K
 from remoting import message as codec
-from remoting.body import MessageQueue, ProducerData, TopicRouteData
+from remoting.body import MessageQueue, ProducerData, TopicConfig, TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
 from remoting.header_codec import decode_header
-from remoting.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
-from remoting.serde import encode_header_fields
+from remoting.headers import (
+    CheckTransactionStateRequestHeader,
+    GetTopicConfigRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from remoting.serde import decode_body, encode_header_fields
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,11 @@ _REFUSALS = {
     ResponseCode.MESSAGE_ILLEGAL: pb.Code.BAD_REQUEST,
     ResponseCode.NO_PERMISSION: pb.Code.FORBIDDEN,
 }
+# 5.x topic message types (TopicMessageType) and the attribute naming one
+TOPIC_MESSAGE_TYPES = frozenset({"NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"})
+MESSAGE_TYPE_ATTRIBUTE = "message.type"
+TOPIC_TYPE_TTL_S = 30.0
+MAX_CACHED_TOPICS = 100_000
 MAX_TRANSACTIONS = 100_000  # halves awaiting EndTransaction that the proxy remembers
 TRANSACTION_KEEP_S = 3600.0
 # Producer groups the proxy heartbeats (one per topic SDKs publish to): a bound on what
@@ -71,6 +81,16 @@ class HalfMessage:
     broker_addr: str | None = None  # a half the broker asked about: answer where it asked
 
 
+def check_message_type(topic_type: str, message_type: str) -> None:
+    """DefaultTopicMessageTypeValidator."""
+    if message_type == "UNSPECIFIED" or (message_type != topic_type and topic_type != "MIXED"):
+        raise ProxyError(
+            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            f"TopicMessageType validate failed, the expected type is {topic_type}, "
+            f"but actual type is {message_type}",
+        )
+
+
 class ProducerGroup:
     """A producer group the proxy heartbeats for (a Member of the client instance): the
     broker's transaction check-back looks for a live producer of the half's PGROUP."""
@@ -91,6 +111,7 @@ class ClusterClient:
         self.timeout_s = request_timeout_s
         self._publish: dict[str, TopicPublishInfo] = {}
         self._groups: dict[str, ProducerGroup] = {}
+        self._types: dict[str, tuple[str, float]] = {}
         self._halves: collections.OrderedDict[tuple[str, str], HalfMessage] = (
             collections.OrderedDict()
         )
@@ -103,6 +124,40 @@ class ClusterClient:
         if route is None:
             raise ProxyError(pb.Code.TOPIC_NOT_FOUND, f"topic {topic} not found")
         return route
+
+    async def topic_message_type(self, topic: str) -> str:
+        """The topic's ``message.type`` attribute as its broker keeps it (GET_TOPIC_CONFIG):
+        NORMAL when it has none, as 5.x's TopicConfig; UNSPECIFIED when no broker answers
+        (ClusterMetadataService). Cached for TOPIC_TYPE_TTL_S."""
+        now = time.monotonic()
+        cached = self._types.get(topic)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        kind = await self._fetch_message_type(topic)
+        self._types[topic] = (kind, now + TOPIC_TYPE_TTL_S)
+        while len(self._types) > MAX_CACHED_TOPICS:
+            self._types.pop(next(iter(self._types)))
+        return kind
+
+    async def _fetch_message_type(self, topic: str) -> str:
+        route = await self.route(topic)
+        for data in sorted(route.broker_datas, key=lambda d: d.broker_name):
+            addr = master_addr(route, data.broker_name)
+            if addr is None:
+                continue
+            header = encode_header_fields(GetTopicConfigRequestHeader(topic=topic))
+            request = self.instance.request(RequestCode.GET_TOPIC_CONFIG, header)
+            try:
+                response = await self.instance.invoke(addr, request, self.timeout_s)
+                if response.code != ResponseCode.SUCCESS:
+                    continue
+                config = decode_body(TopicConfig, response.body)
+            except (RemotingError, OSError, ValueError) as exc:
+                log.info("topic config of %s from %s: %r", topic, addr, exc)
+                continue
+            kind = (config.attributes or {}).get(MESSAGE_TYPE_ATTRIBUTE, "NORMAL")
+            return kind if kind in TOPIC_MESSAGE_TYPES else "UNSPECIFIED"
+        return "UNSPECIFIED"
 
     async def _publish_info(self, topic: str) -> TopicPublishInfo:
         info = self._publish.get(topic)
@@ -169,7 +224,9 @@ class ClusterClient:
         )
         return self.instance.request(code, encode_header_fields(header), body)
 
-    async def send(self, plan: SendPlan) -> SendOutcome:
+    async def send(self, plan: SendPlan, check_type: bool = False) -> SendOutcome:
+        if check_type:  # ProducerProcessor: the message's type against its topic's
+            check_message_type(await self.topic_message_type(plan.topic), plan.message_type)
         if plan.transactional:
             await self.add_producer_groups([plan.producer_group])
         mq = await self.select_queue(plan)

@@ -66,9 +66,10 @@ class ProxyConfig:
     max_message_group_size: int = attrs.field(default=64, validator=java_int(0))
     max_delay_time_mills: int = attrs.field(default=DAY_MS, validator=java_long(0))
     max_transaction_recovery_second: int = attrs.field(default=3600, validator=java_long(0))
-    # RocketMQ defaults this to true and reads each topic's message.type attribute; our
-    # brokers keep no topic attributes (every topic is MIXED), so there is nothing to check.
-    enable_topic_message_type_check: bool = False
+    # A message's type (from its properties) against its topic's message.type attribute
+    # (a topic without one is NORMAL): FIFO, DELAY and TRANSACTION need topics of that type
+    # (mqadmin updateTopic -a +message.type=FIFO) or MIXED, as in RocketMQ 5.
+    enable_topic_message_type_check: bool = True
     # ReceiveMessage with auto_renew (the SDKs' PushConsumer): the invisible time given
     default_invisible_time_mills: int = attrs.field(
         default=60_000, validator=java_long(10_000, 12 * 3600 * 1000)

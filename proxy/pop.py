@@ -77,7 +77,7 @@ def handles_of(
         if ck is not None:
             extra = ck_info.parse_extra_info(ck)
         else:
-            start = starts.get((False, msg.queue_id))
+            start = starts.get((False, str(msg.queue_id)))
             if start is None:
                 raise ValueError(f"no startOffsetInfo for queue {msg.queue_id}")
             extra = ck_info.ExtraInfo(
@@ -90,8 +90,11 @@ def handles_of(
                 queue_id=msg.queue_id,
                 queue_offset=msg.queue_offset,
             )
-        count = orders.get((extra.retry, msg.queue_id))
-        if count is not None and count.isdigit():
+        # orderly pops: the message's own count, else its queue's (processPopResponse)
+        count = orders.get((extra.retry, f"qo{msg.queue_id}%{msg.queue_offset}"))
+        if count is None:
+            count = orders.get((extra.retry, str(msg.queue_id)))
+        if count is not None and count.isdigit() and int(count) > 0:
             msg.reconsume_times = int(count)
         out.append((msg, ReceiptHandle(extra, msg.commit_log_offset)))
     return out

@@ -104,6 +104,7 @@ class SendPlan:
     messages: list[OutgoingMessage]
     sharding_key: str | None  # a single message's group: it picks the queue
     transactional: bool
+    message_type: str  # TopicMessageType.parseFromMessageProperty of the first message
 
 
 def has_control_character(text: str) -> bool:
@@ -286,21 +287,6 @@ def message_properties(
     return props
 
 
-def _check_type(message: pb.Message, props: dict[str, str]) -> None:
-    """The type the SDK declared against the one its properties make: a FIFO message without
-    a group, or a NORMAL one carrying a delivery time, would be stored as something else."""
-    declared = message.system_properties.message_type
-    if declared == pb.MessageType.MESSAGE_TYPE_UNSPECIFIED:
-        return
-    actual = declared_type(props)
-    if actual != declared:
-        raise ProxyError(
-            Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-            f"the message is declared {pb.MessageType.Name(declared)} but its properties make it "
-            f"{pb.MessageType.Name(actual)}",
-        )
-
-
 def plan_send(messages: list[pb.Message], config: ProxyConfig, peer: str, now_ms: int) -> SendPlan:
     """SendMessageActivity.sendMessage up to the broker call: every check, every property."""
     if not messages:
@@ -313,7 +299,6 @@ def plan_send(messages: list[pb.Message], config: ProxyConfig, peer: str, now_ms
             raise ProxyError(Code.MESSAGE_CORRUPTED, "topic in message is not same")
         _validate_body(message.body, config)
         props = message_properties(message, topic, config, peer, now_ms)
-        _check_type(message, props)
         born = int(props.get(BORN_TIMESTAMP, now_ms))
         outgoing.append(
             OutgoingMessage(message.system_properties.message_id, props, message.body, born)
@@ -325,7 +310,8 @@ def plan_send(messages: list[pb.Message], config: ProxyConfig, peer: str, now_ms
     if transactional:
         sys_flag |= TRANSACTION_PREPARED_TYPE
     sharding = first.system_properties.message_group if len(messages) == 1 else ""
-    return SendPlan(topic, sys_flag, topic, outgoing, sharding or None, transactional)
+    kind = pb.MessageType.Name(declared_type(outgoing[0].properties))
+    return SendPlan(topic, sys_flag, topic, outgoing, sharding or None, transactional, kind)
 
 
 # ------------------------------------------------------------------ queue choice

@@ -10,7 +10,6 @@ from remoting import constants as K
 from remoting.body import TopicRouteData
 
 MASTER_ID = 0
-# Our brokers keep no message.type topic attribute: every topic takes every type (MIXED).
 MIXED = (
     pb.MessageType.NORMAL,
     pb.MessageType.FIFO,
@@ -19,7 +18,23 @@ MIXED = (
 )
 
 
-def _queues(topic: pb.Resource, broker: pb.Broker, perm: int, reads: int, writes: int):
+def accepted(topic_type: str) -> tuple[int, ...]:
+    """RouteActivity.parseTopicMessageType: what a topic of that message.type accepts."""
+    if topic_type == "MIXED":
+        return MIXED
+    if topic_type in ("NORMAL", "FIFO", "DELAY", "TRANSACTION"):
+        return (pb.MessageType.Value(topic_type),)
+    return (pb.MessageType.MESSAGE_TYPE_UNSPECIFIED,)
+
+
+def _queues(
+    topic: pb.Resource,
+    broker: pb.Broker,
+    perm: int,
+    reads: int,
+    writes: int,
+    types: tuple[int, ...],
+):
     readable, writable = K.is_readable(perm), K.is_writeable(perm)
     r = w = rw = n = 0
     if readable and writable:
@@ -45,13 +60,16 @@ def _queues(topic: pb.Resource, broker: pb.Broker, perm: int, reads: int, writes
                 id=queue_id,
                 permission=permission,
                 broker=broker,
-                accept_message_types=MIXED,
+                accept_message_types=types,
             )
             queue_id += 1
 
 
 def message_queues(
-    topic: pb.Resource, route: TopicRouteData, endpoints: pb.Endpoints
+    topic: pb.Resource,
+    route: TopicRouteData,
+    endpoints: pb.Endpoints,
+    types: tuple[int, ...] = MIXED,
 ) -> list[pb.MessageQueue]:
     masters = {
         data.broker_name
@@ -70,6 +88,7 @@ def message_queues(
                 queue_data.perm,
                 queue_data.read_queue_nums,
                 queue_data.write_queue_nums,
+                types,
             )
         )
     return out

@@ -25,7 +25,7 @@ from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
 from proxy.renew import Renewer
-from proxy.route import endpoints_of, message_queues
+from proxy.route import accepted, endpoints_of, message_queues
 from proxy.settings import merge_settings
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
 from remoting.message import MessageExt
@@ -62,10 +62,11 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         try:
             topic = validate_topic(request.topic)
             route = await self.bridge.call(self.cluster.route, topic)
+            kind = await self.bridge.call(self.cluster.topic_message_type, topic)
         except Exception as exc:
             return rpc.QueryRouteResponse(status=_failed(exc, "QueryRoute"))
         endpoints = endpoints_of(request.endpoints, "127.0.0.1", self.config.grpc_server_port)
-        queues = message_queues(request.topic, route, endpoints)
+        queues = message_queues(request.topic, route, endpoints, accepted(kind))
         return rpc.QueryRouteResponse(status=ok(), message_queues=queues)
 
     # ------------------------------------------------------------------ clients
@@ -165,7 +166,8 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             plan = plan_send(
                 list(request.messages), self.config, peer_address(context), int(time.time() * 1000)
             )
-            outcome = await self.bridge.call(self.cluster.send, plan)
+            check = self.config.enable_topic_message_type_check
+            outcome = await self.bridge.call(self.cluster.send, plan, check)
         except Exception as exc:
             status = _failed(exc, "SendMessage")
             return rpc.SendMessageResponse(

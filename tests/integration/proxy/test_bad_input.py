@@ -44,9 +44,14 @@ async def test_unknown_topic_is_topic_not_found(proxy_cluster) -> None:
     [
         (raw_message("BadIn", body=b"x" * (MAX_BODY + 1)), Code.MESSAGE_BODY_TOO_LARGE),
         (raw_message("BadIn", body=b""), Code.MESSAGE_BODY_EMPTY),
-        # FIFO declared, no message group: it would be stored as a NORMAL message
+        # no message group: a NORMAL message, which a FIFO topic refuses
         (
-            raw_message("BadIn", message_type=pb.MessageType.FIFO),
+            raw_message("BadFifo", message_type=pb.MessageType.FIFO),
+            Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+        ),
+        # a group makes it FIFO, which a NORMAL topic (no message.type) refuses
+        (
+            raw_message("BadIn", message_type=pb.MessageType.FIFO, message_group="g"),
             Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
         ),
         (raw_message("BadIn", message_id=""), Code.ILLEGAL_MESSAGE_ID),
@@ -65,6 +70,7 @@ async def test_unknown_topic_is_topic_not_found(proxy_cluster) -> None:
         "oversize",
         "empty-body",
         "fifo-without-group",
+        "fifo-to-a-normal-topic",
         "no-message-id",
         "tag-with-bar",
         "key-with-control",
@@ -78,6 +84,7 @@ async def test_unknown_topic_is_topic_not_found(proxy_cluster) -> None:
 async def test_bad_message_gets_the_proxys_code(proxy_cluster, message, code) -> None:
     ns, _, proxy = proxy_cluster
     await create_topic(ns.addr, "BadIn")
+    await create_topic(ns.addr, "BadFifo", message_type="FIFO")
     response = await send(proxy, message)
     assert response.status.code == code, response.status.message
 

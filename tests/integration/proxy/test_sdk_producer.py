@@ -71,7 +71,7 @@ async def test_async_sends_all_arrive_once(proxy_cluster) -> None:
 
 async def test_fifo_groups_keep_one_queue_each_in_send_order(proxy_cluster) -> None:
     ns, _, proxy = proxy_cluster
-    await create_topic(ns.addr, "SdkFifo", queues=8)
+    await create_topic(ns.addr, "SdkFifo", queues=8, message_type="FIFO")
     groups = [f"order-{g}" for g in range(4)]
     specs = [{"body": f"{g}:{i}", "group": g} for i in range(6) for g in groups]
     receipts = await run_sdk(
@@ -94,7 +94,7 @@ async def test_fifo_groups_keep_one_queue_each_in_send_order(proxy_cluster) -> N
 
 async def test_delivery_time_becomes_a_timer_message(proxy_cluster) -> None:
     ns, _, proxy = proxy_cluster
-    await create_topic(ns.addr, "SdkDelay")
+    await create_topic(ns.addr, "SdkDelay", message_type="DELAY")
     before_s = int(time.time())
     receipts = await run_sdk(
         {
@@ -115,7 +115,7 @@ async def test_delivery_time_becomes_a_timer_message(proxy_cluster) -> None:
 
 async def test_transaction_commit_is_delivered_and_rollback_is_not(proxy_cluster) -> None:
     ns, _, proxy = proxy_cluster
-    await create_topic(ns.addr, "SdkTx")
+    await create_topic(ns.addr, "SdkTx", message_type="MIXED")  # halves and a normal sentinel
     job = {"op": "send", "endpoints": endpoints(proxy), "topic": "SdkTx", "mode": "transaction"}
     rolled = await run_sdk({**job, "commit": False, "messages": [{"body": "rolled-back"}]})
     committed = await run_sdk({**job, "commit": True, "messages": [{"body": "committed"}]})

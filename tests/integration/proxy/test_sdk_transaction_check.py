@@ -23,7 +23,7 @@ def checking_cluster(module_processes, tmp_path_factory):
 
 async def test_an_undecided_half_is_checked_by_the_sdk_and_committed(checking_cluster) -> None:
     ns, _, proxy = checking_cluster
-    await create_topic(ns.addr, "TxCheck")
+    await create_topic(ns.addr, "TxCheck", message_type="TRANSACTION")
     lines = await run_sdk(
         {
             "op": "send",

@@ -7,9 +7,11 @@ import pytest
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from proxy.apis import definition_pb2 as pb
+from proxy.cluster import check_message_type
 from proxy.config import ProxyConfig
 from proxy.errors import ProxyError
 from proxy.produce import consistent_hash, delay_level, fifo_queue_index, plan_send
+from proxy.route import accepted
 from remoting.message import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 
 CONFIG = ProxyConfig(namesrv_addr="127.0.0.1:9876")
@@ -120,11 +122,6 @@ def test_delay_level_picks_the_first_longer_level() -> None:
         (message(tag="a\x00"), pb.Code.ILLEGAL_MESSAGE_TAG),
         (message(keys=[" "]), pb.Code.ILLEGAL_MESSAGE_KEY),
         (message(message_group="a\x7f"), pb.Code.ILLEGAL_MESSAGE_GROUP),
-        (message(message_type=pb.MessageType.FIFO), pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
-        (
-            message(message_type=pb.MessageType.NORMAL, message_group="g"),
-            pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-        ),
         (
             message(delivery_timestamp=timestamp_pb2.Timestamp(seconds=NOW_MS // 1000 + 86_401)),
             pb.Code.ILLEGAL_DELIVERY_TIME,
@@ -166,3 +163,33 @@ def test_a_batch_is_one_topic() -> None:
     assert refusal(message(topic="A"), message(topic="B")) == pb.Code.MESSAGE_CORRUPTED
     plan = plan_send([message(message_group="g"), message()], CONFIG, "", NOW_MS)
     assert plan.sharding_key is None  # a batch's queue is not chosen by a group
+
+
+@pytest.mark.parametrize(
+    ("system", "kind"),
+    [
+        ({}, "NORMAL"),
+        ({"message_group": "g"}, "FIFO"),
+        ({"message_type": pb.MessageType.FIFO}, "NORMAL"),  # a FIFO message needs a group
+        ({"delivery_timestamp": timestamp_pb2.Timestamp(seconds=NOW_MS // 1000 + 5)}, "DELAY"),
+        ({"message_type": pb.MessageType.TRANSACTION}, "TRANSACTION"),
+    ],
+)
+def test_message_type_comes_from_the_properties(system: dict, kind: str) -> None:
+    assert plan_send([message(**system)], CONFIG, "", NOW_MS).message_type == kind
+
+
+def test_topic_type_check() -> None:
+    check_message_type("FIFO", "FIFO")
+    check_message_type("MIXED", "DELAY")
+    for topic_type, message_type in [
+        ("FIFO", "NORMAL"),
+        ("NORMAL", "FIFO"),
+        ("MIXED", "UNSPECIFIED"),
+    ]:
+        with pytest.raises(ProxyError) as refused:
+            check_message_type(topic_type, message_type)
+        assert refused.value.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    assert accepted("FIFO") == (pb.MessageType.FIFO,)
+    assert len(accepted("MIXED")) == 4
+    assert accepted("UNSPECIFIED") == (pb.MessageType.MESSAGE_TYPE_UNSPECIFIED,)
