@@ -72,6 +72,7 @@ def renew_policy(config: ProxyConfig) -> RenewPolicy:
         max_ms=config.renew_max_time_millis,
         max_failures=config.max_renew_retry_times,
         when_clear_ms=config.invisible_time_millis_when_clear,
+        client_idle_ms=config.grpc_client_idle_time_mills,
     )
 
 

@@ -79,6 +79,7 @@ class ProxyConfig:
     renew_ahead_time_millis: int = attrs.field(default=10_000, validator=java_long(0, DAY_MS))
     renew_max_time_millis: int = attrs.field(default=3 * 3600 * 1000, validator=java_long(0))
     max_renew_retry_times: int = attrs.field(default=3, validator=java_int(1, 1000))
+    grpc_client_idle_time_mills: int = attrs.field(default=120_000, validator=java_long(1_000))
     invisible_time_millis_when_clear: int = attrs.field(
         default=1_000, validator=java_long(0, DAY_MS)
     )

@@ -221,6 +221,43 @@ def delay_level(deliver_at_ms: int, now_ms: int, levels_ms: list[int]) -> int:
     return ordered[-1] + 1
 
 
+def _transaction_properties(
+    system: pb.SystemProperties, props: dict[str, str], config: ProxyConfig
+) -> None:
+    if system.message_type != pb.MessageType.TRANSACTION:
+        return
+    props["TRAN_MSG"] = "true"
+    if system.HasField("orphaned_transaction_recovery_duration"):
+        seconds = system.orphaned_transaction_recovery_duration.seconds
+        limit = config.max_transaction_recovery_second
+        if limit > 0 and seconds > limit:
+            raise ProxyError(
+                Code.BAD_REQUEST,
+                f"the max transaction recovery time of message is too large, max is {limit}",
+            )
+        props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(max(0, seconds))
+
+
+def _delivery_properties(
+    system: pb.SystemProperties, props: dict[str, str], config: ProxyConfig, now_ms: int
+) -> None:
+    """fillDelayMessageProperty: the delivery time for the broker's timers."""
+    if not system.HasField("delivery_timestamp"):
+        return
+    if not valid_timestamp(system.delivery_timestamp):
+        raise ProxyError(Code.ILLEGAL_DELIVERY_TIME, "delivery timestamp is not a valid time")
+    deliver_ms = system.delivery_timestamp.ToMilliseconds()
+    limit = config.max_delay_time_mills
+    if limit > 0 and deliver_ms - now_ms > limit:
+        raise ProxyError(
+            Code.ILLEGAL_DELIVERY_TIME,
+            f"the max delay time of message is too large, max is {limit}",
+        )
+    if config.use_delay_level:
+        props[DELAY_LEVEL] = str(delay_level(deliver_ms, now_ms, config.delay_levels_ms))
+    props[TIMER_DELIVER_MS] = str(deliver_ms)
+
+
 def message_properties(
     message: pb.Message, producer_group: str, config: ProxyConfig, peer: str, now_ms: int
 ) -> dict[str, str]:
@@ -246,30 +283,8 @@ def message_properties(
     if has_control_character(system.message_id) or len(system.message_id) > 128:
         raise ProxyError(Code.ILLEGAL_MESSAGE_ID, "message id is malformed")
     props["UNIQ_KEY"] = system.message_id
-    if system.message_type == pb.MessageType.TRANSACTION:
-        props["TRAN_MSG"] = "true"
-        if system.HasField("orphaned_transaction_recovery_duration"):
-            seconds = system.orphaned_transaction_recovery_duration.seconds
-            limit = config.max_transaction_recovery_second
-            if limit > 0 and seconds > limit:
-                raise ProxyError(
-                    Code.BAD_REQUEST,
-                    f"the max transaction recovery time of message is too large, max is {limit}",
-                )
-            props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(max(0, seconds))
-    if system.HasField("delivery_timestamp"):
-        if not valid_timestamp(system.delivery_timestamp):
-            raise ProxyError(Code.ILLEGAL_DELIVERY_TIME, "delivery timestamp is not a valid time")
-        deliver_ms = system.delivery_timestamp.ToMilliseconds()
-        limit = config.max_delay_time_mills
-        if limit > 0 and deliver_ms - now_ms > limit:
-            raise ProxyError(
-                Code.ILLEGAL_DELIVERY_TIME,
-                f"the max delay time of message is too large, max is {limit}",
-            )
-        if config.use_delay_level:
-            props[DELAY_LEVEL] = str(delay_level(deliver_ms, now_ms, config.delay_levels_ms))
-        props[TIMER_DELIVER_MS] = str(deliver_ms)
+    _transaction_properties(system, props, config)
+    _delivery_properties(system, props, config, now_ms)
     props["RECONSUME_TIME"] = str(max(0, system.delivery_attempt))
     props["PGROUP"] = producer_group
     if system.HasField("message_group") and system.message_group:

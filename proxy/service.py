@@ -73,9 +73,10 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
 
     async def Heartbeat(self, request: rpc.HeartbeatRequest, context: Any):
         try:
-            client_id(context)
+            client = client_id(context)
             if request.client_type == pb.ClientType.CLIENT_TYPE_UNSPECIFIED:
                 raise ProxyError(pb.Code.UNRECOGNIZED_CLIENT_TYPE, "unrecognized client type")
+            await self.bridge.call(self.renewer.seen, client)
         except Exception as exc:
             return rpc.HeartbeatResponse(status=_failed(exc, "Heartbeat"))
         return rpc.HeartbeatResponse(status=ok())

@@ -12,7 +12,9 @@ from broker.pop import ck_info
 from proxy.consume import ReceiptHandle
 from proxy.renew import Held, Renewer, RenewPolicy
 
-POLICY = RenewPolicy(period_ms=1_000, ahead_ms=10_000, max_ms=600_000, max_failures=3)
+POLICY = RenewPolicy(
+    period_ms=1_000, ahead_ms=10_000, max_ms=600_000, max_failures=3, client_idle_ms=10**9
+)
 
 
 def handle(pop_time: int, invisible: int) -> ReceiptHandle:
@@ -101,4 +103,20 @@ async def test_failures_and_a_leaving_client(autojump_clock) -> None:
         await renewer.client_left("c2")
         assert [ms for _, ms in broker.changes] == [1_000]  # invisibleTimeMillisWhenClear
         assert len(renewer.held) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_client_gone_silent_gets_its_messages_taken_back(autojump_clock) -> None:
+    broker = FakeBroker(now_ms)
+    policy = attrs.evolve(POLICY, client_idle_ms=120_000)
+    renewer = Renewer(broker.change_invisible, policy, clock=now_ms)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(renewer.run)
+        await start(renewer, nursery, message_id="M1", client="quiet")
+        await start(renewer, nursery, message_id="M2", client="chatty")
+        for _ in range(13):  # heartbeats every 10 s from one of them
+            await trio.sleep(10)
+            await renewer.seen("chatty")
+        assert [h.client for h in renewer.held.due(now_ms(), 10**9)] == ["chatty"]
+        assert 1_000 in [ms for _, ms in broker.changes]  # quiet's message given back
         nursery.cancel_scope.cancel()
