@@ -20,7 +20,7 @@ from proxy.errors import ProxyError
 from proxy.produce import SendPlan, fifo_queue_index
 from remoting import constants as K
 from remoting import message as codec
-from remoting.body import MessageQueue, ProducerData, TopicConfig, TopicRouteData
+from remoting.body import ConsumerData, MessageQueue, ProducerData, TopicConfig, TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RemotingError
@@ -91,6 +91,21 @@ def check_message_type(topic_type: str, message_type: str) -> None:
         )
 
 
+class ConsumerGroup:
+    """A 5.x consumer group the proxy heartbeats to the brokers for its clients (CONSUME_POP),
+    so mqadmin's consumerConnection / consumerProgress and the console see it."""
+
+    def __init__(self, data: ConsumerData) -> None:
+        self.data = data
+        self.clients: set[str] = set()
+
+    def heartbeat_data(self) -> ConsumerData:
+        return self.data
+
+    def topics(self) -> set[str]:
+        return {s.topic for s in self.data.subscription_data_set}
+
+
 class ProducerGroup:
     """A producer group the proxy heartbeats for (a Member of the client instance): the
     broker's transaction check-back looks for a live producer of the half's PGROUP."""
@@ -112,6 +127,7 @@ class ClusterClient:
         self._publish: dict[str, TopicPublishInfo] = {}
         self._groups: dict[str, ProducerGroup] = {}
         self._types: dict[str, tuple[str, float]] = {}
+        self._consumers: dict[str, ConsumerGroup] = {}
         self._halves: collections.OrderedDict[tuple[str, str], HalfMessage] = (
             collections.OrderedDict()
         )
@@ -182,6 +198,31 @@ class ClusterClient:
         new = [group for group in groups if self._add_producer_group(group)]
         if new:
             await self.instance.send_heartbeat()
+
+    async def consumer_joined(self, client: str, data: ConsumerData) -> None:
+        """A consumer's settings: its group is heartbeated (at once when new or changed)."""
+        member = self._consumers.get(data.group_name)
+        if member is None:
+            if len(self._consumers) >= MAX_PRODUCER_GROUPS:
+                return
+            member = self._consumers[data.group_name] = ConsumerGroup(data)
+            self.instance.members.append(member)
+        elif member.data != data:
+            member.data = data
+        else:
+            member.clients.add(client)
+            return
+        member.clients.add(client)
+        await self.instance.send_heartbeat()
+
+    async def consumer_left(self, client: str) -> None:
+        """A client gone: a group none of whose clients is left is unregistered."""
+        for group, member in list(self._consumers.items()):
+            member.clients.discard(client)
+            if not member.clients:
+                del self._consumers[group]
+                self.instance.members.remove(member)
+                await self.instance.unregister(None, group)
 
     def _add_producer_group(self, group: str) -> bool:
         if group in self._groups:

@@ -26,7 +26,7 @@ from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
 from proxy.renew import Renewer
 from proxy.route import accepted, endpoints_of, message_queues
-from proxy.settings import merge_settings
+from proxy.settings import consumer_data, merge_settings
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
 from remoting.message import MessageExt
 from remoting.names import topic_problem
@@ -86,6 +86,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             client = client_id(context)
             # its messages being consumed go back to the group soon, not after their 60 s
             await self.bridge.call(self.renewer.client_left, client)
+            await self.bridge.call(self.cluster.consumer_left, client)
         except Exception as exc:
             return rpc.NotifyClientTerminationResponse(
                 status=_failed(exc, "NotifyClientTermination")
@@ -135,6 +136,9 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
                 await self.bridge.call(
                     self.cluster.add_producer_groups, topics[:MAX_TOPICS_PER_STREAM]
                 )
+            consumer = consumer_data(settings)
+            if consumer is not None:
+                await self.bridge.call(self.cluster.consumer_joined, client, consumer)
             merged = merge_settings(settings, self.config)
             self.remember_settings(client, merged)
             return rpc.TelemetryCommand(status=ok(), settings=merged)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from google.protobuf import duration_pb2
 
+from client.consumer import MessageSelector, subscription
 from proxy.apis import definition_pb2 as pb
 from proxy.config import ProxyConfig
+from remoting.body import ConsumerData, ConsumeType
+from remoting.names import group_problem, topic_problem
 
 # Consumers: RocketMQ's default subscription group (16 retries, the 4.x delay levels from the
 # 10 s level on); ProxyConfig's long-polling figures.
@@ -14,6 +17,7 @@ CONSUMER_MAX_ATTEMPTS = 17
 RETRY_DELAYS_S = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 LONG_POLLING_BATCH = 32
 LONG_POLLING_TIMEOUT_S = 20
+MAX_SUBSCRIPTIONS = 256
 
 
 def _ms(value: int) -> duration_pb2.Duration:
@@ -52,3 +56,27 @@ def merge_settings(reported: pb.Settings, config: ProxyConfig) -> pb.Settings:
     if not subscription.HasField("fifo"):
         subscription.fifo = False
     return settings
+
+
+def consumer_data(settings: pb.Settings) -> ConsumerData | None:
+    """What the brokers hear of a 5.x consumer group (RocketMQ's ClientActivity: CONSUME_POP,
+    clustering); None for producers or a settings without a valid group."""
+    if not settings.HasField("subscription"):
+        return None
+    group = settings.subscription.group.name
+    if not group or group_problem(group):
+        return None
+    subscriptions = []
+    for entry in settings.subscription.subscriptions[:MAX_SUBSCRIPTIONS]:
+        if topic_problem(entry.topic.name):
+            continue
+        expression = entry.expression.expression or "*"
+        if entry.expression.type == pb.FilterType.SQL:
+            subscriptions.append(subscription(entry.topic.name, MessageSelector.by_sql(expression)))
+        else:
+            subscriptions.append(subscription(entry.topic.name, expression))
+    return ConsumerData(
+        group_name=group,
+        consume_type=ConsumeType.CONSUME_POP,
+        subscription_data_set=subscriptions,
+    )

@@ -5,15 +5,20 @@ acks, a changed invisible time and redelivery, and the SDK's sends received by i
 from __future__ import annotations
 
 import pytest
+import trio
 
+from client.admin import AdminClient
+from client.errors import MQClientError
 from client.message import Message
 from client.producer import Producer
+from remoting.body import ConsumeType
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from tests.harness import ProcessPool
 from tests.integration.proxy.proxykit import create_topic, run_sdk, start_proxy
 from tests.kits.brokerkit import call
+from tests.kits.hakit import wait_until
 from tests.kits.popkit import pop_request
 
 QUEUES = 4
@@ -171,3 +176,43 @@ async def test_a_slow_push_listener_keeps_its_message(proxy_cluster, tmp_path) -
             client, broker.addr, pop_request("SlowPush", "SlowPushCG", poll_ms=300)
         )
     assert response.code == ResponseCode.POLLING_TIMEOUT
+
+
+async def test_a_5x_consumer_group_is_seen_by_the_broker_while_it_runs(proxy_cluster) -> None:
+    """The proxy heartbeats a SimpleConsumer's group to the brokers (CONSUME_POP, its
+    subscription), as RocketMQ's Proxy does, and unregisters it when its client leaves."""
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "SeenT", QUEUES)
+    job = {
+        "op": "consume",
+        "endpoints": endpoints(proxy),
+        "group": "SeenCG",
+        "topic": "SeenT",
+        "filter": "TagA || TagB",
+        "count": 1,
+        "deadline_s": 2,
+    }
+
+    async def connection():
+        async with AdminClient.open(ns.addr) as admin:
+            try:
+                return await admin.consumer_connection("SeenCG", broker.addr)
+            except MQClientError:
+                return None
+
+    async def registered() -> bool:
+        found = await connection()
+        return found is not None and bool(found.connection_set)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_sdk, job)
+        await wait_until(registered, 30, "the 5.x group registered at the broker")
+        found = await connection()
+        assert found.consume_type == ConsumeType.CONSUME_POP
+        [sub] = found.subscription_table.values()
+        assert (sub.topic, sub.tags_set) == ("SeenT", {"TagA", "TagB"})
+
+    async def gone() -> bool:
+        return not await registered()
+
+    await wait_until(gone, 30, "the group unregistered after its client left")
