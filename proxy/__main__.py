@@ -27,6 +27,7 @@ from proxy.apis import service_pb2_grpc
 from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
 from proxy.config import ConfigError, ProxyConfig, load_proxy_config
+from proxy.liveness import ClientLiveness
 from proxy.malformed import MalformedRequests
 from proxy.pop import PopClient
 from proxy.renew import Renewer, RenewPolicy
@@ -49,6 +50,7 @@ class Remoting:
         self.cluster: ClusterClient | None = None
         self.pops: PopClient | None = None
         self.renewer: Renewer | None = None
+        self.liveness: ClientLiveness | None = None
 
     async def main(self, nursery: trio.Nursery, ready: Any) -> None:
         client_config = ClientConfig(
@@ -61,6 +63,9 @@ class Remoting:
             self.pops = PopClient(self.cluster)
             self.renewer = Renewer(self.pops.change_invisible, renew_policy(self.config))
             await nursery.start(self.renewer.run)
+            leave = [self.renewer.client_left, self.cluster.consumer_left]
+            self.liveness = ClientLiveness(self.config.grpc_client_idle_time_mills, leave)
+            await nursery.start(self.liveness.run)
             ready()
             await trio.sleep_forever()
 
@@ -72,7 +77,6 @@ def renew_policy(config: ProxyConfig) -> RenewPolicy:
         max_ms=config.renew_max_time_millis,
         max_failures=config.max_renew_retry_times,
         when_clear_ms=config.invisible_time_millis_when_clear,
-        client_idle_ms=config.grpc_client_idle_time_mills,
     )
 
 

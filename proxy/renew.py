@@ -86,7 +86,6 @@ class RenewPolicy:
     max_ms: int = 3 * 3600 * 1000  # renewMaxTimeMillis
     max_failures: int = 3  # maxRenewRetryTimes
     when_clear_ms: int = 1_000  # invisibleTimeMillisWhenClear
-    client_idle_ms: int = 120_000  # grpcClientIdleTimeMills: a client silent this long is gone
 
 
 class Renewer:
@@ -102,7 +101,6 @@ class Renewer:
         self.policy = policy
         self.clock = clock
         self.held = HeldHandles()
-        self._seen: dict[str, int] = {}  # client id -> when it last heartbeated or received
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -113,12 +111,6 @@ class Renewer:
     async def hold(self, entries: list[Held]) -> None:
         for held in entries:
             self.held.hold(held)
-            self._seen[held.client] = self.clock()
-
-    async def seen(self, client: str) -> None:
-        """A heartbeat: the client is alive (only clients holding messages are tracked)."""
-        if client in self._seen:
-            self._seen[client] = self.clock()
 
     async def take(self, group: str, message_id: str, handle: ReceiptHandle) -> ReceiptHandle:
         """The handle to act on for the client's ack or change: the renewed one when held."""
@@ -127,9 +119,6 @@ class Renewer:
 
     async def renew_due(self) -> None:
         now = self.clock()
-        idle = [c for c, t in self._seen.items() if now - t >= self.policy.client_idle_ms]
-        for client in idle:  # gone without NotifyClientTermination (ClientActivity's channel scan)
-            await self.client_left(client)
         for held in self.held.due(now, self.policy.ahead_ms):
             if now - held.consumed_at_ms >= self.policy.max_ms:
                 self.held.release(held.group, held.message_id)
@@ -144,7 +133,6 @@ class Renewer:
                     self.held.release(held.group, held.message_id)
 
     async def client_left(self, client: str) -> None:
-        self._seen.pop(client, None)
         for held in self.held.of_client(client):
             await self._change(held, self.policy.when_clear_ms, "clear")
 

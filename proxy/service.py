@@ -21,6 +21,7 @@ from proxy.config import ProxyConfig
 from proxy.consume import to_proto_message
 from proxy.consumer_service import ConsumerRpcs
 from proxy.errors import ProxyError, ok, status_of
+from proxy.liveness import ClientLiveness
 from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
@@ -49,6 +50,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         self.cluster: ClusterClient = remoting.cluster
         self.pops: PopClient = remoting.pops
         self.renewer: Renewer = remoting.renewer
+        self.liveness: ClientLiveness = remoting.liveness
         cluster = self.cluster
         self.streams = TelemetryStreams()
         self.loop = asyncio.get_running_loop()
@@ -76,7 +78,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             client = client_id(context)
             if request.client_type == pb.ClientType.CLIENT_TYPE_UNSPECIFIED:
                 raise ProxyError(pb.Code.UNRECOGNIZED_CLIENT_TYPE, "unrecognized client type")
-            await self.bridge.call(self.renewer.seen, client)
+            await self.bridge.call(self.liveness.seen, client)
         except Exception as exc:
             return rpc.HeartbeatResponse(status=_failed(exc, "Heartbeat"))
         return rpc.HeartbeatResponse(status=ok())
@@ -85,8 +87,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         try:
             client = client_id(context)
             # its messages being consumed go back to the group soon, not after their 60 s
-            await self.bridge.call(self.renewer.client_left, client)
-            await self.bridge.call(self.cluster.consumer_left, client)
+            await self.bridge.call(self.liveness.left, client)
         except Exception as exc:
             return rpc.NotifyClientTerminationResponse(
                 status=_failed(exc, "NotifyClientTermination")
@@ -136,6 +137,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
                 await self.bridge.call(
                     self.cluster.add_producer_groups, topics[:MAX_TOPICS_PER_STREAM]
                 )
+            await self.bridge.call(self.liveness.seen, client)
             consumer = consumer_data(settings)
             if consumer is not None:
                 await self.bridge.call(self.cluster.consumer_joined, client, consumer)

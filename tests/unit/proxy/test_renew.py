@@ -10,11 +10,10 @@ import trio
 
 from broker.pop import ck_info
 from proxy.consume import ReceiptHandle
+from proxy.liveness import ClientLiveness
 from proxy.renew import Held, Renewer, RenewPolicy
 
-POLICY = RenewPolicy(
-    period_ms=1_000, ahead_ms=10_000, max_ms=600_000, max_failures=3, client_idle_ms=10**9
-)
+POLICY = RenewPolicy(period_ms=1_000, ahead_ms=10_000, max_ms=600_000, max_failures=3)
 
 
 def handle(pop_time: int, invisible: int) -> ReceiptHandle:
@@ -106,17 +105,22 @@ async def test_failures_and_a_leaving_client(autojump_clock) -> None:
         nursery.cancel_scope.cancel()
 
 
-async def test_a_client_gone_silent_gets_its_messages_taken_back(autojump_clock) -> None:
-    broker = FakeBroker(now_ms)
-    policy = attrs.evolve(POLICY, client_idle_ms=120_000)
-    renewer = Renewer(broker.change_invisible, policy, clock=now_ms)
+async def test_a_client_gone_silent_is_told_to_leave(autojump_clock) -> None:
+    left: list[str] = []
+
+    async def leave(client: str) -> None:
+        left.append(client)
+
+    liveness = ClientLiveness(120_000, [leave], clock=now_ms)
     async with trio.open_nursery() as nursery:
-        await nursery.start(renewer.run)
-        await start(renewer, nursery, message_id="M1", client="quiet")
-        await start(renewer, nursery, message_id="M2", client="chatty")
+        await nursery.start(liveness.run)
+        await liveness.seen("quiet")
+        await liveness.seen("chatty")
         for _ in range(13):  # heartbeats every 10 s from one of them
             await trio.sleep(10)
-            await renewer.seen("chatty")
-        assert [h.client for h in renewer.held.due(now_ms(), 10**9)] == ["chatty"]
-        assert 1_000 in [ms for _, ms in broker.changes]  # quiet's message given back
+            await liveness.seen("chatty")
+        assert left == ["quiet"]
+        await liveness.left("chatty")  # NotifyClientTermination
+        await trio.sleep(300)
+        assert left == ["quiet", "chatty"]
         nursery.cancel_scope.cancel()
