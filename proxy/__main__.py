@@ -81,7 +81,7 @@ def renew_policy(config: ProxyConfig) -> RenewPolicy:
 
 
 def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
-    limit = config.grpc_max_receive_message_bytes
+    limit = config.grpc_max_inbound_message_size
     return grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", limit),

@@ -174,3 +174,12 @@ def test_mqproxy_on_a_taken_port_exits_naming_the_key(tmp_path) -> None:
     assert done.returncode == 3
     assert f"mqproxy: cannot start: grpcServerPort: cannot bind 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_a_request_over_the_inbound_limit_is_refused_undecoded(proxy_cluster) -> None:
+    ns, _, proxy = proxy_cluster
+    await create_topic(ns.addr, "Huge")
+    with pytest.raises(grpc.RpcError) as refused:
+        await send(proxy, raw_message("Huge", body=b"x" * (16 * 1024 * 1024 + 1)))
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert (await send(proxy, raw_message("Huge"))).status.code == Code.OK
