@@ -35,7 +35,10 @@ from proxy.route import MASTER_ID
 
 log = logging.getLogger(__name__)
 
-MAX_CLIENTS = 10_000  # settings remembered per client id (the oldest forgotten past it)
+MAX_CLIENTS = 10_000
+MAX_ACK_ENTRIES = (
+    4 * MAX_BATCH
+)  # an ack carries at most a few receives' messages  # settings remembered per client id (the oldest forgotten past it)
 DEFAULT_REQUEST_TIMEOUT_MS = 3_000
 
 
@@ -194,10 +197,12 @@ class ConsumerRpcs:
             group = validate_group(request.group)
             if not request.entries:
                 raise ProxyError(pb.Code.BAD_REQUEST, "no entry to ack")
+            if len(request.entries) > MAX_ACK_ENTRIES:
+                raise ProxyError(pb.Code.BAD_REQUEST, f"more than {MAX_ACK_ENTRIES} entries")
         except Exception as exc:
             return rpc.AckMessageResponse(status=_failed(exc, "AckMessage"))
         results = []
-        for entry in request.entries[: MAX_BATCH * 4]:
+        for entry in request.entries:
             try:
                 handle = parse_receipt_handle(entry.receipt_handle)
                 code = await self.bridge.call(self._ack, group, topic, entry.message_id, handle)
