@@ -32,6 +32,7 @@ from proxy.malformed import MalformedRequests
 from proxy.pop import PopClient
 from proxy.renew import Renewer, RenewPolicy
 from proxy.service import MessagingService
+from proxy.tls import effective_keys, grpc_server_credentials, remoting_context
 from remoting.logs import LEVELS, setup_logging
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process
 
@@ -45,8 +46,9 @@ class Remoting:
     """What the Trio thread opens for the gRPC side: the client instance, ClusterClient, the
     pop calls and the receipt-handle renewer."""
 
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, ssl_context: Any = None) -> None:
         self.config = config
+        self.ssl_context = ssl_context
         self.cluster: ClusterClient | None = None
         self.pops: PopClient | None = None
         self.renewer: Renewer | None = None
@@ -57,6 +59,7 @@ class Remoting:
             self.config.namesrv_addr or "",
             instance_name=f"proxy-{os.getpid()}",
             request_timeout_ms=self.config.request_timeout_mills,
+            ssl_context=self.ssl_context,
         )
         async with MQClientInstance.open(client_config) as instance:
             self.cluster = ClusterClient(instance, self.config.request_timeout_mills / 1000)
@@ -93,14 +96,19 @@ def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
     )
 
 
-async def serve(config: ProxyConfig, bridge: TrioBridge, remoting: Remoting) -> int:
+async def serve(
+    config: ProxyConfig, bridge: TrioBridge, remoting: Remoting, credentials: Any
+) -> int:
     server = grpc_server(config)
     service_pb2_grpc.add_MessagingServiceServicer_to_server(
         MessagingService(config, bridge, remoting), server
     )
     address = f"{config.grpc_server_host}:{config.grpc_server_port}"
     try:
-        port = server.add_insecure_port(address)
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
     except RuntimeError as exc:
         print(
             f"mqproxy: cannot start: grpcServerPort: cannot bind {address}: {exc}", file=sys.stderr
@@ -111,7 +119,7 @@ async def serve(config: ProxyConfig, bridge: TrioBridge, remoting: Remoting) -> 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    print(f"READY proxy port={port}", flush=True)
+    print(f"READY proxy port={port}{' tls' if credentials is not None else ''}", flush=True)
     log.info(
         "serving gRPC on %s:%d, NameServers %s", config.grpc_server_host, port, config.namesrv_addr
     )
@@ -155,7 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"mqproxy: {problem}", file=sys.stderr)
         return EXIT_CONFIG
-    remoting = Remoting(config)
+    try:
+        keys = effective_keys(config)
+        credentials = grpc_server_credentials(keys)
+        ssl_context = remoting_context(keys)
+    except ConfigError as exc:  # tls.* keys and the files they name
+        print(f"mqproxy: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    remoting = Remoting(config, ssl_context)
     bridge = TrioBridge(remoting.main)
     try:
         bridge.start(START_TIMEOUT_S)
@@ -163,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mqproxy: cannot start the remoting client: {exc}", file=sys.stderr)
         return EXIT_START
     try:
-        return asyncio.run(serve(config, bridge, remoting))
+        return asyncio.run(serve(config, bridge, remoting, credentials))
     finally:
         bridge.close()
 

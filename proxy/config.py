@@ -23,6 +23,7 @@ from remoting.settings import (
     java_long,
     read_fields,
 )
+from remoting.tls_config import TlsKeys
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def _delay_levels(_: object, attribute: attrs.Attribute, value: str) -> None:
 
 
 @attrs.frozen(kw_only=True)
-class ProxyConfig:
+class ProxyConfig(TlsKeys):  # tls.* keys, as for mqbroker and mqnamesrv (proxy/tls.py)
     rocketmq_cluster_name: str = attrs.field(
         default="DefaultCluster", metadata={"wire": "rocketMQClusterName"}
     )

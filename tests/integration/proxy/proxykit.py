@@ -5,6 +5,7 @@ requests no well-behaved SDK sends."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ async def create_topic(
         await wait_for_route(client, namesrv, topic, bool)
 
 
-async def run_sdk(job: dict[str, Any]) -> list[dict[str, Any]]:
+async def run_sdk(job: dict[str, Any], env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The SDK driver's result lines for one job; its stderr is shown when it fails."""
     need_sdk()
     with trio.fail_after(SDK_TIMEOUT_S):
@@ -74,6 +75,7 @@ async def run_sdk(job: dict[str, Any]) -> list[dict[str, Any]]:
             capture_stdout=True,
             capture_stderr=True,
             check=False,
+            env={**os.environ, **(env or {})},
         )
     if done.returncode != 0:
         raise AssertionError(

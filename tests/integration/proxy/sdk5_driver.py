@@ -62,7 +62,9 @@ def send(job: dict) -> None:
     config = ClientConfiguration(
         job["endpoints"], Credentials(), request_timeout=job.get("timeout", 10)
     )
-    producer = Producer(config, (job["topic"],), checker=Checker())
+    producer = Producer(
+        config, (job["topic"],), checker=Checker(), tls_enable=job.get("tls", False)
+    )
     producer.startup()
     try:
         futures = []
