@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 
+from client.admin import AdminClient
+from remoting.body import TopicConfig
+from remoting.tls import client_context
 from tests.harness import ProcessPool, python_module
 from tests.integration.proxy.proxykit import create_topic, run_sdk, start_proxy
+from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.kits.tlskit import server_keys
 
 
@@ -50,3 +54,24 @@ def test_permissive_is_refused_in_one_line(certs, tmp_path) -> None:
         "mqproxy: tls.server.mode=permissive is not available on the gRPC port (TLS and "
         "plaintext on one port): use enforcing or disabled"
     ]
+
+
+async def test_proxy_reaches_tls_only_brokers_with_tls_enable(processes, certs, tmp_path) -> None:
+    """tls.enable=true: the proxy's own remoting connections (NameServer, broker) are TLS."""
+    ns = start_namesrv(processes, tmp_path, **server_keys(certs))
+    start_broker(processes, broker_conf(tmp_path, namesrvAddr=ns.addr, **server_keys(certs)))
+    proxy = start_proxy(processes, tmp_path, ns.addr, **{"tls.enable": "true"})
+    async with AdminClient.open(ns.addr, ssl_context=client_context()) as admin:
+        config = TopicConfig(topic_name="ViaTls", read_queue_nums=2, write_queue_nums=2)
+        for addr in (await admin.masters("TestCluster")).values():
+            await admin.create_topic(addr, config)
+    sent = await run_sdk(
+        {
+            "op": "send",
+            "endpoints": f"127.0.0.1:{proxy.port}",
+            "topic": "ViaTls",
+            "mode": "sync",
+            "messages": [{"body": "over tls"}],
+        }
+    )
+    assert sent[0]["ok"], sent
