@@ -17,12 +17,17 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import grpc
 import trio
 
+from acl.errors import AclConfigError
+from acl.files import resolve_acl_file
+from acl.service import PlainAclService
 from client.instance import ClientConfig, MQClientInstance
+from proxy.access import admission, tools_credentials
 from proxy.apis import service_pb2_grpc
 from proxy.bridge import TrioBridge
 from proxy.cluster import ClusterClient
@@ -46,9 +51,13 @@ class Remoting:
     """What the Trio thread opens for the gRPC side: the client instance, ClusterClient, the
     pop calls and the receipt-handle renewer."""
 
-    def __init__(self, config: ProxyConfig, ssl_context: Any = None) -> None:
+    def __init__(
+        self, config: ProxyConfig, ssl_context: Any = None, credentials: Any = None, acl: Any = None
+    ) -> None:
         self.config = config
         self.ssl_context = ssl_context
+        self.credentials = credentials
+        self.acl = acl
         self.cluster: ClusterClient | None = None
         self.pops: PopClient | None = None
         self.renewer: Renewer | None = None
@@ -60,12 +69,15 @@ class Remoting:
             instance_name=f"proxy-{os.getpid()}",
             request_timeout_ms=self.config.request_timeout_mills,
             ssl_context=self.ssl_context,
+            credentials=self.credentials,
         )
         async with MQClientInstance.open(client_config) as instance:
             self.cluster = ClusterClient(instance, self.config.request_timeout_mills / 1000)
             self.pops = PopClient(self.cluster)
             self.renewer = Renewer(self.pops.change_invisible, renew_policy(self.config))
             await nursery.start(self.renewer.run)
+            if self.acl is not None:
+                await nursery.start(self.acl.run)  # plain_acl.yml reloads
             leave = [self.renewer.client_left, self.cluster.consumer_left]
             self.liveness = ClientLiveness(self.config.grpc_client_idle_time_mills, leave)
             await nursery.start(self.liveness.run)
@@ -83,7 +95,7 @@ def renew_policy(config: ProxyConfig) -> RenewPolicy:
     )
 
 
-def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
+def grpc_server(config: ProxyConfig, admit: Any = None) -> grpc.aio.Server:
     limit = config.grpc_max_inbound_message_size
     return grpc.aio.server(
         options=[
@@ -92,14 +104,14 @@ def grpc_server(config: ProxyConfig) -> grpc.aio.Server:
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=config.grpc_max_concurrent_calls,
-        interceptors=[MalformedRequests()],
+        interceptors=[MalformedRequests(admit)],
     )
 
 
 async def serve(
     config: ProxyConfig, bridge: TrioBridge, remoting: Remoting, credentials: Any
 ) -> int:
-    server = grpc_server(config)
+    server = grpc_server(config, admission(remoting.acl) if remoting.acl is not None else None)
     service_pb2_grpc.add_MessagingServiceServicer_to_server(
         MessagingService(config, bridge, remoting), server
     )
@@ -165,12 +177,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     try:
         keys = effective_keys(config)
-        credentials = grpc_server_credentials(keys)
+        tls_credentials = grpc_server_credentials(keys)
         ssl_context = remoting_context(keys)
-    except ConfigError as exc:  # tls.* keys and the files they name
+        home = Path(config.rocketmq_home)
+        credentials = None
+        if config.enable_acl_rpc_hook_for_cluster_mode:
+            credentials = tools_credentials(home)
+        acl = None
+        if config.enable_acl:
+            acl = PlainAclService(home, resolve_acl_file(home, config.plain_acl_file))
+            acl.load()
+    except (ConfigError, AclConfigError) as exc:  # tls.* and ACL keys, the files they name
         print(f"mqproxy: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    remoting = Remoting(config, ssl_context)
+    remoting = Remoting(config, ssl_context, credentials, acl)
     bridge = TrioBridge(remoting.main)
     try:
         bridge.start(START_TIMEOUT_S)
@@ -178,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mqproxy: cannot start the remoting client: {exc}", file=sys.stderr)
         return EXIT_START
     try:
-        return asyncio.run(serve(config, bridge, remoting, credentials))
+        return asyncio.run(serve(config, bridge, remoting, tls_credentials))
     finally:
         bridge.close()
 

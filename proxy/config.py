@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,14 @@ class ProxyConfig(TlsKeys):  # tls.* keys, as for mqbroker and mqnamesrv (proxy/
     proxy_mode: str = attrs.field(default="CLUSTER", validator=_mode)
     grpc_server_port: int = attrs.field(default=8081, validator=PORT)
     grpc_server_host: str = "0.0.0.0"  # not a RocketMQ key: tests bind 127.0.0.1
+    rocketmq_home: str = attrs.field(
+        factory=lambda: os.environ.get("ROCKETMQ_HOME") or str(Path.home())
+    )
+    # ACL 1.0 (RocketMQ 5.1's keys): check SDK requests against ${rocketmqHome}/conf/plain_acl.yml
+    # (plainAclFile, ours as the broker's), and sign our own with conf/tools.yml's account.
+    enable_acl: bool = attrs.field(default=False, metadata={"wire": "enableACL"})
+    enable_acl_rpc_hook_for_cluster_mode: bool = False
+    plain_acl_file: str | None = None
     # SendMessage checks (ProxyConfig's names and defaults)
     max_message_size: int = attrs.field(default=4 * 1024 * 1024, validator=java_int(0))
     enable_message_body_empty_check: bool = True

@@ -14,6 +14,19 @@ from google.protobuf.message import DecodeError
 MALFORMED = object()
 DETAILS = "Invalid protobuf byte sequence"
 
+# An admission check on every decoded request message (the ACL, proxy/access.py): None lets
+# it through, else the reason the call ends with PERMISSION_DENIED.
+Admit = Callable[[Any, Any], "str | None"]
+
+
+async def _refuse(request: Any, context: Any, admit: Admit | None) -> None:
+    if request is MALFORMED:
+        await context.abort(grpc.StatusCode.INTERNAL, DETAILS)
+    if admit is not None:
+        refusal = admit(request, context)
+        if refusal is not None:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+
 
 def _safe(decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     def safe(data: bytes) -> Any:
@@ -25,22 +38,22 @@ def _safe(decode: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return safe
 
 
-async def _checked_stream(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+async def _checked_stream(
+    requests: AsyncIterator[Any], context: Any, admit: Admit | None
+) -> AsyncIterator[Any]:
     async for request in requests:
-        if request is MALFORMED:
-            await context.abort(grpc.StatusCode.INTERNAL, DETAILS)
+        await _refuse(request, context, admit)
         yield request
 
 
-def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+def _wrap(handler: grpc.RpcMethodHandler, admit: Admit | None) -> grpc.RpcMethodHandler:
     safe = _safe(handler.request_deserializer)
     out = handler.response_serializer
     if handler.unary_unary is not None:
         inner_uu = handler.unary_unary
 
         async def unary_unary(request: Any, context: Any) -> Any:
-            if request is MALFORMED:
-                await context.abort(grpc.StatusCode.INTERNAL, DETAILS)
+            await _refuse(request, context, admit)
             return await inner_uu(request, context)
 
         return grpc.unary_unary_rpc_method_handler(unary_unary, safe, out)
@@ -48,8 +61,7 @@ def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         inner_us = handler.unary_stream
 
         async def unary_stream(request: Any, context: Any) -> AsyncIterator[Any]:
-            if request is MALFORMED:
-                await context.abort(grpc.StatusCode.INTERNAL, DETAILS)
+            await _refuse(request, context, admit)
             async for response in inner_us(request, context):
                 yield response
 
@@ -58,7 +70,7 @@ def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         inner_ss = handler.stream_stream
 
         async def stream_stream(requests: Any, context: Any) -> AsyncIterator[Any]:
-            async for response in inner_ss(_checked_stream(requests, context), context):
+            async for response in inner_ss(_checked_stream(requests, context, admit), context):
                 yield response
 
         return grpc.stream_stream_rpc_method_handler(stream_stream, safe, out)
@@ -66,10 +78,13 @@ def _wrap(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
 
 
 class MalformedRequests(grpc.aio.ServerInterceptor):
+    def __init__(self, admit: Admit | None = None) -> None:
+        self.admit = admit
+
     async def intercept_service(
         self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        return _wrap(handler)
+        return _wrap(handler, self.admit)

@@ -60,7 +60,9 @@ def send(job: dict) -> None:
             return TransactionResolution.ROLLBACK
 
     config = ClientConfiguration(
-        job["endpoints"], Credentials(), request_timeout=job.get("timeout", 10)
+        job["endpoints"],
+        Credentials(job.get("ak", ""), job.get("sk", "")),
+        request_timeout=job.get("timeout", 10),
     )
     producer = Producer(
         config, (job["topic"],), checker=Checker(), tls_enable=job.get("tls", False)
@@ -116,7 +118,9 @@ def consume(job: dict) -> None:
     instead of acked, and the redelivery is acked."""
     from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
-    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    config = ClientConfiguration(
+        job["endpoints"], Credentials(job.get("ak", ""), job.get("sk", "")), request_timeout=10
+    )
     consumer = SimpleConsumer(
         config,
         job["group"],
@@ -166,7 +170,9 @@ def push(job: dict) -> None:
                     done.set()
             return ConsumeResult.SUCCESS
 
-    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    config = ClientConfiguration(
+        job["endpoints"], Credentials(job.get("ak", ""), job.get("sk", "")), request_timeout=10
+    )
     consumer = PushConsumer(
         config, job["group"], Listener(), {job["topic"]: FilterExpression(job.get("filter", "*"))}
     )
@@ -183,7 +189,10 @@ def bench_send(job: dict) -> None:
     then waited for); reports the seconds the sends took (start-up excluded)."""
     from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
-    producer = Producer(ClientConfiguration(job["endpoints"], Credentials()), (job["topic"],))
+    producer = Producer(
+        ClientConfiguration(job["endpoints"], Credentials(job.get("ak", ""), job.get("sk", ""))),
+        (job["topic"],),
+    )
     producer.startup()
     body = b"x" * job["size"]
 
@@ -210,7 +219,9 @@ def bench_receive(job: dict) -> None:
     """Receive and ack ``count`` messages with a SimpleConsumer; reports the seconds taken."""
     from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
-    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    config = ClientConfiguration(
+        job["endpoints"], Credentials(job.get("ak", ""), job.get("sk", "")), request_timeout=10
+    )
     consumer = SimpleConsumer(config, job["group"], {job["topic"]: FilterExpression("*")}, 5)
     consumer.startup()
     try:

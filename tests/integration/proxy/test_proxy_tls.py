@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from client.admin import AdminClient
 from remoting.body import TopicConfig
 from remoting.tls import client_context
@@ -56,6 +58,7 @@ def test_permissive_is_refused_in_one_line(certs, tmp_path) -> None:
     ]
 
 
+@pytest.mark.slow  # its own TLS NameServer and broker; the TLS client is tested in remoting
 async def test_proxy_reaches_tls_only_brokers_with_tls_enable(processes, certs, tmp_path) -> None:
     """tls.enable=true: the proxy's own remoting connections (NameServer, broker) are TLS."""
     ns = start_namesrv(processes, tmp_path, **server_keys(certs))

@@ -21,6 +21,7 @@ def checking_cluster(module_processes, tmp_path_factory):
     return ns, broker, start_proxy(module_processes, root, ns.addr)
 
 
+@pytest.mark.slow  # its own cluster (fast check-backs), ~20 s; commit and rollback stay in the default suite
 async def test_an_undecided_half_is_checked_by_the_sdk_and_committed(checking_cluster) -> None:
     ns, _, proxy = checking_cluster
     await create_topic(ns.addr, "TxCheck", message_type="TRANSACTION")
