@@ -12,8 +12,10 @@ from hashlib import sha1
 import grpc
 import pytest
 
+from client.admin import AdminClient
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
+from remoting.body import TopicConfig
 from tests.harness import ProcessPool
 from tests.integration.proxy.proxykit import (
     create_topic,
@@ -23,7 +25,8 @@ from tests.integration.proxy.proxykit import (
     start_proxy,
     stub,
 )
-from tests.kits.aclkit import USER, WRONG_SECRET, acl_home
+from tests.kits.aclkit import ADMIN, USER, WRONG_SECRET, acl_home
+from tests.kits.brokerkit import start_cluster
 
 
 def signed(access_key: str, secret_key: str) -> tuple[tuple[str, str], ...]:
@@ -93,3 +96,36 @@ async def test_permissions_per_topic_and_group(acl_proxy) -> None:
         with pytest.raises(grpc.RpcError) as refused:
             await in_thread(call, request, metadata=metadata)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED, request
+
+
+@pytest.mark.slow  # its own ACL broker
+async def test_the_proxy_signs_for_acl_brokers_with_tools_yml(processes, tmp_path) -> None:
+    home = acl_home(tmp_path)
+    ns, _ = start_cluster(processes, tmp_path, aclEnable="true", rocketmqHome=home)
+    async with AdminClient.open(ns.addr, ADMIN) as admin:
+        config = TopicConfig(topic_name="Allowed", read_queue_nums=2, write_queue_nums=2)
+        for addr in (await admin.masters("TestCluster")).values():
+            await admin.create_topic(addr, config)
+    job = {
+        "op": "send",
+        "topic": "Allowed",
+        "mode": "sync",
+        "timeout": 5,
+        "messages": [{"body": "signed by the proxy"}],
+    }
+    unsigned = start_proxy(processes, tmp_path, ns.addr, name="unsigned", rocketmqHome=str(home))
+    refused = await run_sdk({**job, "endpoints": f"127.0.0.1:{unsigned.port}"})
+    assert not refused[0]["ok"]
+    (home / "conf" / "tools.yml").write_text(
+        f"accessKey: {USER.access_key}\nsecretKey: {USER.secret_key}\n"
+    )
+    signing = start_proxy(
+        processes,
+        tmp_path,
+        ns.addr,
+        name="signing",
+        rocketmqHome=str(home),
+        enableAclRpcHookForClusterMode=True,
+    )
+    sent = await run_sdk({**job, "endpoints": f"127.0.0.1:{signing.port}"})
+    assert sent[0]["ok"], sent
