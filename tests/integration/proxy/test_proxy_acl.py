@@ -57,6 +57,7 @@ def acl_proxy(proxy_cluster, tmp_path_factory):
         pool.stop_all()
 
 
+@pytest.mark.slow  # two SDK runs; the permission checks below stay in the default suite
 async def test_an_allowed_account_sends_and_a_wrong_secret_does_not(acl_proxy) -> None:
     ns, proxy = acl_proxy
     await create_topic(ns.addr, "Allowed")

@@ -18,6 +18,7 @@ from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv
 from tests.kits.tlskit import server_keys
 
 
+@pytest.mark.slow  # its own proxy and two SDK runs (~7 s); permissive's refusal stays default
 async def test_sdk_over_tls(proxy_cluster, certs, tmp_path) -> None:
     ns, _, _ = proxy_cluster
     pool = ProcessPool(tmp_path / "logs")
