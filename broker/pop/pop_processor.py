@@ -26,6 +26,7 @@ from broker.store.types import GetMessageStatus
 from broker.transaction import encode_record
 from remoting import constants as K
 from remoting import message as codec
+from remoting import names
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
@@ -116,6 +117,20 @@ class PopMessageProcessor:
             )
         return topic_config
 
+    @staticmethod
+    def _derived_topics(header: PopMessageRequestHeader) -> str:
+        """The group's pop retry topic; refused when it or the group's DLQ could not be a
+        topic (too long: a group name may be 255 characters, a topic 127): a message popped
+        now could then never be retried."""
+        retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
+        for derived in (retry_topic, K.dlq_topic(header.consumer_group)):
+            problem = names.topic_problem(derived)
+            if problem is not None:
+                raise RequestError(
+                    ResponseCode.SYSTEM_ERROR, f"pop retry/DLQ topic {derived[:40]}...: {problem}"
+                )
+        return retry_topic
+
     def _filter(self, header: PopMessageRequestHeader) -> Any:
         pull = self.broker.pull_processor
         return pull.message_filter(
@@ -148,7 +163,7 @@ class PopMessageProcessor:
             )
         topic_config = self._checks(header.consumer_group, header.topic, header.queue_id)
         message_filter = self._filter(header)
-        retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
+        retry_topic = self._derived_topics(header)
         deadline = trio.current_time() + max(0, born_time + header.poll_time - now) / 1000
         while True:
             if broker.pop_revive.full:

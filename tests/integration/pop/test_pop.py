@@ -106,6 +106,9 @@ async def test_bad_pop_requests_get_codes(processes, tmp_path) -> None:
         far = ack_request(p, "PG3")
         far.ext_fields["offset"] = "999999"
         assert (await call(client, broker.addr, far)).code == 208  # NO_MESSAGE
+        # a group whose pop retry topic could not be a topic (over 127 characters)
+        long_group = await call(client, broker.addr, pop_request("BadT", "G" * 120))
+        assert long_group.code == 1 and "pop retry/DLQ topic" in long_group.remark
         negative = pop_request("BadT", "PG3")
         negative.ext_fields["invisibleTime"] = "-5"
         assert (await call(client, broker.addr, negative)).code == 1
