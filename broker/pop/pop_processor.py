@@ -22,6 +22,7 @@ import trio
 
 from broker.pop import ck_info
 from broker.pop.ck_info import PopCheckPoint
+from broker.store.layout import MAX_TOPIC_BYTES
 from broker.store.types import GetMessageStatus
 from broker.transaction import encode_record
 from remoting import constants as K
@@ -119,12 +120,14 @@ class PopMessageProcessor:
 
     @staticmethod
     def _derived_topics(header: PopMessageRequestHeader) -> str:
-        """The group's pop retry topic; refused when it or the group's DLQ could not be a
-        topic (too long: a group name may be 255 characters, a topic 127): a message popped
-        now could then never be retried."""
+        """The group's pop retry topic; refused when it or the group's DLQ could not be
+        stored (a group name may be 255 characters, a record's topic 127 bytes): a message
+        popped now could then never be retried."""
         retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
         for derived in (retry_topic, K.dlq_topic(header.consumer_group)):
             problem = names.topic_problem(derived)
+            if problem is None and len(derived.encode()) > MAX_TOPIC_BYTES:
+                problem = f"longer than the {MAX_TOPIC_BYTES} bytes a stored record holds"
             if problem is not None:
                 raise RequestError(
                     ResponseCode.SYSTEM_ERROR, f"pop retry/DLQ topic {derived[:40]}...: {problem}"
