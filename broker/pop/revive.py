@@ -69,6 +69,7 @@ class PopReviveService:
         self._pending: dict[int, dict[Key, int]] = {q: {} for q in range(self.queue_num)}
         self._qid_of: dict[Key, int] = {}
         self._wake = trio.Event()
+        self.end_offset = 0  # the CommitLog end of the last revive record written (SYNC_FLUSH)
 
     # ------------------------------------------------------------------ the revive log
 
@@ -87,6 +88,7 @@ class PopReviveService:
         if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             log.warning("revive log append refused: %s %s", result.status.name, result.remark)
             return None
+        self.end_offset = result.append.end_offset
         return result.append.queue_offset
 
     def append_checkpoint(self, ck: PopCheckPoint, revive_qid: int) -> bool:

@@ -156,3 +156,15 @@ async def test_notification_waits_for_a_message(processes, tmp_path) -> None:
             await trio.sleep(0.3)  # let the notification start waiting (either way it passes)
             await send(client, broker.addr, "Note", 1, queues=1)
         assert answer[0].code == 0 and answer[0].ext("hasMsg") == "true"
+
+
+async def test_pop_on_a_sync_flush_broker(processes, tmp_path) -> None:
+    """SYNC_FLUSH: the pop answers once its checkpoint is flushed (the path is exercised; a
+    power loss is not simulated here)."""
+    broker = start_broker(processes, broker_conf(tmp_path, flushDiskType="SYNC_FLUSH"))
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "SyncPop", 2, queues=1)
+        with trio.fail_after(30):
+            popped = await pop_until(client, broker.addr, "SyncPop", "PG6", 2)
+        for p in popped:
+            assert (await call(client, broker.addr, ack_request(p, "PG6"))).code == 0
