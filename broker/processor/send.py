@@ -220,11 +220,16 @@ class SendMessageProcessor:
             else (properties.pop(MessageConst.WAIT, "true"))
         )
         msg = self.inner_message(connection, request, header, properties)
-        # 5.x timer message: parked until due (is_timer's test inlined: every send pays it)
-        if not batch and (
-            TIMER_DELIVER_MS in properties
-            or TIMER_DELAY_SEC in properties
-            or TIMER_DELAY_MS in properties
+        # 5.x timer message: parked until due (is_timer's test inlined: every send pays it);
+        # a transaction's half is parked at its commit (broker/transaction.py)
+        if (
+            not batch
+            and (
+                TIMER_DELIVER_MS in properties
+                or TIMER_DELAY_SEC in properties
+                or TIMER_DELAY_MS in properties
+            )
+            and properties.get(MessageConst.TRAN_MSG) != "true"
         ):
             self.broker.timer.park(msg)
         if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
