@@ -134,6 +134,11 @@ class PopReviveService:
         qid = self._qid_of.pop(key, None)
         if qid is not None:
             self._pending[qid].pop(key, None)
+        # An acked checkpoint leaves its heap entry behind until its time: with long invisible
+        # times those would outgrow the table (which MAX_CHECKPOINTS bounds), so rebuild.
+        if len(self._due) > 2 * len(self.table) + 1024:
+            self._due = [(ck.revive_time, i, k) for i, (k, ck) in enumerate(self.table.items())]
+            heapq.heapify(self._due)
 
     def inflight(self, group: str) -> dict[str, tuple[int, int]]:
         """(in flight, of which still invisible) per topic for ``group``: popped, not acked."""

@@ -129,3 +129,21 @@ def test_a_5x_pop_heartbeat_decodes() -> None:
     )
     data = decode_body(HeartbeatData, body)
     assert data.consumer_data_set[0].consume_type is ConsumeType.CONSUME_POP
+
+
+def test_acked_checkpoints_do_not_pile_up_in_the_revive_heap() -> None:
+    from types import SimpleNamespace
+
+    from broker.pop.revive import PopReviveService
+
+    config = SimpleNamespace(broker_cluster_name="C", revive_queue_num=2)
+    service = PopReviveService(SimpleNamespace(config=config), clock=lambda: 0)  # type: ignore[arg-type]
+    for i in range(10_000):
+        ck = PopCheckPoint(
+            start_offset=i, pop_time=1, invisible_time=3_600_000, queue_id=0, topic="T",
+            group="G", broker_name="b", diffs=[0], revive_offset=i,
+        )  # fmt: skip
+        service._add(ck, i % 2)
+        service._apply_ack(AckMsg(ack_offset=i, start_offset=i, group="G", topic="T", queue_id=0,
+                                  pop_time=1, broker_name="b"))  # fmt: skip
+    assert service.table == {} and len(service._due) <= 1024 + 1
