@@ -73,11 +73,18 @@ def _long(text: str, what: str) -> int:
     return value
 
 
+MAX_FIELDS = 9  # the receipt handle's
+
+
 def parse_extra_info(text: str) -> ExtraInfo:
-    """The seven- or eight-field form; anything else is ``ValueError``."""
+    """The seven- or eight-field form, or the Proxy's receipt handle (5.x ReceiptHandle
+    .encode: the eight fields and the message's commitLogOffset), which the Proxy sends as the
+    extraInfo of its acks; anything else is ``ValueError``."""
     parts = text.split(SEP)
-    if len(parts) not in (7, 8) or parts[4] not in (NORMAL, RETRY):
+    if not 7 <= len(parts) <= MAX_FIELDS or parts[4] not in (NORMAL, RETRY):
         raise ValueError(f"extraInfo {text[:200]!r} is not 'ckOffset popTime invisibleTime ...'")
+    if len(parts) == MAX_FIELDS:
+        _long(parts[8], "commitLogOffset")
     return ExtraInfo(
         ck_queue_offset=_long(parts[0], "ckQueueOffset"),
         pop_time=_long(parts[1], "popTime"),
@@ -86,7 +93,7 @@ def parse_extra_info(text: str) -> ExtraInfo:
         retry=parts[4] == RETRY,
         broker_name=parts[5],
         queue_id=_long(parts[6], "queueId"),
-        queue_offset=_long(parts[7], "queueOffset") if len(parts) == 8 else None,
+        queue_offset=_long(parts[7], "queueOffset") if len(parts) >= 8 else None,
     )
 
 

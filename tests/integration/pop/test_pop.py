@@ -47,7 +47,10 @@ async def test_pop_ack_change_invisible_and_retry(processes, tmp_path) -> None:
         empty = await call(client, broker.addr, pop_request("PopT", "PG1", poll_ms=200))
         assert empty.code == 210  # POLLING_TIMEOUT
         for p in popped[:5]:
-            assert (await call(client, broker.addr, ack_request(p, "PG1"))).code == 0
+            request = ack_request(p, "PG1")
+            # as the Proxy acks: its receipt handle, the extraInfo and the commitLogOffset
+            request.ext_fields["extraInfo"] += f" {p.message.commit_log_offset}"
+            assert (await call(client, broker.addr, request)).code == 0
         last = popped[5]
         changed = await call(client, broker.addr, change_invisible_request(last, "PG1", 500))
         assert changed.code == 0 and changed.ext("invisibleTime") == "500"

@@ -18,6 +18,8 @@ def test_extra_info_is_5x_eight_fields_and_round_trips() -> None:
     extra = ExtraInfo(12, 1_700_000_000_123, 60_000, 3, True, "broker-a", 2, 14)
     assert extra.encode() == "12 1700000000123 60000 3 1 broker-a 2 14"
     assert ck_info.parse_extra_info(extra.encode()) == extra
+    # the Proxy's receipt handle: the eight fields and the commitLogOffset
+    assert ck_info.parse_extra_info(extra.encode() + " 4096") == extra
     seven = ck_info.parse_extra_info("12 1 2 999 0 b 2")
     assert seven.queue_offset is None and seven.is_order and not seven.retry
 
