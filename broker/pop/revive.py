@@ -140,19 +140,6 @@ class PopReviveService:
             self._due = [(ck.revive_time, i, k) for i, (k, ck) in enumerate(self.table.items())]
             heapq.heapify(self._due)
 
-    def inflight(self, group: str) -> dict[str, tuple[int, int]]:
-        """(in flight, of which still invisible) per topic for ``group``: popped, not acked."""
-        now = self.clock()
-        out: dict[str, tuple[int, int]] = {}
-        for ck in self.table.values():
-            if ck.group != group:
-                continue
-            count = len(ck.unacked_offsets())
-            topic = ck_info.normal_topic(ck.topic, group)
-            total, invisible = out.get(topic, (0, 0))
-            out[topic] = (total + count, invisible + (count if ck.revive_time > now else 0))
-        return out
-
     def lowest_unacked(self, group: str, topic: str) -> dict[int, int]:
         """Per queue of ``topic``, the oldest offset ``group`` popped and has not acked."""
         out: dict[int, int] = {}
