@@ -32,6 +32,7 @@ from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
 from broker.pop.ack_processor import AckMessageProcessor
+from broker.pop.notification import NotificationProcessor
 from broker.pop.order_info import OrderInfoTable
 from broker.pop.polling import PopLongPollingService
 from broker.pop.pop_processor import PopMessageProcessor
@@ -229,6 +230,7 @@ class BrokerController:
         ReplyMessageProcessor(self).register(server)
         server.register(RequestCode.PULL_MESSAGE, self.pull_processor.handle)
         PopMessageProcessor(self).register(server)
+        NotificationProcessor(self).register(server)
         AckMessageProcessor(self).register(server)
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)

@@ -21,18 +21,20 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.pop import ck_info
+from broker.pop.checks import pop_checks
 from broker.pop.ck_info import PopCheckPoint
-from broker.store.types import GetMessageStatus
+from broker.store.config import FlushDiskType
+from broker.store.layout import MAX_TOPIC_BYTES
+from broker.store.types import GetMessageStatus, PutMessageStatus
 from broker.transaction import encode_record
 from remoting import constants as K
 from remoting import message as codec
+from remoting import names
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.header_codec import encode_header_fields
 from remoting.headers import (
-    NotificationRequestHeader,
-    NotificationResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
@@ -78,43 +80,24 @@ class PopMessageProcessor:
         from remoting.codes import RequestCode
 
         server.register(RequestCode.POP_MESSAGE, self.pop)
-        server.register(RequestCode.NOTIFICATION, self.notification)
 
     # ------------------------------------------------------------------ checks
 
-    def _checks(self, group: str, topic: str, queue_id: int) -> Any:
-        broker = self.broker
-        if not K.is_readable(broker.config.broker_permission):
-            raise RequestError(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker.config.broker_ip1}] pop message is forbidden",
-            )
-        topic_config = broker.topics.get(topic)
-        if topic_config is None:
-            raise RequestError(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
-            )
-        if not K.is_readable(topic_config.perm):
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
-            )
-        if queue_id >= topic_config.read_queue_nums:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR,
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
-                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}]",
-            )
-        group_config = broker.groups.find(group)
-        if group_config is None:
-            raise RequestError(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist",
-            )
-        if not group_config.consume_enable:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
-            )
-        return topic_config
+    @staticmethod
+    def _derived_topics(header: PopMessageRequestHeader) -> str:
+        """The group's pop retry topic; refused when it or the group's DLQ could not be
+        stored (a group name may be 255 characters, a record's topic 127 bytes): a message
+        popped now could then never be retried."""
+        retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
+        for derived in (retry_topic, K.dlq_topic(header.consumer_group)):
+            problem = names.topic_problem(derived)
+            if problem is None and len(derived.encode()) > MAX_TOPIC_BYTES:
+                problem = f"longer than the {MAX_TOPIC_BYTES} bytes a stored record holds"
+            if problem is not None:
+                raise RequestError(
+                    ResponseCode.SYSTEM_ERROR, f"pop retry/DLQ topic {derived[:40]}...: {problem}"
+                )
+        return retry_topic
 
     def _filter(self, header: PopMessageRequestHeader) -> Any:
         pull = self.broker.pull_processor
@@ -146,21 +129,35 @@ class PopMessageProcessor:
                 if header.max_msg_nums > 0
                 else f"maxMsgNums {header.max_msg_nums} must be 1 to 32",
             )
-        topic_config = self._checks(header.consumer_group, header.topic, header.queue_id)
+        topic_config = pop_checks(self.broker, header.consumer_group, header.topic, header.queue_id)
         message_filter = self._filter(header)
-        retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
+        retry_topic = self._derived_topics(header)
         deadline = trio.current_time() + max(0, born_time + header.poll_time - now) / 1000
         while True:
             if broker.pop_revive.full:
                 raise RequestError(ResponseCode.SYSTEM_BUSY, "too many pop checkpoints in flight")
             response = self._pop_once(request, header, topic_config, message_filter, retry_topic)
             remaining = deadline - trio.current_time()
-            if response.code == ResponseCode.SUCCESS or remaining <= 0:
+            if response.code == ResponseCode.SUCCESS:
+                return await self._durable(request, response)
+            if remaining <= 0:
                 return response
             if broker.pop_polling.full:
                 response.code = ResponseCode.POLLING_FULL
                 return response
             await broker.pop_polling.wait((header.topic, retry_topic), remaining)
+
+    async def _durable(
+        self, request: RemotingCommand, response: RemotingCommand
+    ) -> RemotingCommand:
+        """SYNC_FLUSH: the messages go out once their checkpoints are on disk (else a power
+        loss could forget messages the group's offset has passed)."""
+        broker = self.broker
+        if broker.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            status = await broker.store.wait_flushed(broker.pop_revive.end_offset)
+            if status is not PutMessageStatus.PUT_OK:
+                return request.error_response(ResponseCode.SYSTEM_ERROR, status.name)
+        return response
 
     def _pop_once(
         self,
@@ -343,43 +340,3 @@ class PopMessageProcessor:
         offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
         broker.offsets.commit(group, topic, queue_id, offset)
         return offset
-
-    # ------------------------------------------------------------------ NOTIFICATION
-
-    async def notification(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        """Whether the group has messages to pop, waiting up to pollTime for one."""
-        header = decode_header(NotificationRequestHeader, request.ext_fields)
-        broker = self.broker
-        topic_config = self._checks(header.consumer_group, header.topic, header.queue_id)
-        retry_topic = ck_info.pop_retry_topic(header.topic, header.consumer_group)
-        deadline = trio.current_time() + header.poll_time / 1000
-        while True:
-            has_msg = self._has_message(header, topic_config, retry_topic)
-            remaining = deadline - trio.current_time()
-            if has_msg or remaining <= 0 or broker.pop_polling.full:
-                fields = encode_header_fields(NotificationResponseHeader(has_msg=has_msg))
-                code = ResponseCode.SUCCESS
-                if not has_msg and broker.pop_polling.full and remaining > 0:
-                    code = ResponseCode.POLLING_FULL
-                return request.make_response(code, None, fields)
-            await broker.pop_polling.wait((header.topic, retry_topic), remaining)
-
-    def _has_message(
-        self, header: NotificationRequestHeader, topic_config: Any, retry_topic: str
-    ) -> bool:
-        store, group = self.broker.store, header.consumer_group
-        queues = [(header.topic, q) for q in range(topic_config.read_queue_nums)]
-        if header.queue_id >= 0:
-            queues = [(header.topic, header.queue_id)]
-        retry_config = self.broker.topics.get(retry_topic)
-        if retry_config is not None:
-            queues += [(retry_topic, q) for q in range(retry_config.read_queue_nums)]
-        for topic, queue_id in queues:
-            offset = self.broker.offsets.query(group, topic, queue_id)
-            if offset < 0:
-                offset = store.get_min_offset_in_queue(topic, queue_id)
-            if store.get_max_offset_in_queue(topic, queue_id) > offset:
-                return True
-        return False

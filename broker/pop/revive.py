@@ -69,6 +69,7 @@ class PopReviveService:
         self._pending: dict[int, dict[Key, int]] = {q: {} for q in range(self.queue_num)}
         self._qid_of: dict[Key, int] = {}
         self._wake = trio.Event()
+        self.end_offset = 0  # the CommitLog end of the last revive record written (SYNC_FLUSH)
 
     # ------------------------------------------------------------------ the revive log
 
@@ -87,6 +88,7 @@ class PopReviveService:
         if result.status is not PutMessageStatus.PUT_OK or result.append is None:
             log.warning("revive log append refused: %s %s", result.status.name, result.remark)
             return None
+        self.end_offset = result.append.end_offset
         return result.append.queue_offset
 
     def append_checkpoint(self, ck: PopCheckPoint, revive_qid: int) -> bool:
@@ -132,19 +134,11 @@ class PopReviveService:
         qid = self._qid_of.pop(key, None)
         if qid is not None:
             self._pending[qid].pop(key, None)
-
-    def inflight(self, group: str) -> dict[str, tuple[int, int]]:
-        """(in flight, of which still invisible) per topic for ``group``: popped, not acked."""
-        now = self.clock()
-        out: dict[str, tuple[int, int]] = {}
-        for ck in self.table.values():
-            if ck.group != group:
-                continue
-            count = len(ck.unacked_offsets())
-            topic = ck_info.normal_topic(ck.topic, group)
-            total, invisible = out.get(topic, (0, 0))
-            out[topic] = (total + count, invisible + (count if ck.revive_time > now else 0))
-        return out
+        # An acked checkpoint leaves its heap entry behind until its time: with long invisible
+        # times those would outgrow the table (which MAX_CHECKPOINTS bounds), so rebuild.
+        if len(self._due) > 2 * len(self.table) + 1024:
+            self._due = [(ck.revive_time, i, k) for i, (k, ck) in enumerate(self.table.items())]
+            heapq.heapify(self._due)
 
     def lowest_unacked(self, group: str, topic: str) -> dict[int, int]:
         """Per queue of ``topic``, the oldest offset ``group`` popped and has not acked."""

@@ -1,115 +1,23 @@
-"""Pop requests as RocketMQ 5's client and Proxy send them (docs/pop.md), and a popped
-message's receipt: what an ack or a change of invisible time needs."""
+"""Pop helpers for tests: the requests and receipts of client/pop.py, sent to a broker."""
 
 from __future__ import annotations
 
-import attrs
-
-from broker.pop import ck_info
-from remoting import message as codec
-from remoting.client import RemotingClient
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.headers import (
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
-    PopMessageRequestHeader,
+from client.pop import (
+    Popped,
+    ack_request,
+    change_invisible_request,
+    pop_request,
 )
-from remoting.serde import encode_header_fields
+from client.pop import receipts as _receipts
+from remoting.client import RemotingClient
+from remoting.command import RemotingCommand
 from tests.kits.brokerkit import call
 
-
-@attrs.frozen
-class Popped:
-    message: codec.MessageExt
-    extra_info: str  # the POP_CK string, as the client builds it
-
-    @property
-    def extra(self) -> ck_info.ExtraInfo:
-        return ck_info.parse_extra_info(self.extra_info)
-
-    def real_topic(self, group: str) -> str:
-        """The topic acks name: the pop retry topic for a retried message (5.x's getRealTopic)."""
-        topic = self.message.topic
-        return ck_info.pop_retry_topic(topic, group) if self.extra.retry else topic
-
-
-def pop_request(
-    topic: str,
-    group: str,
-    *,
-    queue_id: int = -1,
-    max_nums: int = 32,
-    invisible_ms: int = 60_000,
-    poll_ms: int = 0,
-    init_mode: int = 0,
-    exp: str | None = None,
-    order: bool = False,
-) -> RemotingCommand:
-    header = PopMessageRequestHeader(
-        consumer_group=group,
-        topic=topic,
-        queue_id=queue_id,
-        max_msg_nums=max_nums,
-        invisible_time=invisible_ms,
-        poll_time=poll_ms,
-        born_time=0,
-        init_mode=init_mode,
-        exp_type="TAG" if exp else None,
-        exp=exp,
-        order=order,
-    )
-    return RemotingCommand.request(RequestCode.POP_MESSAGE, encode_header_fields(header))
+__all__ = ["Popped", "ack_request", "change_invisible_request", "pop", "pop_request", "receipts"]
 
 
 def receipts(response: RemotingCommand, broker_name: str = "broker-a") -> list[Popped]:
-    """The messages of a POP_MESSAGE response with their extraInfo, built from the response
-    header as 5.x's MQClientAPIImpl.processPopResponse does."""
-    if response.code != 0:
-        return []
-    starts = ck_info.parse_offset_info(response.ext("startOffsetInfo"))
-    out = []
-    for msg in codec.decode_messages(response.body):
-        if ck_info.POP_CK in msg.properties:
-            out.append(Popped(msg, msg.properties[ck_info.POP_CK]))
-            continue
-        extra = ck_info.ExtraInfo(
-            ck_queue_offset=int(starts[(False, str(msg.queue_id))]),
-            pop_time=int(response.ext("popTime")),
-            invisible_time=int(response.ext("invisibleTime")),
-            revive_qid=int(response.ext("reviveQid")),
-            retry=False,
-            broker_name=broker_name,
-            queue_id=msg.queue_id,
-            queue_offset=msg.queue_offset,
-        )
-        out.append(Popped(msg, extra.encode()))
-    return out
-
-
-def ack_request(popped: Popped, group: str) -> RemotingCommand:
-    header = AckMessageRequestHeader(
-        consumer_group=group,
-        topic=popped.real_topic(group),
-        queue_id=popped.extra.queue_id,
-        extra_info=popped.extra_info,
-        offset=popped.extra.queue_offset,
-    )
-    return RemotingCommand.request(RequestCode.ACK_MESSAGE, encode_header_fields(header))
-
-
-def change_invisible_request(popped: Popped, group: str, invisible_ms: int) -> RemotingCommand:
-    header = ChangeInvisibleTimeRequestHeader(
-        consumer_group=group,
-        topic=popped.real_topic(group),
-        queue_id=popped.extra.queue_id,
-        extra_info=popped.extra_info,
-        offset=popped.extra.queue_offset,
-        invisible_time=invisible_ms,
-    )
-    return RemotingCommand.request(
-        RequestCode.CHANGE_MESSAGE_INVISIBLETIME, encode_header_fields(header)
-    )
+    return _receipts(response, broker_name)
 
 
 async def pop(client: RemotingClient, addr: str, topic: str, group: str, **kwargs) -> list[Popped]:

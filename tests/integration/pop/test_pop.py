@@ -47,7 +47,10 @@ async def test_pop_ack_change_invisible_and_retry(processes, tmp_path) -> None:
         empty = await call(client, broker.addr, pop_request("PopT", "PG1", poll_ms=200))
         assert empty.code == 210  # POLLING_TIMEOUT
         for p in popped[:5]:
-            assert (await call(client, broker.addr, ack_request(p, "PG1"))).code == 0
+            request = ack_request(p, "PG1")
+            # as the Proxy acks: its receipt handle, the extraInfo and the commitLogOffset
+            request.ext_fields["extraInfo"] += f" {p.message.commit_log_offset}"
+            assert (await call(client, broker.addr, request)).code == 0
         last = popped[5]
         changed = await call(client, broker.addr, change_invisible_request(last, "PG1", 500))
         assert changed.code == 0 and changed.ext("invisibleTime") == "500"
@@ -106,6 +109,9 @@ async def test_bad_pop_requests_get_codes(processes, tmp_path) -> None:
         far = ack_request(p, "PG3")
         far.ext_fields["offset"] = "999999"
         assert (await call(client, broker.addr, far)).code == 208  # NO_MESSAGE
+        # a group whose pop retry topic could not be a topic (over 127 characters)
+        long_group = await call(client, broker.addr, pop_request("BadT", "G" * 120))
+        assert long_group.code == 1 and "pop retry/DLQ topic" in long_group.remark
         negative = pop_request("BadT", "PG3")
         negative.ext_fields["invisibleTime"] = "-5"
         assert (await call(client, broker.addr, negative)).code == 1
@@ -153,3 +159,15 @@ async def test_notification_waits_for_a_message(processes, tmp_path) -> None:
             await trio.sleep(0.3)  # let the notification start waiting (either way it passes)
             await send(client, broker.addr, "Note", 1, queues=1)
         assert answer[0].code == 0 and answer[0].ext("hasMsg") == "true"
+
+
+async def test_pop_on_a_sync_flush_broker(processes, tmp_path) -> None:
+    """SYNC_FLUSH: the pop answers once its checkpoint is flushed (the path is exercised; a
+    power loss is not simulated here)."""
+    broker = start_broker(processes, broker_conf(tmp_path, flushDiskType="SYNC_FLUSH"))
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "SyncPop", 2, queues=1)
+        with trio.fail_after(30):
+            popped = await pop_until(client, broker.addr, "SyncPop", "PG6", 2)
+        for p in popped:
+            assert (await call(client, broker.addr, ack_request(p, "PG6"))).code == 0

@@ -10,7 +10,10 @@ import time
 import pytest
 import trio
 
+from remoting import message as codec
 from remoting.client import RemotingClient
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
 from tests.kits.brokerkit import broker_conf, call, pull_all, send_request, start_broker
 
 
@@ -98,3 +101,28 @@ async def test_ten_thousand_timers_over_a_minute(processes, tmp_path) -> None:
     assert {m.body for m in got} == set(due)
     assert all(m.store_timestamp >= due[m.body] for m in got)
     assert not late, f"{len(late)} late, e.g. {late[0].store_timestamp - due[late[0].body]} ms"
+
+
+async def test_a_transactional_timer_waits_from_its_commit(processes, tmp_path) -> None:
+    broker = start_broker(processes, broker_conf(tmp_path, timerPrecisionMs=100))
+    async with RemotingClient.open() as client:
+        props = {"TRAN_MSG": "true", "PGROUP": "TxG", "TIMER_DELAY_MS": "1500"}
+        half = await call(client, broker.addr, send_request("TxTimer", b"tx", properties=props))
+        assert half.code == 0
+        end = RemotingCommand.request(
+            RequestCode.END_TRANSACTION,
+            {
+                "producerGroup": "TxG",
+                "tranStateTableOffset": half.ext("queueOffset"),
+                "commitLogOffset": str(codec.decode_offset_msg_id(half.ext("msgId")).phys_offset),
+                "commitOrRollback": "8",
+                "fromTransactionCheck": "false",
+                "msgId": half.ext("msgId"),
+            },
+        )
+        committed_at = now_ms()
+        assert (await call(client, broker.addr, end)).code == 0
+        assert await pull_all(client, broker.addr, "TxTimer", 0, group="Early") == []
+        (got,) = await collect(client, broker.addr, "TxTimer", [b"tx"], 30)
+        # parked at commit: due 1.5 s after the send, not delivered at the commit
+        assert got.store_timestamp >= committed_at + 1000

@@ -18,6 +18,8 @@ def test_extra_info_is_5x_eight_fields_and_round_trips() -> None:
     extra = ExtraInfo(12, 1_700_000_000_123, 60_000, 3, True, "broker-a", 2, 14)
     assert extra.encode() == "12 1700000000123 60000 3 1 broker-a 2 14"
     assert ck_info.parse_extra_info(extra.encode()) == extra
+    # the Proxy's receipt handle: the eight fields and the commitLogOffset
+    assert ck_info.parse_extra_info(extra.encode() + " 4096") == extra
     seven = ck_info.parse_extra_info("12 1 2 999 0 b 2")
     assert seven.queue_offset is None and seven.is_order and not seven.retry
 
@@ -129,3 +131,21 @@ def test_a_5x_pop_heartbeat_decodes() -> None:
     )
     data = decode_body(HeartbeatData, body)
     assert data.consumer_data_set[0].consume_type is ConsumeType.CONSUME_POP
+
+
+def test_acked_checkpoints_do_not_pile_up_in_the_revive_heap() -> None:
+    from types import SimpleNamespace
+
+    from broker.pop.revive import PopReviveService
+
+    config = SimpleNamespace(broker_cluster_name="C", revive_queue_num=2)
+    service = PopReviveService(SimpleNamespace(config=config), clock=lambda: 0)  # type: ignore[arg-type]
+    for i in range(10_000):
+        ck = PopCheckPoint(
+            start_offset=i, pop_time=1, invisible_time=3_600_000, queue_id=0, topic="T",
+            group="G", broker_name="b", diffs=[0], revive_offset=i,
+        )  # fmt: skip
+        service._add(ck, i % 2)
+        service._apply_ack(AckMsg(ack_offset=i, start_offset=i, group="G", topic="T", queue_id=0,
+                                  pop_time=1, broker_name="b"))  # fmt: skip
+    assert service.table == {} and len(service._due) <= 1024 + 1
