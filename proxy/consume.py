@@ -10,11 +10,11 @@ import hashlib
 import attrs
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from broker.pop import ck_info
 from proxy.apis import definition_pb2 as pb
 from proxy.errors import ProxyError
 from proxy.produce import RESERVED_PROPERTIES, SHARDING_KEY, TIMER_DELIVER_MS, TRACE_CONTEXT
 from remoting import names
+from remoting import pop_wire as ck_info
 from remoting.message import MessageExt
 
 Code = pb.Code
@@ -61,8 +61,8 @@ def parse_receipt_handle(text: str) -> ReceiptHandle:
         raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "receipt handle is malformed")
     extra_text, sep, phys = text.rpartition(ck_info.SEP)
     try:
-        if not sep or not phys.isdigit():
-            raise ValueError("no CommitLog offset")
+        if not sep or not phys.isdigit() or extra_text.count(ck_info.SEP) != 7:
+            raise ValueError("not eight extraInfo fields and a CommitLog offset")
         extra = ck_info.parse_extra_info(extra_text)
         if extra.queue_offset is None or names.topic_problem(extra.broker_name or "?"):
             raise ValueError("no queue offset or a bad broker name")

@@ -8,13 +8,13 @@ import logging
 
 import attrs
 
-from broker.pop import ck_info
 from client.route import master_addr
 from proxy.apis import definition_pb2 as pb
 from proxy.cluster import ClusterClient
 from proxy.consume import ReceiptHandle
 from proxy.errors import ProxyError
 from remoting import message as codec
+from remoting import pop_wire as ck_info
 from remoting.body import TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand

@@ -8,7 +8,6 @@ import hashlib
 import attrs
 import pytest
 
-from broker.pop import ck_info
 from proxy.apis import definition_pb2 as pb
 from proxy.consume import (
     ReceiptHandle,
@@ -19,6 +18,7 @@ from proxy.consume import (
     validate_invisible_ms,
 )
 from proxy.errors import ProxyError
+from remoting import pop_wire as ck_info
 from remoting.message import MessageExt
 
 EXTRA = ck_info.ExtraInfo(
@@ -71,6 +71,7 @@ def test_handle_is_extra_info_and_commit_log_offset() -> None:
         "5 1 2 3 0 broker-a -3 7 1",
         "x 1 2 3 0 broker-a 3 7 1",
         "5 1 2 3 0 broker-a 3 7 1 " + "9" * 600,
+        "5 1 2 3 0 broker-a 3 7 1 1",  # ten fields
     ],
 )
 def test_malformed_handles(text: str) -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import attrs
 import trio
 
-from broker.pop import ck_info
 from proxy.consume import ReceiptHandle
 from proxy.liveness import ClientLiveness
 from proxy.renew import Held, Renewer, RenewPolicy
+from remoting import pop_wire as ck_info
 
 POLICY = RenewPolicy(period_ms=1_000, ahead_ms=10_000, max_ms=600_000, max_failures=3)
 
