@@ -27,10 +27,21 @@ install: $(STAMP)
 
 NATIVE := $(wildcard remoting/native/*.h remoting/native/*/*.[ch] broker/store/native/*.[ch])
 
-$(STAMP): pyproject.toml setup.py $(NATIVE)
+SDK5 := .venv-sdk5
+
+$(STAMP): pyproject.toml setup.py $(NATIVE) proxy/build_protos.py tests/integration/proxy/sdk5-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
+	@# mqproxy's apache.rocketmq.v2 modules, generated from the .proto files Apache publishes
+	@# (npm; proxy/build_protos.py says which and why). npm comes from Debian when missing.
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends npm >/dev/null; } || true
+	$(BIN)/python -m proxy.build_protos
+	@# The official RocketMQ 5 Python SDK, pinned, in an environment of its own: its package
+	@# name 'rocketmq' is also the C++ client's (tests/interop). tests/integration/proxy runs it.
+	$(PYTHON) -m venv $(SDK5)
+	$(SDK5)/bin/pip install --quiet -r tests/integration/proxy/sdk5-requirements.txt
 	@# Spark needs Java 17+: install Debian's JRE when it is missing and we may (else the
 	@# Spark tests skip, saying why).
 	@command -v java >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
@@ -77,6 +88,6 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SDK5) proxy/apis build *.egg-info .pytest_cache .ruff_cache .hypothesis
 	rm -f remoting/_codec.*.so remoting/_sender.*.so broker/store/_native.*.so remoting/_speedups.*.so
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -97,6 +97,19 @@ def _topic_and_group(request: RemotingCommand, lookup: Any) -> Resources:
     return _topic_sub(request, lookup) + _group(_ext(request, "consumerGroup"))
 
 
+def _popped(request: RemotingCommand, lookup: Any) -> Resources:
+    """5.x pop, ack and change of invisible time: SUB on the topic and the group, as a pull.
+    An ack may name the group's pop retry topic ``%RETRY%<group>_<topic>``: that is the
+    group's, so SUB on the group covers it (RocketMQ 5's ACL 1.0 checks no pop code)."""
+    group = _ext(request, "consumerGroup")
+    topic = _ext(request, "topic")
+    if group is not None and topic is not None:
+        prefix = f"{K.RETRY_GROUP_TOPIC_PREFIX}{group}_"
+        if topic.startswith(prefix):
+            return _group(group)
+    return _topic_and_group(request, lookup)
+
+
 def _consumer_group(request: RemotingCommand, lookup: Any) -> Resources:
     return _group(_ext(request, "consumerGroup"))
 
@@ -161,6 +174,13 @@ RULES: dict[int, Rule] = {
     R.SEND_REPLY_MESSAGE_V2: _needs(_send_v2),
     R.CONSUMER_SEND_MSG_BACK: _needs(_send_back),
     R.PULL_MESSAGE: _needs(_topic_and_group),
+    R.POP_MESSAGE: _needs(_popped),
+    R.PEEK_MESSAGE: _needs(_popped),
+    R.ACK_MESSAGE: _needs(_popped),
+    R.CHANGE_MESSAGE_INVISIBLETIME: _needs(_popped),
+    R.NOTIFICATION: _needs(_popped),
+    R.POLLING_INFO: _needs(_popped),
+    R.BATCH_ACK_MESSAGE: ADMIN,  # not served (its body names the groups)
     R.QUERY_MESSAGE: _needs(_topic_sub),
     R.VIEW_MESSAGE_BY_ID: _needs(_viewed),
     R.HEART_BEAT: _needs(_heartbeat),
@@ -192,6 +212,7 @@ RULES: dict[int, Rule] = {
     R.GET_ALL_DELAY_OFFSET: SIGNED,
     R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SIGNED,
     R.GET_TOPIC_STATS_INFO: SIGNED,
+    R.GET_TOPIC_CONFIG: SIGNED,  # 5.x: the Proxy reads a topic's message type
     R.GET_CONSUMER_CONNECTION_LIST: SIGNED,
     R.GET_PRODUCER_CONNECTION_LIST: SIGNED,
     R.GET_CONSUME_STATS: SIGNED,

@@ -163,6 +163,11 @@ class BrokerConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
         default=15_000, validator=java_int(100, 3_600_000)
     )
 
+    # 5.x pop (broker/pop/): the revive log's queues, and how many pops may wait at once
+    # (more are answered POLLING_FULL)
+    revive_queue_num: int = attrs.field(default=8, validator=java_int(1, 1024))
+    max_pop_polling_size: int = attrs.field(default=100_000, validator=java_int(0))
+
     @property
     def is_master(self) -> bool:
         return self.broker_id == 0

@@ -31,6 +31,12 @@ from broker.metrics.service import start_metrics
 from broker.namesrv_registrar import HaState, NamesrvRegistrar
 from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
 from broker.persist import JsonConfigFile
+from broker.pop.ack_processor import AckMessageProcessor
+from broker.pop.notification import NotificationProcessor
+from broker.pop.order_info import OrderInfoTable
+from broker.pop.polling import PopLongPollingService
+from broker.pop.pop_processor import PopMessageProcessor
+from broker.pop.revive import PopReviveService
 from broker.processor.acl_admin import AclAdminProcessor
 from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.call_consumer import ConsumerCallProcessor
@@ -55,6 +61,8 @@ from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
+from broker.timer.service import TimerMessageService, TimerProgress
+from broker.timer.transform import TIMER_TOPIC
 from broker.tls import broker_tls
 from broker.topic_config import TopicConfigManager
 from broker.transaction import TransactionalMessageService
@@ -104,9 +112,17 @@ class BrokerController:
             arrival_listener=self._on_arrival,
         )
         self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.pop_polling = PopLongPollingService(config.max_pop_polling_size)
+        self.pop_revive = PopReviveService(self, clock=clock)
+        self.pop_orders = OrderInfoTable()  # orderly pops' batches in flight (in memory)
         self.registrar = NamesrvRegistrar(config, store_config, self.topics, self.ha)
+        self.timer_progress = TimerProgress(
+            JsonConfigFile(store_config.config_dir / "timerProgress.json")
+        )
+        self.timer = TimerMessageService(self.store, store_config, self.timer_progress, clock=clock)
         self.persist = ConfigPersistService(
-            config, (self.offsets, self.delay_offsets, self.topics, self.groups)
+            config,
+            (self.offsets, self.delay_offsets, self.topics, self.groups, self.timer_progress),
         )
         self.housekeeping = ClientHousekeepingService(self.clients, self.stats, clock)
         # Certificates load now: a bad one stops start-up (ConfigError naming the key).
@@ -151,6 +167,7 @@ class BrokerController:
             broker_topic_enable=config.broker_topic_enable,
             trace_topic=config.msg_trace_topic_name if config.trace_topic_enable else None,
             on_change=self.request_registration,
+            revive_queue_num=config.revive_queue_num,
         )
         self.offsets = ConsumerOffsetManager(JsonConfigFile(config_dir / "consumerOffset.json"))
         self.groups = SubscriptionGroupManager(
@@ -186,6 +203,7 @@ class BrokerController:
         config = self.config
         self.send_back = SendBackProcessor(self)
         self.send = SendMessageProcessor(self)  # replies reuse its checks
+        self.pull_processor = PullMessageProcessor(self)  # pops reuse its filters
         self.transactions = TransactionalMessageService(self)
         # The main and VIP ports' connections hold partial frames against one limit.
         self._partial_frames = partial_frames_budget(config.server_partial_frames_max_bytes)
@@ -210,7 +228,10 @@ class BrokerController:
         )
         self.send.register(server)
         ReplyMessageProcessor(self).register(server)
-        server.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(self).handle)
+        server.register(RequestCode.PULL_MESSAGE, self.pull_processor.handle)
+        PopMessageProcessor(self).register(server)
+        NotificationProcessor(self).register(server)
+        AckMessageProcessor(self).register(server)
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)
         AdminBrokerProcessor(self).register(server)
@@ -239,7 +260,12 @@ class BrokerController:
         if topic == K.SCHEDULE_TOPIC:
             self.schedule.notify_arrival(queue_id)
             return
+        if topic == TIMER_TOPIC:
+            self.timer.notify_arrival()
+            return
         self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        if self.pop_polling.waiting:
+            self.pop_polling.notify(topic)
 
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
@@ -304,6 +330,8 @@ class BrokerController:
                     await nursery.start(self.ha_client.run)
                 if not self.is_slave:
                     await nursery.start(self.schedule.run)
+                    await nursery.start(self.pop_revive.run)
+                    await nursery.start(self.timer.run)
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from broker.persist import ConfigPersistError, JsonConfigFile
+from broker.pop.ck_info import revive_topic
+from broker.timer.transform import TIMER_TOPIC
 from remoting import constants as K
 from remoting.body import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from remoting.serde import encode_body, structure_body
@@ -34,8 +36,10 @@ class TopicConfigManager:
         broker_topic_enable: bool = True,
         trace_topic: str | None = None,
         on_change: Callable[[], None] = lambda: None,
+        revive_queue_num: int = 8,
     ) -> None:
         self.file = file
+        self.revive_queue_num = revive_queue_num
         self.auto_create_topic_enable = auto_create_topic_enable
         self.data_version = DataVersion()
         self.table: dict[str, TopicConfig] = {}
@@ -76,6 +80,9 @@ class TopicConfigManager:
         put(K.OFFSET_MOVED_EVENT, 1)
         put(K.SCHEDULE_TOPIC, 18)
         put(K.reply_topic(cluster_name), 1)  # where request-reply answers are kept
+        # 5.x: pop checkpoints and acks (broker/pop/revive.py), parked timers (broker/timer/)
+        put(revive_topic(cluster_name), self.revive_queue_num)
+        put(TIMER_TOPIC, 1)
 
     # ------------------------------------------------------------------------ persistence
 

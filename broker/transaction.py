@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from broker.store.types import MessageExtBrokerInner
+from broker.timer.transform import is_timer
 from remoting import constants as K
 from remoting import message as codec
 from remoting.codes import RequestCode, ResponseCode
@@ -211,16 +212,17 @@ class TransactionalMessageService:
                     MessageConst.TRAN_PREPARED_QUEUE_OFFSET,
                 )
             }
-            result = self._put(
-                inner_from(
-                    half,
-                    topic=half.properties[MessageConst.REAL_TOPIC],
-                    queue_id=int(half.properties[MessageConst.REAL_QID]),
-                    properties=props,
-                    sys_flag=(half.sys_flag & ~TYPE_MASK) | COMMIT,
-                    prepared_transaction_offset=half.commit_log_offset,
-                )
+            committed = inner_from(
+                half,
+                topic=half.properties[MessageConst.REAL_TOPIC],
+                queue_id=int(half.properties[MessageConst.REAL_QID]),
+                properties=props,
+                sys_flag=(half.sys_flag & ~TYPE_MASK) | COMMIT,
+                prepared_transaction_offset=half.commit_log_offset,
             )
+            if is_timer(props):  # a 5.x timer message sent in a transaction: parked now
+                self.broker.timer.park(committed)
+            result = self._put(committed)
             if not result.ok:
                 return request.error_response(
                     ResponseCode.SYSTEM_ERROR, f"commit failed: {result.status.name}"

@@ -106,7 +106,10 @@ class AdminClient(GroupAdmin, BrokerAdmin, MessageAdmin):
             raise MQClientError(f"No topic route info in name server for the topic: {topic}")
         return route
 
-    async def create_topic(self, addr: str, config: TopicConfig) -> None:
+    async def create_topic(
+        self, addr: str, config: TopicConfig, attributes: str | None = None
+    ) -> None:
+        """``attributes``: 5.x's change string, e.g. ``+message.type=FIFO``."""
         header = CreateTopicRequestHeader(
             topic=config.topic_name,
             default_topic=K.DEFAULT_TOPIC,
@@ -116,6 +119,7 @@ class AdminClient(GroupAdmin, BrokerAdmin, MessageAdmin):
             topic_filter_type=config.topic_filter_type.value,
             topic_sys_flag=config.topic_sys_flag,
             order=config.order,
+            attributes=attributes,
         )
         await self._ok(
             addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, encode_header_fields(header))

@@ -44,6 +44,7 @@ class TopicFilterType(enum.Enum):
 class ConsumeType(enum.Enum):
     CONSUME_ACTIVELY = "CONSUME_ACTIVELY"
     CONSUME_PASSIVELY = "CONSUME_PASSIVELY"
+    CONSUME_POP = "CONSUME_POP"  # 5.x: the Proxy's heartbeats for SimpleConsumer groups
 
 
 class MessageModel(enum.Enum):
@@ -83,6 +84,8 @@ class TopicConfig:
     topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
     topic_sys_flag: Int = 0
     order: bool = False
+    # 5.x topic attributes ({"message.type": "FIFO"}); absent on a topic without any
+    attributes: dict[str, str] | None = None
 
 
 @frozen
@@ -270,6 +273,7 @@ class OffsetWrapper:
     broker_offset: int = 0
     consumer_offset: int = 0
     last_timestamp: int = 0
+    pull_offset: int | None = None  # 5.x; ours sets it for a pop group with messages in flight
 
 
 @frozen

@@ -131,6 +131,15 @@ class RequestCode(enum.IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    GET_TOPIC_CONFIG = 351  # 5.x: one topic's config with its attributes (message.type)
+    # 5.x pop consumption (RIP-19), as RocketMQ 5's Proxy calls a broker (docs/pop.md)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(enum.IntEnum):
@@ -169,5 +178,8 @@ class ResponseCode(enum.IntEnum):
     NO_MESSAGE = 208
     UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
     DELETE_ACL_CONFIG_FAILED = 210
+    # 5.x reuses 209 and 210 for pop's long polling (aliases of the 4.x ACL names)
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215

@@ -457,6 +457,7 @@ class CreateTopicRequestHeader:
     topic_filter_type: TopicFilterTypeName
     topic_sys_flag: Int | None = None
     order: bool = False
+    attributes: str | None = None  # 5.x: "+message.type=FIFO,-key" (broker/topic_attributes.py)
 
 
 @frozen
@@ -533,3 +534,80 @@ class ViewBrokerStatsDataRequestHeader:
 @frozen
 class GetConsumeStatsInBrokerHeader:
     is_order: bool = False
+
+
+# ------------------------------------------------------------- 5.x pop consumption (docs/pop.md)
+
+
+@frozen
+class PopMessageRequestHeader:
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int  # -1: every readable queue of the topic
+    max_msg_nums: Int
+    invisible_time: NonNegLong  # ms
+    poll_time: NonNegLong  # ms a pop waits for messages (long polling)
+    born_time: Long  # ms, the requester's clock; 0: the broker's
+    init_mode: Int  # ConsumeInitMode: 0 MIN (first message), 1 MAX (the last one)
+    exp_type: str | None = None
+    exp: str | None = None
+    order: bool = False
+    attempt_id: str | None = None
+
+
+@frozen
+class PopMessageResponseHeader:
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: Int
+    rest_num: Long
+    start_offset_info: str | None = None
+    msg_offset_info: str | None = None
+    order_count_info: str | None = None
+
+
+@frozen
+class AckMessageRequestHeader:
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int
+    extra_info: str
+    offset: Long
+
+
+@frozen
+class ChangeInvisibleTimeRequestHeader:
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int
+    extra_info: str
+    offset: Long
+    invisible_time: NonNegLong
+
+
+@frozen
+class ChangeInvisibleTimeResponseHeader:
+    pop_time: Long
+    invisible_time: Long
+    revive_qid: Int
+
+
+@frozen
+class NotificationRequestHeader:
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int
+    poll_time: NonNegLong
+    born_time: Long
+    order: bool = False
+    attempt_id: str | None = None
+
+
+@frozen
+class NotificationResponseHeader:
+    has_msg: bool
+
+
+@frozen
+class GetTopicConfigRequestHeader:
+    topic: Topic

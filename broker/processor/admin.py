@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker import topic_attributes
 from broker.config import config_lines
 from remoting import constants as K
 from remoting.body import (
@@ -39,6 +40,7 @@ from remoting.headers import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
@@ -60,6 +62,7 @@ class AdminBrokerProcessor:
     def register(self, server: Any) -> None:
         for code, handler in (
             (RequestCode.UPDATE_AND_CREATE_TOPIC, self.create_topic),
+            (RequestCode.GET_TOPIC_CONFIG, self.topic_config),
             (RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic),
             (RequestCode.GET_ALL_TOPIC_CONFIG, self.all_topic_config),
             (RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, self.system_topics),
@@ -96,9 +99,30 @@ class AdminBrokerProcessor:
             topic_filter_type=TopicFilterType[header.topic_filter_type],
             topic_sys_flag=header.topic_sys_flag or 0,
             order=header.order,
+            attributes=self._attributes(header),
         )
         self.broker.topics.update(config)
         return request.make_response()
+
+    def _attributes(self, header: CreateTopicRequestHeader) -> dict[str, str] | None:
+        existing = self.broker.topics.get(header.topic)
+        try:
+            return topic_attributes.alter(
+                existing.attributes if existing is not None else None, header.attributes
+            )
+        except topic_attributes.AttributeError_ as exc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+
+    def topic_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_TOPIC_CONFIG (5.x): one topic's config with its attributes, as the Proxy reads
+        a topic's message type (TopicConfigAndQueueMapping, without a queue mapping)."""
+        header = decode_header(GetTopicConfigRequestHeader, request.ext_fields)
+        config = self.broker.topics.get(header.topic)
+        if config is None:
+            raise RequestError(
+                ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}"
+            )
+        return request.make_response(body=encode_body(config))
 
     def delete_topic(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(DeleteTopicRequestHeader, request.ext_fields)
@@ -256,17 +280,25 @@ class AdminBrokerProcessor:
         if online is not None and online.subscriptions and topic not in online.subscriptions:
             return {}
         name = broker.config.broker_name
+        in_flight = broker.pop_revive.lowest_unacked(group, topic)
         return {
             MessageQueue(topic=topic, broker_name=name, queue_id=queue_id): self._offset_wrapper(
-                group, topic, queue_id
+                group, topic, queue_id, in_flight.get(queue_id)
             )
             for queue_id in range(config.read_queue_nums)
         }
 
-    def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
+    def _offset_wrapper(
+        self, group: str, topic: str, queue_id: int, lowest_unacked: int | None = None
+    ) -> OffsetWrapper:
+        """A pop group with messages in flight on the queue: consumerOffset is the oldest
+        unacked, pullOffset how far it popped (5.x's #Inflight is their difference)."""
         store = self.broker.store
         broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
         consumer_offset = max(0, self.broker.offsets.query(group, topic, queue_id))
+        pull_offset = None
+        if lowest_unacked is not None and lowest_unacked < consumer_offset:
+            pull_offset, consumer_offset = consumer_offset, lowest_unacked
         last = (
             store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
             if consumer_offset > 0
@@ -276,6 +308,7 @@ class AdminBrokerProcessor:
             broker_offset=broker_offset,
             consumer_offset=consumer_offset,
             last_timestamp=max(0, last),
+            pull_offset=pull_offset,
         )
 
     def consumed_by_who(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:

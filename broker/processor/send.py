@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting import message as codec
@@ -300,6 +301,18 @@ class SendMessageProcessor:
             else (properties.pop(MessageConst.WAIT, "true"))
         )
         msg = self.inner_message(connection, request, header, properties)
+        # 5.x timer message: parked until due (is_timer's test inlined: every send pays it);
+        # a transaction's half is parked at its commit (broker/transaction.py)
+        if (
+            not batch
+            and (
+                TIMER_DELIVER_MS in properties
+                or TIMER_DELAY_SEC in properties
+                or TIMER_DELAY_MS in properties
+            )
+            and properties.get(MessageConst.TRAN_MSG) != "true"
+        ):
+            self.broker.timer.park(msg)
         if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
             if batch:
                 raise RequestError(

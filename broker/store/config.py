@@ -96,6 +96,10 @@ class MessageStoreConfig:
     sync_flush_timeout: int = attrs.field(default=5000, validator=java_int(1))  # ms
     max_message_size: int = attrs.field(default=4 * MiB, validator=java_int(1))  # body bytes
     check_crc_on_recover: bool = attrs.field(default=True, metadata={"wire": "checkCRCOnRecover"})
+    # 5.x timer messages (broker/timer/): on, the wheel's precision (ms) and the horizon (s)
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = attrs.field(default=1000, validator=java_int(1, 3_600_000))
+    timer_max_delay_sec: int = attrs.field(default=3 * 24 * 3600, validator=java_int(1))
     message_index_enable: bool = True
     message_index_safe: bool = False
     # Slots and entries are int32 in the index file; its size rule is in the loader.

@@ -102,9 +102,13 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Any
         )
     owners = await _queue_owners(admin, args.groupName) if args.showClientIP else {}
     rows = []
+    # 5.x's #Inflight (pullOffset - consumerOffset): shown when a pop group has messages in
+    # flight, so 4.x groups' output is unchanged
+    pop = any(w.pull_offset is not None for w in stats.offset_table.values())
     for mq, w in sorted(stats.offset_table.items()):
         diff = max(0, w.broker_offset - w.consumer_offset)
         ip = [owners.get(mq, "N/A")] if args.showClientIP else []
+        inflight = [max(0, (w.pull_offset or w.consumer_offset) - w.consumer_offset)] if pop else []
         rows.append(
             [
                 mq.topic,
@@ -113,6 +117,7 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Any
                 w.broker_offset,
                 w.consumer_offset,
                 *ip,
+                *inflight,
                 diff,
                 _last_time(w.last_timestamp),
             ]
@@ -124,11 +129,14 @@ async def consumer_progress(admin: AdminClient, args: argparse.Namespace) -> Any
         "#Broker Offset",
         "#Consumer Offset",
         *(["#Client IP"] if args.showClientIP else []),
+        *(["#Inflight"] if pop else []),
         "#Diff",
         "#LastTime",
     ]
     total = sum(r[-2] for r in rows)
     footer = f"Consume TPS: {stats.consume_tps:.2f}\nDiff Total: {total}"
+    if pop:
+        footer += f"\nConsume Inflight Total: {sum(r[-3] for r in rows)}"
     return table_result(headers, rows, footer)
 
 
@@ -165,6 +173,8 @@ async def every_group(admin: AdminClient) -> Any:
             version = version_desc(min(c.version for c in connection.connection_set))
             push = connection.consume_type is ConsumeType.CONSUME_PASSIVELY
             kind = "PUSH" if push else "PULL"
+            if connection.consume_type is ConsumeType.CONSUME_POP:
+                kind = "POP"  # 5.x's typeCN
             model = connection.message_model.value if push and connection.message_model else ""
         rows.append([group, count, version, kind, model, tps, diff])
     headers = ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"]

@@ -25,6 +25,9 @@ def _topic_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--order", type=A.java_bool, default=False, help="true|false")
     p.add_argument("-u", "--unit", type=A.java_bool, default=False, help="true|false")
     p.add_argument("-s", "--hasUnitSub", type=A.java_bool, default=False, help="true|false")
+    p.add_argument(
+        "-a", "--attributes", default=None, help="5.x attributes, e.g. +message.type=FIFO"
+    )
 
 
 def _sys_flag(unit: bool, unit_sub: bool) -> int:
@@ -43,7 +46,7 @@ async def update_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
     )
     done = []
     for addr in await targets(admin, args):
-        await admin.create_topic(addr, config)
+        await admin.create_topic(addr, config, args.attributes)
         done.append(addr)
     out: dict[str, Any] = {"created": args.topic, "brokers": done}
     if args.order:  # as Apache: ordered topics keep brokerName:queues in the NameServers' KV

@@ -78,6 +78,9 @@ CREATE = {"defaultTopic": "TBW102", "readQueueNums": 1, "writeQueueNums": 1, "pe
 PULL = {"queueId": 0, "queueOffset": 0, "maxMsgNums": 1, "sysFlag": 5, "commitOffset": 1}
 PULL |= {"suspendTimeoutMillis": 0, "subVersion": 0, "subscription": "*"}
 SEARCH = {"queueId": 0, "timestamp": 0}
+POP = {"queueId": -1, "maxMsgNums": 1, "invisibleTime": 1000, "pollTime": 0, "bornTime": 0}
+POP |= {"initMode": 0}
+ACK = {"queueId": 0, "extraInfo": "0 1 1000 0 0 broker-a 0 0", "offset": 0}
 QUERY = {"key": "k", "maxNum": 1, "beginTimestamp": 0, "endTimestamp": 2**40}
 
 PROBES = [
@@ -128,6 +131,15 @@ PROBES = [
     Probe(C.CLONE_GROUP_OFFSET, lambda n, _: fields(C.CLONE_GROUP_OFFSET, srcGroup="G", destGroup="G2", topic=n), optional=True),
     Probe(C.VIEW_BROKER_STATS_DATA, lambda n, _: fields(C.VIEW_BROKER_STATS_DATA, statsName="TOPIC_PUT_NUMS", statsKey=n), refused=False),
     Probe(C.QUERY_CONSUME_QUEUE, lambda n, _: fields(C.QUERY_CONSUME_QUEUE, topic=n, queueId=0, index=0, count=1)),
+    Probe(C.POP_MESSAGE, lambda n, _: fields(C.POP_MESSAGE, consumerGroup=n, topic="Fine", **POP)),
+    Probe(C.POP_MESSAGE, lambda n, _: fields(C.POP_MESSAGE, consumerGroup="G", topic=n, **POP)),
+    Probe(C.ACK_MESSAGE, lambda n, _: fields(C.ACK_MESSAGE, consumerGroup=n, topic="Fine", **ACK)),
+    Probe(C.ACK_MESSAGE, lambda n, _: fields(C.ACK_MESSAGE, consumerGroup="G", topic=n, **ACK)),
+    Probe(C.CHANGE_MESSAGE_INVISIBLETIME, lambda n, _: fields(C.CHANGE_MESSAGE_INVISIBLETIME, consumerGroup=n, topic="Fine", invisibleTime=1, **ACK)),
+    Probe(C.CHANGE_MESSAGE_INVISIBLETIME, lambda n, _: fields(C.CHANGE_MESSAGE_INVISIBLETIME, consumerGroup="G", topic=n, invisibleTime=1, **ACK)),
+    Probe(C.NOTIFICATION, lambda n, _: fields(C.NOTIFICATION, consumerGroup=n, topic="Fine", queueId=-1, pollTime=0, bornTime=0)),
+    Probe(C.NOTIFICATION, lambda n, _: fields(C.NOTIFICATION, consumerGroup="G", topic=n, queueId=-1, pollTime=0, bornTime=0)),
+    Probe(C.GET_TOPIC_CONFIG, lambda n, _: fields(C.GET_TOPIC_CONFIG, topic=n)),
     Probe(C.QUERY_CONSUME_QUEUE, lambda n, _: fields(C.QUERY_CONSUME_QUEUE, topic="Fine", queueId=0, index=0, count=1, consumerGroup=n), optional=True),
 ]  # fmt: skip
 # Served, but no name in them.
