@@ -19,11 +19,13 @@ from tests.kits.brokerkit import (
     send_request,
     start_broker,
 )
+from tests.kits.hakit import wait_until
 from tests.kits.metricskit import (
     fetch,
     namesrv_with_metrics,
     parse,
     promtool_check,
+    scrape,
     scrape_text,
     value,
 )
@@ -72,6 +74,8 @@ async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> N
     assert value(samples, "rocketmq_consumer_queue_lag_messages", **queue1) == 0
     assert value(samples, "rocketmq_consumer_queue_lag_seconds", **queue1) == 0
     assert value(samples, "rocketmq_consumer_queue_lag_seconds", **queue0) * 1000 == latency
+    assert value(samples, "rocketmq_metrics_queue_series_aggregated") == 0
+    assert value(samples, "rocketmq_metrics_snapshot_age_seconds") >= 0
     assert value(samples, "rocketmq_brokeruntime_msg_put_total_today_now") == 8
     assert value(samples, "rocketmq_put_latency_seconds_count") == 8
     assert value(samples, "rocketmq_store_writable") == 1
@@ -88,7 +92,12 @@ async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> N
 
 async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp_path) -> None:
     port = free_port_block(1)
-    conf = broker_conf(tmp_path, metricsExporterType="PROM", metricsPromExporterPort=port)
+    conf = broker_conf(
+        tmp_path,
+        metricsExporterType="PROM",
+        metricsPromExporterPort=port,
+        metricsPerQueueMaxSeries=1,
+    )
     broker = start_broker(processes, conf)
     assert fetch(port, "/")[0] == 404
     garbage = b"\x16\x03\x01\x00\xa5" + b"\xff" * 300 + b"\r\n\r\n"
@@ -100,6 +109,20 @@ async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp
             assert not answer.startswith(b"HTTP/1.1 200")
     status, text = fetch(port)
     assert status == 200 and "rocketmq_brokeruntime_commitlog_maxoffset" in text
+    # one queue's lag would be two per-queue series, over metricsPerQueueMaxSeries=1: the
+    # group's lag is exported per topic only, and a gauge says so
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request(TOPIC, b"m"))).code == 0
+        assert (await call(client, broker.addr, commit(0, 0))).code == 0
+
+    async def aggregated() -> bool:
+        samples = await scrape(port)
+        return value(samples, "rocketmq_metrics_queue_series_aggregated") == 1
+
+    await wait_until(aggregated, what="the per-queue series to be aggregated")
+    samples = await scrape(port)
+    assert value(samples, "rocketmq_consumer_lag_messages", consumer_group=GROUP, topic=TOPIC) >= 0
+    assert not any(name.startswith("rocketmq_consumer_queue_lag") for name, _ in samples)
     assert broker.alive()
 
 
