@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker.metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from broker.stats import (
     GROUP_GET_NUMS,
     GROUP_GET_SIZE,
@@ -35,6 +34,7 @@ from broker.stats import (
     TOPIC_PUT_SIZE,
 )
 from metrics.exposition import COUNTER, GAUGE, Family
+from metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from remoting import constants as K
 from remoting.body import MessageModel
 
