@@ -217,14 +217,18 @@ class FlushConsumeQueueService:
         """Flush the ConsumeQueues (and the index files) that need it; on a thorough round,
         then the checkpoint, its logics timestamp moved only over what is now durable."""
         health = self.health
+        # Only the queues dispatch wrote since they were last found flushed (a large broker has
+        # thousands that took nothing); each goes back in the set unless left fully flushed.
+        dirty = self.consume_queues.take_dirty()
         plans: list[tuple[MappedFileQueue, Plan]] = [
             (consume_queue.queue, consume_queue.queue.flush_plan(least_pages))
-            for consume_queue in self.consume_queues
+            for consume_queue in dirty
         ]
         files = [mapped for _, plan in plans for mapped, _ in plan]
         index_files = self.index_service.flush_targets() if thorough or files else []
         logics_stamp = self.dispatcher.last_dispatched_timestamp
         if not files and not index_files and not thorough:
+            self.consume_queues.mark_dirty(dirty)
             return
         try:
             await trio.to_thread.run_sync(_fsync_all, files + index_files)
@@ -237,8 +241,11 @@ class FlushConsumeQueueService:
         except DiskError as exc:
             for _, plan in plans:
                 _redirty(plan)
+            self.consume_queues.mark_dirty(dirty)
             health.failed(CHECKPOINT, exc)
             return
+        finally:
+            self.consume_queues.mark_dirty(q for q in dirty if q.queue.dirty_bytes() > 0)
         if thorough and CHECKPOINT in health.problems:
             health.recovered(CHECKPOINT)
 
