@@ -272,10 +272,14 @@ class QueueFamilies:
         broker = self.broker
         online = broker.clients.consumer_groups
         by_group: dict[str, list[tuple[str, dict[int, int]]]] = {}
-        for key, offsets in list(broker.offsets.table.items()):
+        queue_counts: dict[str, int] = {}
+        for done, (key, offsets) in enumerate(list(broker.offsets.table.items()), 1):
             topic, _, group = key.partition("@")
             by_group.setdefault(group, []).append((topic, offsets))
-        per_queue_groups = self._per_queue_groups(by_group)
+            queue_counts[group] = queue_counts.get(group, 0) + len(offsets)
+            if done % 64 == 0:
+                yield  # 50,000 pairs are ~50 ms of grouping: in slices too
+        per_queue_groups = self._per_queue_groups(queue_counts)
         for group, topics in by_group.items():
             info = online.get(group)
             if info is not None and info.message_model is MessageModel.BROADCASTING:
@@ -286,18 +290,14 @@ class QueueFamilies:
                 self._group_topic(group, topic, offsets, members, per_queue, now_ms)
                 yield
 
-    def _per_queue_groups(self, by_group: dict[str, list[tuple[str, dict[int, int]]]]) -> set[str]:
-        """The groups whose lag is exported per queue: those consuming at most
-        metricsPerQueueMaxQueues queues here, unless their series together would pass
-        metricsPerQueueMaxSeries (then none: rocketmq-exporter has no per-queue series at all,
-        its lag is per group and topic)."""
+    def _per_queue_groups(self, queue_counts: dict[str, int]) -> set[str]:
+        """The groups whose lag is exported per queue (``queue_counts``: group -> queues it
+        has offsets on here): those consuming at most metricsPerQueueMaxQueues queues, unless
+        their series together would pass metricsPerQueueMaxSeries (then none: rocketmq-exporter
+        has no per-queue series at all, its lag is per group and topic)."""
         config = self.broker.config
         limit, max_series = config.metrics_per_queue_max_queues, config.metrics_per_queue_max_series
-        small = {}
-        for group, topics in by_group.items():
-            queues = sum(len(offsets) for _, offsets in topics)
-            if queues <= limit:
-                small[group] = queues
+        small = {group: n for group, n in queue_counts.items() if n <= limit}
         series = 2 * sum(small.values())  # queue_lag_messages and queue_lag_seconds
         aggregated = series > max_series
         if aggregated != self.aggregated:

@@ -42,6 +42,7 @@ from broker.store.types import PutMessageStatus
 log = logging.getLogger(__name__)
 
 Plan = list[tuple[MappedFile, int]]
+PLAN_SLICE = 512  # ConsumeQueues planned between two looks at the rest of the loop
 
 
 def _fsync_all(files: list[MappedFile]) -> None:
@@ -220,10 +221,11 @@ class FlushConsumeQueueService:
         # Only the queues dispatch wrote since they were last found flushed (a large broker has
         # thousands that took nothing); each goes back in the set unless left fully flushed.
         dirty = self.consume_queues.take_dirty()
-        plans: list[tuple[MappedFileQueue, Plan]] = [
-            (consume_queue.queue, consume_queue.queue.flush_plan(least_pages))
-            for consume_queue in dirty
-        ]
+        plans: list[tuple[MappedFileQueue, Plan]] = []
+        for done, consume_queue in enumerate(dirty, 1):
+            plans.append((consume_queue.queue, consume_queue.queue.flush_plan(least_pages)))
+            if done % PLAN_SLICE == 0:  # a burst that wrote every queue: spread the walk
+                await trio.lowlevel.checkpoint()
         files = [mapped for _, plan in plans for mapped, _ in plan]
         index_files = self.index_service.flush_targets() if thorough or files else []
         logics_stamp = self.dispatcher.last_dispatched_timestamp

@@ -227,7 +227,8 @@ def test_a_broker_row_says_why_it_is_empty() -> None:
 
 def test_put_tps_is_the_sampled_minute_else_javas_middle_rate() -> None:
     assert put_tps_text("0.00", 45.98) == "45.98"  # ours: a first runtime read says 0
-    assert put_tps_text("12.5 40.1 38.0", None) == "40.1"  # Java: 10 s, 1 min, 10 min
+    assert put_tps_text("12.5 40.1 38.0", None) == "40.10"  # Java: 10 s, 1 min, 10 min
+    assert put_tps_text("12.5  ", None) == "12.50"  # up less than a minute: 10 s
     assert put_tps_text("7.25", None) == "7.25"
     assert put_tps_text(None, None) == put_tps_text("  ", None) == "-"
     history = History()

@@ -141,8 +141,8 @@ def families(**keys: int) -> QueueFamilies:
     return QueueFamilies(types.SimpleNamespace(config=config))  # type: ignore[arg-type]
 
 
-def by_group(groups: int, queues: int) -> dict[str, list[tuple[str, dict[int, int]]]]:
-    return {f"G{g}": [("T", dict.fromkeys(range(queues), 0))] for g in range(groups)}
+def by_group(groups: int, queues: int) -> dict[str, int]:
+    return {f"G{g}": queues for g in range(groups)}
 
 
 def test_per_queue_series_stop_above_the_series_bound_and_say_so(caplog) -> None:
@@ -158,5 +158,5 @@ def test_per_queue_series_stop_above_the_series_bound_and_say_so(caplog) -> None
 
 def test_groups_over_the_queue_limit_neither_get_nor_count_per_queue_series() -> None:
     queues = families(metrics_per_queue_max_queues=8, metrics_per_queue_max_series=40)
-    groups = {**by_group(2, 8), "Big": [("T", dict.fromkeys(range(100), 0))]}
+    groups = {**by_group(2, 8), "Big": 100}
     assert queues._per_queue_groups(groups) == {"G0", "G1"}
