@@ -12,7 +12,7 @@ import time
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from tests.harness import free_port_block, python_module
+from tests.harness import python_module
 from tests.kits.brokerkit import (
     broker_conf,
     call,
@@ -44,8 +44,9 @@ def commit(queue_id: int, offset: int) -> RemotingCommand:
 
 
 async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> None:
-    _, conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(processes, tmp_path)
+    _, conf, namesrv_metrics = namesrv_with_metrics(processes, tmp_path)
     broker = start_broker(processes, conf)
+    broker_metrics = broker.metrics_port
     async with RemotingClient.open() as client:
         sent_from = int(time.time() * 1000)
         for queue_id, count in ((0, 5), (1, 3)):
@@ -91,14 +92,14 @@ async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> N
 
 
 async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp_path) -> None:
-    port = free_port_block(1)
     conf = broker_conf(
         tmp_path,
         metricsExporterType="PROM",
-        metricsPromExporterPort=port,
+        metricsPromExporterPort=0,
         metricsPerQueueMaxSeries=1,
     )
     broker = start_broker(processes, conf)
+    port = broker.metrics_port
     assert fetch(port, "/")[0] == 404
     garbage = b"\x16\x03\x01\x00\xa5" + b"\xff" * 300 + b"\r\n\r\n"
     for payload in (garbage, b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X: y\r\n" * 5000):
