@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
 import shutil
 import statistics
@@ -38,6 +39,7 @@ TOPICS = int(os.environ.get("BENCH_METRICS_TOPICS", "1000"))
 GROUPS = int(os.environ.get("BENCH_METRICS_GROUPS", "50"))
 SCRAPES = int(os.environ.get("BENCH_METRICS_SCRAPES", "20"))
 ROUNDS = int(os.environ.get("BENCH_METRICS_ROUNDS", "2"))
+STEPWATCH = Path(__file__).resolve().parent / "stepwatch"
 INTERVAL_S = float(os.environ.get("BENCH_METRICS_INTERVAL_S", "0"))
 BASE = os.environ.get("BENCH_METRICS_BASE", "")
 METRICS_PORT = 31557
@@ -106,13 +108,20 @@ def scale(topics_per_group: int, label: str = "") -> None:
             f"metricsExporterType=PROM\nmetricsPromExporterPort={METRICS_PORT}\n"
             "mappedFileSizeConsumeQueue=120000\nmaxHashSlotNum=50000\nmaxIndexNum=200000\n"
         )
-        broker = Broker(root, extra=extra, name="scale")
+        steps_file = root / "steps.json"
+        os.environ["ROCKETMQ_BENCH_STEPS_FILE"] = str(steps_file)
+        os.environ["PYTHONPATH"] = f"{STEPWATCH}{os.pathsep}{os.getcwd()}"
+        try:
+            broker = Broker(root, extra=extra, name="scale")
+        finally:
+            del os.environ["ROCKETMQ_BENCH_STEPS_FILE"], os.environ["PYTHONPATH"]
         try:
             frames = [[send_frame(f"T{t}", q) for t in range(TOPICS) for q in range(QUEUES)]]
             loadgen.run(
                 broker.addr, frames, duration_s=600, max_requests=TOPICS * QUEUES, python=True
             )
             scrape(METRICS_PORT)  # first render fills the label caches
+            steps_file.unlink(missing_ok=True)  # start-up's steps (recovery, loading) aside
             idle_cpu_per_s = idle_cpu(broker)
             times, lags, ages = [], [], []
             cpu0, t0 = broker.cpu_s(), time.perf_counter()
@@ -125,6 +134,7 @@ def scale(topics_per_group: int, label: str = "") -> None:
                 ages.append(sample_value(body.decode(), "rocketmq_metrics_snapshot_age_seconds"))
             busy = broker.cpu_s() - cpu0 - idle_cpu_per_s * (time.perf_counter() - t0)
             took = sample_value(body.decode(), "rocketmq_metrics_snapshot_duration_seconds")
+            steps = json.loads(steps_file.read_text()) if steps_file.exists() else []
             text = body.decode()
             series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
             pairs = GROUPS * min(topics_per_group, TOPICS)
@@ -136,7 +146,11 @@ def scale(topics_per_group: int, label: str = "") -> None:
                 f"{max(times) * 1000:.0f} ms; event loop worst lag "
                 f"{max(lags[1:] or lags) * 1000:.0f} ms while scraped, "
                 f"{lags[0] * 1000:.0f} ms in the 10 s idle before; snapshot took "
-                f"{took * 1000:.0f} ms, served at ages up to {max(ages[1:] or ages) * 1000:.0f} ms",
+                f"{took * 1000:.0f} ms, served at ages up to {max(ages[1:] or ages) * 1000:.0f} ms; "
+                "longest loop holds (loop thread CPU): "
+                + ", ".join(
+                    f"{cpu * 1000:.0f} ms {name.rsplit('.', 2)[-2]}" for cpu, name in steps[:4]
+                ),
                 flush=True,
             )
         finally:
