@@ -100,8 +100,11 @@ class ConsumeQueueTable:
         return dirty
 
     def mark_dirty(self, queues: Iterable[ConsumeQueue]) -> None:
-        live = self._table
-        self.dirty.update(q for q in queues if live.get(q.topic, {}).get(q.queue_id) is q)
+        self.dirty.update(q for q in queues if self.holds(q))
+
+    def holds(self, consume_queue: ConsumeQueue) -> bool:
+        """Whether ``consume_queue`` is still this table's (its topic was not deleted)."""
+        return self._table.get(consume_queue.topic, {}).get(consume_queue.queue_id) is consume_queue
 
     def __iter__(self) -> Iterator[ConsumeQueue]:
         for queues in self._table.values():

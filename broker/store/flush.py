@@ -30,6 +30,7 @@ import trio
 from broker.store.checkpoint import StoreCheckpoint
 from broker.store.commit_log import CommitLog
 from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue import ConsumeQueue
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.dispatch import CommitLogDispatcher
 from broker.store.health import CHECKPOINT, FLUSH, RETRY_S, StoreHealth
@@ -213,14 +214,22 @@ class FlushConsumeQueueService:
         self.checkpoint = checkpoint
         self.health = health
         self.config = config
+        # written, not flushed (under flushConsumeQueueLeastPages), not written since
+        self._under_least_pages: set[ConsumeQueue] = set()
 
     async def flush_once(self, least_pages: int, *, thorough: bool) -> None:
         """Flush the ConsumeQueues (and the index files) that need it; on a thorough round,
         then the checkpoint, its logics timestamp moved only over what is now durable."""
         health = self.health
-        # Only the queues dispatch wrote since they were last found flushed (a large broker has
-        # thousands that took nothing); each goes back in the set unless left fully flushed.
+        # Only the queues dispatch wrote since the last round (a large broker has thousands that
+        # took nothing), and on a thorough round those left under the least pages before: a
+        # queue's unflushed bytes change only when it is written, so looking at it again
+        # before then finds the same (8,000 queues each holding a few units would otherwise
+        # be walked every second, as Java does).
         dirty = self.consume_queues.take_dirty()
+        if thorough:
+            dirty |= {q for q in self._under_least_pages if self.consume_queues.holds(q)}
+            self._under_least_pages = set()
         plans: list[tuple[MappedFileQueue, Plan]] = []
         for done, consume_queue in enumerate(dirty, 1):
             plans.append((consume_queue.queue, consume_queue.queue.flush_plan(least_pages)))
@@ -230,7 +239,7 @@ class FlushConsumeQueueService:
         index_files = self.index_service.flush_targets() if thorough or files else []
         logics_stamp = self.dispatcher.last_dispatched_timestamp
         if not files and not index_files and not thorough:
-            self.consume_queues.mark_dirty(dirty)
+            self._under_least_pages.update(q for q in dirty if q.queue.dirty_bytes() > 0)
             return
         try:
             await trio.to_thread.run_sync(_fsync_all, files + index_files)
@@ -243,11 +252,13 @@ class FlushConsumeQueueService:
         except DiskError as exc:
             for _, plan in plans:
                 _redirty(plan)
-            self.consume_queues.mark_dirty(dirty)
+            self.consume_queues.mark_dirty(dirty)  # tried again next round
             health.failed(CHECKPOINT, exc)
             return
-        finally:
-            self.consume_queues.mark_dirty(q for q in dirty if q.queue.dirty_bytes() > 0)
+        except BaseException:
+            self.consume_queues.mark_dirty(dirty)  # cancelled mid-round: nothing forgotten
+            raise
+        self._under_least_pages.update(q for q in dirty if q.queue.dirty_bytes() > 0)
         if thorough and CHECKPOINT in health.problems:
             health.recovered(CHECKPOINT)
 
