@@ -243,8 +243,10 @@ class FlushConsumeQueueService:
             return
         try:
             await trio.to_thread.run_sync(_fsync_all, files + index_files)
-            for queue, plan in plans:
-                queue.flush_done(plan)
+            for done, (queue, plan) in enumerate(plans, 1):
+                queue.flush_done(plan)  # monotonic: writes between slices do not upset it
+                if done % PLAN_SLICE == 0:
+                    await trio.lowlevel.checkpoint()
             if thorough:
                 if logics_stamp:
                     self.checkpoint.logics_msg_timestamp = logics_stamp
