@@ -107,6 +107,8 @@ def scale(topics_per_group: int, label: str = "") -> None:
         extra = (
             f"metricsExporterType=PROM\nmetricsPromExporterPort={METRICS_PORT}\n"
             "mappedFileSizeConsumeQueue=120000\nmaxHashSlotNum=50000\nmaxIndexNum=200000\n"
+            # a shared machine's disk may be past the 90 % at which a broker refuses writes
+            "diskSpaceWarningLevelRatio=0.99\ndiskSpaceCleanForciblyRatio=0.99\n"
         )
         steps_file = root / "steps.json"
         os.environ["ROCKETMQ_BENCH_STEPS_FILE"] = str(steps_file)
