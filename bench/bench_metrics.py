@@ -7,13 +7,19 @@
    whatever else runs, the CPU much less), scrape time over HTTP (median and worst of SCRAPES,
    gzip as Prometheus asks), and the event loop's worst lag.
    Run for 20 topics a group (1,000 group/topic pairs) and for every topic (50,000 pairs).
+   BENCH_METRICS_BASE=<a tree of an older commit> alternates each scale's run between that tree's
+   broker and this one's (same bench, same machine, one run), for before/after figures;
+   BENCH_METRICS_INTERVAL_S spaces the scrapes as Prometheus would (the snapshot made after
+   one scrape is what the next one serves).
 2. Throughput with metrics off and on (scraped every second): sync sends on 1 and 8
    connections and batch sends, alternating runs on fresh brokers, broker CPU beside each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import json
 import os
 import shutil
 import statistics
@@ -33,6 +39,9 @@ TOPICS = int(os.environ.get("BENCH_METRICS_TOPICS", "1000"))
 GROUPS = int(os.environ.get("BENCH_METRICS_GROUPS", "50"))
 SCRAPES = int(os.environ.get("BENCH_METRICS_SCRAPES", "20"))
 ROUNDS = int(os.environ.get("BENCH_METRICS_ROUNDS", "2"))
+STEPWATCH = Path(__file__).resolve().parent / "stepwatch"
+INTERVAL_S = float(os.environ.get("BENCH_METRICS_INTERVAL_S", "0"))
+BASE = os.environ.get("BENCH_METRICS_BASE", "")
 METRICS_PORT = 31557
 
 
@@ -79,7 +88,18 @@ def sample_value(text: str, name: str) -> float:
     return float("nan")
 
 
-def scale(topics_per_group: int) -> None:
+@contextlib.contextmanager
+def tree(path: str):  # type: ignore[no-untyped-def]
+    """Brokers started inside run that tree's code (``python -m broker`` from the cwd)."""
+    before = os.getcwd()
+    os.chdir(path or before)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def scale(topics_per_group: int, label: str = "") -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-metrics-"))
     try:
         prepare_store(root, "scale", topics_per_group)
@@ -87,33 +107,52 @@ def scale(topics_per_group: int) -> None:
         extra = (
             f"metricsExporterType=PROM\nmetricsPromExporterPort={METRICS_PORT}\n"
             "mappedFileSizeConsumeQueue=120000\nmaxHashSlotNum=50000\nmaxIndexNum=200000\n"
+            # a shared machine's disk may be past the 90 % at which a broker refuses writes
+            "diskSpaceWarningLevelRatio=0.99\ndiskSpaceCleanForciblyRatio=0.99\n"
         )
-        broker = Broker(root, extra=extra, name="scale")
+        steps_file = root / "steps.json"
+        os.environ["ROCKETMQ_BENCH_STEPS_FILE"] = str(steps_file)
+        os.environ["PYTHONPATH"] = f"{STEPWATCH}{os.pathsep}{os.getcwd()}"
+        try:
+            broker = Broker(root, extra=extra, name="scale")
+        finally:
+            del os.environ["ROCKETMQ_BENCH_STEPS_FILE"], os.environ["PYTHONPATH"]
         try:
             frames = [[send_frame(f"T{t}", q) for t in range(TOPICS) for q in range(QUEUES)]]
             loadgen.run(
                 broker.addr, frames, duration_s=600, max_requests=TOPICS * QUEUES, python=True
             )
             scrape(METRICS_PORT)  # first render fills the label caches
+            steps_file.unlink(missing_ok=True)  # start-up's steps (recovery, loading) aside
             idle_cpu_per_s = idle_cpu(broker)
-            times, lags = [], []
+            times, lags, ages = [], [], []
             cpu0, t0 = broker.cpu_s(), time.perf_counter()
             for _ in range(SCRAPES):
+                if INTERVAL_S:
+                    time.sleep(INTERVAL_S)
                 elapsed, body = scrape(METRICS_PORT)
                 times.append(elapsed)
                 lags.append(sample_value(body.decode(), "rocketmq_event_loop_lag_seconds"))
+                ages.append(sample_value(body.decode(), "rocketmq_metrics_snapshot_age_seconds"))
             busy = broker.cpu_s() - cpu0 - idle_cpu_per_s * (time.perf_counter() - t0)
+            took = sample_value(body.decode(), "rocketmq_metrics_snapshot_duration_seconds")
+            steps = json.loads(steps_file.read_text()) if steps_file.exists() else []
             text = body.decode()
             series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
             pairs = GROUPS * min(topics_per_group, TOPICS)
             print(
-                f"{TOPICS} topics x {QUEUES} queues, {GROUPS} groups x {topics_per_group} topics "
+                f"{label}{TOPICS} topics x {QUEUES} queues, {GROUPS} groups x {topics_per_group} topics "
                 f"({pairs:,} group/topic pairs): {series:,} series, {len(text) / 2**20:.1f} MiB "
                 f"of text; broker CPU per scrape {busy / SCRAPES * 1000:.0f} ms (idle CPU "
                 f"subtracted); scrape median {statistics.median(times) * 1000:.0f} ms, worst "
                 f"{max(times) * 1000:.0f} ms; event loop worst lag "
                 f"{max(lags[1:] or lags) * 1000:.0f} ms while scraped, "
-                f"{lags[0] * 1000:.0f} ms in the 10 s idle before",
+                f"{lags[0] * 1000:.0f} ms in the 10 s idle before; snapshot took "
+                f"{took * 1000:.0f} ms, served at ages up to {max(ages[1:] or ages) * 1000:.0f} ms; "
+                "longest loop holds (loop thread CPU): "
+                + ", ".join(
+                    f"{cpu * 1000:.0f} ms {name.rsplit('.', 2)[-2]}" for cpu, name in steps[:4]
+                ),
                 flush=True,
             )
         finally:
@@ -196,7 +235,19 @@ class _Scraper:
         self._thread.join(5)
 
 
+def compare_scale(topics_per_group: int) -> None:
+    """This tree's broker and BASE's, alternating, ROUNDS times."""
+    for _ in range(ROUNDS):
+        for label, path in (("before: ", BASE), ("after:  ", "")):
+            with tree(path):
+                scale(topics_per_group, label)
+
+
 def main() -> None:
+    if BASE:
+        compare_scale(20)
+        compare_scale(TOPICS)
+        return
     scale(20)
     scale(TOPICS)
     throughput()

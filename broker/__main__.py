@@ -1,12 +1,13 @@
 """``mqbroker -c broker.conf [-n "a:9876;b:9876"] [-p] [-m]``.
 
-Prints ``READY broker port=N`` on stdout once it serves (tests and ``mqcluster`` wait for it)
-and stops cleanly on SIGTERM or SIGINT.
+Prints ``READY broker port=N`` (and `` metricsPort=N`` when it serves /metrics) on stdout once
+it serves (tests and ``mqcluster`` wait for it) and stops cleanly on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -59,11 +60,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _metrics_port(controller: BrokerController) -> str:
+    """`` metricsPort=N`` for the READY line when /metrics is served: the port bound, which
+    metricsPromExporterPort=0 leaves to the kernel (the remoting port is reported the same way)."""
+    port = controller.metrics_port
+    return f" metricsPort={port}" if port is not None else ""
+
+
 async def serve(controller: BrokerController, on_ready: Callable[[], None]) -> None:
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             port = await nursery.start(controller.run)
-            print(f"READY broker port={port}", flush=True)
+            print(f"READY broker port={port}{_metrics_port(controller)}", flush=True)
             on_ready()
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)
@@ -128,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     def on_ready() -> None:
         nonlocal ready
         ready = True
+        # What start-up built and keeps for the process's life (8,000 ConsumeQueues and their
+        # mappings, the offset and topic tables, every module) leaves the collector's view:
+        # a full collection no longer walks it, which at that size held the loop for seconds.
+        gc.freeze()
 
     try:
         controller = BrokerController(config, store_config, runtime=runtime)

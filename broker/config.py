@@ -157,6 +157,12 @@ class BrokerConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
     # Ours (RocketMQ 5 exports lag per group and topic only): a group's lag is also exported
     # per queue while it consumes at most this many queues on this broker (0: never).
     metrics_per_queue_max_queues: int = attrs.field(default=64, validator=java_int(0, 100_000))
+    # Ours: when the per-queue series of all groups together would pass this many, none are
+    # exported (each group keeps its per-topic figures) and rocketmq_metrics_queue_series_
+    # aggregated says so: a broker's scrape stays bounded however many groups it carries.
+    metrics_per_queue_max_series: int = attrs.field(
+        default=20_000, validator=java_int(0, 10_000_000)
+    )
     # Ours: how often the clients of broadcasting groups are asked for their own offsets
     # (broker/metrics/client_probe.py), ms.
     metrics_broadcast_probe_interval: int = attrs.field(

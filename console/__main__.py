@@ -1,6 +1,9 @@
 """``mqconsole -n host:port [--port 8080] [--host 127.0.0.1] [--read-only]``: the web console.
-Prints ``READY console port=N`` once it serves and stops on SIGTERM or SIGINT. A bad flag or
-a port it cannot listen on is one line on stderr and exit status 1 (deploy/cli.py).
+Prints ``READY console port=N`` once it serves and stops on SIGTERM or SIGINT. Start-up ends
+in ``READY`` or in one line on stderr, never a traceback, as mqbroker's: a bad flag, NameServer
+address or credentials file is exit status 2 (EXIT_CONFIG), a port it cannot listen on 3
+(EXIT_START), and anything else (our bug) 1, its traceback shown only with
+ROCKETMQ_TRIO_TRACEBACK=1 (deploy/cli.py).
 
 It binds 127.0.0.1 unless told otherwise: the console has no login of its own and can change
 the cluster (create and delete topics, reset offsets, resend messages), so who may reach it
@@ -35,9 +38,9 @@ from client.mqadmin.acl import add_credential_flags, credentials
 from console.app import Console, build_app
 from console.history import History
 from console.sampler import run_sampler
-from deploy.cli import OneLineArgumentParser, fail
+from deploy.cli import OneLineArgumentParser, fail, unexpected
 from remoting.logs import LEVELS, setup_logging
-from remoting.startup import start_failure
+from remoting.startup import EXIT_CONFIG, EXIT_START, start_failure
 
 PROG = "mqconsole"
 DEFAULT_PORT = 8080  # rocketmq-dashboard's
@@ -74,7 +77,7 @@ def _hypercorn(host: str, port: int) -> HypercornConfig:
     return config
 
 
-async def serve(args: argparse.Namespace, namesrv: str) -> None:
+async def serve(args: argparse.Namespace, namesrv: str, ready: list[bool]) -> None:
     account = credentials(args)
     async with AdminClient.open(namesrv, account, ssl_context=ssl_context(args)) as admin:
         history = History()
@@ -95,6 +98,7 @@ async def serve(args: argparse.Namespace, namesrv: str) -> None:
                 port = int(binds[0].rsplit(":", 1)[1])
                 nursery.start_soon(run_sampler, admin, history, args.sample_interval)
                 print(f"READY console port={port} url=http://{args.host}:{port}/", flush=True)
+                ready.append(True)
                 async for signum in signals:
                     log.info("signal %s: shutting down", signal.Signals(signum).name)
                     break
@@ -106,21 +110,35 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_level)
     namesrv = args.namesrvAddr or os.environ.get("NAMESRV_ADDR", "").strip()
     if not namesrv:
-        return fail(PROG, "no NameServer: pass -n host:port or set NAMESRV_ADDR")
+        fail(PROG, "no NameServer: pass -n host:port or set NAMESRV_ADDR")
+        return EXIT_CONFIG
     try:
         namesrv = A.namesrv_list(namesrv)
     except argparse.ArgumentTypeError as exc:
-        return fail(PROG, f"NAMESRV_ADDR: {exc}")
+        fail(PROG, f"NAMESRV_ADDR: {exc}")
+        return EXIT_CONFIG
+    ready: list[bool] = []
     try:
-        trio.run(serve, args, namesrv)
-    except MQClientError as exc:  # credentials or TLS files that cannot be used
-        return fail(PROG, str(exc))
+        trio.run(serve, args, namesrv, ready)
     except BaseException as exc:
-        failure = start_failure(exc, (MQClientError,))
-        if failure is None:
-            raise
-        return fail(PROG, f"cannot start: {failure}")
+        if ready or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise  # after READY: a crash of the running console, as mqbroker's
+        return _start_failed(exc)
     return 0
+
+
+def _start_failed(exc: BaseException) -> int:
+    """The one line (and exit status) for whatever ended start-up before READY."""
+    failure = start_failure(exc, (MQClientError,))
+    if isinstance(failure, MQClientError):  # credentials or TLS files that cannot be used
+        fail(PROG, str(failure))
+        return EXIT_CONFIG
+    if failure is not None:
+        fail(PROG, f"cannot start: {failure}")
+        return EXIT_START
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]  # the error itself, not the nursery that carried it
+    return unexpected(PROG, exc)
 
 
 if __name__ == "__main__":

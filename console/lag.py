@@ -1,11 +1,12 @@
-"""Consumer lag per queue, in messages and in seconds. Pure: offsets, store times and the
-clock come in, figures go out.
+"""Consumer lag per queue, in messages and in seconds, from GET_CONSUME_STATS' figures. Pure:
+offsets, store times and the clock come in, figures go out; the arithmetic is metrics/lag.py's,
+the same the broker's metrics use.
 
-Lag in messages is the broker's max offset minus the group's committed offset. Lag in seconds
-is how long the oldest message the group has not consumed has waited: now minus the store
-time of the message at the group's offset (RocketMQ 5's ``rocketmq_consumer_lag_latency``);
-the caller reads that store time with ``AdminClient.store_time_at``. A queue without lag has
-waited 0 s; one whose store time could not be read has no figure (None), never a guess.
+The store time is read with ``AdminClient.store_time_at`` at the group's offset; it moves on to
+the queue's first message when that offset expired (so the console needs no min offset), and
+answers None when no message is stored from there on: all the group lags on expired, which
+RocketMQ reports as 0 s, and so do we. Only a read that failed leaves a queue without a figure
+(None), never a guess.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from metrics import lag as shared
 from remoting.body import ConsumeStatsList, MessageQueue, OffsetWrapper
 
 # Store times read for one page at most (one pull each): the queues that lag most come first.
@@ -30,17 +32,20 @@ class QueueLag:
     last_timestamp: int  # ms of the group's last commit there, 0: never
 
 
+NOT_READ = object()  # a store time that was not (or could not be) read
+
+
 def lag_messages(broker_offset: int, consumer_offset: int) -> int:
-    return max(0, broker_offset - consumer_offset)
+    return shared.behind(consumer_offset, broker_offset)
 
 
-def lag_seconds(messages: int, oldest_store_ms: int | None, now_ms: int) -> float | None:
-    """Seconds the oldest unconsumed message has waited (0 without lag; None unknown)."""
-    if messages <= 0:
-        return 0.0
-    if oldest_store_ms is None or oldest_store_ms <= 0:
+def lag_seconds(messages: int, oldest_store_ms: object, now_ms: int) -> float | None:
+    """Seconds the oldest unconsumed message has waited: 0 without lag or when none of it is
+    stored any more (``oldest_store_ms`` None); None when its time was ``NOT_READ``."""
+    if messages > 0 and oldest_store_ms is NOT_READ:
         return None
-    return max(0, now_ms - oldest_store_ms) / 1000
+    store_ms = oldest_store_ms if isinstance(oldest_store_ms, int) else None
+    return shared.latency_ms(messages, store_ms, now_ms) / 1000
 
 
 def to_measure(
@@ -62,8 +67,8 @@ def queue_lags(
     store_times: Mapping[MessageQueue, int | None],
     now_ms: int,
 ) -> list[QueueLag]:
-    """Every queue's lag, in queue order; ``store_times`` holds the store time of the message
-    at the group's offset for the queues that were measured."""
+    """Every queue's lag, in queue order; ``store_times`` holds ``store_time_at``'s answer for
+    the queues that were measured (None: nothing stored from the group's offset on)."""
     out = []
     for mq, w in sorted(offsets.items()):
         messages = lag_messages(w.broker_offset, w.consumer_offset)
@@ -73,7 +78,7 @@ def queue_lags(
                 broker_offset=w.broker_offset,
                 consumer_offset=w.consumer_offset,
                 messages=messages,
-                seconds=lag_seconds(messages, store_times.get(mq), now_ms),
+                seconds=lag_seconds(messages, store_times.get(mq, NOT_READ), now_ms),
                 last_timestamp=w.last_timestamp,
             )
         )

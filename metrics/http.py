@@ -4,8 +4,10 @@ h11 parses the requests (a sans-IO HTTP/1.1 library: hostile bytes end in a 400 
 connection, never in our parser); this module only moves bytes. One task per connection, a
 bounded number of connections, a deadline on every read and write, keep-alive as Prometheus
 uses it. ``render`` produces the body on the event loop (the caller keeps that short and
-cooperative); a body worth compressing is gzipped in a worker thread, where zlib runs without
-the GIL. Scrapes that arrive together share one render.
+cooperative): a fresh part and a part made earlier, which comes already gzipped
+(metrics/snapshot.py); a fresh part worth compressing is gzipped in a worker thread, where
+zlib runs without the GIL, and the two gzip members go out one after the other (a gzip stream
+may hold several). Scrapes that arrive together share one render.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import gzip
 import logging
 from collections.abc import Awaitable, Callable
 
+import attrs
 import h11
 import trio
 
@@ -27,7 +30,30 @@ GZIP_MIN_BYTES = 16 * 1024
 READ_BYTES = 16 * 1024
 _REASONS = {200: b"OK", 404: b"Not Found", 405: b"Method Not Allowed", 500: b"Server Error"}
 
-Render = Callable[[], Awaitable[bytes]]
+
+@attrs.frozen
+class Body:
+    fresh: bytes
+    made_before: bytes = b""
+    made_before_gzipped: bytes = b""  # the same text as one gzip member; empty: none
+
+    def plain(self) -> bytes:
+        return self.fresh + self.made_before
+
+    async def gzipped(self) -> bytes:
+        if len(self.fresh) >= GZIP_MIN_BYTES:
+            fresh = await trio.to_thread.run_sync(gzip.compress, self.fresh, 1)
+        else:
+            fresh = gzip.compress(self.fresh, 1)
+        if self.made_before and not self.made_before_gzipped:
+            return fresh + await trio.to_thread.run_sync(gzip.compress, self.made_before, 1)
+        return fresh + self.made_before_gzipped
+
+    def __len__(self) -> int:
+        return len(self.fresh) + len(self.made_before)
+
+
+Render = Callable[[], Awaitable[Body]]
 
 
 class SharedRender:
@@ -36,9 +62,9 @@ class SharedRender:
     def __init__(self, render: Render) -> None:
         self._render = render
         self._running: trio.Event | None = None
-        self._result: bytes | BaseException = b""
+        self._result: Body | BaseException = Body(b"")
 
-    async def __call__(self) -> bytes:
+    async def __call__(self) -> Body:
         if self._running is not None:
             await self._running.wait()
         else:
@@ -110,15 +136,15 @@ class MetricsHttpServer:
         if path != b"/metrics":
             return 404, [], b"not found: the metrics are at /metrics\n"
         try:
-            body = await self.render()
+            rendered = await self.render()
         except RuntimeError:
             return 500, [], b"the metrics could not be collected: see the server log\n"
         self.scrapes += 1
         headers = [(b"content-type", CONTENT_TYPE)]
-        if len(body) >= GZIP_MIN_BYTES and _accepts_gzip(request):
-            body = await trio.to_thread.run_sync(gzip.compress, body, 1)
+        if len(rendered) >= GZIP_MIN_BYTES and _accepts_gzip(request):
             headers.append((b"content-encoding", b"gzip"))
-        return 200, headers, body
+            return 200, headers, await rendered.gzipped()
+        return 200, headers, rendered.plain()
 
 
 def _accepts_gzip(request: h11.Request) -> bool:

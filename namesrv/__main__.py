@@ -1,4 +1,5 @@
-"""``mqnamesrv [-c namesrv.conf] [-p]``: prints ``READY namesrv port=N`` once it serves and
+"""``mqnamesrv [-c namesrv.conf] [-p]``: prints ``READY namesrv port=N`` (and `` metricsPort=N``
+when it serves /metrics) once it serves and
 stops cleanly on SIGTERM or SIGINT. Start-up ends in READY or in one line and an exit code
 (remoting/startup.py)."""
 
@@ -25,11 +26,18 @@ from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process, start_fai
 log = logging.getLogger("namesrv")
 
 
+def _metrics_port(controller: NamesrvController) -> str:
+    """`` metricsPort=N`` for the READY line when /metrics is served: the port bound, which
+    metricsPromExporterPort=0 leaves to the kernel (the remoting port is reported the same way)."""
+    port = controller.metrics_port
+    return f" metricsPort={port}" if port is not None else ""
+
+
 async def serve(controller: NamesrvController, on_ready: Callable[[], None]) -> None:
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             port = await nursery.start(controller.run)
-            print(f"READY namesrv port={port}", flush=True)
+            print(f"READY namesrv port={port}{_metrics_port(controller)}", flush=True)
             on_ready()
             async for signum in signals:
                 log.info("signal %s: shutting down", signal.Signals(signum).name)

@@ -50,6 +50,7 @@ class NamesrvController:
         self.processor = NamesrvProcessor(config, self.routes, self.kv, updater)
         handlers = self.processor.handlers()
         self.metrics: PrometheusExporter | None = None
+        self.metrics_port: int | None = None  # the bound one (metricsPromExporterPort=0: any)
         if config.metrics_enabled:
             requests = RequestCounter()
             handlers = requests.wrap(handlers)
@@ -94,7 +95,7 @@ class NamesrvController:
                 await nursery.start(self.acl.run)
             port = await nursery.start(self.server.run)
             if self.metrics is not None:
-                await nursery.start(self.metrics.run)
+                self.metrics_port = await nursery.start(self.metrics.run)
             nursery.start_soon(self._scan_loop)
             log.info("name server serving on %s:%d", self.config.listen_host, port)
             task_status.started(port)

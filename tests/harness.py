@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 READY = re.compile(rb"READY\b.*\bport=(\d+)")
+METRICS_PORT = re.compile(rb"\bmetricsPort=(\d+)")  # the /metrics port bound, when served
 
 
 class ServerProcessError(RuntimeError):
@@ -45,6 +46,7 @@ class ServerProcess:
         self.cwd = cwd
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        self.metrics_port: int | None = None  # from " metricsPort=N" on the READY line
         self._drain: threading.Thread | None = None
 
     @property
@@ -72,6 +74,8 @@ class ServerProcess:
                 match = READY.search(line)
                 if match and not ready.is_set():
                     self.port = int(match.group(1))
+                    metrics = METRICS_PORT.search(line)
+                    self.metrics_port = int(metrics.group(1)) if metrics else None
                     ready.set()
             log.close()
             ready.set()  # the process ended: wake the waiter either way

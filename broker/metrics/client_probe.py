@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.metrics.lag import NO_LAG, Lag, queue_lag
+from metrics.lag import NO_LAG, Lag, queue_lag
 from remoting.body import ConsumerRunningInfo, MessageModel, ProcessQueueInfo
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand

@@ -5,9 +5,11 @@
 
 Cardinality: one series per topic and family, one per (group, topic) committed on here and
 family, and per-queue lag only for a group consuming at most ``metricsPerQueueMaxQueues``
-queues here; docs/monitoring.md counts them for 1,000 topics x 8 queues x 50 groups. The
-collection yields to the event loop every ``CHUNK`` topics or pairs, so a large broker's
-scrape never holds the loop for long at once.
+queues here, and for none when all groups' per-queue series together would pass
+``metricsPerQueueMaxSeries`` (a gauge and a log line say so); docs/monitoring.md counts them
+for 1,000 topics x 8 queues x 50 groups. The collection runs in the background
+(metrics/snapshot.py) and yields to the event loop whenever it has held it for
+``SLICE_S``, so however large the broker, the loop is never held for long at once.
 
 Broadcasting groups keep their offsets on the clients: the broker's figure for them would be
 wrong, so they get none here (as rocketmq-exporter does); broker/metrics/client_probe.py asks
@@ -16,13 +18,14 @@ each client for its own progress, exported per client (rocketmq_consumer_client_
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
 
-from broker.metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from broker.stats import (
     GROUP_GET_NUMS,
     GROUP_GET_SIZE,
@@ -31,6 +34,7 @@ from broker.stats import (
     TOPIC_PUT_SIZE,
 )
 from metrics.exposition import COUNTER, GAUGE, Family
+from metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from remoting import constants as K
 from remoting.body import MessageModel
 
@@ -39,7 +43,10 @@ if TYPE_CHECKING:
     from broker.metrics.client_probe import BroadcastProbe
     from broker.store.consume_queue import ConsumeQueue
 
-CHUNK = 200
+log = logging.getLogger(__name__)
+
+SLICE_S = 0.005  # the longest the walk holds the loop at once (give or take a pair)
+CHECK_EVERY = 16  # pairs or topics between looks at the clock
 SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
 # rocketmq-exporter's msgModel label: MessageModel.ordinal() (BROADCASTING 0, CLUSTERING 1)
 MSG_MODEL_CLUSTERING = "1"
@@ -196,19 +203,24 @@ class QueueFamilies:
             ("caddr", "localaddr", "group"),
             exporter,
         )
+        self.queue_series_aggregated = fam(
+            "rocketmq_metrics_queue_series_aggregated",
+            GAUGE,
+            "1: per-queue lag is not exported, the per-queue series would pass "
+            "metricsPerQueueMaxSeries (each group keeps its per-topic figures)",
+            (),
+            exporter,
+        )
         self.families = [v for v in vars(self).values() if isinstance(v, Family)]
+        self.aggregated = False
         # (topic, queue id, queue offset) -> store time (ms), see _store_time_at
         self._store_times: dict[tuple[str, int, int], int] = {}
         self._store_times_seen: dict[tuple[str, int, int], int] = {}
 
     async def collect(self, now_ms: int) -> list[Family]:
         self._store_times, self._store_times_seen = self._store_times_seen, {}
-        for done, _ in enumerate(self._topics()):
-            if done % CHUNK == CHUNK - 1:
-                await trio.lowlevel.checkpoint()
-        for done, _ in enumerate(self._groups(now_ms)):
-            if done % CHUNK == CHUNK - 1:
-                await trio.lowlevel.checkpoint()
+        await _in_slices(self._topics())
+        await _in_slices(self._groups(now_ms))
         self._stats()
         self._online()
         self._broadcast_clients(now_ms)
@@ -260,19 +272,47 @@ class QueueFamilies:
         broker = self.broker
         online = broker.clients.consumer_groups
         by_group: dict[str, list[tuple[str, dict[int, int]]]] = {}
-        for key, offsets in list(broker.offsets.table.items()):
+        queue_counts: dict[str, int] = {}
+        for done, (key, offsets) in enumerate(list(broker.offsets.table.items()), 1):
             topic, _, group = key.partition("@")
             by_group.setdefault(group, []).append((topic, offsets))
-        limit = broker.config.metrics_per_queue_max_queues
+            queue_counts[group] = queue_counts.get(group, 0) + len(offsets)
+            if done % 64 == 0:
+                yield  # 50,000 pairs are ~50 ms of grouping: in slices too
+        per_queue_groups = self._per_queue_groups(queue_counts)
         for group, topics in by_group.items():
             info = online.get(group)
             if info is not None and info.message_model is MessageModel.BROADCASTING:
                 continue
             members = str(len(info.channels)) if info is not None else "0"
-            per_queue = sum(len(offsets) for _, offsets in topics) <= limit
+            per_queue = group in per_queue_groups
             for topic, offsets in topics:
                 self._group_topic(group, topic, offsets, members, per_queue, now_ms)
                 yield
+
+    def _per_queue_groups(self, queue_counts: dict[str, int]) -> set[str]:
+        """The groups whose lag is exported per queue (``queue_counts``: group -> queues it
+        has offsets on here): those consuming at most metricsPerQueueMaxQueues queues, unless
+        their series together would pass metricsPerQueueMaxSeries (then none: rocketmq-exporter
+        has no per-queue series at all, its lag is per group and topic)."""
+        config = self.broker.config
+        limit, max_series = config.metrics_per_queue_max_queues, config.metrics_per_queue_max_series
+        small = {group: n for group, n in queue_counts.items() if n <= limit}
+        series = 2 * sum(small.values())  # queue_lag_messages and queue_lag_seconds
+        aggregated = series > max_series
+        if aggregated != self.aggregated:
+            self.aggregated = aggregated
+            if aggregated:
+                log.warning(
+                    "metrics: %d per-queue series would pass metricsPerQueueMaxSeries=%d: "
+                    "consumer lag is exported per group and topic only",
+                    series,
+                    max_series,
+                )
+            else:
+                log.info("metrics: consumer lag is exported per queue again (%d series)", series)
+        self.queue_series_aggregated.add((), int(aggregated))
+        return set() if aggregated else set(small)
 
     def _group_topic(
         self,
@@ -356,3 +396,14 @@ class QueueFamilies:
             key = (topic, group, client_id)
             self.client_lag_messages.add(key, lag.messages)
             self.client_lag_latency.add(key, lag.latency_ms(now_ms))
+
+
+async def _in_slices(work: Iterator[None], slice_s: float = SLICE_S) -> None:
+    """Runs ``work`` (one step a topic or pair), giving the loop back whenever a slice has
+    held it for ``slice_s``: the walk's cost is spread, never a stall."""
+    clock = time.perf_counter
+    started = clock()
+    for done, _ in enumerate(work, 1):
+        if done % CHECK_EVERY == 0 and clock() - started >= slice_s:
+            await trio.lowlevel.checkpoint()
+            started = clock()

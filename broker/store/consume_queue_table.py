@@ -4,12 +4,17 @@ DefaultMessageStore.consumeQueueTable; docs/spec/store-format.md §1, §3).
 Opened from ``consumequeue/<topic>/<queueId>/`` at start, created when dispatch first puts a unit
 in a queue, dropped when a topic is deleted. The one place a topic becomes a directory, so the
 one place that refuses a topic that cannot be one.
+
+``dirty`` holds the queues written since the flush service last found them flushed: every unit
+dispatch puts goes through ``find_or_create``, which adds the queue, so a flush round visits the
+queues that took units rather than all 8,000 of a large broker (walking them all held the loop
+40-85 ms a second).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from broker.store.consume_queue import ConsumeQueue
@@ -48,6 +53,7 @@ class ConsumeQueueTable:
         self.root = root
         self.file_size = file_size
         self._table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.dirty: set[ConsumeQueue] = set()
 
     def load(self) -> None:
         """Open every ConsumeQueue directory on disk (RocketMQ's layout; non-numeric queue
@@ -65,14 +71,15 @@ class ConsumeQueueTable:
                 )
                 consume_queue.queue.load()
                 self._table.setdefault(topic_dir.name, {})[int(queue_dir.name)] = consume_queue
+                self.dirty.add(consume_queue)  # the first flush round finds out
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         queues = self._table.get(topic)
         return None if queues is None else queues.get(queue_id)
 
     def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        """The queue a unit goes in, created (not yet its file) when new; None for a topic
-        that cannot be a directory."""
+        """The queue a unit goes in, created (not yet its file) when new, and marked dirty;
+        None for a topic that cannot be a directory."""
         queues = self._table.get(topic)
         if queues is None:
             if not safe_directory_name(topic):
@@ -83,7 +90,21 @@ class ConsumeQueueTable:
             consume_queue = queues[queue_id] = ConsumeQueue(
                 topic, queue_id, self.root, self.file_size
             )
+        self.dirty.add(consume_queue)
         return consume_queue
+
+    def take_dirty(self) -> set[ConsumeQueue]:
+        """The queues written since the last call (a flush round gives back, with
+        ``mark_dirty``, those it left with unflushed units)."""
+        dirty, self.dirty = self.dirty, set()
+        return dirty
+
+    def mark_dirty(self, queues: Iterable[ConsumeQueue]) -> None:
+        self.dirty.update(q for q in queues if self.holds(q))
+
+    def holds(self, consume_queue: ConsumeQueue) -> bool:
+        """Whether ``consume_queue`` is still this table's (its topic was not deleted)."""
+        return self._table.get(consume_queue.topic, {}).get(consume_queue.queue_id) is consume_queue
 
     def __iter__(self) -> Iterator[ConsumeQueue]:
         for queues in self._table.values():
@@ -105,6 +126,7 @@ class ConsumeQueueTable:
         """Destroy a deleted topic's queues and directories; the ids of the queues it had."""
         queue_ids = []
         for queue_id, consume_queue in self._table.pop(topic, {}).items():
+            self.dirty.discard(consume_queue)
             consume_queue.destroy()
             queue_ids.append(queue_id)
         directory = self.root / topic
@@ -120,6 +142,7 @@ class ConsumeQueueTable:
         for consume_queue in self:
             consume_queue.destroy()
         self._table.clear()
+        self.dirty.clear()
 
     def close(self) -> None:
         for consume_queue in self:

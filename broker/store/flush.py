@@ -30,6 +30,7 @@ import trio
 from broker.store.checkpoint import StoreCheckpoint
 from broker.store.commit_log import CommitLog
 from broker.store.config import MessageStoreConfig
+from broker.store.consume_queue import ConsumeQueue
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.dispatch import CommitLogDispatcher
 from broker.store.health import CHECKPOINT, FLUSH, RETRY_S, StoreHealth
@@ -42,6 +43,7 @@ from broker.store.types import PutMessageStatus
 log = logging.getLogger(__name__)
 
 Plan = list[tuple[MappedFile, int]]
+PLAN_SLICE = 512  # ConsumeQueues planned between two looks at the rest of the loop
 
 
 def _fsync_all(files: list[MappedFile]) -> None:
@@ -212,24 +214,39 @@ class FlushConsumeQueueService:
         self.checkpoint = checkpoint
         self.health = health
         self.config = config
+        # written, not flushed (under flushConsumeQueueLeastPages), not written since
+        self._under_least_pages: set[ConsumeQueue] = set()
 
     async def flush_once(self, least_pages: int, *, thorough: bool) -> None:
         """Flush the ConsumeQueues (and the index files) that need it; on a thorough round,
         then the checkpoint, its logics timestamp moved only over what is now durable."""
         health = self.health
-        plans: list[tuple[MappedFileQueue, Plan]] = [
-            (consume_queue.queue, consume_queue.queue.flush_plan(least_pages))
-            for consume_queue in self.consume_queues
-        ]
+        # Only the queues dispatch wrote since the last round (a large broker has thousands that
+        # took nothing), and on a thorough round those left under the least pages before: a
+        # queue's unflushed bytes change only when it is written, so looking at it again
+        # before then finds the same (8,000 queues each holding a few units would otherwise
+        # be walked every second, as Java does).
+        dirty = self.consume_queues.take_dirty()
+        if thorough:
+            dirty |= {q for q in self._under_least_pages if self.consume_queues.holds(q)}
+            self._under_least_pages = set()
+        plans: list[tuple[MappedFileQueue, Plan]] = []
+        for done, consume_queue in enumerate(dirty, 1):
+            plans.append((consume_queue.queue, consume_queue.queue.flush_plan(least_pages)))
+            if done % PLAN_SLICE == 0:  # a burst that wrote every queue: spread the walk
+                await trio.lowlevel.checkpoint()
         files = [mapped for _, plan in plans for mapped, _ in plan]
         index_files = self.index_service.flush_targets() if thorough or files else []
         logics_stamp = self.dispatcher.last_dispatched_timestamp
         if not files and not index_files and not thorough:
+            self._under_least_pages.update(q for q in dirty if q.queue.dirty_bytes() > 0)
             return
         try:
             await trio.to_thread.run_sync(_fsync_all, files + index_files)
-            for queue, plan in plans:
-                queue.flush_done(plan)
+            for done, (queue, plan) in enumerate(plans, 1):
+                queue.flush_done(plan)  # monotonic: writes between slices do not upset it
+                if done % PLAN_SLICE == 0:
+                    await trio.lowlevel.checkpoint()
             if thorough:
                 if logics_stamp:
                     self.checkpoint.logics_msg_timestamp = logics_stamp
@@ -237,8 +254,13 @@ class FlushConsumeQueueService:
         except DiskError as exc:
             for _, plan in plans:
                 _redirty(plan)
+            self.consume_queues.mark_dirty(dirty)  # tried again next round
             health.failed(CHECKPOINT, exc)
             return
+        except BaseException:
+            self.consume_queues.mark_dirty(dirty)  # cancelled mid-round: nothing forgotten
+            raise
+        self._under_least_pages.update(q for q in dirty if q.queue.dirty_bytes() > 0)
         if thorough and CHECKPOINT in health.problems:
             health.recovered(CHECKPOINT)
 

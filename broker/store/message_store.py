@@ -57,7 +57,7 @@ from broker.store.reads import MessageReader, memory_threshold
 from broker.store.recovery import RecoveryReport
 from broker.store.reput import ReputMessageService
 from broker.store.startup import StoreRecovery
-from broker.store.stats import StoreStats
+from broker.store.stats import StoreStats, StoreStatsService
 from broker.store.types import (
     GetMessageResult,
     MessageExtBrokerInner,
@@ -187,6 +187,7 @@ class DefaultMessageStore(QueueLookups):
                     await nursery.start(FlushCommitLogService(self.flusher, config).run)
                 await nursery.start(self.flush_queues.run)
                 await nursery.start(self.clean.run)
+                await nursery.start(StoreStatsService(self.stats).run)
                 task_status.started()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_FLUSH_TIMEOUT_S):

@@ -1,6 +1,12 @@
 """StoreStats: counters for GET_BROKER_RUNTIME_INFO (what Java's StoreStatsService reports)
 and the metrics endpoint.
 
+Rates are Java's: a sample of the totals every second (``StoreStatsService.run``, as Java's
+StoreStatsService thread does), the last 601 kept, and ``putTps``, ``getFoundTps``,
+``getMissTps``, ``getTotalTps`` and ``getTransferedTps`` each three rates over the last 10 s,
+60 s and 600 s, space-separated; a window the samples do not cover yet is empty, as in Java
+(a broker up for 30 s reports ``putTps`` as "12.5 11.0 ").
+
 Put latency is counted per put request (one message or one batch) in Java's buckets of
 ``putMessageDistributeTime``, cumulative since start (Java shows the last minute's), with
 Java's ``putMessageEntireTimeMax``; reads keep ``getMessageEntireTimeMax``. A put pays two clock
@@ -13,7 +19,14 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
+import trio
+
 from broker.store.types import GetMessageResult, GetMessageStatus
+
+TPS_WINDOWS_S = (10, 60, 600)  # Java's StoreStatsService: "10s 1min 10min"
+SAMPLE_INTERVAL_S = 1.0  # Java's FREQUENCY_OF_SAMPLING
+# a sample: (ms, puts, gets found, gets missed, messages transferred by gets)
+_PUT, _FOUND, _MISS, _TRANSFERRED = 1, 2, 3, 4
 
 # Upper bounds (ms) of Java's putMessageDistributeTime buckets; one more bucket is open-ended.
 PUT_BUCKET_BOUNDS_MS = (0, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10_000)
@@ -32,7 +45,7 @@ class StoreStats:
         self.get_message_times_total_found = 0
         self.get_message_times_total_miss = 0
         self.get_message_transferred_msg_count = 0
-        self._put_samples: deque[tuple[int, int]] = deque(maxlen=64)  # (ms, total puts)
+        self._samples: deque[tuple[int, int, int, int, int]] = deque(maxlen=TPS_WINDOWS_S[-1] + 1)
         self.put_distribution = [0] * (len(PUT_BUCKET_BOUNDS_MS) + 1)
         self.put_time_sum_ns = 0
         self.put_time_max_ns = 0
@@ -63,15 +76,38 @@ class StoreStats:
         else:
             self.get_message_times_total_miss += 1
 
+    def sample(self) -> None:
+        """Java's sampling(): the totals now, every SAMPLE_INTERVAL_S."""
+        self._samples.append(
+            (
+                self.clock(),
+                self.put_message_times_total,
+                self.get_message_times_total_found,
+                self.get_message_times_total_miss,
+                self.get_message_transferred_msg_count,
+            )
+        )
+
+    def tps(self, window_s: int, *fields: int) -> float | None:
+        """Per second over the last ``window_s`` samples of the sum of ``fields`` (None: the
+        samples do not cover it yet)."""
+        samples = self._samples
+        if len(samples) <= window_s:
+            return None
+        first, last = samples[-(window_s + 1)], samples[-1]
+        elapsed_ms = last[0] - first[0]
+        if elapsed_ms <= 0:
+            return None
+        return sum(last[f] - first[f] for f in fields) / elapsed_ms * 1000
+
     def put_tps(self) -> float:
-        now = self.clock()
-        samples = self._put_samples
-        samples.append((now, self.put_message_times_total))
-        while len(samples) > 2 and now - samples[0][0] > 60_000:
-            samples.popleft()
-        first_ms, first_total = samples[0]
-        elapsed = (now - first_ms) / 1000
-        return (self.put_message_times_total - first_total) / elapsed if elapsed > 0 else 0.0
+        """Puts per second over the last 10 s (0 before there are 10 s of samples)."""
+        return self.tps(TPS_WINDOWS_S[0], _PUT) or 0.0
+
+    def _rates(self, *fields: int) -> str:
+        """Java's "10s 1min 10min" string; a window not covered yet is empty."""
+        rates = (self.tps(window, *fields) for window in TPS_WINDOWS_S)
+        return " ".join("" if rate is None else repr(rate) for rate in rates)
 
     def runtime_info(self) -> dict[str, str]:
         return {
@@ -82,7 +118,11 @@ class StoreStats:
             "getMessageTimesTotalFound": str(self.get_message_times_total_found),
             "getMessageTimesTotalMiss": str(self.get_message_times_total_miss),
             "getMessageTransferedMsgCount": str(self.get_message_transferred_msg_count),
-            "putTps": f"{self.put_tps():.2f}",
+            "putTps": self._rates(_PUT),
+            "getFoundTps": self._rates(_FOUND),
+            "getMissTps": self._rates(_MISS),
+            "getTotalTps": self._rates(_FOUND, _MISS),
+            "getTransferedTps": self._rates(_TRANSFERRED),
             "putMessageEntireTimeMax": str(self.put_time_max_ns // 1_000_000),
             "getMessageEntireTimeMax": str(self.get_time_max_ns // 1_000_000),
             "putMessageDistributeTime": " ".join(
@@ -90,3 +130,19 @@ class StoreStats:
                 for name, count in zip(PUT_BUCKET_NAMES, self.put_distribution, strict=True)
             ),
         }
+
+
+class StoreStatsService:
+    """Samples ``stats`` every second, as Java's StoreStatsService thread does."""
+
+    name = "store-stats"
+
+    def __init__(self, stats: StoreStats, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self.stats = stats
+        self.interval_s = interval_s
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            self.stats.sample()
+            await trio.sleep(self.interval_s)

@@ -65,11 +65,13 @@ def _tools_yml() -> SessionCredentials | None:
         return None
     path = Path(home) / "conf" / "tools.yml"
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise MQClientError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MQClientError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
         pair = parse_tools_file(text, str(path))
     except AclConfigError as exc:

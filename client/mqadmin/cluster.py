@@ -51,9 +51,10 @@ def first_number(text: str | None) -> float | None:
 
 
 def _tps(rt: dict[str, str], tps_key: str, pool: str) -> str:
-    tps = first_number(rt.get(tps_key))
-    if tps is None:
+    if tps_key not in rt:
         return "-"
+    # a broker up for less than 10 s reports "  " (no window covered yet): Java shows 0
+    tps = first_number(rt[tps_key]) or 0.0
     queued = rt.get(f"{pool}ThreadPoolQueueSize", "-")
     wait = rt.get(f"{pool}ThreadPoolQueueHeadWaitTimeMills", "-")
     return f"{tps:.2f}({queued},{wait}ms)"

@@ -67,14 +67,18 @@ def ha_lines(info: dict[str, str]) -> list[str]:
 
 def put_tps_text(runtime_put_tps: str | None, sampled: float | None) -> str:
     """A master's put TPS over the last minute: the console's latest sample of the broker's
-    own BROKER_PUT_NUMS when there is one; else its runtime info's ``putTps``, which Java
-    gives as three rates (10 s, 1 min, 10 min: the middle one is taken) and ours as one."""
+    own BROKER_PUT_NUMS when there is one; else its runtime info's ``putTps``: three rates
+    (10 s, 1 min, 10 min), a window not covered yet empty, as Java's; the 1 min one is taken,
+    the 10 s one while the broker is younger than a minute."""
     if sampled is not None:
         return f"{sampled:.2f}"
-    fields = (runtime_put_tps or "").split()
-    if not fields:
-        return "-"
-    return fields[1] if len(fields) == 3 else fields[0]
+    fields = (runtime_put_tps or "").split(" ")
+    for field in (fields[1], fields[0]) if len(fields) == 3 else fields[:1]:
+        try:
+            return f"{float(field):.2f}"
+        except ValueError:
+            continue
+    return "-"
 
 
 def broker_row(

@@ -9,7 +9,6 @@ import urllib.request
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.harness import free_port_block
 from tests.kits.brokerkit import broker_conf, start_namesrv
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -68,15 +67,16 @@ def promtool_check(text: str) -> str | None:
 
 def namesrv_with_metrics(processes, tmp_path):  # type: ignore[no-untyped-def]
     """A NameServer serving /metrics and a broker.conf that serves them too (not started):
-    (namesrv, conf, namesrv metrics port, broker metrics port)."""
-    namesrv_metrics, broker_metrics = free_port_block(1), free_port_block(1)
+    (namesrv, conf, namesrv metrics port). Both bind port 0 and report the port they got on
+    their READY line (``ServerProcess.metrics_port``): no probe-then-bind race."""
     namesrv = start_namesrv(
-        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=namesrv_metrics
+        processes, tmp_path, metricsExporterType="PROM", metricsPromExporterPort=0
     )
     conf = broker_conf(
         tmp_path,
         namesrvAddr=namesrv.addr,
         metricsExporterType="PROM",
-        metricsPromExporterPort=broker_metrics,
+        metricsPromExporterPort=0,
     )
-    return namesrv, conf, namesrv_metrics, broker_metrics
+    assert namesrv.metrics_port is not None, "the NameServer's READY line has no metricsPort"
+    return namesrv, conf, namesrv.metrics_port

@@ -16,7 +16,6 @@ from client.producer import Producer
 from remoting.body import ConsumeFromWhere
 from remoting.client import RemotingClient
 from tests.conftest import REPO_ROOT
-from tests.harness import free_port_block
 from tests.kits.brokerkit import broker_conf, start_broker, wait_for_route
 from tests.kits.hakit import wait_until
 from tests.kits.metricskit import namesrv_with_metrics, scrape_text
@@ -40,8 +39,8 @@ def firing(alerts: list[dict], name: str) -> list[dict]:
 
 @NEEDS_PROMETHEUS
 async def test_lag_alert_fires_when_the_consumer_stops(processes, tmp_path) -> None:
-    namesrv, conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(processes, tmp_path)
-    start_broker(processes, conf)
+    namesrv, conf, namesrv_metrics = namesrv_with_metrics(processes, tmp_path)
+    broker_metrics = start_broker(processes, conf).metrics_port
     jobs = {
         "rocketmq-broker": [f"127.0.0.1:{broker_metrics}"],
         "rocketmq-namesrv": [f"127.0.0.1:{namesrv_metrics}"],
@@ -108,12 +107,8 @@ def _names_used() -> set[str]:
 
 
 async def test_rules_and_dashboard_use_only_exported_names(processes, tmp_path) -> None:
-    namesrv, master_conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(
-        processes, tmp_path
-    )
-    slave_conf = None
-    start_broker(processes, master_conf)
-    slave_metrics = free_port_block(1)
+    namesrv, master_conf, namesrv_metrics = namesrv_with_metrics(processes, tmp_path)
+    broker_metrics = start_broker(processes, master_conf).metrics_port
     master_ha = next(
         line.split("=", 1)[1]
         for line in master_conf.read_text().splitlines()
@@ -126,9 +121,9 @@ async def test_rules_and_dashboard_use_only_exported_names(processes, tmp_path) 
         brokerRole="SLAVE",
         haMasterAddress=f"127.0.0.1:{master_ha}",
         metricsExporterType="PROM",
-        metricsPromExporterPort=slave_metrics,
+        metricsPromExporterPort=0,
     )
-    start_broker(processes, slave_conf, "slave")
+    slave_metrics = start_broker(processes, slave_conf, "slave").metrics_port
     async with Producer.open(namesrv.addr, "NamesPG") as producer:
         await producer.send(Message(TOPIC, b"x"))
 

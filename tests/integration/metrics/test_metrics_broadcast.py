@@ -10,7 +10,6 @@ from client.message import Message
 from client.producer import Producer
 from remoting.body import ConsumeFromWhere, MessageModel
 from remoting.client import RemotingClient
-from tests.harness import free_port_block
 from tests.kits.brokerkit import broker_conf, start_broker, start_namesrv, wait_for_route
 from tests.kits.hakit import wait_until
 from tests.kits.metricskit import scrape, value
@@ -19,16 +18,15 @@ TOPIC, GROUP, MESSAGES = "BroadcastTopic", "BroadcastGroup", 12
 
 
 async def test_broadcast_clients_report_their_own_lag(processes, tmp_path) -> None:
-    port = free_port_block(1)
     namesrv = start_namesrv(processes, tmp_path)
     conf = broker_conf(
         tmp_path,
         namesrvAddr=namesrv.addr,
         metricsExporterType="PROM",
-        metricsPromExporterPort=port,
+        metricsPromExporterPort=0,
         metricsBroadcastProbeInterval=200,
     )
-    start_broker(processes, conf)
+    port = start_broker(processes, conf).metrics_port
     async with Producer.open(namesrv.addr, "BroadcastPG") as producer:
         for n in range(MESSAGES):
             await producer.send(Message(TOPIC, b"m%d" % n))

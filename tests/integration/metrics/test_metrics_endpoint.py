@@ -12,18 +12,20 @@ import time
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
-from tests.harness import free_port_block, python_module
+from tests.harness import python_module
 from tests.kits.brokerkit import (
     broker_conf,
     call,
     send_request,
     start_broker,
 )
+from tests.kits.hakit import wait_until
 from tests.kits.metricskit import (
     fetch,
     namesrv_with_metrics,
     parse,
     promtool_check,
+    scrape,
     scrape_text,
     value,
 )
@@ -42,8 +44,9 @@ def commit(queue_id: int, offset: int) -> RemotingCommand:
 
 
 async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> None:
-    _, conf, namesrv_metrics, broker_metrics = namesrv_with_metrics(processes, tmp_path)
+    _, conf, namesrv_metrics = namesrv_with_metrics(processes, tmp_path)
     broker = start_broker(processes, conf)
+    broker_metrics = broker.metrics_port
     async with RemotingClient.open() as client:
         sent_from = int(time.time() * 1000)
         for queue_id, count in ((0, 5), (1, 3)):
@@ -72,6 +75,8 @@ async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> N
     assert value(samples, "rocketmq_consumer_queue_lag_messages", **queue1) == 0
     assert value(samples, "rocketmq_consumer_queue_lag_seconds", **queue1) == 0
     assert value(samples, "rocketmq_consumer_queue_lag_seconds", **queue0) * 1000 == latency
+    assert value(samples, "rocketmq_metrics_queue_series_aggregated") == 0
+    assert value(samples, "rocketmq_metrics_snapshot_age_seconds") >= 0
     assert value(samples, "rocketmq_brokeruntime_msg_put_total_today_now") == 8
     assert value(samples, "rocketmq_put_latency_seconds_count") == 8
     assert value(samples, "rocketmq_store_writable") == 1
@@ -87,9 +92,14 @@ async def test_broker_metrics_follow_sends_and_commits(processes, tmp_path) -> N
 
 
 async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp_path) -> None:
-    port = free_port_block(1)
-    conf = broker_conf(tmp_path, metricsExporterType="PROM", metricsPromExporterPort=port)
+    conf = broker_conf(
+        tmp_path,
+        metricsExporterType="PROM",
+        metricsPromExporterPort=0,
+        metricsPerQueueMaxSeries=1,
+    )
     broker = start_broker(processes, conf)
+    port = broker.metrics_port
     assert fetch(port, "/")[0] == 404
     garbage = b"\x16\x03\x01\x00\xa5" + b"\xff" * 300 + b"\r\n\r\n"
     for payload in (garbage, b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X: y\r\n" * 5000):
@@ -100,6 +110,20 @@ async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp
             assert not answer.startswith(b"HTTP/1.1 200")
     status, text = fetch(port)
     assert status == 200 and "rocketmq_brokeruntime_commitlog_maxoffset" in text
+    # one queue's lag would be two per-queue series, over metricsPerQueueMaxSeries=1: the
+    # group's lag is exported per topic only, and a gauge says so
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request(TOPIC, b"m"))).code == 0
+        assert (await call(client, broker.addr, commit(0, 0))).code == 0
+
+    async def aggregated() -> bool:
+        samples = await scrape(port)
+        return value(samples, "rocketmq_metrics_queue_series_aggregated") == 1
+
+    await wait_until(aggregated, what="the per-queue series to be aggregated")
+    samples = await scrape(port)
+    assert value(samples, "rocketmq_consumer_lag_messages", consumer_group=GROUP, topic=TOPIC) >= 0
+    assert not any(name.startswith("rocketmq_consumer_queue_lag") for name, _ in samples)
     assert broker.alive()
 
 

@@ -1,10 +1,10 @@
-"""Lag in messages and time (broker/metrics/lag.py) and a broadcasting client's position
+"""Lag in messages and time (metrics/lag.py, as the broker uses it) and a broadcasting client's position
 (broker/metrics/client_probe.py): pure figures from offsets and store times."""
 
 from __future__ import annotations
 
 from broker.metrics.client_probe import client_offset
-from broker.metrics.lag import NO_LAG, Lag, queue_lag, total_lag
+from metrics.lag import NO_LAG, Lag, queue_lag, total_lag
 from remoting.body import ProcessQueueInfo
 
 STORE_MS = {offset: 1_000 + offset for offset in range(100)}

@@ -44,7 +44,8 @@ def mq(queue_id: int, topic: str = "T") -> MessageQueue:
 def test_lag_in_seconds_is_the_wait_of_the_oldest_unconsumed_message() -> None:
     assert L.lag_seconds(5, 1_000_000, 1_004_500) == 4.5
     assert L.lag_seconds(0, None, 1_004_500) == 0.0  # nothing waits
-    assert L.lag_seconds(3, None, 1_004_500) is None  # unknown, never a guess
+    assert L.lag_seconds(3, L.NOT_READ, 1_004_500) is None  # unknown, never a guess
+    assert L.lag_seconds(3, None, 1_004_500) == 0.0  # all it lags on expired: RocketMQ says 0
     assert L.lag_seconds(3, 1_005_000, 1_004_500) == 0.0  # a broker clock ahead of ours
 
 
@@ -80,15 +81,17 @@ def test_queue_lags_carry_messages_and_seconds_per_queue() -> None:
         mq(1): OffsetWrapper(broker_offset=10, consumer_offset=7, last_timestamp=5),
         mq(0): OffsetWrapper(broker_offset=4, consumer_offset=4),
         mq(2): OffsetWrapper(broker_offset=6, consumer_offset=1),
+        mq(3): OffsetWrapper(broker_offset=20, consumer_offset=12),
     }
-    lags = L.queue_lags(offsets, {mq(1): 40_000}, now_ms=100_000)
+    lags = L.queue_lags(offsets, {mq(1): 40_000, mq(3): None}, now_ms=100_000)
     assert [(q.mq.queue_id, q.messages, q.seconds) for q in lags] == [
         (0, 0, 0.0),
         (1, 3, 60.0),
         (2, 5, None),  # lags, not measured
+        (3, 8, 0.0),  # lags on expired messages only: nothing stored has waited
     ]
     assert L.oldest_seconds(lags) == 60.0
-    assert L.oldest_seconds(lags[2:]) is None
+    assert L.oldest_seconds(lags[2:3]) is None
     assert L.oldest_seconds(lags[:1]) == 0.0
 
 
@@ -224,7 +227,8 @@ def test_a_broker_row_says_why_it_is_empty() -> None:
 
 def test_put_tps_is_the_sampled_minute_else_javas_middle_rate() -> None:
     assert put_tps_text("0.00", 45.98) == "45.98"  # ours: a first runtime read says 0
-    assert put_tps_text("12.5 40.1 38.0", None) == "40.1"  # Java: 10 s, 1 min, 10 min
+    assert put_tps_text("12.5 40.1 38.0", None) == "40.10"  # Java: 10 s, 1 min, 10 min
+    assert put_tps_text("12.5  ", None) == "12.50"  # up less than a minute: 10 s
     assert put_tps_text("7.25", None) == "7.25"
     assert put_tps_text(None, None) == put_tps_text("  ", None) == "-"
     history = History()
