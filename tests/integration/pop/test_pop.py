@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from broker.pop import ck_info
+from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
@@ -178,3 +179,21 @@ async def test_pop_on_a_sync_flush_broker(processes, tmp_path) -> None:
             popped = await pop_until(client, broker.addr, "SyncPop", "PG6", 2)
         for p in popped:
             assert (await call(client, broker.addr, ack_request(p, "PG6"))).code == 0
+
+
+async def test_peek_changes_nothing(cluster) -> None:
+    _, broker = cluster
+
+    def peek() -> RemotingCommand:
+        fields = {"consumerGroup": "PG7", "topic": "PeekT", "queueId": "-1", "maxMsgNums": "32"}
+        return RemotingCommand.request(RequestCode.PEEK_MESSAGE, fields)
+
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "PeekT", 2, queues=1)
+        for _ in range(2):  # peeked twice: the same two, nothing popped
+            seen = await call(client, broker.addr, peek())
+            assert seen.code == 0 and seen.ext("restNum") == "2"
+            assert sorted(m.body for m in codec.decode_messages(seen.body)) == [b"m0", b"m1"]
+        with trio.fail_after(30):
+            await pop_until(client, broker.addr, "PeekT", "PG7", 2)
+        assert (await call(client, broker.addr, peek())).code == 19  # PULL_NOT_FOUND
