@@ -34,6 +34,7 @@ from broker.persist import JsonConfigFile
 from broker.pop.ack_processor import AckMessageProcessor
 from broker.pop.notification import NotificationProcessor
 from broker.pop.order_info import OrderInfoTable
+from broker.pop.peek import PeekMessageProcessor
 from broker.pop.polling import PopLongPollingService
 from broker.pop.pop_processor import PopMessageProcessor
 from broker.pop.revive import PopReviveService
@@ -231,6 +232,7 @@ class BrokerController:
         server.register(RequestCode.PULL_MESSAGE, self.pull_processor.handle)
         PopMessageProcessor(self).register(server)
         NotificationProcessor(self).register(server)
+        PeekMessageProcessor(self).register(server)
         AckMessageProcessor(self).register(server)
         QueryProcessor(self).register(server)
         ClientManageProcessor(self).register(server)

@@ -611,3 +611,11 @@ class NotificationResponseHeader:
 @frozen
 class GetTopicConfigRequestHeader:
     topic: Topic
+
+
+@frozen
+class PeekMessageRequestHeader:
+    consumer_group: Group
+    topic: Topic
+    queue_id: Int  # -1: every readable queue
+    max_msg_nums: Int

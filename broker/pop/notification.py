@@ -62,7 +62,7 @@ class NotificationProcessor:
         for topic, queue_id in queues:
             offset = self.broker.offsets.query(group, topic, queue_id)
             if offset < 0:
-                offset = store.get_min_offset_in_queue(topic, queue_id)
+                offset = max(0, store.get_min_offset_in_queue(topic, queue_id))
             if store.get_max_offset_in_queue(topic, queue_id) > offset:
                 return True
         return False

@@ -140,6 +140,8 @@ PROBES = [
     Probe(C.NOTIFICATION, lambda n, _: fields(C.NOTIFICATION, consumerGroup=n, topic="Fine", queueId=-1, pollTime=0, bornTime=0)),
     Probe(C.NOTIFICATION, lambda n, _: fields(C.NOTIFICATION, consumerGroup="G", topic=n, queueId=-1, pollTime=0, bornTime=0)),
     Probe(C.GET_TOPIC_CONFIG, lambda n, _: fields(C.GET_TOPIC_CONFIG, topic=n)),
+    Probe(C.PEEK_MESSAGE, lambda n, _: fields(C.PEEK_MESSAGE, consumerGroup=n, topic="Fine", queueId=-1, maxMsgNums=1)),
+    Probe(C.PEEK_MESSAGE, lambda n, _: fields(C.PEEK_MESSAGE, consumerGroup="G", topic=n, queueId=-1, maxMsgNums=1)),
     Probe(C.QUERY_CONSUME_QUEUE, lambda n, _: fields(C.QUERY_CONSUME_QUEUE, topic="Fine", queueId=0, index=0, count=1, consumerGroup=n), optional=True),
 ]  # fmt: skip
 # Served, but no name in them.

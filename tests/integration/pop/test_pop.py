@@ -4,9 +4,11 @@ ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, the retry topic and the
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from broker.pop import ck_info
+from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
@@ -36,8 +38,15 @@ async def send(client, addr, topic, count, *, tags=None, queues=4) -> None:
         assert response.code == 0, response.remark
 
 
-async def test_pop_ack_change_invisible_and_retry(processes, tmp_path) -> None:
-    broker = start_broker(processes, broker_conf(tmp_path))
+@pytest.fixture(scope="module")
+def cluster(module_processes, tmp_path_factory):
+    """Shared by the module's tests that need no broker of their own: each pops with its own
+    group from its own topic (tests/README.md, "Shared clusters")."""
+    return start_cluster(module_processes, tmp_path_factory.mktemp("cluster"))
+
+
+async def test_pop_ack_change_invisible_and_retry(cluster) -> None:
+    _, broker = cluster
     async with RemotingClient.open() as client:
         await send(client, broker.addr, "PopT", 6)
         with trio.fail_after(30):
@@ -67,9 +76,8 @@ async def test_pop_ack_change_invisible_and_retry(processes, tmp_path) -> None:
         assert gone.code == 210
 
 
-async def test_pop_group_beside_pull_group_and_dlq(processes, tmp_path) -> None:
-    conf = broker_conf(tmp_path)
-    broker = start_broker(processes, conf)
+async def test_pop_group_beside_pull_group_and_dlq(cluster) -> None:
+    _, broker = cluster
     async with RemotingClient.open() as client:
         group = RemotingCommand.request(
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
@@ -93,8 +101,8 @@ async def test_pop_group_beside_pull_group_and_dlq(processes, tmp_path) -> None:
         assert sorted(m.body for m in dead) == [b"m0", b"m1", b"m2"]
 
 
-async def test_bad_pop_requests_get_codes(processes, tmp_path) -> None:
-    broker = start_broker(processes, broker_conf(tmp_path))
+async def test_bad_pop_requests_get_codes(cluster) -> None:
+    _, broker = cluster
     async with RemotingClient.open() as client:
         await send(client, broker.addr, "BadT", 1, queues=1)
         (p,) = await pop(client, broker.addr, "BadT", "PG3", poll_ms=3000)
@@ -119,8 +127,8 @@ async def test_bad_pop_requests_get_codes(processes, tmp_path) -> None:
     assert "Traceback" not in broker.log_path.read_text()
 
 
-async def test_consumer_progress_shows_pop_inflight(processes, tmp_path) -> None:
-    ns, broker = start_cluster(processes, tmp_path)
+async def test_consumer_progress_shows_pop_inflight(cluster) -> None:
+    ns, broker = cluster
     async with RemotingClient.open() as client:
         await send(client, broker.addr, "Flight", 4, queues=1)
         with trio.fail_after(30):
@@ -135,8 +143,8 @@ async def test_consumer_progress_shows_pop_inflight(processes, tmp_path) -> None
     assert "Consume Inflight Total: 3" in done.stdout  # offsets 1..3 popped, 1 and 3 unacked
 
 
-async def test_notification_waits_for_a_message(processes, tmp_path) -> None:
-    broker = start_broker(processes, broker_conf(tmp_path))
+async def test_notification_waits_for_a_message(cluster) -> None:
+    _, broker = cluster
 
     def notification(poll_ms: int) -> RemotingCommand:
         fields = {"consumerGroup": "PG5", "topic": "Note", "queueId": "-1"}
@@ -171,3 +179,21 @@ async def test_pop_on_a_sync_flush_broker(processes, tmp_path) -> None:
             popped = await pop_until(client, broker.addr, "SyncPop", "PG6", 2)
         for p in popped:
             assert (await call(client, broker.addr, ack_request(p, "PG6"))).code == 0
+
+
+async def test_peek_changes_nothing(cluster) -> None:
+    _, broker = cluster
+
+    def peek() -> RemotingCommand:
+        fields = {"consumerGroup": "PG7", "topic": "PeekT", "queueId": "-1", "maxMsgNums": "32"}
+        return RemotingCommand.request(RequestCode.PEEK_MESSAGE, fields)
+
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "PeekT", 2, queues=1)
+        for _ in range(2):  # peeked twice: the same two, nothing popped
+            seen = await call(client, broker.addr, peek())
+            assert seen.code == 0 and seen.ext("restNum") == "2"
+            assert sorted(m.body for m in codec.decode_messages(seen.body)) == [b"m0", b"m1"]
+        with trio.fail_after(30):
+            await pop_until(client, broker.addr, "PeekT", "PG7", 2)
+        assert (await call(client, broker.addr, peek())).code == 19  # PULL_NOT_FOUND
