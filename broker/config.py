@@ -173,6 +173,9 @@ class BrokerConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
     # (more are answered POLLING_FULL)
     revive_queue_num: int = attrs.field(default=8, validator=java_int(1, 1024))
     max_pop_polling_size: int = attrs.field(default=100_000, validator=java_int(0))
+    # a new pop group of a queue whose first message is still in memory starts at it, not
+    # at the queue's last message (5.x's default): what was sent before the first receive
+    init_pop_offset_by_check_msg_in_mem: bool = True
 
     @property
     def is_master(self) -> bool:

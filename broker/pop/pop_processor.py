@@ -337,6 +337,13 @@ class PopMessageProcessor:
         store = broker.store
         if init_mode == INIT_MODE_MIN:
             return store.get_min_offset_in_queue(topic, queue_id)
-        offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
+        if (
+            broker.config.init_pop_offset_by_check_msg_in_mem
+            and store.get_min_offset_in_queue(topic, queue_id) <= 0
+            and store.check_in_mem_by_consume_offset(topic, queue_id, 0)
+        ):
+            offset = 0
+        else:
+            offset = max(0, store.get_max_offset_in_queue(topic, queue_id) - 1)
         broker.offsets.commit(group, topic, queue_id, offset)
         return offset

@@ -45,6 +45,14 @@ class QueueLookups:
             return False
         return self.commit_log.max_phys_offset - unit[0] > self.memory_threshold
 
+    def check_in_mem_by_consume_offset(self, topic: str, queue_id: int, queue_offset: int) -> bool:
+        """Whether the message at ``queue_offset`` exists and is still in the memory window."""
+        consume_queue = self.consume_queues.find(topic, queue_id)
+        unit = consume_queue.unit(queue_offset) if consume_queue else None
+        if unit is None:
+            return False
+        return self.commit_log.max_phys_offset - unit[0] <= self.memory_threshold
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         consume_queue = self.consume_queues.find(topic, queue_id)
         if consume_queue is None:

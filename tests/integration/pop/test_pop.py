@@ -197,3 +197,15 @@ async def test_peek_changes_nothing(cluster) -> None:
         with trio.fail_after(30):
             await pop_until(client, broker.addr, "PeekT", "PG7", 2)
         assert (await call(client, broker.addr, peek())).code == 19  # PULL_NOT_FOUND
+
+
+async def test_a_new_group_in_max_mode_starts_at_a_queue_still_in_memory(cluster) -> None:
+    """As the Proxy pops (initMode MAX): a group's first pop of a queue whose first message is
+    still in memory starts there (5.x's initPopOffsetByCheckMsgInMem), so what was sent before
+    the group's first receive is not skipped."""
+    _, broker = cluster
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "PopMaxT", 3, queues=1)
+        with trio.fail_after(30):
+            popped = await pop_until(client, broker.addr, "PopMaxT", "PG8", 3, init_mode=1)
+        assert sorted(p.message.body for p in popped) == [b"m0", b"m1", b"m2"]
