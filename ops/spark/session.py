@@ -52,6 +52,8 @@ def spark_session(
         builder = builder.config("spark.ui.enabled", "false")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if master and not local and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        _ship_code(spark)
     spark.dataSource.register(CommitLogDataSource)
     return spark
 
@@ -61,3 +63,17 @@ def _local_java_options() -> str:
     warnings stay out of the job's lines."""
     options = os.environ.get("RECONCILE_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
     return f"{options} -Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}"
+
+
+def _ship_code(spark) -> None:
+    """Connected to a cluster directly (not through spark-submit's --py-files): the executors
+    get the job's code as a zip, so they need only Python, pyarrow and the job's libraries."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from ops.spark.package import build_zip
+
+    folder = Path(tempfile.mkdtemp(prefix="mqreconcile-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # served until the driver ends
+    spark.sparkContext.addPyFile(str(build_zip(folder / "rocketmq_trio_job.zip")))
