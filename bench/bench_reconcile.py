@@ -69,7 +69,8 @@ def build(root: Path) -> int:
     return size
 
 
-def peak_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
+def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tuple]) -> None:
+    """Peak RSS of the tree, and each process's last seen CPU seconds by kind (JVM, Python)."""
     try:
         top = psutil.Process(pid)
     except psutil.NoSuchProcess:
@@ -77,10 +78,18 @@ def peak_rss(pid: int, stop: threading.Event, peak: list[int]) -> None:
     while not stop.wait(0.2):
         total = 0
         try:
-            for proc in [top, *top.children(recursive=True)]:
-                total += proc.memory_info().rss
+            procs = [top, *top.children(recursive=True)]
         except psutil.Error:
             continue
+        for proc in procs:
+            try:
+                with proc.oneshot():
+                    total += proc.memory_info().rss
+                    times = proc.cpu_times()
+                    kind = "jvm" if "java" in proc.name() else "python"
+                    cpu[proc.pid] = (kind, times.user + times.system)
+            except psutil.Error:
+                continue
         peak[0] = max(peak[0], total)
 
 
@@ -93,8 +102,8 @@ def run(tree: Path, root: Path, size: int) -> str:
     proc = subprocess.Popen(
         argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    stop, peak = threading.Event(), [0]
-    sampler = threading.Thread(target=peak_rss, args=(proc.pid, stop, peak))
+    stop, peak, cpu = threading.Event(), [0], {}
+    sampler = threading.Thread(target=sample, args=(proc.pid, stop, peak, cpu))
     sampler.start()
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - t0
@@ -112,9 +121,13 @@ def run(tree: Path, root: Path, size: int) -> str:
     if not listed or not parsed:
         return f"{tree}: phases not found"
     seconds = float(parsed.group(1) or parsed.group(2)) - float(listed.group(1) or listed.group(2))
+    jvm = sum(c for kind, c in cpu.values() if kind == "jvm")
+    python = sum(c for kind, c in cpu.values() if kind == "python")
+    mib = size / 2**20
     return (
         f"{tree.name:>10}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
-        f"{size / 2**20 / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB"
+        f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB, CPU {jvm + python:6.1f} s "
+        f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second"
     )
 
 

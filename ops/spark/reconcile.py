@@ -3,10 +3,12 @@ store, report what the slave lacks or has wrong, and write a repair bundle.
 
 Each log is parsed once by Python tasks (the ``commitlog`` source); every later question is
 asked of that parse, in the JVM: the master's as ``index.parquet`` (kept for ad-hoc queries;
-with ``--dry-run`` a disk-only persist instead), the slave's as a disk-only persist. Nothing is
-held in memory per record and no record reaches the driver: it collects aggregates, one row per
-topic/queue, and at most ``MAX_LISTED`` corrupt records. What the figures mean is decided in
-``verdict`` (pure); the bundle is written by ``bundle``.
+with ``--dry-run`` Spark's cache instead), the slave's in Spark's cache. The cache is columnar
+(later queries read only the columns they need) and spills to disk past the JVM's storage
+memory, so the driver's heap bounds memory whatever the backup's size. No record reaches the
+driver: it collects aggregates, one row per topic/queue, and at most ``MAX_LISTED`` corrupt
+records. What the figures mean is decided in ``verdict`` (pure); the bundle is written by
+``bundle``.
 """
 
 from __future__ import annotations
@@ -72,8 +74,6 @@ def reconcile(
     say: Callable[[str], None] | None = None,
     phase: Phase | None = None,
 ) -> dict[str, Any]:
-    from pyspark import StorageLevel
-
     phase = phase or (Phase(say) if say else Phase())
     segments, segment_size = check_backups(backups)
     slave_log = slave_store / "commitlog"
@@ -87,7 +87,6 @@ def reconcile(
             f"the slave's segments are {slave_segments[0].size} bytes, the backup's {segment_size}"
         )
     out.mkdir(parents=True, exist_ok=True)
-    disk = StorageLevel.DISK_ONLY
     try:
         frame = _load(spark, segments, split_bytes)
         if not dry_run:
@@ -96,7 +95,7 @@ def reconcile(
                 frame.write.mode("overwrite").parquet(str(index))
             master = _Parsed(spark.read.parquet(str(index)), segments)
         else:
-            frame = frame.persist(disk)
+            frame = frame.cache()
             with _ticking(spark, phase, "parsing the backup", segments):
                 master = _Parsed(frame, segments)
         if master.stats["hosts"] > 1:
@@ -111,7 +110,7 @@ def reconcile(
         )
         slave = None
         if slave_segments:
-            persisted = _load(spark, slave_segments, split_bytes).persist(disk)
+            persisted = _load(spark, slave_segments, split_bytes).cache()
             with _ticking(spark, phase, "parsing the slave", slave_segments):
                 slave = _Parsed(persisted, slave_segments)
         verdict = decide(master.side, slave and slave.side, _mismatch(master, slave))

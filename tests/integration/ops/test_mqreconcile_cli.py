@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.kits.brokerkit import broker_conf, start_broker
-from tests.kits.clikit import assert_refused, run_cli
+from tests.kits.clikit import REPO, assert_refused, run_cli
 from tests.kits.storekit import build_master, copy_store, cut_slave, record_offsets
 
 
@@ -83,6 +85,7 @@ JVM_NOTE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(900)
 def test_run_prints_numbered_timed_phases_on_stderr_and_no_spark_noise(tmp_path) -> None:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
@@ -90,10 +93,13 @@ def test_run_prints_numbered_timed_phases_on_stderr_and_no_spark_noise(tmp_path)
     build_master(tmp_path / "master", 300)
     copy_store(tmp_path / "master", tmp_path / "slave")
     cut_slave(tmp_path / "slave", record_offsets(tmp_path / "master")[250])
-    done = run_cli(
-        "ops.spark", "run", "--backup", f"file://{tmp_path / 'master' / 'commitlog'}",
-        "--slave-store", str(tmp_path / "slave"), "--out", str(tmp_path / "out"),
-        "--master", "local[2]", "--split-mb", "1",
+    # A JVM's start alone takes a minute on a loaded 2-core machine: no 120 s run_cli limit.
+    done = subprocess.run(
+        [sys.executable, "-m", "ops.spark", "run",
+         "--backup", f"file://{tmp_path / 'master' / 'commitlog'}",
+         "--slave-store", str(tmp_path / "slave"), "--out", str(tmp_path / "out"),
+         "--master", "local[2]", "--split-mb", "1"],
+        capture_output=True, text=True, timeout=600, cwd=REPO, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line != JVM_NOTE]
