@@ -21,7 +21,7 @@ PURE_PATHS ?= tests/unit tests/property tests/integration/broker tests/integrati
 FUZZ_MINUTES ?= 30
 FUZZ_SEED ?= 1
 
-.PHONY: run test test-native test-pure test-all bench lint clean install reconcile fuzz
+.PHONY: run test test-native test-pure test-all bench lint clean install reconcile reconcile-zip fuzz
 
 install: $(STAMP)
 
@@ -80,8 +80,16 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # make reconcile MASTER_BACKUP=/backups/commitlog SLAVE_STORE=/data/slave-store OUT=/tmp/reconcile
+#   [SPARK_MASTER=spark://host:7077]  (a cluster: the backup at the same path, or a file:// URI,
+#   on every worker; the driver ships the job's code to the executors itself)
+# make reconcile-zip: the job's code for spark-submit --py-files (build/rocketmq-trio-job.zip)
 reconcile: $(STAMP)
-	$(BIN)/python -m ops.spark run --backup $(MASTER_BACKUP) --slave-store $(SLAVE_STORE) --out $(OUT)
+	$(BIN)/python -m ops.spark run --backup $(MASTER_BACKUP) --slave-store $(SLAVE_STORE) \
+	  --out $(OUT) $(if $(SPARK_MASTER),--master $(SPARK_MASTER))
+
+reconcile-zip: $(STAMP)
+	@mkdir -p build
+	$(BIN)/python -m ops.spark.package build/rocketmq-trio-job.zip
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

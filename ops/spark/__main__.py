@@ -3,8 +3,10 @@
     mqreconcile run   --backup DIR [--backup DIR ...] --slave-store DIR --out DIR [--dry-run]
     mqreconcile apply --store DIR BUNDLE [--dry-run]
 
-``run`` uses Spark: local[*] by default (``--master local[2]``), or the cluster given by
-spark-submit when launched through it (see ops/spark/README.md).
+``run`` uses Spark: local[*] by default (``--master local[2]``, ``--master
+spark://host:7077``), or the cluster given by spark-submit when launched through it (see
+ops/spark/README.md). Its phase lines go to stderr with the seconds since the command started;
+the report's summary goes to stdout.
 
 Every path and number is checked here before Spark starts or a store is opened (a mistyped
 ``--store`` must not become a new, empty store); any error is one line and exit status 1.
@@ -16,18 +18,24 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 from broker.store.config import MessageStoreConfig, store_config
 from deploy.cli import OneLineArgumentParser, fail, unexpected
 from ops.spark.apply import BundleError, apply_bundle
-from ops.spark.segments import BackupError
+from ops.spark.progress import Phase
+from ops.spark.segments import BackupError, local_path, merge_backups
 from remoting import properties
 from remoting.runtime_config import RuntimeConfigError, load_overrides
 from remoting.settings import ConfigError
 
 PROG = "mqreconcile"
+# Spark's master URLs (a typo here would otherwise surface only after the JVM started).
+MASTER = re.compile(
+    r"local(\[(\d+|\*)(,\d+)?\])?|spark://[\w.-]+:\d{1,5}(,[\w.-]+:\d{1,5})*|yarn|k8s://\S+"
+)
 
 
 class InputError(ValueError):
@@ -48,14 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="report (and bundle) what a stopped slave lacks")
+    # Paths stay text until check_run: a file:// URI must not be folded by Path.
     run.add_argument(
-        "--backup", type=Path, action="append", required=True, help="a commitlog folder"
+        "--backup", action="append", required=True, help="a commitlog folder (or file:// URI)"
     )
-    run.add_argument("--slave-store", type=Path, required=True, help="the slave's storePathRootDir")
-    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--slave-store", required=True, help="the slave's storePathRootDir")
+    run.add_argument("--out", required=True)
     run.add_argument("--dry-run", action="store_true", help="report only")
     run.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
     run.add_argument("--split-mb", type=_mib, default=256, help="bytes per task, in MiB")
+    run.add_argument(
+        "--spark-progress", action="store_true", help="Spark's own console progress bars too"
+    )
     apply = sub.add_parser("apply", help="apply a repair bundle to a stopped slave's store")
     apply.add_argument("--store", type=Path, required=True)
     apply.add_argument("bundle", type=Path)
@@ -126,24 +138,43 @@ def apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    from ops.spark.reconcile import check_backups
-
-    for backup in args.backup:
-        existing_dir(backup, "--backup")
-    existing_dir(args.slave_store, "--slave-store")
+def check_run(args: argparse.Namespace) -> None:
+    """Everything ``run`` needs, checked before Spark starts (it takes seconds to start)."""
+    if args.master is not None:
+        check_master(args.master)
+    args.backup = [existing_dir(local_path(b), "--backup") for b in args.backup]
+    args.slave_store = existing_dir(local_path(args.slave_store), "--slave-store")
+    args.out = local_path(args.out)
+    if args.out.exists() and not args.out.is_dir():
+        raise InputError(f"--out {args.out} is not a directory")
+    if not args.out.parent.is_dir():
+        raise InputError(f"--out {args.out}: its parent directory does not exist (a typo?)")
     check_stopped(args.slave_store)
-    check_backups(args.backup)  # refuses gaps and overlaps before Spark starts
+    merge_backups(args.backup)  # refuses gaps, overlaps and foreign sizes
     try:
         import pyspark  # noqa: F401
     except ImportError:
         raise InputError(
             "pyspark is not installed: pip install '.[spark]' (and Java 17+)"
         ) from None
+
+
+def check_master(master: str) -> None:
+    if not MASTER.fullmatch(master):
+        raise InputError(
+            f"--master {master!r}: expected local, local[N], local[*], spark://host:port, yarn "
+            "or k8s://..."
+        )
+
+
+def run(args: argparse.Namespace, phase: Phase) -> int:
+    check_run(args)
     from ops.spark.reconcile import reconcile, summary
     from ops.spark.session import spark_session
 
-    spark = spark_session(args.master)
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    phase(f"starting Spark ({args.master or ('spark-submit' if under_submit else 'local[*]')})")
+    spark = spark_session(args.master, progress=args.spark_progress)
     try:
         report = reconcile(
             spark,
@@ -152,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
             args.out,
             dry_run=args.dry_run,
             split_bytes=args.split_mb << 20,
+            phase=phase,
         )
     finally:
         spark.stop()
@@ -161,10 +193,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    phase = Phase()  # elapsed times count from here
     args = build_parser().parse_args(argv)
     prog = f"{PROG} {args.command}"
     try:
-        return apply(args) if args.command == "apply" else run(args)
+        return apply(args) if args.command == "apply" else run(args, phase)
     except (InputError, BackupError, BundleError, OSError) as exc:
         return fail(prog, exc)
     except KeyboardInterrupt:

@@ -4,13 +4,14 @@ through ``reader.read_range`` (bounded memory, whatever the segment size)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ops.spark.reader import read_range
-from ops.spark.segments import Range, list_segments, ranges
+from ops.spark.segments import Range, Segment, list_segments, local_path, ranges
 
 SCHEMA = (
     "phys_offset long, size int, kind string, topic string, queue_id int, queue_offset long, "
@@ -37,11 +38,15 @@ class RangePartition(InputPartition):
 
 class CommitLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        self.path = options["path"]
+        self.options = options
         self.split = int(options.get("splitBytes", DEFAULT_SPLIT))
 
     def partitions(self) -> list[InputPartition]:
-        return [RangePartition(r) for r in ranges(list_segments(self.path), self.split)]
+        if "segments" in self.options:
+            segments = [Segment(*s) for s in json.loads(self.options["segments"])]
+        else:
+            segments = list_segments(local_path(self.options["path"]))
+        return [RangePartition(r) for r in ranges(segments, self.split)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow record batches of BATCH_ROWS rows: much cheaper than pickling one tuple per

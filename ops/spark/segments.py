@@ -10,8 +10,10 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
 
 NAME_DIGITS = 20
+COMPARE_CHUNK = 8 << 20
 
 
 class BackupError(ValueError):
@@ -29,6 +31,22 @@ class Range(NamedTuple):
     file_start: int
     start: int  # absolute offsets [start, end)
     end: int
+
+
+def local_path(text: str) -> Path:
+    """A backup or store location as a path every Spark task opens itself: a plain path or a
+    ``file://`` URI (the form a shared mount is named by on a cluster). Other schemes are
+    refused: the tasks read with Python's own files, not Hadoop's."""
+    parts = urlsplit(text)
+    if parts.scheme in ("", "file") and not (parts.scheme == "" and parts.netloc):
+        if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise BackupError(f"{text}: a file:// URI names no host (file:///path)")
+        return Path(unquote(parts.path) if parts.scheme else text)
+    raise BackupError(
+        f"{text}: {parts.scheme}:// is not read by this job's tasks; mount the storage at the "
+        "same path on the driver and every worker (NFS, a FUSE mount of HDFS or S3) and pass "
+        "that path or a file:// URI"
+    )
 
 
 def list_segments(folder: Path | str) -> list[Segment]:
@@ -69,3 +87,43 @@ def ranges(segments: list[Segment], split_bytes: int | None = None) -> list[Rang
                 )
             )
     return out
+
+
+def merge_backups(backups: list[Path]) -> tuple[list[Segment], int]:
+    """Segments of every backup, merged by offset (a later backup may extend an earlier one);
+    the segment size they share. A segment in several backups must be one file's copies (the
+    shorter a prefix of the longer): the longer is read."""
+    by_start: dict[int, Segment] = {}
+    for backup in backups:
+        for seg in list_segments(backup):
+            old = by_start.get(seg.start)
+            if old is not None:
+                _check_copies(old, seg)
+            if old is None or seg.size > old.size:
+                by_start[seg.start] = seg
+    if not by_start:
+        raise BackupError(f"no CommitLog segment in {', '.join(map(str, backups))}")
+    segments = [by_start[k] for k in sorted(by_start)]
+    sizes = {seg.size for seg in segments}  # a store's segments are all preallocated whole
+    if len(sizes) != 1:
+        raise BackupError(f"segments of different sizes {sorted(sizes)}: not one CommitLog")
+    for previous, current in itertools.pairwise(segments):
+        if current.start != previous.start + previous.size:
+            raise BackupError(
+                f"the backups leave a hole between {previous.start + previous.size} and "
+                f"{current.start}: a segment is missing"
+            )
+    return segments, next(iter(sizes))
+
+
+def _check_copies(a: Segment, b: Segment) -> None:
+    with open(a.path, "rb") as left, open(b.path, "rb") as right:
+        compared = 0
+        while compared < min(a.size, b.size):
+            step = min(COMPARE_CHUNK, min(a.size, b.size) - compared)
+            if left.read(step) != right.read(step):
+                raise BackupError(
+                    f"{a.path} and {b.path} differ within their first {compared + step} bytes: "
+                    "the backups are not copies of one log"
+                )
+            compared += step

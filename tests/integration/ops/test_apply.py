@@ -15,7 +15,7 @@ from broker.store.config import BrokerRole
 from broker.store.mapped_file import StoreError
 from broker.store.message_store import DefaultMessageStore
 from ops.spark.apply import BundleError, apply_bundle
-from ops.spark.reconcile import write_bundle
+from ops.spark.bundle import write_bundle
 from ops.spark.segments import list_segments
 from tests.kits.storekit import (
     build_master,

@@ -4,12 +4,17 @@ store of a running broker says to stop it first."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.kits.brokerkit import broker_conf, start_broker
-from tests.kits.clikit import assert_refused, run_cli
+from tests.kits.clikit import REPO, assert_refused, run_cli
+from tests.kits.storekit import build_master, copy_store, cut_slave, record_offsets
 
 
 @pytest.fixture
@@ -40,6 +45,18 @@ BAD = [
     (["run", "--backup", "{store}", "--slave-store", "{store}", "--out", "{typo}",
       "--split-mb", "0"], "0 is outside 1..1048576 MiB"),
     (["fix"], "invalid choice: 'fix'"),
+    (["run", "--backup", "hdfs://nn/backup", "--slave-store", "{store}", "--out", "{typo}"],
+     "hdfs:// is not read by this job's tasks; mount the storage"),
+    (["run", "--backup", "file://{typo}", "--slave-store", "{store}", "--out", "{typo}"],
+     "--backup {typo} does not exist"),
+    (["run", "--backup", "file://host{store}", "--slave-store", "{store}", "--out", "{typo}"],
+     "a file:// URI names no host"),
+    (["run", "--backup", "{empty-backup}", "--slave-store", "{store}", "--out", "{typo}/x/y"],
+     "--out {typo}/x/y: its parent directory does not exist"),
+    (["run", "--backup", "{empty-backup}", "--slave-store", "{store}", "--out", "{a-file}"],
+     "--out {a-file} is not a directory"),
+    (["run", "--backup", "{empty-backup}", "--slave-store", "{store}", "--out", "{typo}",
+      "--master", "spark//127.0.0.1:7077"], "--master 'spark//127.0.0.1:7077': expected"),
 ]  # fmt: skip
 
 
@@ -60,3 +77,39 @@ def test_apply_on_a_running_brokers_store_says_to_stop_it(processes, tmp_path) -
     assert f"pid={broker.pid}" in line
     assert "stop that broker (the slave) first" in line
     assert "give each broker its own storePathRootDir" not in line  # the old, wrong advice
+
+
+PHASE = re.compile(r"\[(\d+)\] +(\d+\.\d) s  \S")
+PROGRESS = re.compile(r" {4} *(\d+\.\d) s  parsing the (backup|slave): \d+/\d+ ranges, ~")
+JVM_NOTE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's, before logging
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(900)
+def test_run_prints_numbered_timed_phases_on_stderr_and_no_spark_noise(tmp_path) -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no `java` on PATH (apt-get install openjdk-17-jre-headless)")
+    build_master(tmp_path / "master", 300)
+    copy_store(tmp_path / "master", tmp_path / "slave")
+    cut_slave(tmp_path / "slave", record_offsets(tmp_path / "master")[250])
+    # A JVM's start alone takes a minute on a loaded 2-core machine: no 120 s run_cli limit.
+    done = subprocess.run(
+        [sys.executable, "-m", "ops.spark", "run",
+         "--backup", f"file://{tmp_path / 'master' / 'commitlog'}",
+         "--slave-store", str(tmp_path / "slave"), "--out", str(tmp_path / "out"),
+         "--master", "local[2]", "--split-mb", "1"],
+        capture_output=True, text=True, timeout=600, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line != JVM_NOTE]
+    phases = [PHASE.match(line) for line in lines]
+    for line, match in zip(lines, phases, strict=True):
+        assert match or PROGRESS.match(line), f"not one of our lines: {line!r}"
+    numbers = [int(m[1]) for m in phases if m]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5
+    seconds = [float(m[2]) for m in phases if m]
+    assert seconds == sorted(seconds)
+    assert "starting Spark (local[2])" in lines[0]
+    assert "agree up to" in done.stdout and "HA catch-up suffices" in done.stdout
+    assert "Stage" not in done.stderr  # no console progress bars

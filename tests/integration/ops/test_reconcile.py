@@ -13,6 +13,7 @@ from broker.store.message_store import DefaultMessageStore
 from ops.spark.apply import BundleError, apply_bundle
 from ops.spark.reconcile import reconcile
 from ops.spark.segments import BackupError
+from tests.kits.reconcilekit import check_invariants, comparable, expected_report
 from tests.kits.storekit import (
     build_master,
     config,
@@ -62,9 +63,13 @@ def queue_tops(root):
 
 
 def run(spark, master, slave, out, **kw):
-    return reconcile(
+    """The job, its report checked line by line against the brute-force reference."""
+    report = reconcile(
         spark, [master / "commitlog"], slave, out, split_bytes=64 * 1024, say=lambda _: None, **kw
     )
+    assert comparable(report) == expected_report([master / "commitlog"], slave)
+    check_invariants(report)
+    return report
 
 
 def expected_missing(cut_index: int) -> int:

@@ -116,3 +116,18 @@ def test_fast_path_rows_equal_what_scan_record_reads(tmp_path) -> None:
                 position += scan.size
         got = [r for r in rows(root / "commitlog") if r.kind == "MESSAGE"]
         assert len(got) == 300 and got == expected
+
+
+def test_backup_locations_are_paths_or_file_uris(tmp_path) -> None:
+    from ops.spark.segments import local_path
+
+    assert local_path(str(tmp_path)) == tmp_path
+    assert local_path(f"file://{tmp_path}/a%20b") == tmp_path / "a b"
+    assert local_path(f"file://localhost{tmp_path}") == tmp_path
+    for bad, reason in [
+        ("hdfs://nn:8020/backups", "hdfs:// is not read by this job's tasks"),
+        ("s3a://bucket/x", "s3a:// is not read"),
+        ("file://otherhost/x", "names no host"),
+    ]:
+        with pytest.raises(BackupError, match=reason):
+            local_path(bad)
