@@ -131,6 +131,12 @@ class BrokerController:
             boot_timestamp=clock(),
         )
         self._stop = trio.Event()
+        self.stopped = trio.Event()  # run() has returned
+        # Auto-failover (broker/election/): why this process should start again in another
+        # role, set once; the entry point restarts it after the clean stop.
+        self.restart_reason: str | None = None
+        self.elector: object | None = None  # broker/election/elector.py, in controller mode
+        self.epoch = 0  # the controller's epoch this broker serves in (0: no controller)
         self.port: int | None = None
         self.ha_port: int | None = None
         self.metrics_port: int | None = None
@@ -290,6 +296,26 @@ class BrokerController:
     def stop(self) -> None:
         self._stop.set()
 
+    def fence(self, reason: str) -> None:
+        """Refuse every write from now on (a newer epoch exists, or our lease may be gone)."""
+        if self.registrar.fenced is None:
+            log.critical("%s", reason)
+            self.registrar.fenced = reason
+
+    def restart(self, reason: str) -> None:
+        """Stop cleanly, then start again: the role is decided anew at start-up."""
+        if self.restart_reason is None:
+            log.warning("controller: restarting: %s", reason)
+            self.restart_reason = reason
+        self.stop()
+
+    def follow_master(self, master_addr: str, ha_addr: str) -> None:
+        """A slave's new master, named by the controller: the HA client reconnects to it."""
+        ha = self.ha
+        ha.master_addr, ha.ha_master_addr = master_addr, ha_addr
+        ha.changed.set()
+        ha.changed = trio.Event()
+
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         self.load()
         warn_if_open(self.config, self.acl is not None, self.bind_host)
@@ -331,6 +357,7 @@ class BrokerController:
                 nursery.cancel_scope.cancel()
         finally:
             self.persist.persist_sync()
+            self.stopped.set()
 
     def _slave_synchronize(self, client: RemotingClient) -> SlaveSynchronize:
         return SlaveSynchronize(
