@@ -132,11 +132,13 @@ class BrokerController:
         )
         self._stop = trio.Event()
         self.stopped = trio.Event()  # run() has returned
+        self.loaded = False
         # Auto-failover (broker/election/): why this process should start again in another
         # role, set once; the entry point restarts it after the clean stop.
         self.restart_reason: str | None = None
         self.elector: object | None = None  # broker/election/elector.py, in controller mode
         self.epoch = 0  # the controller's epoch this broker serves in (0: no controller)
+        self.truncation: object | None = None  # what a returning member cut (election/)
         self.port: int | None = None
         self.ha_port: int | None = None
         self.metrics_port: int | None = None
@@ -271,6 +273,7 @@ class BrokerController:
     # ------------------------------------------------------------------------ lifecycle
 
     def load(self) -> None:
+        self.loaded = True
         self.topics.load()
         self.offsets.load()
         self.groups.load()
@@ -309,15 +312,9 @@ class BrokerController:
             self.restart_reason = reason
         self.stop()
 
-    def follow_master(self, master_addr: str, ha_addr: str) -> None:
-        """A slave's new master, named by the controller: the HA client reconnects to it."""
-        ha = self.ha
-        ha.master_addr, ha.ha_master_addr = master_addr, ha_addr
-        ha.changed.set()
-        ha.changed = trio.Event()
-
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        self.load()
+        if not self.loaded:  # controller mode loads first, to find its term's start
+            self.load()
         warn_if_open(self.config, self.acl is not None, self.bind_host)
         try:
             async with trio.open_nursery() as nursery:

@@ -10,7 +10,7 @@ read every ``POLL_S``:
 - a slave whose master's lease is gone and who may take over runs the election (one
   transaction: the state unchanged since read and the master's member key absent -> the state
   with this member as master and epoch + 1); the winner restarts as master;
-- a slave whose master changed follows the new one's HA address at once;
+- a slave that sees a new term restarts, to cut its log to what the new master holds;
 - a master that finds a newer epoch, another master, or that cannot refresh its lease until
   just before etcd would expire it, stops taking writes at once (``fence``) and restarts,
   to rejoin as whatever the state says.
@@ -27,6 +27,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
+from broker.election.epoch_file import EpochEntry, append
 from broker.election.etcd import EtcdClient, EtcdError
 from broker.election.etcd_json import Compare, Put
 from broker.election.group_state import (
@@ -94,7 +95,6 @@ class Elector:
         # Set by the controller: stop writes now; restart into the role etcd gives.
         self.fence: Callable[[str], None] = lambda reason: None
         self.restart: Callable[[str], None] = lambda reason: None
-        self.follow: Callable[[Member], None] = lambda master: None
         # A restart keeps the lease: the member key must outlive the few seconds the new
         # process takes to publish it again, or the other members would see this one gone.
         self.restarting = False
@@ -217,6 +217,44 @@ class Elector:
             return Role(True, new.epoch, new)
         return None
 
+    async def begin_term(self, start_offset: int) -> bool:
+        """A master records its term's first CommitLog byte in the group's history before it
+        serves (slaves wait for it to cut their logs). False: the term is over already."""
+        role = self.role
+        assert role is not None and role.master
+        while True:
+            try:
+                state, revision, _ = await self.read()
+                if state is None or state.epoch != role.epoch or state.master.broker_id != self.me:
+                    return False
+                if state.term_recorded:
+                    self.role = Role(True, role.epoch, state)
+                    return True
+                new = attrs.evolve(
+                    state,
+                    epochs=tuple(append(list(state.epochs), EpochEntry(role.epoch, start_offset))),
+                )
+                if await self._swap(revision, new, fallen=None):
+                    self.role = Role(True, role.epoch, new)
+                    return True
+            except EtcdError as exc:
+                self.status = f"etcd: {exc}"
+                log.warning("controller: cannot record the term yet: %s", exc)
+            await trio.sleep(BOOTSTRAP_RETRY_S)
+
+    async def master_history(self) -> GroupState:
+        """The state once its master has recorded its term (a slave cuts its log by it)."""
+        while True:
+            try:
+                state, _, _ = await self.read()
+            except EtcdError as exc:
+                self.status = f"etcd: {exc}"
+                state = None
+            if state is not None and state.term_recorded and state.master.broker_id != self.me:
+                self.role = Role(False, state.epoch, state)
+                return state
+            await trio.sleep(BOOTSTRAP_RETRY_S)
+
     # ------------------------------------------------------------------------ running
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -329,11 +367,6 @@ class Elector:
             if won is not None:
                 self._request_restart(f"elected master at epoch {won.epoch}")
         elif state.epoch != role.epoch:
-            self.role = Role(False, state.epoch, state)
-            log.info(
-                "controller: epoch %d: following master %d at %s",
-                state.epoch,
-                state.master.broker_id,
-                state.master.addr,
-            )
-            self.follow(state.master)
+            # A new term: this log may hold bytes the new master's does not; the restart
+            # compares the epoch files and cuts them (broker/election/truncation.py).
+            self._request_restart(f"epoch {state.epoch}: master {state.master.broker_id}")

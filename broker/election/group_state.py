@@ -20,6 +20,8 @@ from typing import Any
 import attrs
 import orjson
 
+from broker.election.epoch_file import EpochEntry, EpochFileError, check
+
 MAX_MEMBERS = 64
 MAX_ADDR = 300
 
@@ -107,6 +109,13 @@ class GroupState:
     epoch: int
     master: Member
     sync_state_set: frozenset[int]
+    # Each term's first CommitLog byte in the master's log (the newest last); a master adds
+    # its own when it starts serving (Elector.begin_term).
+    epochs: tuple[EpochEntry, ...] = ()
+
+    @property
+    def term_recorded(self) -> bool:
+        return bool(self.epochs) and self.epochs[-1].epoch == self.epoch
 
     def encode(self) -> bytes:
         return orjson.dumps(
@@ -116,6 +125,7 @@ class GroupState:
                 "masterAddr": self.master.addr,
                 "masterHaAddr": self.master.ha_addr,
                 "syncStateSet": sorted(self.sync_state_set),
+                "epochs": [[e.epoch, e.start_offset] for e in self.epochs],
             }
         )
 
@@ -136,7 +146,7 @@ class GroupState:
         sync_state_set = frozenset(_member_id(m, "syncStateSet[]") for m in members)
         if master.broker_id not in sync_state_set:
             raise GroupStateError("the master is not in its own syncStateSet")
-        return cls(epoch, master, sync_state_set)
+        return cls(epoch, master, sync_state_set, _epochs(obj.get("epochs", [])))
 
     @classmethod
     def first(cls, master: Member) -> GroupState:
@@ -145,11 +155,29 @@ class GroupState:
 
     def elect(self, winner: Member) -> GroupState:
         master = attrs.evolve(winner, max_phys_offset=0)
-        return GroupState(self.epoch + 1, master, frozenset([winner.broker_id]))
+        return GroupState(self.epoch + 1, master, frozenset([winner.broker_id]), self.epochs)
 
     def with_sync_state_set(self, members: frozenset[int]) -> GroupState:
         assert self.master.broker_id in members
         return attrs.evolve(self, sync_state_set=members)
+
+
+def _epochs(raw: object) -> tuple[EpochEntry, ...]:
+    if not isinstance(raw, list) or len(raw) > 2 * MAX_MEMBERS:
+        raise GroupStateError("epochs is not a list of at most 128 entries")
+    entries = []
+    for item in raw:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in item)
+        ):
+            raise GroupStateError(f"epochs[] entry {item!r:.40} is not [epoch, startOffset]")
+        entries.append(EpochEntry(item[0], item[1]))
+    try:
+        return tuple(check(entries))
+    except EpochFileError as exc:
+        raise GroupStateError(f"epochs: {exc}") from None
 
 
 class Action(enum.Enum):

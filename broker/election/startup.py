@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import attrs
 import trio
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
+from broker.election import epoch_file
 from broker.election.elector import Elector, ElectorConfig, Role
+from broker.election.epoch_file import EpochEntry, EpochFileError
 from broker.election.etcd import EtcdClient
-from broker.election.group_state import Member
+from broker.election.group_state import GroupState, Member
+from broker.election.truncation import TruncationReport, save_and_truncate
 from broker.store.config import BrokerRole, MessageStoreConfig
+from broker.store.mapped_file import StoreError
 from remoting.runtime_config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -63,16 +68,53 @@ async def serve_elected(
     try:
         elector = Elector(etcd, elector_config(config, store_config))
         role = await elector.bootstrap()
-        role_config, role_store_config = role_configs(config, store_config, role)
-        controller = BrokerController(role_config, role_store_config, runtime=runtime)
+        if not role.master:
+            # the master this slave follows, once it recorded its term: the cut needs it
+            role = Role(False, role.epoch, await elector.master_history())
+        controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
         controller.epoch = role.epoch
+        controller.load()  # recovery first: the term's start and the cut need the log's end
+        root = store_config.store_path_root_dir
+        if role.master:
+            if not await start_term(controller, elector, root):
+                return f"epoch {role.epoch} ended before it began"
+        else:
+            controller.truncation = follow_term(controller, role.state, root)
         elector.max_phys_offset = lambda: controller.store.max_phys_offset
         elector.fence = controller.fence
         elector.restart = controller.restart
-        elector.follow = lambda master: controller.follow_master(master.addr, master.ha_addr)
         controller.elector = elector
         await serve(controller, elector)
         return controller.restart_reason
     finally:
         with trio.CancelScope(shield=True):
             await etcd.aclose()
+
+
+async def start_term(controller: BrokerController, elector: Elector, root: Path) -> bool:
+    """A master's term starts at its recovered log's end: in its epoch file, then in etcd."""
+    assert elector.role is not None
+    start = controller.store.max_phys_offset
+    entry = EpochEntry(elector.role.epoch, start)
+    epoch_file.save(root, epoch_file.append(_local_epochs(root), entry))
+    return await elector.begin_term(start)
+
+
+def follow_term(
+    controller: BrokerController, state: GroupState, root: Path
+) -> TruncationReport | None:
+    """A slave keeps what its log shares with the master's (by the two epoch histories) and
+    cuts the rest, saved aside; its epoch file becomes the master's history."""
+    store = controller.store
+    history = list(state.epochs)
+    keep = epoch_file.consistent_end(_local_epochs(root), store.max_phys_offset, history)
+    report = save_and_truncate(store, root, keep, state.epoch)
+    epoch_file.save(root, history)
+    return report
+
+
+def _local_epochs(root: Path) -> list[EpochEntry]:
+    try:
+        return epoch_file.load(root)
+    except EpochFileError as exc:
+        raise StoreError(str(exc)) from None

@@ -9,9 +9,11 @@ import trio
 
 from broker.election.etcd import EtcdClient
 from broker.election.group_state import GroupState, group_key
+from broker.store.message_store import DefaultMessageStore
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool, ServerProcess
+from tests.kits import storekit
 from tests.kits.brokerkit import (
     broker_conf,
     call,
@@ -113,7 +115,11 @@ async def test_kill_9_master_elects_a_slave_and_loses_no_acked_message(
         for key in acked:
             assert stored.count(key) == 1, key
 
-        # the old master returns: it follows the new one and ends byte-identical with it
+        # The old master returns holding a tail no one else has (written after its last
+        # replication, as unacknowledged sends are): it follows the new master, cuts that
+        # tail (saved aside) and ends byte-identical with the new master.
+        old_root = tmp_path / "store-broker-a-1"
+        tail_from, tail = write_unreplicated(old_root, 3)
         brokers[1] = start_broker(processes, confs[1], "member-1-again")
 
         async def caught_up() -> bool:
@@ -127,6 +133,33 @@ async def test_kill_9_master_elects_a_slave_and_loses_no_acked_message(
     old_log = commit_log_bytes(tmp_path / "store-broker-a-1")
     new_log = commit_log_bytes(tmp_path / f"store-broker-a-{winner_id}")
     assert old_log == new_log
+    saved = list((old_root / "truncated").iterdir())
+    assert [p.name for p in saved] == [f"epoch-{elected.epoch + 1}-from-{tail_from}.commitlog"]
+    assert saved[0].read_bytes() == tail
+    assert b"unreplicated" not in new_log
+
+
+def write_unreplicated(root: Path, count: int) -> tuple[int, bytes]:
+    """Records appended to a stopped broker's store: where they start, and their bytes."""
+    store = DefaultMessageStore(
+        storekit.config(
+            root,
+            mapped_file_size_commit_log=16 * 1024 * 1024,
+            mapped_file_size_consume_queue=6000 * 20,
+            max_hash_slot_num=50_000,
+            max_index_num=200_000,
+        ),
+        store_host=("127.0.0.1", 1),
+    )
+    store.load()
+    start = store.max_phys_offset
+    for i in range(count):
+        msg = storekit.message(TOPIC, 0, b"unreplicated", f"unreplicated-{i}")
+        assert store.put_message(msg).ok
+    end = store.max_phys_offset
+    tail = bytes(store.get_commit_log_data(start)[: end - start])
+    store.shutdown()
+    return start, tail
 
 
 def commit_log_bytes(store: Path) -> bytes:

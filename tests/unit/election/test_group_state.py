@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from broker.election.epoch_file import EpochEntry
 from broker.election.group_state import (
     Action,
     GroupState,
@@ -25,7 +26,7 @@ def alive(*members: Member) -> dict[int, Member]:
     return {m.broker_id: m for m in members}
 
 
-STATE = GroupState(4, member(1), frozenset({1, 2, 3}))
+STATE = GroupState(4, member(1), frozenset({1, 2, 3}), (EpochEntry(1, 0), EpochEntry(4, 800)))
 
 
 def test_state_and_member_round_trip():
@@ -38,6 +39,7 @@ def test_first_state_and_an_election():
     assert (first.epoch, first.sync_state_set) == (1, {5})
     won = STATE.elect(member(3, 999))
     assert won.epoch == 5 and won.master == member(3) and won.sync_state_set == {3}
+    assert won.epochs == STATE.epochs and not won.term_recorded and STATE.term_recorded
 
 
 @pytest.mark.parametrize(
@@ -56,6 +58,11 @@ def test_first_state_and_an_election():
             b'{"epoch":1,"masterBrokerId":0,"masterAddr":"a","masterHaAddr":"b",'
             b'"syncStateSet":[0]}',
             "masterBrokerId=0 is not a member id",
+        ),
+        (
+            b'{"epoch":1,"masterBrokerId":1,"masterAddr":"a","masterHaAddr":"b",'
+            b'"syncStateSet":[1],"epochs":[[2,5],[1,9]]}',
+            "epochs: entry 1 9 does not follow 2 5",
         ),
     ],
 )
