@@ -72,7 +72,7 @@ async def serve_elected(
             # the master this slave follows, once it recorded its term: the cut needs it
             role = Role(False, role.epoch, await elector.master_history())
         controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
-        controller.epoch = role.epoch
+        controller.epoch = controller.registrar.state_version = role.epoch
         controller.load()  # recovery first: the term's start and the cut need the log's end
         root = store_config.store_path_root_dir
         if role.master:
