@@ -139,6 +139,9 @@ class BrokerController:
         self.elector: object | None = None  # broker/election/elector.py, in controller mode
         self.epoch = 0  # the controller's epoch this broker serves in (0: no controller)
         self.truncation: object | None = None  # what a returning member cut (election/)
+        # Controller mode, SYNC_MASTER: slaves that must be connected for a send to be taken
+        # (minInSyncReplicas - 1; 0: no such check, the 4.x behaviour).
+        self.min_in_sync_slaves = 0
         self.port: int | None = None
         self.ha_port: int | None = None
         self.metrics_port: int | None = None
@@ -304,6 +307,20 @@ class BrokerController:
         if self.registrar.fenced is None:
             log.critical("%s", reason)
             self.registrar.fenced = reason
+
+    def require_in_sync_replicas(self) -> None:
+        """RocketMQ 5's minInSyncReplicas and inSyncReplicas on a SYNC_MASTER in controller
+        mode: refuse sends while fewer replicas are connected, ack once that many hold it."""
+        store_config = self.store_config
+        if self.ha_service is None or store_config.broker_role is not BrokerRole.SYNC_MASTER:
+            return
+        replicas = max(store_config.in_sync_replicas, store_config.min_in_sync_replicas)
+        self.ha_service.acks_needed = max(1, replicas - 1)
+        self.min_in_sync_slaves = store_config.min_in_sync_replicas - 1
+
+    def enough_in_sync_slaves(self) -> bool:
+        assert self.ha_service is not None
+        return self.ha_service.connection_count >= self.min_in_sync_slaves
 
     def restart(self, reason: str) -> None:
         """Stop cleanly, then start again: the role is decided anew at start-up."""

@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.3
 BOOTSTRAP_RETRY_S = 0.5
+# A slave's offset in etcd is refreshed at most this often while its master lives (each put
+# is an fsync at etcd), at once when the master is gone: elections read it.
+REPORT_INTERVAL_S = 1.0
 # A master stops writing this long before its lease could expire at etcd: the last refresh
 # etcd saw was sent no earlier than the one we count from.
 FENCE_MARGIN_S = 1.0
@@ -89,6 +92,7 @@ class Elector:
         )
         self.lease_id = 0
         self.reported_offset = -1
+        self.reported_at = 0.0
         self.role: Role | None = None
         self.last_refresh_sent = 0.0
         self.status = "starting"  # for operators (runtime info)
@@ -102,6 +106,19 @@ class Elector:
     @property
     def me(self) -> int:
         return self.config.member.broker_id
+
+    def runtime_rows(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO rows (mqadmin getBrokerEpoch, haStatus)."""
+        role = self.role
+        if role is None:
+            return {"controllerStatus": self.status}
+        return {
+            "controllerEpoch": str(role.epoch),
+            "controllerMemberId": str(self.me),
+            "controllerMasterId": str(role.state.master.broker_id),
+            "controllerStatus": self.status,
+            "syncStateSet": ",".join(str(i) for i in sorted(role.state.sync_state_set)),
+        }
 
     # ------------------------------------------------------------------------ reads
 
@@ -123,7 +140,7 @@ class Elector:
         except GroupStateError as exc:
             raise EtcdError(f"{self.group_key.decode()}: {exc}") from None
 
-    async def _swap(self, seen_revision: int, new: GroupState, *, fallen: int | None) -> bool:
+    async def swap(self, seen_revision: int, new: GroupState, *, fallen: int | None) -> bool:
         """Write ``new`` if the state is still the one read (and, for an election, the fallen
         master's member key is still absent: it did not come back in between)."""
         compare = [Compare.mod_revision(self.group_key, seen_revision)]
@@ -149,7 +166,7 @@ class Elector:
         """This member's key, with the CommitLog end it holds now (elections prefer the
         longest log; the master counts slaves in sync by it)."""
         offset = self.max_phys_offset()
-        self.reported_offset = offset
+        self.reported_offset, self.reported_at = offset, self.clock()
         member = attrs.evolve(self.config.member, max_phys_offset=offset)
         await self.etcd.put(self.member_key, member.encode(), lease=self.lease_id)
 
@@ -183,14 +200,14 @@ class Elector:
         member = self.config.member
         if state is None:
             new = GroupState.first(member)
-            return Role(True, new.epoch, new) if await self._swap(0, new, fallen=None) else None
+            return Role(True, new.epoch, new) if await self.swap(0, new, fallen=None) else None
         action = decide(state, self.me, alive, unclean=self.config.unclean)
         if action is Action.SERVE_AS_MASTER:
             # Our own term again after a restart: a new epoch, so that anything of the old
             # one still in flight is told apart.
             new = attrs.evolve(state.elect(member), sync_state_set=state.sync_state_set)
             return (
-                Role(True, new.epoch, new) if await self._swap(revision, new, fallen=None) else None
+                Role(True, new.epoch, new) if await self.swap(revision, new, fallen=None) else None
             )
         if action is Action.ELECT:
             return await self._elect(state, revision)
@@ -206,7 +223,7 @@ class Elector:
                 sorted(state.sync_state_set),
                 state.master.broker_id,
             )
-        if await self._swap(revision, new, fallen=state.master.broker_id):
+        if await self.swap(revision, new, fallen=state.master.broker_id):
             log.warning(
                 "controller: member %d elected master of %s at epoch %d (master %d lost its lease)",
                 self.me,
@@ -234,7 +251,7 @@ class Elector:
                     state,
                     epochs=tuple(append(list(state.epochs), EpochEntry(role.epoch, start_offset))),
                 )
-                if await self._swap(revision, new, fallen=None):
+                if await self.swap(revision, new, fallen=None):
                     self.role = Role(True, role.epoch, new)
                     return True
             except EtcdError as exc:
@@ -321,7 +338,7 @@ class Elector:
         if members == state.sync_state_set:
             return
         new = state.with_sync_state_set(members)
-        if await self._swap(revision, new, fallen=None):
+        if await self.swap(revision, new, fallen=None):
             log.info(
                 "controller: SyncStateSet of %s at epoch %d: %s -> %s",
                 self.config.broker_name,
@@ -357,7 +374,10 @@ class Elector:
                 return
             await self._maintain_sync_state_set(state, revision, alive)
             return
-        if self.max_phys_offset() != self.reported_offset:
+        if self.max_phys_offset() != self.reported_offset and (
+            self.clock() - self.reported_at >= REPORT_INTERVAL_S
+            or state.master.broker_id not in alive  # the final offset, before the election
+        ):
             await self._report_offset()
         action = decide(state, self.me, alive, unclean=self.config.unclean)
         if action is Action.SERVE_AS_MASTER:

@@ -73,6 +73,7 @@ async def serve_elected(
             role = Role(False, role.epoch, await elector.master_history())
         controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
         controller.epoch = controller.registrar.state_version = role.epoch
+        controller.require_in_sync_replicas()
         controller.load()  # recovery first: the term's start and the cut need the log's end
         root = store_config.store_path_root_dir
         if role.master:
@@ -84,6 +85,8 @@ async def serve_elected(
         elector.fence = controller.fence
         elector.restart = controller.restart
         controller.elector = elector
+        controller.runtime_info.extra.append(elector.runtime_rows)
+        controller.runtime_info.extra.append(lambda: epoch_rows(root, controller.truncation))
         await serve(controller, elector)
         return controller.restart_reason
     finally:
@@ -111,6 +114,19 @@ def follow_term(
     report = save_and_truncate(store, root, keep, state.epoch)
     epoch_file.save(root, history)
     return report
+
+
+def epoch_rows(root: Path, truncation: object) -> dict[str, str]:
+    """The epoch file as ``epoch:startOffset`` pairs, and what start-up cut, if anything."""
+    try:
+        entries = ",".join(f"{e.epoch}:{e.start_offset}" for e in epoch_file.load(root))
+    except EpochFileError as exc:
+        entries = f"unreadable: {exc}"
+    rows = {"epochEntries": entries}
+    if isinstance(truncation, TruncationReport):
+        rows["truncatedBytes"] = str(truncation.bytes_cut)
+        rows["truncatedTo"] = str(truncation.saved_to)
+    return rows
 
 
 def _local_epochs(root: Path) -> list[EpochEntry]:

@@ -22,6 +22,7 @@ from tests.kits.brokerkit import (
     start_broker,
     start_namesrv,
 )
+from tests.kits.clikit import assert_refused, run_cli
 from tests.kits.etcdkit import EtcdMember, etcd  # noqa: F401 (fixture)
 from tests.kits.hakit import max_offset, wait_until
 
@@ -44,6 +45,7 @@ def member_conf(tmp_path: Path, member_id: int, namesrv: str, endpoint: str) -> 
         enableControllerMode="true",
         controllerEtcdEndpoints=endpoint,
         controllerHeartBeatTimeoutMills=HEART_BEAT_MS,
+        minInSyncReplicas=2,
     )
 
 
@@ -166,3 +168,87 @@ def commit_log_bytes(store: Path) -> bytes:
     files = sorted((store / "commitlog").iterdir())
     data = b"".join(f.read_bytes() for f in files)
     return data.rstrip(b"\x00")
+
+
+async def test_min_in_sync_replicas_refuses_sends_before_storing_them(
+    processes: ProcessPool,
+    tmp_path: Path,
+    etcd: EtcdMember,  # noqa: F811
+) -> None:
+    """minInSyncReplicas=2 (RocketMQ 5): with its only slave gone, the master refuses sends
+    (SYSTEM_ERROR "in-sync replicas not enough") and stores nothing; with it back, it acks."""
+    namesrv = start_namesrv(processes, tmp_path).addr
+    confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
+    master = start_broker(processes, confs[1], "member-1")
+    slave = start_broker(processes, confs[2], "member-2")
+    async with trio.open_nursery() as nursery:
+        client = RemotingClient(nursery)
+        assert await send_keys(client, master.addr, ["first"]) == ["first"]
+
+        slave.kill()
+        request = send_request(TOPIC, b"refused", keys="refused")
+
+        async def refused() -> bool:
+            response = await call(client, master.addr, request)
+            return response.code == 1 and response.remark == "in-sync replicas not enough"
+
+        await wait_until(refused, 30, "the master to refuse sends without its slave")
+        end = await max_offset(client, master.addr)
+        assert await refused()
+        assert await max_offset(client, master.addr) == end  # nothing stored
+
+        start_broker(processes, confs[2], "member-2-again")
+
+        async def accepted() -> bool:
+            return await send_keys(client, master.addr, ["after"]) == ["after"]
+
+        await wait_until(accepted, 30, "the master to ack with its slave back")
+        nursery.cancel_scope.cancel()
+
+
+async def mqadmin(*args: str) -> str:
+    done = await trio.to_thread.run_sync(lambda: run_cli("client.mqadmin", *args))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    return done.stdout
+
+
+async def test_mqadmin_shows_the_state_and_elects_a_master_by_hand(
+    processes: ProcessPool,
+    tmp_path: Path,
+    etcd: EtcdMember,  # noqa: F811
+) -> None:
+    namesrv = start_namesrv(processes, tmp_path).addr
+    confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
+    members = {i: start_broker(processes, confs[i], f"member-{i}") for i in (1, 2)}
+    state_client = EtcdClient([etcd.endpoint])
+    try:
+
+        async def in_sync() -> bool:
+            state = await group_state(state_client)
+            return state is not None and state.sync_state_set == {1, 2}
+
+        await wait_until(in_sync, 30, "the slave in the SyncStateSet")
+        shown = await mqadmin(
+            "getSyncStateSet", "-n", namesrv, "-a", etcd.endpoint, "-b", "broker-a"
+        )
+        assert "#MasterBrokerId\t1" in shown and "InSyncReplica:\tbrokerId=2" in shown
+
+        elect = ["electMaster", "-n", namesrv, "-a", etcd.endpoint, "-c", "TestCluster"]
+        elect += ["-bn", "broker-a", "-b"]
+        refused = await trio.to_thread.run_sync(lambda: run_cli("client.mqadmin", *elect, "7"))
+        assert_refused(refused, "member 7 holds no lease")
+        elected = await mqadmin(*elect, "2")
+        assert f"#BrokerMasterAddr\t{members[2].addr}" in elected
+
+        async with trio.open_nursery() as nursery:
+            client = RemotingClient(nursery)
+
+            async def member_2_takes_sends() -> bool:
+                return await send_keys(client, members[2].addr, ["by-hand"]) == ["by-hand"]
+
+            await wait_until(member_2_takes_sends, 30, "member 2 serving as master")
+            nursery.cancel_scope.cancel()
+        epochs = await mqadmin("getBrokerEpoch", "-n", namesrv, "-b", "broker-a")
+        assert epochs.count("#Epoch: 1\tStartOffset: 0") == 2  # both hold the first term
+    finally:
+        await state_client.aclose()
