@@ -14,6 +14,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -54,6 +55,15 @@ def start_etcd(root: Path, port: int) -> subprocess.Popen[bytes]:
                 return proc
         except OSError:
             time.sleep(0.05)
+
+
+def started(broker: Broker) -> Broker:
+    """Its stdout read on and dropped: a role change logs warnings, and a full pipe would stop
+    the broker mid-write (bench_broker.Broker reads it only up to READY)."""
+    stdout = broker.proc.stdout
+    assert stdout is not None
+    threading.Thread(target=lambda: stdout.read(), daemon=True).start()
+    return broker
 
 
 def member_extra(member_id: int, etcd_port: int, controller: bool = True) -> str:
@@ -105,7 +115,7 @@ async def one_failover(root: Path, run: int, etcd_port: int) -> tuple[float, int
     brokers = {}
     for i in (1, 2, 3):
         extra = member_extra(i, etcd_port).replace("brokerName=bench", f"brokerName={name}")
-        brokers[i] = Broker(root, port + i * 10, extra, name=f"{name}-{i}")
+        brokers[i] = started(Broker(root, port + i * 10, extra, name=f"{name}-{i}"))
     etcd = EtcdClient([f"http://127.0.0.1:{etcd_port}"])
     try:
         async with trio.open_nursery() as nursery:
@@ -171,8 +181,8 @@ def throughput(root: Path, etcd_port: int, controller: bool, round_no: int) -> f
     else:
         extra = member_extra(0, etcd_port, controller=False)
         slave_extra = f"brokerId=1\nbrokerRole=SLAVE\nhaMasterAddress=127.0.0.1:{port + 1}\n"
-    master = Broker(root, port, extra, name=f"tp-master-{tag}")
-    slave = Broker(root, port + 10, slave_extra, name=f"tp-slave-{tag}")
+    master = started(Broker(root, port, extra, name=f"tp-master-{tag}"))
+    slave = started(Broker(root, port + 10, slave_extra, name=f"tp-slave-{tag}"))
     try:
         wait_slave(master, slave)
         frames = [[send_frame("TpSync", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)]

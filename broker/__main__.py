@@ -81,6 +81,7 @@ async def serve(
 async def _stop_on_signal(controller: BrokerController, signals: AsyncIterator[int]) -> None:
     async for signum in signals:
         log.info("signal %s: shutting down", signal.Signals(signum).name)
+        controller.restart_reason = None  # asked to stop: not to come back in a new role
         controller.stop()
         break
 

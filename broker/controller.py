@@ -323,7 +323,10 @@ class BrokerController:
         return self.ha_service.connection_count >= self.min_in_sync_slaves
 
     def restart(self, reason: str) -> None:
-        """Stop cleanly, then start again: the role is decided anew at start-up."""
+        """Stop cleanly, then start again: the role is decided anew at start-up. Not when a
+        stop (a signal) came first: the operator's stop wins."""
+        if self._stop.is_set() and self.restart_reason is None:
+            return
         if self.restart_reason is None:
             log.warning("controller: restarting: %s", reason)
             self.restart_reason = reason
