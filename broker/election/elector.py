@@ -21,6 +21,7 @@ the store recovers and every service starts in its new role.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -299,14 +300,24 @@ class Elector:
                 log.info("controller: lease not revoked (%s): it expires by itself", exc)
 
     async def _keep_lease(self) -> None:
+        """Refresh every third of the TTL. A master waits for an answer only until a second
+        before etcd could expire its lease (an etcd that accepts and never answers must not
+        hold it past that): then it fences."""
         ttl = self.config.lease_ttl_s
         while True:
             await trio.sleep(ttl / 3)
             sent = self.clock()
-            try:
-                left = await self.etcd.lease_keepalive(self.lease_id)
-            except EtcdError as exc:
-                self._lease_trouble(f"lease refresh failed: {exc}")
+            master = self.role is not None and self.role.master
+            budget = self.last_refresh_sent + ttl - FENCE_MARGIN_S - sent if master else math.inf
+            left = None
+            with trio.move_on_after(max(0.0, budget)):
+                try:
+                    left = await self.etcd.lease_keepalive(self.lease_id)
+                except EtcdError as exc:
+                    self._lease_trouble(f"lease refresh failed: {exc}")
+                    continue
+            if left is None:
+                self._lease_trouble("lease refresh unanswered")
                 continue
             if left <= 0:
                 self._lease_lost("the lease expired at etcd")

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.harness import free_port_block
 
@@ -137,3 +138,64 @@ def module_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdMember
         yield member
     finally:
         member.stop()
+
+
+class CutProxy:
+    """A TCP relay in front of etcd for one broker, to cut that broker alone off from etcd
+    (a partition without iptables). ``cut()`` stops relaying and holds every connection open
+    without answering, old and new: the worst case, a peer that accepts and never replies."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.is_cut = False
+        self._pumps: set[trio.CancelScope] = set()
+        self._held: list[trio.SocketStream] = []
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started()
+        await trio.serve_listeners(self._relay, listeners)
+
+    def cut(self) -> None:
+        self.is_cut = True
+        for scope in self._pumps:
+            scope.cancel()
+
+    def heal(self) -> None:
+        self.is_cut = False
+        self._held.clear()
+
+    async def _relay(self, client: trio.SocketStream) -> None:
+        if self.is_cut:
+            self._held.append(client)  # accepted, never answered
+            return
+        scope = trio.CancelScope()
+        self._pumps.add(scope)
+        upstream = await trio.open_tcp_stream("127.0.0.1", self.target_port)
+        with scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, client, upstream, nursery.cancel_scope)
+                nursery.start_soon(_pump, upstream, client, nursery.cancel_scope)
+        self._pumps.discard(scope)
+        if scope.cancelled_caught:
+            self._held.append(client)  # cut mid-connection: the broker waits on it
+            await upstream.aclose()
+            return
+        await client.aclose()
+        await upstream.aclose()
+
+
+async def _pump(source: trio.SocketStream, sink: trio.SocketStream, both: trio.CancelScope) -> None:
+    """One direction; when it ends (EOF or a reset) the other ends with it."""
+    try:
+        while data := await source.receive_some(65536):
+            await sink.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    both.cancel()
