@@ -170,53 +170,20 @@ def commit_log_bytes(store: Path) -> bytes:
     return data.rstrip(b"\x00")
 
 
-async def test_min_in_sync_replicas_refuses_sends_before_storing_them(
-    processes: ProcessPool,
-    tmp_path: Path,
-    etcd: EtcdMember,  # noqa: F811
-) -> None:
-    """minInSyncReplicas=2 (RocketMQ 5): with its only slave gone, the master refuses sends
-    (SYSTEM_ERROR "in-sync replicas not enough") and stores nothing; with it back, it acks."""
-    namesrv = start_namesrv(processes, tmp_path).addr
-    confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
-    master = start_broker(processes, confs[1], "member-1")
-    slave = start_broker(processes, confs[2], "member-2")
-    async with trio.open_nursery() as nursery:
-        client = RemotingClient(nursery)
-        assert await send_keys(client, master.addr, ["first"]) == ["first"]
-
-        slave.kill()
-        request = send_request(TOPIC, b"refused", keys="refused")
-
-        async def refused() -> bool:
-            response = await call(client, master.addr, request)
-            return response.code == 1 and response.remark == "in-sync replicas not enough"
-
-        await wait_until(refused, 30, "the master to refuse sends without its slave")
-        end = await max_offset(client, master.addr)
-        assert await refused()
-        assert await max_offset(client, master.addr) == end  # nothing stored
-
-        start_broker(processes, confs[2], "member-2-again")
-
-        async def accepted() -> bool:
-            return await send_keys(client, master.addr, ["after"]) == ["after"]
-
-        await wait_until(accepted, 30, "the master to ack with its slave back")
-        nursery.cancel_scope.cancel()
-
-
 async def mqadmin(*args: str) -> str:
     done = await trio.to_thread.run_sync(lambda: run_cli("client.mqadmin", *args))
     assert done.returncode == 0, (done.stdout, done.stderr)
     return done.stdout
 
 
-async def test_mqadmin_shows_the_state_and_elects_a_master_by_hand(
+async def test_mqadmin_elects_by_hand_and_min_in_sync_replicas_refuses_unstored(
     processes: ProcessPool,
     tmp_path: Path,
     etcd: EtcdMember,  # noqa: F811
 ) -> None:
+    """Two members: mqadmin shows the state and moves the master to member 2 by hand; then,
+    minInSyncReplicas=2 (RocketMQ 5) with its only slave gone, the master refuses sends
+    (SYSTEM_ERROR "in-sync replicas not enough") and stores nothing; with it back, it acks."""
     namesrv = start_namesrv(processes, tmp_path).addr
     confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
     members = {i: start_broker(processes, confs[i], f"member-{i}") for i in (1, 2)}
@@ -239,16 +206,38 @@ async def test_mqadmin_shows_the_state_and_elects_a_master_by_hand(
         assert_refused(refused, "member 7 holds no lease")
         elected = await mqadmin(*elect, "2")
         assert f"#BrokerMasterAddr\t{members[2].addr}" in elected
+        master = members[2]
 
         async with trio.open_nursery() as nursery:
             client = RemotingClient(nursery)
 
             async def member_2_takes_sends() -> bool:
-                return await send_keys(client, members[2].addr, ["by-hand"]) == ["by-hand"]
+                return await send_keys(client, master.addr, ["by-hand"]) == ["by-hand"]
 
             await wait_until(member_2_takes_sends, 30, "member 2 serving as master")
+            epochs = await mqadmin("getBrokerEpoch", "-n", namesrv, "-b", "broker-a")
+            assert epochs.count("#Epoch: 1\tStartOffset: 0") == 2  # both hold the first term
+            ha = await mqadmin("haStatus", "-n", namesrv, "-b", master.addr)
+            assert "epoch=" in ha and "syncStateSet=" in ha
+
+            members[1].kill()  # its only slave
+            request = send_request(TOPIC, b"refused", keys="refused")
+
+            async def refused_unstored() -> bool:
+                response = await call(client, master.addr, request)
+                return response.code == 1 and response.remark == "in-sync replicas not enough"
+
+            await wait_until(refused_unstored, 30, "the master to refuse sends without a slave")
+            end = await max_offset(client, master.addr)
+            assert await refused_unstored()
+            assert await max_offset(client, master.addr) == end  # nothing stored
+
+            start_broker(processes, confs[1], "member-1-again")
+
+            async def accepted() -> bool:
+                return await send_keys(client, master.addr, ["after"]) == ["after"]
+
+            await wait_until(accepted, 30, "the master to ack with its slave back")
             nursery.cancel_scope.cancel()
-        epochs = await mqadmin("getBrokerEpoch", "-n", namesrv, "-b", "broker-a")
-        assert epochs.count("#Epoch: 1\tStartOffset: 0") == 2  # both hold the first term
     finally:
         await state_client.aclose()
