@@ -106,3 +106,59 @@ async def test_a_master_cut_off_from_etcd_fences_before_another_is_elected(
             assert stored.count(key) == 1, key
         nursery.cancel_scope.cancel()
     await state_client.aclose()
+
+
+async def test_etcd_down_no_election_and_back_the_master_serves_again(
+    processes: ProcessPool,
+    tmp_path: Path,
+    etcd: EtcdMember,  # noqa: F811
+) -> None:
+    """etcd gone for everyone: nobody is elected; the master, which cannot tell this from being
+    cut off alone, stops taking writes (safety first); the slave says why in its status. etcd
+    back: the same master serves again, in a new epoch."""
+    namesrv = start_namesrv(processes, tmp_path).addr
+    confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
+    members = {i: start_broker(processes, confs[i], f"member-{i}") for i in (1, 2)}
+    state_client = EtcdClient([etcd.endpoint])
+    async with trio.open_nursery() as nursery:
+        client = RemotingClient(nursery)
+
+        async def in_sync() -> bool:
+            state = await group_state(state_client)
+            return state is not None and state.sync_state_set == {1, 2}
+
+        await wait_until(in_sync, 30, "the slave in the SyncStateSet")
+        before = await group_state(state_client)
+
+        async def acked(member: int, key: str) -> bool:
+            try:
+                response = await call(
+                    client, members[member].addr, send_request(TOPIC, b"x", keys=key)
+                )
+            except RemotingError:
+                return False
+            return response.code == 0
+
+        assert await acked(1, "before")
+        await trio.to_thread.run_sync(etcd.kill)
+
+        async def master_stopped_writes() -> bool:
+            return not await acked(1, "during")
+
+        await wait_until(master_stopped_writes, 30, "the master to stop taking writes")
+
+        async def slave_says_why() -> bool:
+            info = await runtime_info(client, members[2].addr)
+            return info.get("brokerRole") == "SLAVE" and "etcd" in info.get("controllerStatus", "")
+
+        await wait_until(slave_says_why, 30, "the slave to report etcd trouble, still a slave")
+        await trio.to_thread.run_sync(etcd.start)
+
+        async def serving_again() -> bool:
+            return await acked(1, "after")
+
+        await wait_until(serving_again, 60, "the master to serve again")
+        after = await group_state(state_client)
+        assert after.master.broker_id == 1 and after.epoch > before.epoch
+        nursery.cancel_scope.cancel()
+    await state_client.aclose()
