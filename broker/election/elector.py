@@ -94,6 +94,7 @@ class Elector:
         self.lease_id = 0
         self.reported_offset = -1
         self.reported_at = 0.0
+        self.reported_final = 0
         self.role: Role | None = None
         self.last_refresh_sent = 0.0
         self.status = "starting"  # for operators (runtime info)
@@ -163,13 +164,16 @@ class Elector:
         await self._report_offset()
         log.info("controller: lease %x (%d s) for member %d", self.lease_id, granted, self.me)
 
-    async def _report_offset(self) -> None:
+    async def _report_offset(self, final_epoch: int = 0) -> Member:
         """This member's key, with the CommitLog end it holds now (elections prefer the
-        longest log; the master counts slaves in sync by it)."""
+        longest log; the master counts slaves in sync by it), final for ``final_epoch`` when
+        that epoch's master is gone."""
         offset = self.max_phys_offset()
         self.reported_offset, self.reported_at = offset, self.clock()
-        member = attrs.evolve(self.config.member, max_phys_offset=offset)
+        self.reported_final = final_epoch
+        member = attrs.evolve(self.config.member, max_phys_offset=offset, final_epoch=final_epoch)
         await self.etcd.put(self.member_key, member.encode(), lease=self.lease_id)
+        return member
 
     async def bootstrap(self) -> Role:
         """The role this broker starts in; retries until etcd answers."""
@@ -385,9 +389,13 @@ class Elector:
                 return
             await self._maintain_sync_state_set(state, revision, alive)
             return
-        if self.max_phys_offset() != self.reported_offset and (
+        if state.master.broker_id not in alive:
+            # the master is gone: this log cannot grow in its epoch any more; the election
+            # waits for every candidate's final offset (group_state.candidates)
+            if self.reported_final != state.epoch or self.max_phys_offset() != self.reported_offset:
+                alive = {**alive, self.me: await self._report_offset(final_epoch=state.epoch)}
+        elif self.max_phys_offset() != self.reported_offset and (
             self.clock() - self.reported_at >= REPORT_INTERVAL_S
-            or state.master.broker_id not in alive  # the final offset, before the election
         ):
             await self._report_offset()
         action = decide(state, self.me, alive, unclean=self.config.unclean)

@@ -79,6 +79,9 @@ class Member:
     ha_addr: str  # the HA port slaves dial when this member is master
     # The CommitLog's end as this member last reported it (a slave: what it has replicated).
     max_phys_offset: int = 0
+    # The epoch whose master this member saw gone when it reported: its log can no longer
+    # grow in that epoch, so the offset is final for the election that ends it (0: not so).
+    final_epoch: int = 0
 
     def encode(self) -> bytes:
         return orjson.dumps(
@@ -87,6 +90,7 @@ class Member:
                 "addr": self.addr,
                 "haAddr": self.ha_addr,
                 "maxPhyOffset": self.max_phys_offset,
+                "finalEpoch": self.final_epoch,
             }
         )
 
@@ -96,11 +100,15 @@ class Member:
         offset = _field(obj, "maxPhyOffset", int)
         if not 0 <= offset < 2**63:
             raise GroupStateError(f"maxPhyOffset={offset} out of range")
+        final = obj.get("finalEpoch", 0)
+        if isinstance(final, bool) or not isinstance(final, int) or not 0 <= final < 2**31:
+            raise GroupStateError(f"finalEpoch={final!r:.20} out of range")
         return cls(
             _member_id(obj.get("brokerId"), "brokerId"),
             _addr(obj, "addr"),
             _addr(obj, "haAddr"),
             offset,
+            final,
         )
 
 
@@ -154,7 +162,7 @@ class GroupState:
         return cls(1, master, frozenset([master.broker_id]))
 
     def elect(self, winner: Member) -> GroupState:
-        master = attrs.evolve(winner, max_phys_offset=0)
+        master = attrs.evolve(winner, max_phys_offset=0, final_epoch=0)
         return GroupState(self.epoch + 1, master, frozenset([winner.broker_id]), self.epochs)
 
     def with_sync_state_set(self, members: frozenset[int]) -> GroupState:
@@ -190,13 +198,17 @@ class Action(enum.Enum):
 def candidates(state: GroupState, alive: dict[int, Member], *, unclean: bool) -> list[int]:
     """Who may take over, best first: live members of the SyncStateSet (any live member with
     ``unclean``), the longest CommitLog first, then the lowest id. The longest holds every
-    message a SYNC master acknowledged after any of them acked it."""
+    message a SYNC master acknowledged after any of them acked it. None until every one of
+    them reported its final offset for this epoch (a report from before the master went may
+    be a second old, shorter than the log it stands for)."""
     pool = [
         m
         for m in alive.values()
         if m.broker_id != state.master.broker_id
         and (unclean or m.broker_id in state.sync_state_set)
     ]
+    if any(m.final_epoch != state.epoch for m in pool):
+        return []
     pool.sort(key=lambda m: (-m.max_phys_offset, m.broker_id))
     return [m.broker_id for m in pool]
 

@@ -16,9 +16,14 @@ from broker.election.group_state import (
 )
 
 
-def member(broker_id: int, offset: int = 0) -> Member:
+def member(broker_id: int, offset: int = 0, final_epoch: int = 4) -> Member:
+    """A member's report; final for epoch 4 (STATE's) unless told."""
     return Member(
-        broker_id, f"127.0.0.1:{10000 + broker_id}", f"127.0.0.1:{20000 + broker_id}", offset
+        broker_id,
+        f"127.0.0.1:{10000 + broker_id}",
+        f"127.0.0.1:{20000 + broker_id}",
+        offset,
+        final_epoch,
     )
 
 
@@ -26,19 +31,22 @@ def alive(*members: Member) -> dict[int, Member]:
     return {m.broker_id: m for m in members}
 
 
-STATE = GroupState(4, member(1), frozenset({1, 2, 3}), (EpochEntry(1, 0), EpochEntry(4, 800)))
+STATE = GroupState(4, member(1, 0, 0), frozenset({1, 2, 3}), (EpochEntry(1, 0), EpochEntry(4, 800)))
 
 
 def test_state_and_member_round_trip():
     assert GroupState.decode(STATE.encode()) == STATE
     assert Member.decode(member(2, 77).encode()) == member(2, 77)
+    assert (
+        Member.decode(b'{"brokerId":2,"addr":"a","haAddr":"b","maxPhyOffset":5}').final_epoch == 0
+    )
 
 
 def test_first_state_and_an_election():
     first = GroupState.first(member(5, 123))
     assert (first.epoch, first.sync_state_set) == (1, {5})
     won = STATE.elect(member(3, 999))
-    assert won.epoch == 5 and won.master == member(3) and won.sync_state_set == {3}
+    assert won.epoch == 5 and won.master == member(3, 0, 0) and won.sync_state_set == {3}
     assert won.epochs == STATE.epochs and not won.term_recorded and STATE.term_recorded
 
 
@@ -99,3 +107,13 @@ def test_the_master_counts_in_sync_by_reported_offsets():
     assert sync_state_set(STATE, members, 1000, max_gap=500) == {1, 2}
     assert sync_state_set(STATE, members, 1000, max_gap=900) == {1, 2, 3}
     assert sync_state_set(STATE, alive(member(1)), 1000, max_gap=900) == {1}
+
+
+def test_no_one_stands_until_every_candidate_reported_its_final_offset():
+    """A report from while the master lived may be a second old: the member it describes may
+    hold more than a longer-looking report of another."""
+    stale = alive(member(2, 500, final_epoch=0), member(3, 900))
+    assert candidates(STATE, stale, unclean=False) == []
+    assert decide(STATE, 3, stale, unclean=False) is Action.WAIT
+    fresh = alive(member(2, 1500), member(3, 900))
+    assert decide(STATE, 2, fresh, unclean=False) is Action.ELECT
