@@ -203,6 +203,10 @@ class Elector:
     async def _try_bootstrap(self) -> Role | None:
         state, revision, alive = await self.read()
         member = self.config.member
+        gone = state is not None and state.master.broker_id not in alive
+        if gone and state is not None and self.reported_final != state.epoch:
+            # the master is gone: our log's end is final for its epoch (elections wait for it)
+            alive = {**alive, self.me: await self._report_offset(final_epoch=state.epoch)}
         if state is None:
             new = GroupState.first(member)
             return Role(True, new.epoch, new) if await self.swap(0, new, fallen=None) else None
@@ -264,17 +268,21 @@ class Elector:
                 log.warning("controller: cannot record the term yet: %s", exc)
             await trio.sleep(BOOTSTRAP_RETRY_S)
 
-    async def master_history(self) -> GroupState:
-        """The state once its master has recorded its term (a slave cuts its log by it)."""
+    async def master_history(self) -> GroupState | None:
+        """The state once its master has recorded its term (a slave cuts its log by it);
+        None when that master went before recording it (start again: stand for election)."""
         while True:
             try:
-                state, _, _ = await self.read()
+                state, _, alive = await self.read()
             except EtcdError as exc:
                 self.status = f"etcd: {exc}"
-                state = None
-            if state is not None and state.term_recorded and state.master.broker_id != self.me:
-                self.role = Role(False, state.epoch, state)
-                return state
+                state, alive = None, {}
+            if state is not None and state.master.broker_id != self.me:
+                if state.term_recorded:
+                    self.role = Role(False, state.epoch, state)
+                    return state
+                if state.master.broker_id not in alive:
+                    return None
             await trio.sleep(BOOTSTRAP_RETRY_S)
 
     # ------------------------------------------------------------------------ running

@@ -25,6 +25,7 @@ from broker.election.group_state import GroupState, Member
 from broker.election.truncation import TruncationReport, save_and_truncate
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.mapped_file import StoreError
+from broker.store.message_store import DefaultMessageStore
 from remoting.runtime_config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -67,10 +68,17 @@ async def serve_elected(
     etcd = EtcdClient(config.etcd_endpoints)
     try:
         elector = Elector(etcd, elector_config(config, store_config))
+        # An election ranks candidates by their logs' ends: this one's is known before the
+        # role is, by a recovery of its own (the broker's store recovers again, quickly).
+        end = await trio.to_thread.run_sync(local_log_end, config, store_config)
+        elector.max_phys_offset = lambda: end
         role = await elector.bootstrap()
         if not role.master:
             # the master this slave follows, once it recorded its term: the cut needs it
-            role = Role(False, role.epoch, await elector.master_history())
+            state = await elector.master_history()
+            if state is None:
+                return f"master {role.state.master.broker_id} went before it recorded its term"
+            role = Role(False, role.epoch, state)
         controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
         controller.epoch = controller.registrar.state_version = role.epoch
         controller.require_in_sync_replicas()
@@ -114,6 +122,16 @@ def follow_term(
     report = save_and_truncate(store, root, keep, state.epoch)
     epoch_file.save(root, history)
     return report
+
+
+def local_log_end(config: BrokerConfig, store_config: MessageStoreConfig) -> int:
+    """The CommitLog's end after recovery, the store closed again."""
+    store = DefaultMessageStore(store_config, store_host=(config.broker_ip1, config.listen_port))
+    store.load()
+    try:
+        return store.max_phys_offset
+    finally:
+        store.shutdown()
 
 
 def epoch_rows(root: Path, truncation: object) -> dict[str, str]:

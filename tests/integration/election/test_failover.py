@@ -55,7 +55,9 @@ async def send_keys(client: RemotingClient, addr: str, keys: list[str]) -> list[
     for key in keys:
         try:
             response = await call(client, addr, send_request(TOPIC, key.encode(), keys=key))
-        except RemotingError:  # the new master is still restarting in its new role
+        # Restarting in its new role. OSError: remoting/connection.py reads getpeername()
+        # of a socket the peer reset just after connecting, unwrapped.
+        except (RemotingError, OSError):
             continue
         if response.code == 0:
             acked.append(key)
