@@ -30,7 +30,7 @@ import trio
 
 from broker.election.epoch_file import EpochEntry, append
 from broker.election.etcd import EtcdClient, EtcdError
-from broker.election.etcd_json import Compare, Put
+from broker.election.etcd_json import Compare, EtcdLeaseNotFound, Put
 from broker.election.group_state import (
     Action,
     GroupState,
@@ -182,6 +182,9 @@ class Elector:
                 if not self.lease_id:
                     await self.publish()
                 role = await self._try_bootstrap()
+            except EtcdLeaseNotFound:
+                self.lease_id = 0  # expired meanwhile: a new one, and publish again
+                role = None
             except EtcdError as exc:
                 self.status = f"etcd: {exc}"
                 log.warning("controller: cannot decide the role yet: %s", exc)
@@ -376,13 +379,14 @@ class Elector:
             await trio.sleep(POLL_S)
             try:
                 state, revision, alive = await self.read()
+                if state is None:
+                    self._lease_lost("the group's state is gone from etcd")
+                    continue
+                await self._step(state, revision, alive)
+            except EtcdLeaseNotFound:
+                self._lease_lost("the lease expired at etcd")
             except EtcdError as exc:
                 self.status = f"etcd: {exc}"
-                continue
-            if state is None:
-                self._lease_lost("the group's state is gone from etcd")
-                continue
-            await self._step(state, revision, alive)
 
     async def _step(self, state: GroupState, revision: int, alive: dict[int, Member]) -> None:
         role = self.role

@@ -34,6 +34,10 @@ class EtcdUnavailable(EtcdError):
     """No endpoint answered."""
 
 
+class EtcdLeaseNotFound(EtcdError):
+    """The lease named is gone at etcd (it expired, or was revoked)."""
+
+
 @attrs.frozen
 class KeyValue:
     key: bytes
@@ -230,7 +234,8 @@ def check_error(reply: object) -> dict[str, Any]:
     body = _object(reply, "the reply")
     if "error" in body or ("code" in body and "message" in body):
         message = body.get("message", body.get("error"))
-        raise EtcdError(f"etcd: {message!s:.200} (code {body.get('code')!s:.10})")
+        error = EtcdLeaseNotFound if "lease not found" in str(message) else EtcdError
+        raise error(f"etcd: {message!s:.200} (code {body.get('code')!s:.10})")
     return body
 
 

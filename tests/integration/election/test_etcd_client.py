@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from broker.election.etcd import EtcdClient, EtcdUnavailable
-from broker.election.etcd_json import Compare, Delete, Put, Range
+from broker.election.etcd_json import Compare, Delete, EtcdLeaseNotFound, Put, Range
 from tests.kits.etcdkit import EtcdMember, module_etcd  # noqa: F401 (fixture)
 from tests.kits.hakit import wait_until
 
@@ -64,6 +64,8 @@ async def test_a_key_on_a_lease_goes_with_it(client: EtcdClient, request: pytest
     assert await client.get(k) is None
     assert await client.lease_keepalive(lease) == 0
     await client.lease_revoke(lease)  # twice is harmless
+    with pytest.raises(EtcdLeaseNotFound):  # a put on a gone lease: the elector starts again
+        await client.put(k, b"me", lease=lease)
 
 
 async def test_an_unrefreshed_lease_expires(client: EtcdClient, request: pytest.FixtureRequest):
