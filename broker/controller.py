@@ -395,5 +395,9 @@ class BrokerController:
                 await self.vip_server.stop_accepting()
             self.pull_hold.wake_all()
             await trio.sleep(0)  # let woken pulls answer before connections close
-            await self.registrar.unregister_all()
+            if self.restart_reason is None:
+                # A role change (auto-failover) comes straight back and registers again; its
+                # unregister would remove by brokerId, as RocketMQ's NameServer does, the
+                # route of the member that now holds the id.
+                await self.registrar.unregister_all()
             await client.aclose()
