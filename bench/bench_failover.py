@@ -204,13 +204,13 @@ def main() -> None:
     etcd_port = 23900
     etcd = start_etcd(root, etcd_port)
     try:
-        failover_times(root, etcd_port)
         rates: dict[bool, list[float]] = {True: [], False: []}
         for round_no in range(2):
             for controller in (False, True):
                 rates[controller].append(throughput(root, etcd_port, controller, round_no))
         on, off = statistics.mean(rates[True]), statistics.mean(rates[False])
         print(f"send throughput, controller mode on / off: {on / off:.2f}", flush=True)
+        failover_times(root, etcd_port)
     finally:
         etcd.terminate()
         etcd.wait(10)
