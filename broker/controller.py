@@ -395,9 +395,10 @@ class BrokerController:
                 await self.vip_server.stop_accepting()
             self.pull_hold.wake_all()
             await trio.sleep(0)  # let woken pulls answer before connections close
-            if self.restart_reason is None:
-                # A role change (auto-failover) comes straight back and registers again; its
-                # unregister would remove by brokerId, as RocketMQ's NameServer does, the
-                # route of the member that now holds the id.
+            if self.restart_reason is None or not self.config.is_master:
+                # A master leaving its role (auto-failover) does not unregister: the NameServer
+                # removes by brokerId, as RocketMQ's does, so it would remove the route of the
+                # member that now holds id 0. A slave's unregister is harmless (and the C++
+                # client only finds the new master's route after it: tests/interop).
                 await self.registrar.unregister_all()
             await client.aclose()
