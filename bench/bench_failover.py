@@ -128,7 +128,7 @@ async def one_failover(root: Path, run: int, etcd_port: int) -> tuple[float, int
                 n += 1
                 try:  # a loaded machine can delay a lease refresh into a failover of its own
                     response = await client.invoke(state.master.addr, send_request(key), 5)
-                except RemotingError:
+                except (RemotingError, OSError):  # OSError: see remoting/connection.py getpeername
                     response = None
                 if response is not None and response.code == 0:
                     acked.append(key)
@@ -144,7 +144,10 @@ async def one_failover(root: Path, run: int, etcd_port: int) -> tuple[float, int
                     n += 1
                     try:
                         response = await client.invoke(state.master.addr, send_request(key), 5)
-                    except RemotingError:
+                    except (
+                        RemotingError,
+                        OSError,
+                    ):  # OSError: see remoting/connection.py getpeername
                         response = None
                     if response is not None and response.code == 0:
                         acked.append(key)
