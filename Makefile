@@ -56,6 +56,11 @@ $(STAMP): pyproject.toml setup.py $(NATIVE) proxy/build_protos.py tests/integrat
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
 	  echo "note: no chromium found: the console's browser tests need Debian's chromium"
+	@# Auto-failover (broker/election/) keeps its state in etcd: Debian's etcd-server and
+	@# etcd-client (etcdctl) when missing and we may (else those tests skip, saying why).
+	@command -v etcd >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq etcd-server etcd-client >/dev/null; } || \
+	  echo "note: no etcd found: the auto-failover tests need Debian's etcd-server"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import trio
@@ -20,12 +21,15 @@ from acl.errors import AclConfigError
 from broker.config import BrokerConfig, ConfigError, config_lines, listening_ports
 from broker.config_update import start_config
 from broker.controller import BrokerController
+from broker.election.elector import Elector
+from broker.election.startup import serve_elected
 from broker.persist import ConfigPersistError
 from broker.store.config import MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from remoting import properties
 from remoting.logs import LEVELS, setup_logging
 from remoting.ports import ephemeral_conflicts
+from remoting.runtime_config import RuntimeConfig
 from remoting.startup import EXIT_CONFIG, EXIT_START, prepare_process, start_failure
 
 log = logging.getLogger("broker")
@@ -67,16 +71,27 @@ def _metrics_port(controller: BrokerController) -> str:
     return f" metricsPort={port}" if port is not None else ""
 
 
-async def serve(controller: BrokerController, on_ready: Callable[[], None]) -> None:
+async def serve(
+    controller: BrokerController, on_ready: Callable[[], None], elector: Elector | None = None
+) -> None:
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             port = await nursery.start(controller.run)
+            if elector is not None:
+                await nursery.start(elector.run)
             print(f"READY broker port={port}{_metrics_port(controller)}", flush=True)
             on_ready()
-            async for signum in signals:
-                log.info("signal %s: shutting down", signal.Signals(signum).name)
-                controller.stop()
-                break
+            nursery.start_soon(_stop_on_signal, controller, signals)
+            await controller.stopped.wait()
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(controller: BrokerController, signals: AsyncIterator[int]) -> None:
+    async for signum in signals:
+        log.info("signal %s: shutting down", signal.Signals(signum).name)
+        controller.restart_reason = None  # asked to stop: not to come back in a new role
+        controller.stop()
+        break
 
 
 def directories(config: BrokerConfig, store: MessageStoreConfig) -> list[tuple[str, Path]]:
@@ -141,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         # a full collection no longer walks it, which at that size held the loop for seconds.
         gc.freeze()
 
+    if config.enable_controller_mode:
+        return controller_mode(argv, config, store_config, runtime)
     try:
         controller = BrokerController(config, store_config, runtime=runtime)
     except (AclConfigError, ConfigError) as exc:  # plain_acl.yml, TLS files: key and reason
@@ -155,6 +172,44 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
         return EXIT_START
     return 0
+
+
+def controller_mode(
+    argv: list[str] | None,
+    config: BrokerConfig,
+    store_config: MessageStoreConfig,
+    runtime: RuntimeConfig,
+) -> int:
+    """enableControllerMode=true: the role comes from etcd (broker/election/startup.py); a role
+    change stops the broker cleanly and starts this program again in the same process (same
+    pid, same stdout), so the store recovers and every service starts in its new role."""
+    ready = False
+
+    def on_ready() -> None:
+        nonlocal ready
+        ready = True
+
+    async def run_one(controller: BrokerController, elector: Elector) -> None:
+        await serve(controller, on_ready, elector)
+
+    try:
+        restart = trio.run(serve_elected, config, store_config, runtime, run_one)
+    except (AclConfigError, ConfigError) as exc:
+        print(f"mqbroker: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except BaseException as exc:
+        failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
+        if failure is None:
+            raise
+        print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
+        return EXIT_START
+    if restart is None:
+        return 0
+    log.warning("restarting the broker in its new role: %s", restart)
+    logging.shutdown()
+    args = sys.argv[1:] if argv is None else argv
+    os.execv(sys.executable, [sys.executable, "-m", "broker", *args])
+    return 0  # not reached
 
 
 if __name__ == "__main__":

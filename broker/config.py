@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from broker.election.config import ControllerKeys
 from broker.store.config import BrokerRole, MessageStoreConfig
 from metrics.config import MetricsKeys
 from remoting import constants as K
@@ -63,7 +64,7 @@ def _cluster_name(_: object, attribute: attrs.Attribute, value: str) -> None:
 # Every key: its type, and a validator bounding it (remoting/settings.py). Times are ms unless
 # the comment says otherwise.
 @attrs.frozen(kw_only=True)
-class BrokerConfig(TlsKeys, MetricsKeys):  # tls.* and metrics* keys come first
+class BrokerConfig(TlsKeys, MetricsKeys, ControllerKeys):  # tls.*, metrics*, controller* first
     broker_cluster_name: str = attrs.field(default="DefaultCluster", validator=_cluster_name)
     broker_name: str = attrs.field(factory=socket.gethostname, validator=node_name)
     broker_id: int = attrs.field(default=0, validator=java_long())
@@ -354,6 +355,14 @@ def load_broker_config(
 def _role_from_id(
     broker: BrokerConfig, store_values: dict[str, Any], properties: Mapping[str, str]
 ) -> None:
+    if broker.enable_controller_mode:
+        # etcd gives the role (broker/election/); brokerRole names the kind of master.
+        if store_values.get("broker_role") is BrokerRole.SLAVE:
+            raise ConfigError(
+                "bad value for brokerRole='SLAVE': with enableControllerMode=true the role "
+                "comes from the election; brokerRole says ASYNC_MASTER or SYNC_MASTER when elected"
+            )
+        return
     if broker.broker_id != 0 and "brokerRole" not in properties:
         store_values["broker_role"] = BrokerRole.SLAVE
     if broker.broker_id == 0 and store_values.get("broker_role") is BrokerRole.SLAVE:

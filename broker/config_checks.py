@@ -88,7 +88,27 @@ def paths_are_usable(broker: BrokerConfig, store: MessageStoreConfig) -> ConfigE
     return None
 
 
+def controller_mode_is_complete(broker: BrokerConfig, _: MessageStoreConfig) -> ConfigError | None:
+    if not broker.enable_controller_mode:
+        return None
+    if not broker.etcd_endpoints:
+        return bad_value(
+            "controllerEtcdEndpoints",
+            broker.controller_etcd_endpoints or "",
+            "enableControllerMode=true needs etcd: http://127.0.0.1:2379[,http://host:port...]",
+        )
+    if broker.broker_id < 1:
+        return bad_value(
+            "brokerId",
+            broker.broker_id,
+            "with enableControllerMode=true it is the member's own id in its group: 1 or more, "
+            "unique (the elected master registers as 0)",
+        )
+    return None
+
+
 RULES: tuple[Rule, ...] = (
+    controller_mode_is_complete,
     ha_expiry_outlasts_heartbeat,
     largest_message_fits_a_segment,
     index_file_fits_an_int,

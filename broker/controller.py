@@ -148,6 +148,17 @@ class BrokerController:
             boot_timestamp=clock(),
         )
         self._stop = trio.Event()
+        self.stopped = trio.Event()  # run() has returned
+        self.loaded = False
+        # Auto-failover (broker/election/): why this process should start again in another
+        # role, set once; the entry point restarts it after the clean stop.
+        self.restart_reason: str | None = None
+        self.elector: object | None = None  # broker/election/elector.py, in controller mode
+        self.epoch = 0  # the controller's epoch this broker serves in (0: no controller)
+        self.truncation: object | None = None  # what a returning member cut (election/)
+        # Controller mode, SYNC_MASTER: slaves that must be connected for a send to be taken
+        # (minInSyncReplicas - 1; 0: no such check, the 4.x behaviour).
+        self.min_in_sync_slaves = 0
         self.port: int | None = None
         self.ha_port: int | None = None
         self.metrics_port: int | None = None
@@ -293,6 +304,7 @@ class BrokerController:
     # ------------------------------------------------------------------------ lifecycle
 
     def load(self) -> None:
+        self.loaded = True
         self.topics.load()
         self.offsets.load()
         self.groups.load()
@@ -318,8 +330,39 @@ class BrokerController:
     def stop(self) -> None:
         self._stop.set()
 
+    def fence(self, reason: str) -> None:
+        """Refuse every write from now on (a newer epoch exists, or our lease may be gone)."""
+        if self.registrar.fenced is None:
+            log.critical("%s", reason)
+            self.registrar.fenced = reason
+
+    def require_in_sync_replicas(self) -> None:
+        """RocketMQ 5's minInSyncReplicas and inSyncReplicas on a SYNC_MASTER in controller
+        mode: refuse sends while fewer replicas are connected, ack once that many hold it."""
+        store_config = self.store_config
+        if self.ha_service is None or store_config.broker_role is not BrokerRole.SYNC_MASTER:
+            return
+        replicas = max(store_config.in_sync_replicas, store_config.min_in_sync_replicas)
+        self.ha_service.acks_needed = max(1, replicas - 1)
+        self.min_in_sync_slaves = store_config.min_in_sync_replicas - 1
+
+    def enough_in_sync_slaves(self) -> bool:
+        assert self.ha_service is not None
+        return self.ha_service.connection_count >= self.min_in_sync_slaves
+
+    def restart(self, reason: str) -> None:
+        """Stop cleanly, then start again: the role is decided anew at start-up. Not when a
+        stop (a signal) came first: the operator's stop wins."""
+        if self._stop.is_set() and self.restart_reason is None:
+            return
+        if self.restart_reason is None:
+            log.warning("controller: restarting: %s", reason)
+            self.restart_reason = reason
+        self.stop()
+
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        self.load()
+        if not self.loaded:  # controller mode loads first, to find its term's start
+            self.load()
         warn_if_open(self.config, self.acl is not None, self.bind_host)
         try:
             async with trio.open_nursery() as nursery:
@@ -361,6 +404,7 @@ class BrokerController:
                 nursery.cancel_scope.cancel()
         finally:
             self.persist.persist_sync()
+            self.stopped.set()
 
     def _slave_synchronize(self, client: RemotingClient) -> SlaveSynchronize:
         return SlaveSynchronize(
@@ -381,5 +425,10 @@ class BrokerController:
                 await self.vip_server.stop_accepting()
             self.pull_hold.wake_all()
             await trio.sleep(0)  # let woken pulls answer before connections close
-            await self.registrar.unregister_all()
+            if self.restart_reason is None or not self.config.is_master:
+                # A master leaving its role (auto-failover) does not unregister: the NameServer
+                # removes by brokerId, as RocketMQ's does, so it would remove the route of the
+                # member that now holds id 0. A slave's unregister is harmless (and the C++
+                # client only finds the new master's route after it: tests/interop).
+                await self.registrar.unregister_all()
             await client.aclose()

@@ -53,6 +53,9 @@ class NamesrvRegistrar:
         # writes are refused (the remark says how to rejoin).
         self.fenced: str | None = None
         self._register_now = trio.Event()
+        # Controller mode: the epoch this broker serves in, sent as the DataVersion's
+        # stateVersion (RocketMQ 5), so a NameServer keeps the newest term's master.
+        self.state_version: int | None = None
 
     @property
     def is_slave(self) -> bool:
@@ -95,9 +98,13 @@ class NamesrvRegistrar:
         self._register_now = trio.Event()
         if self.outer is None or not self.outer.namesrv_addrs:
             return
+        topics = self.topics.with_permission(self.config.broker_permission)
+        if self.state_version is not None:
+            version = attrs.evolve(topics.data_version, state_version=self.state_version)
+            topics = attrs.evolve(topics, data_version=version)
         results = await self.outer.register_all(
             self.identity(),
-            self.topics.with_permission(self.config.broker_permission),
+            topics,
             self.config.register_broker_timeout_mills / 1000,
         )
         for result in results:

@@ -8,6 +8,7 @@ the ``ha*`` keys are ours (RocketMQ 4.x shows no replication status).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import attrs
@@ -33,6 +34,8 @@ class BrokerRuntimeInfo:
     ha_service: HAService | None
     ha_client: HAClient | None
     boot_timestamp: int
+    # More rows, each a function of the moment (auto-failover's controller* rows, election/).
+    extra: list[Callable[[], dict[str, str]]] = attrs.Factory(list)
 
     def table(self) -> dict[str, str]:
         store = self.store
@@ -51,6 +54,8 @@ class BrokerRuntimeInfo:
             }
         )
         info.update(self.ha_table())
+        for rows in self.extra:
+            info.update(rows())
         return info
 
     def ha_table(self) -> dict[str, str]:

@@ -222,6 +222,9 @@ class AdminClient(GroupAdmin, BrokerAdmin, MessageAdmin):
         for key in ("masterAddr", "haMasterAddr", "haConnected", "haLastChunkMillisAgo"):
             if key in info:
                 status[key] = info[key]
+        for key in ("controllerEpoch", "syncStateSet"):  # controller mode (broker/election/)
+            if key in info:
+                status[key] = info[key]
         return status
 
     # ------------------------------------------------------------------ messages

@@ -6,6 +6,7 @@ follows them."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sys
 import threading
@@ -95,6 +96,8 @@ class Cluster:
         conf = str(self.daemons.conf_path(spec))
         if spec.kind == "namesrv":
             return [sys.executable, "-m", "namesrv", "-c", conf, "--host", "127.0.0.1"]
+        if spec.kind == "etcd":
+            return etcd_argv(spec, self.base / "store" / spec.name)
         return [sys.executable, "-m", "broker", "-c", conf]
 
     def up(self) -> None:
@@ -145,7 +148,7 @@ class Cluster:
         self.daemons.wait_ready(spec)
 
     def _wait_in_sync(self, spec: ProcessSpec) -> int:
-        master = self.manifest.master_of(spec)
+        master = self.current_master(spec)
         if master is None:
             return 0
         deadline = time.monotonic() + SYNC_TIMEOUT_S
@@ -160,6 +163,19 @@ class Cluster:
         raise ClusterError(
             f"{spec.name} did not catch up with {master.name} in {SYNC_TIMEOUT_S:.0f} s"
         )
+
+    def current_master(self, spec: ProcessSpec) -> ProcessSpec | None:
+        """The master of ``spec``'s group: the manifest's, unless auto-failover moved it (the
+        member whose runtime info says it is not a slave)."""
+        master = self.manifest.master_of(spec)
+        group = [
+            p
+            for p in self.manifest.processes
+            if p.broker_name == spec.broker_name and p.kind == "broker" and p != spec
+        ]
+        infos = runtime_infos([p.addr for p in group])
+        serving = [p for p in group if infos.get(p.addr, {}).get("brokerRole", "SLAVE") != "SLAVE"]
+        return serving[0] if serving else master
 
     # ------------------------------------------------------------------ down
 
@@ -210,6 +226,9 @@ class Cluster:
                 "state": "up" if pid else "down",
                 "lag": "",
             }
+            info = infos.get(spec.addr) or {}
+            if "controllerEpoch" in info:  # auto-failover: the role it has now
+                row["role"] = f"{info.get('brokerRole', '?')} (epoch {info['controllerEpoch']})"
             master = self.manifest.master_of(spec) if spec.role == "slave" else None
             if master is not None and pid:
                 m, s = infos.get(master.addr), infos.get(spec.addr)
@@ -222,3 +241,24 @@ class Cluster:
                     row["lag"] = "?"
             rows.append(row)
         return rows
+
+
+def etcd_argv(spec: ProcessSpec, data_dir: Path) -> list[str]:
+    """A single-member etcd on the layout's port (peer port + 1); the production manifests
+    (deploy/README.md) run three members."""
+    binary = shutil.which("etcd")
+    if binary is None:
+        raise ClusterError(
+            f"{spec.name}: no etcd binary; install Debian's etcd-server (make install does)"
+        )
+    client, peer = f"http://{spec.addr}", f"http://127.0.0.1:{spec.port + 1}"
+    return [
+        binary,
+        f"--name={spec.name}",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster={spec.name}={peer}",
+    ]

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,6 +119,9 @@ class Daemons:
         self.pid_path(spec).write_text(str(process.pid))
 
     def wait_ready(self, spec: ProcessSpec) -> None:
+        if spec.kind == "etcd":
+            self._wait_healthy(spec)
+            return
         deadline = time.monotonic() + READY_TIMEOUT_S
         needle = f"port={spec.port}".encode()
         offset = self._log_start[spec.name]
@@ -140,6 +144,25 @@ class Daemons:
             f"{self.log_path(spec)} above",
             detail=self.tail(spec, out=False),
         )
+
+    def _wait_healthy(self, spec: ProcessSpec) -> None:
+        """etcd prints no READY line: its /health answers once it serves."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        process = self.started[spec.name]
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://{spec.addr}/health", timeout=1) as reply:
+                    if b'"true"' in reply.read():
+                        return
+            except OSError:
+                pass
+            if process.poll() is not None:
+                raise ClusterError(
+                    f"{spec.name} exited with code {process.returncode} while starting",
+                    detail=self.tail(spec),
+                )
+            self.pause(spec, POLL_S)
+        raise ClusterError(f"{spec.name} not healthy after {READY_TIMEOUT_S:.0f} s")
 
     # ------------------------------------------------------------------ stop
 

@@ -12,7 +12,7 @@ import attrs
 
 from remoting import properties
 
-ROLES = {"namesrv", "master", "slave"}
+ROLES = {"etcd", "namesrv", "master", "slave"}
 
 
 class ManifestError(ValueError):
@@ -22,14 +22,14 @@ class ManifestError(ValueError):
 @attrs.frozen
 class ProcessSpec:
     name: str
-    role: str  # namesrv | master | slave
+    role: str  # etcd | namesrv | master | slave (auto-failover layouts: the start order)
     conf: Path
     port: int
     broker_name: str | None = None
 
     @property
     def kind(self) -> str:
-        return "namesrv" if self.role == "namesrv" else "broker"
+        return self.role if self.role in ("etcd", "namesrv") else "broker"
 
     @property
     def addr(self) -> str:
@@ -45,6 +45,8 @@ class ProcessSpec:
     def ports(self) -> list[int]:
         """Every port the process binds: a broker also has its VIP (-2) and HA (+1) ports;
         each its metrics port."""
+        if self.kind == "etcd":
+            return [self.port, self.port + 1]  # client, peer
         if self.kind == "namesrv":
             return [self.port, self.metrics_port]
         return [self.port - 2, self.port, self.port + 1, self.metrics_port]
@@ -60,6 +62,10 @@ class Manifest:
     def namesrv_addr(self) -> str:
         return ";".join(p.addr for p in self.processes if p.role == "namesrv")
 
+    @property
+    def etcd_endpoints(self) -> str:
+        return ",".join(f"http://{p.addr}" for p in self.processes if p.role == "etcd")
+
     def shifted(self, offset: int) -> Manifest:
         """The same layout with every port moved by ``offset`` (a second copy side by side)."""
         if not offset:
@@ -71,8 +77,8 @@ class Manifest:
         return attrs.evolve(self, processes=moved)
 
     def start_order(self) -> list[ProcessSpec]:
-        """NameServers, then masters, then slaves."""
-        rank = {"namesrv": 0, "master": 1, "slave": 2}
+        """etcd, NameServers, then masters, then slaves."""
+        rank = {"etcd": 0, "namesrv": 1, "master": 2, "slave": 3}
         return sorted(self.processes, key=lambda p: rank[p.role])
 
     def master_of(self, slave: ProcessSpec) -> ProcessSpec | None:
@@ -100,6 +106,8 @@ class Manifest:
         values.update(overrides or {})
         # the process writes and rotates its own log (remoting/logs.py): mqcluster's `up`
         # returns while the processes run on, so nothing of mqcluster's could rotate a pipe
+        if spec.kind == "etcd":
+            return "".join(f"{k}={v}\n" for k, v in values.items())  # etcd takes flags
         values["logFile"] = str(base_dir / "logs" / f"{spec.name}.log")
         if values.get("metricsExporterType") == "PROM":
             values["metricsPromExporterPort"] = str(spec.metrics_port)
@@ -109,6 +117,8 @@ class Manifest:
         else:
             values["listenPort"] = str(spec.port)
             values["namesrvAddr"] = self.namesrv_addr
+            if values.get("enableControllerMode") == "true" and self.etcd_endpoints:
+                values["controllerEtcdEndpoints"] = self.etcd_endpoints
             values["storePathRootDir"] = str(base_dir / "store" / spec.name)
         return "".join(f"{k}={v}\n" for k, v in values.items())
 
@@ -138,7 +148,7 @@ def load_manifest(folder: Path) -> Manifest:
         if not conf_path.is_file():
             raise ManifestError(f"{where} ({name}): config file {conf_path} not found")
         broker_name = None
-        if role != "namesrv":
+        if role in ("master", "slave"):
             broker_name = properties.loads(conf_path.read_text()).get("brokerName")
             if not broker_name:
                 raise ManifestError(f"{conf_path}: brokerName is not set")

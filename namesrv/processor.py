@@ -163,6 +163,7 @@ class NamesrvProcessor:
             raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         for config in parsed.topic_config_serialize_wrapper.topic_config_table.values():
             check_body(config)  # queue numbers and perm: clients loop over the queues
+        check_body(parsed.topic_config_serialize_wrapper.data_version)  # stateVersion
         fenced_to = self.kv.get(K.FENCE_NAMESPACE, header.broker_name)
         if fenced_to and header.broker_id == K.MASTER_ID and header.broker_addr != fenced_to:
             log.warning(

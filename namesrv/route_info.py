@@ -84,6 +84,18 @@ class RouteInfoManager:
         ]:
             del addrs[broker_id]
         old = addrs.get(reg.broker_id)
+        if old is not None and old != reg.broker_addr and self._older_state(old, reg):
+            # RocketMQ 5: a broker of an older controller epoch (stateVersion) does not
+            # replace the live one holding that id; it is ignored and not kept alive.
+            log.warning(
+                "registration of %s as %s id=%d ignored: %s holds it at a newer stateVersion",
+                reg.broker_addr,
+                reg.broker_name,
+                reg.broker_id,
+                old,
+            )
+            self.broker_live_table.pop(reg.broker_addr, None)
+            return RegisterBrokerResult()
         addrs[reg.broker_id] = reg.broker_addr
         register_first = register_first or old is None
         if reg.topics is not None and reg.broker_id == K.MASTER_ID:
@@ -122,6 +134,12 @@ class RouteInfoManager:
             if master_live is not None:
                 return RegisterBrokerResult(master_addr, master_live.ha_server_addr)
         return RegisterBrokerResult()
+
+    def _older_state(self, holder: str, reg: BrokerRegistration) -> bool:
+        live = self.broker_live_table.get(holder)
+        if live is None or reg.topics is None:
+            return False
+        return (live.data_version.state_version or 0) > (reg.topics.data_version.state_version or 0)
 
     def is_broker_topic_config_changed(self, broker_addr: str, version: DataVersion) -> bool:
         live = self.broker_live_table.get(broker_addr)

@@ -43,6 +43,10 @@ async def accept_loop(
     while True:
         try:
             stream = await listener.accept()
+        except trio.ClosedResourceError:
+            # stop_accepting closed it while this task was between two accepts (a connection
+            # had just come in): the cancel it also sent is not seen before accept() fails
+            return
         except OSError as exc:
             if exc.errno not in CAPACITY_ERRNOS:
                 raise

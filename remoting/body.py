@@ -70,9 +70,15 @@ class ConsumeFromWhere(enum.Enum):
 class DataVersion:
     counter: int = 0
     timestamp: int = 0
+    # RocketMQ 5: in controller mode a broker's master epoch; a NameServer keeps a master
+    # registration of a lower one from replacing the live master's (namesrv/route_info.py).
+    # Sent only when set, so 4.x peers see the DataVersion they know.
+    state_version: NonNegLong | None = None
 
     def next_version(self) -> DataVersion:
-        return DataVersion(counter=self.counter + 1, timestamp=now_ms())
+        return DataVersion(
+            counter=self.counter + 1, timestamp=now_ms(), state_version=self.state_version
+        )
 
 
 @frozen

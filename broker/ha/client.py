@@ -105,7 +105,8 @@ class HAClient:
                     self.disconnects += 1
                 self.connected_to = None
             backoff = RECONNECT_MIN_S if self._progressed else min(backoff * 2, RECONNECT_MAX_S)
-            await trio.sleep(backoff)
+            with trio.move_on_after(backoff):  # a new master (auto-failover) is dialled at once
+                await self.master.changed.wait()
 
     async def _session(self, addr: str) -> None:
         """One connection, until it fails (``_progressed`` tells whether data arrived)."""

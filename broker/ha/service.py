@@ -50,6 +50,10 @@ class HAService:
         self.tls = tls  # haUseTLS (broker/tls.py): only TLS slaves
         self.connections: set[HAConnection] = set()
         self.push2slave_max_offset = 0
+        # Slaves that must ack a SYNC send (minInSyncReplicas - 1 in controller mode, else 1);
+        # replicated_offset is what that many slaves hold (with 1: push2slave_max_offset).
+        self.acks_needed = 1
+        self.replicated_offset = 0
         self.new_data = trio.Event()
         self.new_data_waiters = 0  # Event.statistics() per put cost more than a counter
         self._waiters: list[tuple[int, int, trio.Event]] = []
@@ -72,15 +76,27 @@ class HAService:
             event.set()
 
     def on_ack(self, offset: int) -> None:
-        if offset <= self.push2slave_max_offset:
+        if self.acks_needed > 1:
+            self.push2slave_max_offset = max(self.push2slave_max_offset, offset)
+            offset = self._kth_ack()
+            if offset <= self.replicated_offset:
+                return
+        elif offset <= self.push2slave_max_offset:
             return
-        self.push2slave_max_offset = offset
+        else:
+            self.push2slave_max_offset = offset
+        self.replicated_offset = offset
         waiters = self._waiters
         while waiters and waiters[0][0] <= offset:
             heapq.heappop(waiters)[2].set()
 
+    def _kth_ack(self) -> int:
+        """The offset at least ``acks_needed`` verified slaves acked (0: fewer slaves)."""
+        acks = sorted((c.ack_offset for c in self.connections if c.verified), reverse=True)
+        return acks[self.acks_needed - 1] if len(acks) >= self.acks_needed else 0
+
     def is_slave_ok(self, end_offset: int) -> bool:
-        return self.connection_count > 0 and self._within_fallbehind(end_offset)
+        return self.connection_count >= self.acks_needed and self._within_fallbehind(end_offset)
 
     def slave_may_return(self, end_offset: int) -> bool:
         """No slave now, but one dropped so recently that it is probably reconnecting."""
@@ -92,10 +108,10 @@ class HAService:
 
     def _within_fallbehind(self, end_offset: int) -> bool:
         fallbehind_max = self.store_config.ha_slave_fallbehind_max
-        return end_offset - self.push2slave_max_offset < fallbehind_max
+        return end_offset - self.replicated_offset < fallbehind_max
 
     async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
-        if self.push2slave_max_offset >= end_offset and self.connection_count > 0:
+        if self.replicated_offset >= end_offset and self.connection_count >= self.acks_needed:
             return PutMessageStatus.PUT_OK
         if not self.is_slave_ok(end_offset) and not self.slave_may_return(end_offset):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
@@ -111,7 +127,7 @@ class HAService:
         # until an ack that may never come.
         self._waiters.remove(waiter)
         heapq.heapify(self._waiters)
-        if self.connection_count == 0:
+        if self.connection_count < self.acks_needed:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 

@@ -144,6 +144,9 @@ class SendMessageProcessor:
         fenced = broker.registrar.fenced
         if fenced is not None:
             raise RequestError(ResponseCode.NO_PERMISSION, fenced)
+        if broker.min_in_sync_slaves and not broker.enough_in_sync_slaves():
+            # RocketMQ 5's IN_SYNC_REPLICAS_NOT_ENOUGH: refused before it is stored
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
         topic = header.topic  # a valid name: the header decoder checked it
         if topic in K.NOT_ALLOWED_SEND_TOPICS:
             raise RequestError(

@@ -139,6 +139,11 @@ class MessageStoreConfig:
     ha_transfer_batch_size: int = attrs.field(default=32 * 1024, validator=java_int(1))
     ha_master_address: str | None = attrs.field(default=None, validator=optional_address)
     ha_slave_fallbehind_max: int = attrs.field(default=256 * MiB, validator=java_int())
+    # RocketMQ 5 (controller mode, SYNC_MASTER): replicas, the master counted, that must hold
+    # a message before it is acknowledged (the larger of the two), and below
+    # minInSyncReplicas connected replicas a send is refused before it is stored.
+    in_sync_replicas: int = attrs.field(default=1, validator=java_int(1, 64))
+    min_in_sync_replicas: int = attrs.field(default=1, validator=java_int(1, 64))
     # Not a RocketMQ key: a reput pass yields to other tasks after this many records.
     reput_batch_records: int = attrs.field(default=4096, validator=java_int(1))
 

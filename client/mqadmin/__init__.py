@@ -24,6 +24,7 @@ from client.mqadmin import (  # noqa: F401  (importing them registers their comm
     acl,
     brokers,
     cluster,
+    controller,
     export,
     groups,
     message_query,

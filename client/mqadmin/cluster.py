@@ -190,6 +190,8 @@ HA_FOOTER = (
 
 def _ha_rows(addr: str, status: dict[str, Any]) -> list[list[Any]]:
     role = status.get("brokerRole", "")
+    if "controllerEpoch" in status:  # auto-failover: the epoch and the SyncStateSet's ids
+        role += f" epoch={status['controllerEpoch']} syncStateSet={status.get('syncStateSet')}"
     if "slaves" in status:
         return [
             [addr, role, s["addr"], s["ackOffset"], s["lagBytes"], s["lagMillis"], s["inSync"]]

@@ -62,6 +62,8 @@ def produce(args: argparse.Namespace) -> int:
                 emit(failed=i, error=str(exc)[:300])
                 if args.stop_on_error:
                     return 1
+            if args.interval_ms:
+                time.sleep(args.interval_ms / 1000)
     finally:
         producer.shutdown()
     emit(done=True, failures=failures)
@@ -138,6 +140,7 @@ def main() -> int:
     p.add_argument("--tags", default="TagA,TagB")
     p.add_argument("--send-timeout-ms", type=int, default=3000)
     p.add_argument("--stop-on-error", action="store_true")
+    p.add_argument("--interval-ms", type=int, default=0, help="pause after each send")
     c = sub.add_parser("consume")
     c.add_argument("--ns", required=True)
     c.add_argument("--topic", required=True)

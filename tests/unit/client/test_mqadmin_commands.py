@@ -78,6 +78,10 @@ def test_the_table_lists_every_command_and_apaches_are_all_there() -> None:
         "haStatus",
         "getAclConfig",
         "getAccessConfigSubCommand",
+        # RocketMQ 5's controller-mode commands (broker/election/: the controller is etcd)
+        "getSyncStateSet",
+        "getBrokerEpoch",
+        "electMaster",
     }
 
 

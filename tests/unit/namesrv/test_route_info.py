@@ -193,3 +193,31 @@ def test_filter_servers_appear_in_the_route_and_an_empty_list_clears_them(
     assert routes.pickup_topic_route_data("T").filter_server_table == {MASTER: ["10.0.0.9:3000"]}
     routes.register_broker(reg(wrapper=topics(tc("T")), filters=[]))
     assert routes.pickup_topic_route_data("T").filter_server_table == {}
+
+
+def versioned(state_version: int | None) -> TopicConfigSerializeWrapper:
+    return TopicConfigSerializeWrapper(
+        topic_config_table={"T": tc("T")},
+        data_version=DataVersion(counter=1, timestamp=1, state_version=state_version),
+    )
+
+
+def test_a_master_of_an_older_controller_epoch_does_not_replace_the_newer(clock):
+    """RocketMQ 5's stateVersion rule: the auto-failover's new master (epoch 4) keeps id 0
+    when the old master (epoch 3, fenced but still registering) comes around again."""
+    routes = RouteInfoManager(clock)
+    routes.register_broker(reg(MASTER, wrapper=versioned(3)))
+    routes.register_broker(reg(SLAVE, wrapper=versioned(4)))  # elected: re-registers as id 0
+    assert routes.broker_addr_table["broker-a"].broker_addrs == {0: SLAVE}
+    routes.register_broker(reg(MASTER, wrapper=versioned(3)))  # the old one, later
+    assert routes.broker_addr_table["broker-a"].broker_addrs == {0: SLAVE}
+    assert MASTER not in routes.broker_live_table
+    routes.register_broker(reg(MASTER, wrapper=versioned(5)))  # elected again, newer
+    assert routes.broker_addr_table["broker-a"].broker_addrs == {0: MASTER}
+
+
+def test_brokers_without_a_state_version_replace_each_other_as_in_4x(clock):
+    routes = RouteInfoManager(clock)
+    routes.register_broker(reg(MASTER, wrapper=versioned(None)))
+    routes.register_broker(reg(SLAVE, wrapper=versioned(None)))
+    assert routes.broker_addr_table["broker-a"].broker_addrs == {0: SLAVE}
