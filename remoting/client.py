@@ -97,8 +97,12 @@ class RemotingClient:
                     stream = await trio.open_tcp_stream(host, port)
             except (OSError, trio.TooSlowError) as exc:
                 raise RemotingConnectError(f"connect to {addr} failed: {exc!r}") from None
-            stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
-            connection = await self._connection(addr, host, stream)
+            try:
+                stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, 1)
+                connection = await self._connection(addr, host, stream)
+            except OSError as exc:  # reset right after connect: getpeername finds no peer
+                await stream.aclose()
+                raise RemotingConnectError(f"connect to {addr} failed: {exc!r}") from None
             await self._nursery.start(connection.run)
             self._connections[addr] = connection
             return connection

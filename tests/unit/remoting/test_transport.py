@@ -267,3 +267,22 @@ async def test_a_peer_that_stops_reading_is_not_read_until_its_replies_drain(
                 while (frame := decoder.next_frame()) is not None:
                     opaques.append(decode_command(frame).opaque)
     assert opaques == sent
+
+
+async def test_a_connection_reset_right_after_connect_is_a_connect_error(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A peer that resets between connect and getpeername (ENOTCONN) is the caller's connect
+    failure, not a raw OSError out of the client."""
+    import errno
+
+    import remoting.client as client_module
+
+    def reset(*args: object, **kwargs: object) -> Connection:
+        raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+
+    port = await nursery.start(make_server().run)
+    monkeypatch.setattr(client_module, "Connection", reset)
+    async with RemotingClient.open() as client:
+        with pytest.raises(RemotingConnectError, match="ENOTCONN|not connected"):
+            await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}), 5)
