@@ -10,12 +10,12 @@ PYTEST_MARKS ?= not slow
 # Run again with every native extension off (ROCKETMQ_TRIO_PURE=1), so the pure-Python twins
 # are held to the same behaviour on every run: the unit and property suites and the
 # integration tests of the servers the extensions live in (the codec and sender in remoting,
-# the store in broker, HA and the NameServer over them). The client, CLI, deploy, console,
-# metrics and plugin suites, interop, faults and fuzz drive those same server paths at several
-# times the cost and run native only: all of integration/ again took 6 min and put make test
-# at 16.5 min on 2 cores, over CI's 15 (this subset: 2.5 min; tests/README.md).
+# the store in broker, the NameServer over them). HA, the client, CLI, deploy, console,
+# metrics, plugin, proxy, pop and Spark suites, interop, faults and fuzz drive those same
+# paths at several times the cost and run native only: with HA too, make test took 16 min on
+# 2 cores, over CI's 15 (tests/README.md, "Running").
 PURE_PATHS ?= tests/unit tests/property tests/integration/broker tests/integration/remoting \
-	tests/integration/ha tests/integration/namesrv
+	tests/integration/namesrv
 
 # The long fuzz campaign (tests/fuzz): `make fuzz FUZZ_MINUTES=30 FUZZ_SEED=7 [FUZZ_DIR=...]`.
 FUZZ_MINUTES ?= 30

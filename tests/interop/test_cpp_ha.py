@@ -14,6 +14,9 @@ from tests.kits.hakit import start_pair, wait_converged, wait_topic_on_slave
 pytestmark = pytest.mark.interop
 
 
+# 12 s: with make test-all; reads from the slave after the master dies run by default with our
+# client (tests/integration/ha).
+@pytest.mark.slow
 def test_consumer_reads_from_the_slave_after_the_master_is_killed(processes, tmp_path) -> None:
     ns = start_namesrv(processes, tmp_path)
     pair = start_pair(processes, tmp_path, ns.addr)

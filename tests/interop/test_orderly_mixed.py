@@ -185,6 +185,9 @@ def check_order(by_consumer: dict[str, list[dict]]) -> dict[int, list[str]]:
     return owners
 
 
+# 35 s of the default suite's budget: with make test-all (the C++ client's orderly sends run by
+# default in test_cpp_client; queue locks with our client in tests/integration/client).
+@pytest.mark.slow
 def test_orderly_queues_have_one_consumer_at_a_time_across_rebalance_and_kill(
     processes, tmp_path
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 import trio
 
 from client.consumer import ConsumeStatus, PushConsumer
@@ -37,6 +38,9 @@ def firing(alerts: list[dict], name: str) -> list[dict]:
     return [a for a in alerts if a["labels"]["alertname"] == name and a["state"] == "firing"]
 
 
+# 25 s (a real Prometheus waiting for its rule's for: window): with make test-all; promtool's
+# rule tests (tests/unit/test_monitoring_rules.py) and the names check run by default.
+@pytest.mark.slow
 @NEEDS_PROMETHEUS
 async def test_lag_alert_fires_when_the_consumer_stops(processes, tmp_path) -> None:
     namesrv, conf, namesrv_metrics = namesrv_with_metrics(processes, tmp_path)

@@ -84,6 +84,8 @@ PROGRESS = re.compile(r" {4} *(\d+\.\d) s  parsing the (backup|slave): \d+/\d+ r
 JVM_NOTE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's, before logging
 
 
+# 19 s (a Spark of its own, run as an operator runs it): with make test-all.
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_run_prints_numbered_timed_phases_on_stderr_and_no_spark_noise(tmp_path) -> None:

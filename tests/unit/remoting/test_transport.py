@@ -284,5 +284,5 @@ async def test_a_connection_reset_right_after_connect_is_a_connect_error(
     port = await nursery.start(make_server().run)
     monkeypatch.setattr(client_module, "Connection", reset)
     async with RemotingClient.open() as client:
-        with pytest.raises(RemotingConnectError, match="ENOTCONN|not connected"):
+        with pytest.raises(RemotingConnectError, match=r"ENOTCONN|not connected"):
             await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}), 5)
