@@ -212,6 +212,11 @@ class SendMessageProcessor:
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         msg, batch, wait = self.prepare(connection, request)
+        return self._store_one(request, msg, batch, wait)
+
+    def _store_one(
+        self, request: RemotingCommand, msg: MessageExtBrokerInner, batch: bool, wait: str
+    ) -> Any:
         store = self.broker.store
         result = store.put_messages(msg) if batch else store.put_message(msg)
         if result.ok:
@@ -244,23 +249,11 @@ class SendMessageProcessor:
                 continue
             self._put_group(requests, pending, results)
             try:
-                results[index] = self._finish_batch(request, msg, wait)
+                results[index] = self._store_one(request, msg, True, wait)
             except Exception as exc:
                 results[index] = exc
         self._put_group(requests, pending, results)
         return results
-
-    def _finish_batch(self, request: RemotingCommand, msg: MessageExtBrokerInner, wait: str) -> Any:
-        result = self.broker.store.put_messages(msg)
-        if result.ok:
-            append = result.append
-            self.broker.stats.on_put(
-                msg.topic,
-                self.broker.config.broker_cluster_name,
-                append.msg_num,
-                append.wrote_bytes,
-            )
-        return self.answer(request, msg, result, wait)
 
     def _put_group(
         self,
