@@ -97,6 +97,7 @@ async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp
         metricsExporterType="PROM",
         metricsPromExporterPort=0,
         metricsPerQueueMaxSeries=1,
+        metricsPerGroupTopicMaxSeries=4,
     )
     broker = start_broker(processes, conf)
     port = broker.metrics_port
@@ -110,8 +111,9 @@ async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp
             assert not answer.startswith(b"HTTP/1.1 200")
     status, text = fetch(port)
     assert status == 200 and "rocketmq_brokeruntime_commitlog_maxoffset" in text
-    # one queue's lag would be two per-queue series, over metricsPerQueueMaxSeries=1: the
-    # group's lag is exported per topic only, and a gauge says so
+    # one queue's lag would be two per-queue series, over metricsPerQueueMaxSeries=1, and the
+    # one (group, topic) pair five, over metricsPerGroupTopicMaxSeries=4: the group's lag is
+    # exported per group (topic=""), and the gauges say so
     async with RemotingClient.open() as client:
         assert (await call(client, broker.addr, send_request(TOPIC, b"m"))).code == 0
         assert (await call(client, broker.addr, commit(0, 0))).code == 0
@@ -122,7 +124,11 @@ async def test_endpoint_answers_only_metrics_and_survives_garbage(processes, tmp
 
     await wait_until(aggregated, what="the per-queue series to be aggregated")
     samples = await scrape(port)
-    assert value(samples, "rocketmq_consumer_lag_messages", consumer_group=GROUP, topic=TOPIC) >= 0
+    assert value(samples, "rocketmq_metrics_group_topic_series_aggregated") == 1
+    assert (
+        value(samples, "rocketmq_consumer_lag_messages", consumer_group=GROUP, topic=TOPIC) is None
+    )
+    assert value(samples, "rocketmq_consumer_lag_messages", consumer_group=GROUP, topic="") == 1
     assert not any(name.startswith("rocketmq_consumer_queue_lag") for name, _ in samples)
     assert broker.alive()
 

@@ -1,17 +1,15 @@
 """The metrics snapshot made off the scrape path (metrics/snapshot.py), the gzip body of two
-members (metrics/http.py) and the walk in slices with its series bound
-(broker/metrics/queue_families.py)."""
+members (metrics/http.py) and the walk in slices
+(broker/metrics/queue_families.py); the series bounds are test_cardinality.py's."""
 
 from __future__ import annotations
 
 import gzip
-import types
 
 import trio
 import trio.testing
 
-from broker.config import BrokerConfig
-from broker.metrics.queue_families import QueueFamilies, _in_slices
+from broker.metrics.queue_families import _in_slices
 from metrics.http import Body
 from metrics.snapshot import Snapshotter
 
@@ -134,29 +132,3 @@ async def test_the_walk_gives_the_loop_back_between_slices() -> None:
     # steps (Trio decides which of the two runs first after each checkpoint)
     between = set(ran_between) - {100}
     assert len(between) >= 3 and all(step % 16 == 0 for step in between), between
-
-
-def families(**keys: int) -> QueueFamilies:
-    config = BrokerConfig(broker_name="b", **keys)
-    return QueueFamilies(types.SimpleNamespace(config=config))  # type: ignore[arg-type]
-
-
-def by_group(groups: int, queues: int) -> dict[str, int]:
-    return {f"G{g}": queues for g in range(groups)}
-
-
-def test_per_queue_series_stop_above_the_series_bound_and_say_so(caplog) -> None:
-    queues = families(metrics_per_queue_max_queues=8, metrics_per_queue_max_series=40)
-    assert queues._per_queue_groups(by_group(2, 8)) == {"G0", "G1"}  # 32 series
-    assert "rocketmq_metrics_queue_series_aggregated" in queues.queue_series_aggregated.take()
-    assert queues._per_queue_groups(by_group(3, 8)) == set()  # 48 series
-    assert queues.queue_series_aggregated.take().endswith("} 1\n")
-    assert "metricsPerQueueMaxSeries=40" in caplog.text
-    assert queues._per_queue_groups(by_group(2, 8)) == {"G0", "G1"}
-    assert queues.queue_series_aggregated.take().endswith("} 0\n")
-
-
-def test_groups_over_the_queue_limit_neither_get_nor_count_per_queue_series() -> None:
-    queues = families(metrics_per_queue_max_queues=8, metrics_per_queue_max_series=40)
-    groups = {**by_group(2, 8), "Big": 100}
-    assert queues._per_queue_groups(groups) == {"G0", "G1"}
