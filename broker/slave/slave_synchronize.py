@@ -117,7 +117,7 @@ class SlaveSynchronize:
             await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET),
         )
         for key, table in offsets.offset_table.items():
-            self.offsets.table[key] = dict(table)
+            self.offsets.replace(key, table)
         await self.offsets.persist()
 
         delays = decode_body(
