@@ -1,5 +1,7 @@
-"""``python -m bench [name ...]``: run every benchmark module (or the named ones), each in its own
-interpreter so one's warm caches and threads don't colour the next one's figures."""
+"""``python -m bench [name ...] [--option ...]``: run every benchmark module (or the named ones:
+``metrics-cost`` is bench/bench_metrics_cost.py), each in its own interpreter so one's warm
+caches and threads don't colour the next one's figures. Options after the names go to each
+named module."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str]) -> int:
-    names = argv or sorted(p.stem for p in HERE.glob("bench_*.py"))
+    first_option = next((i for i, arg in enumerate(argv) if arg.startswith("-")), len(argv))
+    names, options = argv[:first_option], argv[first_option:]
+    names = names or sorted(p.stem for p in HERE.glob("bench_*.py"))
     failed = []
     for name in names:
+        name = name.replace("-", "_")
         module = name if name.startswith("bench_") else f"bench_{name}"
         print(f"\n=== {module} ===", flush=True)
-        code = subprocess.call([sys.executable, "-m", f"bench.{module}"], cwd=HERE.parent)
+        code = subprocess.call([sys.executable, "-m", f"bench.{module}", *options], cwd=HERE.parent)
         if code:
             failed.append(module)
     if failed:

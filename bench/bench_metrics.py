@@ -1,18 +1,18 @@
 """The metrics endpoint's cost (docs/monitoring.md "Figures"). Printed, never asserted.
 
-1. Scrape at scale: a broker with TOPICS topics x 8 queues, one message stored in each queue,
-   and GROUPS groups, each committed at offset 0 on every queue of TOPICS_PER_GROUP topics (so
-   every pair has lag and its store time is looked up): series count, the broker's CPU per
-   scrape (its idle CPU subtracted: on a shared machine the wall times below are inflated by
-   whatever else runs, the CPU much less), scrape time over HTTP (median and worst of SCRAPES,
-   gzip as Prometheus asks), and the event loop's worst lag.
-   Run for 20 topics a group (1,000 group/topic pairs) and for every topic (50,000 pairs).
-   BENCH_METRICS_BASE=<a tree of an older commit> alternates each scale's run between that tree's
-   broker and this one's (same bench, same machine, one run), for before/after figures;
-   BENCH_METRICS_INTERVAL_S spaces the scrapes as Prometheus would (the snapshot made after
-   one scrape is what the next one serves).
-2. Throughput with metrics off and on (scraped every second): sync sends on 1 and 8
-   connections and batch sends, alternating runs on fresh brokers, broker CPU beside each.
+Scrape at scale: a broker with TOPICS topics x 8 queues, one message stored in each queue,
+and GROUPS groups, each committed at offset 0 on every queue of TOPICS_PER_GROUP topics (so
+every pair has lag and its store time is looked up): series count, the broker's CPU per
+scrape (its idle CPU subtracted: on a shared machine the wall times below are inflated by
+whatever else runs, the CPU much less), scrape time over HTTP (median and worst of SCRAPES,
+gzip as Prometheus asks), and the event loop's worst lag.
+Run for 20 topics a group (1,000 group/topic pairs) and for every topic (50,000 pairs).
+BENCH_METRICS_BASE=<a tree of an older commit> alternates each scale's run between that tree's
+broker and this one's (same bench, same machine, one run), for before/after figures;
+BENCH_METRICS_INTERVAL_S spaces the scrapes as Prometheus would (the snapshot made after
+one scrape is what the next one serves).
+BENCH_METRICS_PER_GROUP picks the scales (topics a group consumes, comma-separated).
+Throughput with metrics on and off is bench/bench_metrics_cost.py's (python -m bench metrics-cost).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 from bench import loadgen
-from bench.bench_broker import QUEUES, Broker, measure, send_frame
+from bench.bench_broker import QUEUES, Broker, send_frame
 from broker.offsets import ConsumerOffsetManager
 from broker.persist import JsonConfigFile
 from broker.topic_config import TopicConfigManager
@@ -42,6 +42,8 @@ ROUNDS = int(os.environ.get("BENCH_METRICS_ROUNDS", "2"))
 STEPWATCH = Path(__file__).resolve().parent / "stepwatch"
 INTERVAL_S = float(os.environ.get("BENCH_METRICS_INTERVAL_S", "0"))
 BASE = os.environ.get("BENCH_METRICS_BASE", "")
+# topics each group consumes, one scale run each (default: 20, then every topic)
+PER_GROUP = [int(n) for n in os.environ.get("BENCH_METRICS_PER_GROUP", f"20,{TOPICS}").split(",")]
 METRICS_PORT = 31557
 
 
@@ -169,72 +171,6 @@ def idle_cpu(broker: Broker, seconds: float = 10.0) -> float:
     return (broker.cpu_s() - cpu0) / (time.perf_counter() - t0)
 
 
-def throughput() -> None:
-    cases = (
-        ("sync send, 1 connection", [[send_frame("SyncTopic", q) for q in range(QUEUES)]], 1),
-        (
-            "sync send, 8 connections",
-            [[send_frame("SyncTopic", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)],
-            1,
-        ),
-        (
-            "batch send 32x1KiB, 8 connections",
-            [[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)],
-            32,
-        ),
-    )
-    rates: dict[tuple[str, bool], list[float]] = {}
-    for round_no in range(ROUNDS):
-        for metrics_on in (False, True):
-            root = Path(tempfile.mkdtemp(prefix="bench-metrics-"))
-            extra = (
-                f"metricsExporterType=PROM\nmetricsPromExporterPort={METRICS_PORT}\n"
-                if metrics_on
-                else ""
-            )
-            broker = Broker(root, extra=extra, name="tp")
-            scraper = _Scraper() if metrics_on else None
-            try:
-                loadgen.run(broker.addr, cases[0][1], duration_s=1)
-                for label, frames, per_request in cases:
-                    shown = f"{label}, metrics {'on' if metrics_on else 'off'}"
-                    rate, _ = measure(broker, f"[{round_no + 1}] {shown}", frames, per_request)
-                    rates.setdefault((label, metrics_on), []).append(rate)
-            finally:
-                if scraper is not None:
-                    scraper.stop()
-                broker.stop()
-                shutil.rmtree(root, ignore_errors=True)
-    for label, _, _ in cases:
-        off = statistics.median(rates[label, False])
-        on = statistics.median(rates[label, True])
-        print(f"{label:<34} metrics on vs off: {(on - off) / off * 100:+.1f}% (medians)")
-
-
-class _Scraper:
-    """Scrapes every second in a thread of this process, as a Prometheus would (faster)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self._stop = threading.Event()
-        self.count = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(1.0):
-            try:
-                scrape(METRICS_PORT)
-                self.count += 1
-            except OSError:
-                pass
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-
 def compare_scale(topics_per_group: int) -> None:
     """This tree's broker and BASE's, alternating, ROUNDS times."""
     for _ in range(ROUNDS):
@@ -245,12 +181,11 @@ def compare_scale(topics_per_group: int) -> None:
 
 def main() -> None:
     if BASE:
-        compare_scale(20)
-        compare_scale(TOPICS)
+        for per_group in PER_GROUP:
+            compare_scale(per_group)
         return
-    scale(20)
-    scale(TOPICS)
-    throughput()
+    for per_group in PER_GROUP:
+        scale(per_group)
 
 
 if __name__ == "__main__":
