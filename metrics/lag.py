@@ -74,13 +74,23 @@ def total_lag(lags: list[Lag]) -> Lag:
     return Lag(sum(lag.messages for lag in lags), min(times) if times else 0)
 
 
+def queue_behind(consumer_offset: int, min_offset: int, max_offset: int) -> tuple[int, int]:
+    """(messages behind, the queue offset whose store time ages them, -1 when none is
+    stored): ``queue_lag`` before its store read, for walks over 400,000 queues that allocate
+    no Lag per queue."""
+    messages = behind(consumer_offset, max_offset)
+    if messages == 0:
+        return 0, -1
+    at = oldest_unconsumed(consumer_offset, min_offset, max_offset)
+    return messages, -1 if at is None else at
+
+
 def queue_lag(
     consumer_offset: int, min_offset: int, max_offset: int, store_time_at: StoreTimeAt
 ) -> Lag:
     """The lag of one queue, reading at most one store time."""
-    messages = behind(consumer_offset, max_offset)
+    messages, at = queue_behind(consumer_offset, min_offset, max_offset)
     if messages == 0:
         return NO_LAG
-    at = oldest_unconsumed(consumer_offset, min_offset, max_offset)
-    store_ms = store_time_at(at) if at is not None else 0
+    store_ms = store_time_at(at) if at >= 0 else 0
     return Lag(messages, store_ms if store_ms > 0 else 0)
