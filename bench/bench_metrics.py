@@ -153,7 +153,7 @@ def scale(topics_per_group: int, label: str = "") -> None:
                 f"{took * 1000:.0f} ms, served at ages up to {max(ages[1:] or ages) * 1000:.0f} ms; "
                 "longest loop holds (loop thread CPU): "
                 + ", ".join(
-                    f"{cpu * 1000:.0f} ms {name.rsplit('.', 2)[-2]}" for cpu, name in steps[:4]
+                    f"{cpu * 1000:.0f} ms {name.rsplit('.', 2)[-2]}" for cpu, name in steps[:6]
                 ),
                 flush=True,
             )
