@@ -40,6 +40,9 @@ class ConsumerOffsetManager:
         # read it while the loop goes on; and the keys changed in ``table`` since
         self._persisted: dict[str, dict[int, int]] = {}
         self._changed: dict[str, None] = {}  # a dict: new keys are copied in the table's order
+        # one persist at a time (the periodic one and a slave's sync): two copies made at once
+        # would each drop the other's changed entries from the next base
+        self._persisting = trio.Lock()
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         key = offset_key(topic, group)
@@ -101,8 +104,9 @@ class ConsumerOffsetManager:
     async def persist(self) -> None:
         # The encode, which took 3.8 s of loop time at 400,000 offsets, runs on the copy in a
         # worker thread.
-        text = await trio.to_thread.run_sync(_encode_offsets, await self._copy_changed())
-        await self.file.persist(text)
+        async with self._persisting:
+            text = await trio.to_thread.run_sync(_encode_offsets, await self._copy_changed())
+            await self.file.persist(text)
 
     async def _copy_changed(self) -> dict[str, dict[int, int]]:
         """The table as it is now, sharing the entries unchanged since the last copy; the

@@ -84,3 +84,19 @@ async def test_the_copy_gives_the_loop_back_and_a_cancelled_one_is_redone(tmp_pa
             await offsets._copy_changed()
         nursery.cancel_scope.cancel()
     assert (await offsets._copy_changed())["X0@Many"] == {0: -5}
+
+
+async def test_two_persists_at_once_lose_no_change(tmp_path) -> None:
+    offsets = manager(tmp_path / "offsets.json")
+    await offsets.persist()
+    for n in range(2 * 1024):  # enough for the copy to give the loop back in the middle
+        offsets.commit("A", f"X{n}", 0, n)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(offsets.persist)
+        await trio.lowlevel.checkpoint()
+        offsets.commit("B", "Y", 0, 7)
+        nursery.start_soon(offsets.persist)
+    await offsets.persist()  # from the base the two left behind
+    written = ConsumerOffsetManager(JsonConfigFile(tmp_path / "offsets.json"))
+    written.load()
+    assert written.table == offsets.table
