@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console import lag as console_lag
-from metrics.lag import Lag, behind, latency_ms, oldest_unconsumed, queue_lag
+from metrics.lag import Lag, behind, latency_ms, oldest_unconsumed, queue_behind, queue_lag
 
 STORE_MS = {offset: 1_000 + offset for offset in range(100)}
 
@@ -57,3 +57,13 @@ def test_the_console_and_the_broker_agree(consumer: int, min_offset: int, max_of
     messages = console_lag.lag_messages(max_offset, consumer)
     assert messages == broker.messages
     assert console_lag.lag_seconds(messages, store_time, now_ms) == broker.latency_ms(now_ms) / 1000
+
+
+def test_queue_behind_is_behind_and_oldest_unconsumed_in_one() -> None:
+    for consumer in range(-2, 12):
+        for low in range(0, 10):
+            for high in range(low, 11):
+                messages, at = queue_behind(consumer, low, high)
+                assert messages == behind(consumer, high)
+                oldest = oldest_unconsumed(consumer, low, high)
+                assert at == (-1 if oldest is None else oldest), (consumer, low, high)
