@@ -25,6 +25,10 @@ static PyMethodDef methods[] = {
      "The RecordScan type and the RecordKind members scan_record returns."},
     {"scan_record", (PyCFunction)(void (*)(void))scan_record, METH_VARARGS | METH_KEYWORDS,
      "What dispatch and recovery need from the record at a position (remoting.record)."},
+    {"decode_send_header", (PyCFunction)(void (*)(void))decode_send_header, METH_FASTCALL,
+     "SEND_MESSAGE(_V2)'s header values in their plain form, else None (remoting.send_header)."},
+    {"string_to_properties", string_to_properties, METH_O,
+     "Java's string2messageProperties (remoting.message.string_to_properties)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -43,6 +47,7 @@ PyMODINIT_FUNC PyInit__codec(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "ABI_VERSION", CODEC_ABI_VERSION) < 0 ||
         add_layout_constants(m) < 0 ||
+        PyModule_AddIntConstant(m, "SEND_SYS_FLAG_MASK", SEND_SYS_FLAG_MASK) < 0 ||
         add_field_names(m, "RECORD_SCAN_FIELDS", scan_fields, 10) < 0 ||
         add_field_names(m, "BATCH_ENTRY_FIELDS", entry_fields, 3) < 0) {
         Py_DECREF(m);
