@@ -22,6 +22,7 @@ NAMES = (
     "decode_batch_body",
     "decode_send_header",
     "string_to_properties",
+    "plain_command",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

@@ -21,6 +21,7 @@ import attrs
 import orjson
 
 from remoting import fastjson
+from remoting.codec_native import native
 from remoting.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from remoting.errors import RemoteProtocolError
 from remoting.frame import PREFIX, Frame
@@ -39,6 +40,8 @@ _ONLY_STR = frozenset((str,))
 _EXACT = frozenset((str, int, bool, type(None)))  # what orjson never rounds
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
+
+_plain_command = None if native is None else native.plain_command
 
 _opaque_counter = itertools.count()
 
@@ -153,6 +156,20 @@ def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     except orjson.JSONDecodeError:
         data = fastjson.loads(header)  # raises FastjsonDecodeError (a RemoteProtocolError)
         lenient = True
+    else:
+        # What every client sends, checked in one C call (the checks below are the reference)
+        plain = _plain_command(data) if _plain_command is not None else None
+        if plain is not None:
+            code, language, version, opaque, flag, remark, ext = plain
+            return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+    return _checked_json_header(data, lenient, header, body)
+
+
+def _checked_json_header(
+    data: Any, lenient: bool, header: bytes, body: BodyType
+) -> RemotingCommand:
+    """The reference checks: numbers sent as strings, languages by ordinal, non-string
+    extFields values (C++ sends numbers) and the lenient parser's text."""
     if not isinstance(data, dict):
         raise RemoteProtocolError("command header is not a JSON object")
     code = data.get("code")

@@ -27,6 +27,8 @@ static PyMethodDef methods[] = {
      "What dispatch and recovery need from the record at a position (remoting.record)."},
     {"decode_send_header", (PyCFunction)(void (*)(void))decode_send_header, METH_FASTCALL,
      "SEND_MESSAGE(_V2)'s header values in their plain form, else None (remoting.send_header)."},
+    {"plain_command", plain_command, METH_O,
+     "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,
      "Java's string2messageProperties (remoting.message.string_to_properties)."},
     {NULL, NULL, 0, NULL},
