@@ -23,6 +23,7 @@ NAMES = (
     "decode_send_header",
     "string_to_properties",
     "plain_command",
+    "json_frame_head",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

@@ -42,6 +42,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
 
 _plain_command = None if native is None else native.plain_command
+_json_frame_head = None if native is None else native.json_frame_head
 
 _opaque_counter = itertools.count()
 
@@ -331,20 +332,31 @@ def encode_header(command: RemotingCommand) -> bytes:
 
 def encode_command(command: RemotingCommand) -> list[BodyType]:
     """The frame as buffers to write in order (the body is not copied)."""
+    body = command.body
+    head = None
     if command.serialize_type == _ROCKETMQ:
         header = _encode_rocketmq_header(command)
-    else:
-        header = _encode_json_header(command)
-    body = command.body
-    header_length = len(header)
-    head = PREFIX.pack(
-        4 + header_length + len(body), (command.serialize_type << 24) | header_length
-    )
+    elif _json_frame_head is not None:
+        # Every reply: the C head needs no escaping and gives orjson's bytes, else None
+        head = _json_frame_head(
+            command.code, command.ext_fields, command.flag, command.language,
+            command.opaque, command.remark, command.version, len(body),
+        )  # fmt: skip
+    if head is None:
+        if command.serialize_type != _ROCKETMQ:
+            header = _encode_json_header(command)
+        header_length = len(header)
+        head = (
+            PREFIX.pack(
+                4 + header_length + len(body), (command.serialize_type << 24) | header_length
+            )
+            + header
+        )
     if type(body) is Gather:
-        return [head + header, *body.parts]
+        return [head, *body.parts]
     if body:
-        return [head + header, body]
-    return [head + header]
+        return [head, body]
+    return [head]
 
 
 def encode_command_bytes(command: RemotingCommand) -> bytes:

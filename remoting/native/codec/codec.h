@@ -16,6 +16,7 @@ PyObject *decode_batch_body(PyObject *self, PyObject *args);
 PyObject *decode_send_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *string_to_properties(PyObject *self, PyObject *text);
 PyObject *plain_command(PyObject *self, PyObject *data);
+PyObject *json_frame_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
  * rest of a sent sysFlag is cleared. */

@@ -27,6 +27,9 @@ static PyMethodDef methods[] = {
      "What dispatch and recovery need from the record at a position (remoting.record)."},
     {"decode_send_header", (PyCFunction)(void (*)(void))decode_send_header, METH_FASTCALL,
      "SEND_MESSAGE(_V2)'s header values in their plain form, else None (remoting.send_header)."},
+    {"json_frame_head", (PyCFunction)(void (*)(void))json_frame_head, METH_FASTCALL,
+     "A command's frame prefix and JSON header when nothing needs escaping, else None "
+     "(remoting.command.encode_command)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from remoting import command
 from remoting.codec_native import native
-from remoting.command import decode_command
+from remoting.command import RemotingCommand, decode_command, encode_command
 from remoting.errors import RemoteProtocolError
 from remoting.frame import Frame
+from remoting.header_codec import ExtFields
 from tests.kits.nativekit import needs_codec
 
 ABSENT = object()
@@ -88,3 +89,55 @@ def test_plain_command_takes_what_clients_send() -> None:
     assert native.plain_command({"code": 1}) == (1, "JAVA", 0, 0, 0, None, None)
     for bad in ({"code": -1}, {"code": 1, "extFields": {"a": 1}}, {"code": 1, "language": 0}, []):
         assert native.plain_command(bad) is None
+
+
+# ------------------------------------------------------------------------------ encoding
+
+head_texts = st.one_of(
+    st.text(alphabet=st.characters(max_codepoint=0x80), max_size=8),
+    st.sampled_from(['a"b', "a\\b", "\x7f", "\x1f", "é", "\u2028", "x" * 600]),
+)
+head_ints = st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([2**63, -(2**64)]))
+
+
+def encoded(cmd: RemotingCommand) -> Any:
+    try:
+        return b"".join(bytes(part) for part in encode_command(cmd))
+    except Exception as exc:  # the reference's own refusal (orjson, struct): same either way
+        return type(exc).__name__
+
+
+@needs_codec
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    code=head_ints,
+    opaque=head_ints,
+    language=head_texts,
+    remark=st.one_of(st.none(), head_texts),
+    ext=st.one_of(
+        st.none(),
+        st.dictionaries(head_texts, head_texts, max_size=4),
+        st.dictionaries(head_texts, st.sampled_from([None, 7, True, "v"]), max_size=3),
+    ),
+    ext_fields_type=st.sampled_from([dict, ExtFields]),
+    body=st.sampled_from([b"", b"xyz"]),
+)
+@example(code=0, opaque=1, language="JAVA", remark=None, ext={"msgId": "7F"},
+         ext_fields_type=dict, body=b"")  # fmt: skip
+def test_native_frame_head_equals_the_reference(
+    code: int, opaque: int, language: str, remark: str | None, ext: Any,
+    ext_fields_type: type, body: bytes,
+) -> None:  # fmt: skip
+    if ext is not None:
+        ext = ext_fields_type(ext)
+    cmd = RemotingCommand(code, language, 409, opaque, 1, remark, ext, body)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(command, "_json_frame_head", None)
+        reference = encoded(cmd)
+    assert encoded(cmd) == reference
+
+
+@needs_codec
+def test_native_frame_head_writes_a_plain_reply() -> None:
+    assert native.json_frame_head(0, {"a": "b"}, 1, "JAVA", 5, None, 409, 3) is not None
+    assert native.json_frame_head(0, {"a": 'q"'}, 1, "JAVA", 5, None, 409, 3) is None
