@@ -2,8 +2,9 @@
  * (broker, NameServer, clients, the Spark job).
  *
  * Every function has a pure-Python twin (remoting/java_hash.py, remoting/record.py,
- * remoting/message.py) that is the reference: the tests run both on the same inputs and require
- * the same bytes and results. remoting/record.py loads this module through
+ * remoting/message.py, remoting/send_header.py, remoting/command.py) that is the reference:
+ * the tests run both on the same inputs and require the same bytes and results (the fast paths
+ * of a request's headers and a reply's head return None for what the reference must judge). remoting/record.py loads this module through
  * remoting/extension.py, which checks ABI_VERSION and the constants below against the Python
  * side and falls back to the pure code (logging why once) when it is absent, stale or switched
  * off (ROCKETMQ_TRIO_PURE=1 or ROCKETMQ_TRIO_PURE_CODEC=1).
