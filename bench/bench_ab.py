@@ -66,6 +66,7 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
             1,
         ),
         "pipe256": ([[send_frame("PipeTopic", q) for q in range(QUEUES)]], 1, 256),
+        "batch32": ([[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]], 32, 1),
         "batch32x8": ([[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32, 1),
         "pull32": ([[pull_frame("PullTopic", q, 0) for q in range(QUEUES)]], 32, 1),
     }
