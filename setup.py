@@ -4,9 +4,11 @@ Three extension modules, each optional and each on its own (a missing compiler o
 leaves the install working, with the pure-Python code; remoting/native_loader.py says so once):
 
 - remoting._codec (remoting/native/codec/): the record codec every process uses; twins of
-  remoting/record.py, remoting/message.py and remoting/java_hash.py.
+  remoting/record.py, remoting/message.py and remoting/java_hash.py, and fast paths of
+  remoting/command.py (JSON header checks, reply frame heads) and remoting/send_header.py.
 - broker.store._native (broker/store/native/): the store's per-message work; twins of the
-  AppendCursor, batch records, ConsumeQueue units and IndexFile entries in broker/store/.
+  AppendCursor, batch records, ConsumeQueue units, IndexFile entries and a pull's unit scan in
+  broker/store/.
 - remoting._sender (remoting/native/sender/): the servers' reply-writer thread; no twin
   (without it the event loop writes replies itself).
 

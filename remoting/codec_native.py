@@ -2,18 +2,29 @@
 
 Loaded once, checked against remoting/record_layout.py (remoting/native_loader.py says why when
 it is not used): every process that reads or writes records takes its loops from here, the
-pure-Python functions in remoting/record.py, remoting/message.py and remoting/java_hash.py when
-it is None.
+pure-Python functions in remoting/record.py, remoting/message.py, remoting/send_header.py and
+remoting/java_hash.py when it is None.
 """
 
 from __future__ import annotations
 
 from remoting import record_layout as layout
 from remoting.native_loader import load
+from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
-NAMES = ("java_hash", "pack_records_into", "configure_scan", "scan_record", "decode_batch_body")
+NAMES = (
+    "java_hash",
+    "pack_records_into",
+    "configure_scan",
+    "scan_record",
+    "decode_batch_body",
+    "decode_send_header",
+    "string_to_properties",
+    "plain_command",
+    "json_frame_head",
+)
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.
 CONSTANTS = {
@@ -26,6 +37,7 @@ CONSTANTS = {
     "IPV6_EXTRA_BYTES": layout.IPV6_EXTRA_BYTES,
     "RECORD_SCAN_FIELDS": layout.RecordScan._fields,
     "BATCH_ENTRY_FIELDS": layout.BatchEntry._fields,
+    "SEND_SYS_FLAG_MASK": CLIENT_SYS_FLAG_BITS,
 }
 
 native = load(

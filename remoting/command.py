@@ -21,6 +21,7 @@ import attrs
 import orjson
 
 from remoting import fastjson
+from remoting.codec_native import native
 from remoting.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from remoting.errors import RemoteProtocolError
 from remoting.frame import PREFIX, Frame
@@ -39,6 +40,9 @@ _ONLY_STR = frozenset((str,))
 _EXACT = frozenset((str, int, bool, type(None)))  # what orjson never rounds
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
+
+_plain_command = None if native is None else native.plain_command
+_json_frame_head = None if native is None else native.json_frame_head
 
 _opaque_counter = itertools.count()
 
@@ -153,6 +157,20 @@ def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     except orjson.JSONDecodeError:
         data = fastjson.loads(header)  # raises FastjsonDecodeError (a RemoteProtocolError)
         lenient = True
+    else:
+        # What every client sends, checked in one C call (the checks below are the reference)
+        plain = _plain_command(data) if _plain_command is not None else None
+        if plain is not None:
+            code, language, version, opaque, flag, remark, ext = plain
+            return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
+    return _checked_json_header(data, lenient, header, body)
+
+
+def _checked_json_header(
+    data: Any, lenient: bool, header: bytes, body: BodyType
+) -> RemotingCommand:
+    """The reference checks: numbers sent as strings, languages by ordinal, non-string
+    extFields values (C++ sends numbers) and the lenient parser's text."""
     if not isinstance(data, dict):
         raise RemoteProtocolError("command header is not a JSON object")
     code = data.get("code")
@@ -314,20 +332,31 @@ def encode_header(command: RemotingCommand) -> bytes:
 
 def encode_command(command: RemotingCommand) -> list[BodyType]:
     """The frame as buffers to write in order (the body is not copied)."""
+    body = command.body
+    head = None
     if command.serialize_type == _ROCKETMQ:
         header = _encode_rocketmq_header(command)
-    else:
-        header = _encode_json_header(command)
-    body = command.body
-    header_length = len(header)
-    head = PREFIX.pack(
-        4 + header_length + len(body), (command.serialize_type << 24) | header_length
-    )
+    elif _json_frame_head is not None:
+        # Every reply: the C head needs no escaping and gives orjson's bytes, else None
+        head = _json_frame_head(
+            command.code, command.ext_fields, command.flag, command.language,
+            command.opaque, command.remark, command.version, len(body),
+        )  # fmt: skip
+    if head is None:
+        if command.serialize_type != _ROCKETMQ:
+            header = _encode_json_header(command)
+        header_length = len(header)
+        head = (
+            PREFIX.pack(
+                4 + header_length + len(body), (command.serialize_type << 24) | header_length
+            )
+            + header
+        )
     if type(body) is Gather:
-        return [head + header, *body.parts]
+        return [head, *body.parts]
     if body:
-        return [head + header, body]
-    return [head + header]
+        return [head, body]
+    return [head]
 
 
 def encode_command_bytes(command: RemotingCommand) -> bytes:

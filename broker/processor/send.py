@@ -20,9 +20,9 @@ from remoting import message as codec
 from remoting.codes import V3_4_9, RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
-from remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.headers import SendMessageRequestHeader
 from remoting.message import MessageConst
-from remoting.serde import decode_header
+from remoting.send_header import decode_send_header
 from remoting.wire_types import INT_MAX, INT_MIN, show
 
 if TYPE_CHECKING:
@@ -127,9 +127,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------------ checks
 
     def header(self, request: RemotingCommand) -> SendMessageRequestHeader:
-        if request.code == RequestCode.SEND_MESSAGE:
-            return decode_header(SendMessageRequestHeader, request.ext_fields)
-        return decode_header(SendMessageRequestHeaderV2, request.ext_fields).to_v1()
+        return decode_send_header(request.ext_fields, request.code != RequestCode.SEND_MESSAGE)
 
     def check(self, header: SendMessageRequestHeader, connection: Connection) -> Any:
         """Java's msgCheck: broker and topic permissions, auto-creation, the queue id (the

@@ -10,9 +10,11 @@ from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
-from broker.store.types import GetMessageResult, GetMessageStatus
+from broker.store.store_native import native
+from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
 
 UNIT = CQ_UNIT.size
+_ELSEWHERE = 2  # native.scan_units stopped at a record outside its segment
 
 
 def memory_threshold(config: MessageStoreConfig, total_physical_ram: int | None = None) -> int:
@@ -130,9 +132,27 @@ def _scan_units(
     memory_count = config.max_transfer_count_on_message_in_memory
     segment_view, segment_start, segment_end = None, 0, 0
     count = 0
-    for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(units):
+    rest = units
+    if native is not None and (message_filter is None or type(message_filter) is TagsFilter):
+        # C runs the loop below while the records stay in one segment; what it leaves (a
+        # record elsewhere, a corrupt unit) goes on here from the unit it stopped at
+        first = CQ_UNIT.unpack_from(units)[0] if len(units) >= UNIT else None
+        segment = None if first is None else commit_log.queue.find(first)
+        if segment is not None:
+            segment_view, segment_start = segment.view, segment.start_offset
+            segment_end = segment_start + segment.wrote_position
+            codes = None if message_filter is None else message_filter.codes
+            scanned, count, total_bytes, max_phys_pulling, stop = native.scan_units(
+                units, segment_view, segment_start, segment_end, codes, max_phys,
+                memory_threshold, max_msgs, disk_bytes, disk_count, memory_bytes,
+                memory_count, buffers,
+            )  # fmt: skip
+            if count:
+                result.status = GetMessageStatus.FOUND
+            rest = units[scanned * UNIT :] if stop == _ELSEWHERE else b""
+    for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(rest):
         scanned += 1
-        if size == CQ_FILLER_SIZE:
+        if size == CQ_FILLER_SIZE or size <= 0:  # a corrupt unit is skipped like a filler
             continue
         max_phys_pulling = phys_offset
         if next_phy_file_start >= 0 and phys_offset < next_phy_file_start:

@@ -15,7 +15,7 @@ from remoting import record_layout
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT
 from remoting.native_loader import load
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -27,11 +27,13 @@ NAMES = (
     "index_requests",
     "pack_cq_units",
     "populate_write",
+    "scan_units",
 )
 # What the C defines too (broker/store/native/store.h, module.c, and the record layout of
 # remoting/native/record_layout.h): one definition each, held equal here.
 CONSTANTS = {
     "CQ_UNIT_SIZE": layout.CQ_UNIT.size,
+    "CQ_FILLER_SIZE": layout.CQ_FILLER_SIZE,
     "INDEX_HEADER_SIZE": layout.INDEX_HEADER.size,
     "INDEX_SLOT_SIZE": layout.INDEX_SLOT.size,
     "INDEX_ENTRY_SIZE": layout.INDEX_ENTRY.size,

@@ -71,6 +71,8 @@ static PyMethodDef methods[] = {
      "Add (key hash, phy offset) entries to an IndexFile (broker/store/index_file.py)."},
     {"populate_write", populate_write, METH_VARARGS,
      "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
+    {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL,
+     "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -86,6 +88,7 @@ static int add_constants(PyObject *m) {
     } constants[] = {
         {"ABI_VERSION", STORE_ABI_VERSION},
         {"CQ_UNIT_SIZE", CQ_UNIT_SIZE},
+        {"CQ_FILLER_SIZE", CQ_FILLER_SIZE},
         {"INDEX_HEADER_SIZE", INDEX_HEADER_SIZE},
         {"INDEX_SLOT_SIZE", INDEX_SLOT_SIZE},
         {"INDEX_ENTRY_SIZE", INDEX_ENTRY_SIZE},

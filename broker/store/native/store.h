@@ -8,11 +8,12 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 2
+#define STORE_ABI_VERSION 3
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
 #define CQ_UNIT_SIZE 20
+#define CQ_FILLER_SIZE 0x7FFFFFFF /* the size field of a filler unit */
 #define INDEX_HEADER_SIZE 40
 #define INDEX_SLOT_SIZE 4
 #define INDEX_ENTRY_SIZE 20
@@ -74,5 +75,6 @@ PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
+PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

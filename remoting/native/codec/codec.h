@@ -6,12 +6,20 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 2
+#define CODEC_ABI_VERSION 3
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
 PyObject *configure_scan(PyObject *self, PyObject *args);
 PyObject *scan_record(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *decode_batch_body(PyObject *self, PyObject *args);
+PyObject *decode_send_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *string_to_properties(PyObject *self, PyObject *text);
+PyObject *plain_command(PyObject *self, PyObject *data);
+PyObject *json_frame_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
+ * rest of a sent sysFlag is cleared. */
+#define SEND_SYS_FLAG_MASK 0x70F
 
 #endif

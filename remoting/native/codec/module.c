@@ -2,8 +2,9 @@
  * (broker, NameServer, clients, the Spark job).
  *
  * Every function has a pure-Python twin (remoting/java_hash.py, remoting/record.py,
- * remoting/message.py) that is the reference: the tests run both on the same inputs and require
- * the same bytes and results. remoting/record.py loads this module through
+ * remoting/message.py, remoting/send_header.py, remoting/command.py) that is the reference:
+ * the tests run both on the same inputs and require the same bytes and results (the fast paths
+ * of a request's headers and a reply's head return None for what the reference must judge). remoting/record.py loads this module through
  * remoting/extension.py, which checks ABI_VERSION and the constants below against the Python
  * side and falls back to the pure code (logging why once) when it is absent, stale or switched
  * off (ROCKETMQ_TRIO_PURE=1 or ROCKETMQ_TRIO_PURE_CODEC=1).
@@ -25,6 +26,15 @@ static PyMethodDef methods[] = {
      "The RecordScan type and the RecordKind members scan_record returns."},
     {"scan_record", (PyCFunction)(void (*)(void))scan_record, METH_VARARGS | METH_KEYWORDS,
      "What dispatch and recovery need from the record at a position (remoting.record)."},
+    {"decode_send_header", (PyCFunction)(void (*)(void))decode_send_header, METH_FASTCALL,
+     "SEND_MESSAGE(_V2)'s header values in their plain form, else None (remoting.send_header)."},
+    {"json_frame_head", (PyCFunction)(void (*)(void))json_frame_head, METH_FASTCALL,
+     "A command's frame prefix and JSON header when nothing needs escaping, else None "
+     "(remoting.command.encode_command)."},
+    {"plain_command", plain_command, METH_O,
+     "A JSON command header's values in their plain form, else None (remoting.command)."},
+    {"string_to_properties", string_to_properties, METH_O,
+     "Java's string2messageProperties (remoting.message.string_to_properties)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -43,6 +53,7 @@ PyMODINIT_FUNC PyInit__codec(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddIntConstant(m, "ABI_VERSION", CODEC_ABI_VERSION) < 0 ||
         add_layout_constants(m) < 0 ||
+        PyModule_AddIntConstant(m, "SEND_SYS_FLAG_MASK", SEND_SYS_FLAG_MASK) < 0 ||
         add_field_names(m, "RECORD_SCAN_FIELDS", scan_fields, 10) < 0 ||
         add_field_names(m, "BATCH_ENTRY_FIELDS", entry_fields, 3) < 0) {
         Py_DECREF(m);

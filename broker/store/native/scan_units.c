@@ -1,0 +1,85 @@
+/* A pull's ConsumeQueue units to record slices (broker/store/reads.py python_scan_run, the
+ * reference): the per-message loop of GetMessage while the records stay in one mapped segment.
+ *
+ * scan_units(units, view, start, end, codes, max_phys, memory_threshold, max_msgs, disk_bytes,
+ *            disk_count, memory_bytes, memory_count, buffers)
+ *   -> (scanned, count, total_bytes, max_phys_pulling, stop)
+ * appends to ``buffers`` a slice of ``view`` (the segment mapped from log offset ``start``,
+ * written up to ``end``) for each record that passes the tag codes (None: every tag) and the
+ * transfer limits. stop: 0 the units ran out, 1 the limits were reached (the unit that would
+ * pass them is not scanned), 2 the next record is not in this segment (not scanned: the caller
+ * goes on from there). */
+#include "store.h"
+
+PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13 || !PyMemoryView_Check(args[1]) || !PyList_CheckExact(args[12]) ||
+        (args[4] != Py_None && !PyAnySet_Check(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "scan_units(units, view, start, end, codes, max_phys, "
+                                         "memory_threshold, max_msgs, 4 limits, buffers)");
+        return NULL;
+    }
+    /* start, end, max_phys, memory_threshold, max_msgs, disk bytes/count, memory bytes/count */
+    static const int at[9] = {2, 3, 5, 6, 7, 8, 9, 10, 11};
+    long long n[9];
+    for (int i = 0; i < 9; i++) {
+        n[i] = PyLong_AsLongLong(args[at[i]]);
+        if (n[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    const long long start = n[0], end = n[1], max_phys = n[2], threshold = n[3];
+    const long long max_msgs = n[4], disk_bytes = n[5], disk_count = n[6];
+    const long long memory_bytes = n[7], memory_count = n[8];
+    PyObject *view = args[1], *codes = args[4], *buffers = args[12];
+    Py_buffer units;
+    if (PyObject_GetBuffer(args[0], &units, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *p = (const unsigned char *)units.buf;
+    Py_ssize_t total = units.len / CQ_UNIT_SIZE, scanned = 0;
+    long long count = 0, total_bytes = 0, max_phys_pulling = 0;
+    int stop = 0;
+    for (; scanned < total; scanned++) {
+        const unsigned char *u = p + scanned * CQ_UNIT_SIZE;
+        long long phys = get_i64(u), tags = get_i64(u + 12);
+        int32_t size = get_i32(u + 8);
+        if (size == CQ_FILLER_SIZE || size <= 0) continue; /* corrupt units too, as in Python */
+        if (phys < start || phys > end) { /* not in this segment */
+            stop = 2;
+            break;
+        }
+        max_phys_pulling = phys; /* also for the unit that stops the scan, as in Python */
+        if (count) {
+            int full;
+            if (count >= max_msgs)
+                full = 1;
+            else if (max_phys - phys > threshold)
+                full = total_bytes + size > disk_bytes || count >= disk_count;
+            else
+                full = total_bytes + size > memory_bytes || count >= memory_count;
+            if (full) {
+                stop = 1;
+                break;
+            }
+        }
+        if (codes != Py_None) {
+            PyObject *code = PyLong_FromLongLong(tags);
+            int matched = code == NULL ? -1 : PySet_Contains(codes, code);
+            Py_XDECREF(code);
+            if (matched < 0) goto fail;
+            if (!matched) continue;
+        }
+        if (size > end - phys) {
+            stop = 2;
+            break;
+        }
+        PyObject *record = PySequence_GetSlice(view, phys - start, phys - start + size);
+        if (record == NULL) goto fail;
+        int appended = PyList_Append(buffers, record);
+        Py_DECREF(record);
+        if (appended < 0) goto fail;
+        count++;
+        total_bytes += size;
+    }
+    PyBuffer_Release(&units);
+    return Py_BuildValue("(nLLLi)", scanned, count, total_bytes, max_phys_pulling, stop);
+fail:
+    PyBuffer_Release(&units);
+    return NULL;
+}

@@ -1,0 +1,38 @@
+"""SEND_MESSAGE and SEND_MESSAGE_V2's custom header, decoded once per send.
+
+``python_decode_send_header`` is the reference: the generic header decoder
+(remoting.header_codec), which checks every field and names each bad one. The C twin
+(remoting/native/codec/send_header.c) takes only the plain form every client sends and gives
+the same values without building the V2 object; anything else (a number with spaces or out of
+range, a topic not yet known valid, a value that is not a str) it leaves to the reference, so
+both answer every input alike.
+"""
+
+from __future__ import annotations
+
+from remoting.codec_native import native
+from remoting.header_codec import decode_header
+from remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from remoting.names import valid_topics
+
+
+def python_decode_send_header(
+    ext_fields: dict[str, str] | None, v2: bool
+) -> SendMessageRequestHeader:
+    """The header or RequestError(SYSTEM_ERROR) naming every bad field."""
+    if v2:
+        return decode_header(SendMessageRequestHeaderV2, ext_fields).to_v1()
+    return decode_header(SendMessageRequestHeader, ext_fields)
+
+
+def _native_decode_send_header(
+    ext_fields: dict[str, str] | None, v2: bool
+) -> SendMessageRequestHeader:
+    if type(ext_fields) is dict:
+        values = native.decode_send_header(ext_fields, v2, valid_topics)
+        if values is not None:
+            return SendMessageRequestHeader(*values)
+    return python_decode_send_header(ext_fields, v2)
+
+
+decode_send_header = python_decode_send_header if native is None else _native_decode_send_header
