@@ -17,7 +17,7 @@ import trio
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
-from broker.election import epoch_file
+from broker.election import epoch_file, promise_file
 from broker.election.elector import Elector, ElectorConfig, Role
 from broker.election.epoch_file import EpochEntry, EpochFileError
 from broker.election.etcd import EtcdClient
@@ -68,6 +68,9 @@ async def serve_elected(
     etcd = EtcdClient(config.etcd_endpoints)
     try:
         elector = Elector(etcd, elector_config(config, store_config))
+        # a promise given before a restart is kept (promises.py)
+        kept = promise_file.remaining_s(store_config.store_path_root_dir, config.lease_ttl_s)
+        elector.ledger.until = elector.clock() + kept
         # An election ranks candidates by their logs' ends: this one's is known before the
         # role is, by a recovery of its own (the broker's store recovers again, quickly).
         end = await trio.to_thread.run_sync(local_log_end, config, store_config)
@@ -93,6 +96,8 @@ async def serve_elected(
         elector.fence = controller.fence
         elector.restart = controller.restart
         controller.elector = elector
+        elector.store_root = root
+        elector.open_client = controller.open_client
         controller.runtime_info.extra.append(elector.runtime_rows)
         controller.runtime_info.extra.append(lambda: epoch_rows(root, controller.truncation))
         await serve(controller, elector)
