@@ -23,8 +23,8 @@ import trio
 
 from bench.bench_broker import QUEUES, Broker, measure, send_frame
 from bench.bench_ha import wait_slave
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, group_key
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, group_key
 from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode

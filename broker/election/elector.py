@@ -28,21 +28,13 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from broker.election.epoch_file import EpochEntry, append
-from broker.election.etcd import EtcdClient, EtcdError
-from broker.election.etcd_json import Compare, EtcdLeaseNotFound, Put
-from broker.election.group_state import (
-    Action,
-    GroupState,
-    GroupStateError,
-    Member,
-    decide,
-    group_key,
-    member_key,
-    members_prefix,
-    sync_state_set,
-)
+from broker.election.group_state import Action, decide, sync_state_set
 from broker.election.lease_guard import POLL_S, LeaseGuard
+from etcdstate.epochs import EpochEntry, append
+from etcdstate.etcd import EtcdClient, EtcdError
+from etcdstate.etcd_json import EtcdLeaseNotFound
+from etcdstate.group import GroupState, Member
+from etcdstate.store import GroupStore
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +75,8 @@ class Elector(LeaseGuard):
         self.etcd = etcd
         self.config = config
         self.clock = clock
-        self.group_key = group_key(config.prefix, config.cluster, config.broker_name)
-        self.members_prefix = members_prefix(config.prefix, config.cluster, config.broker_name)
-        self.member_key = member_key(
-            config.prefix, config.cluster, config.broker_name, config.member.broker_id
-        )
+        self.store = GroupStore(etcd, config.prefix, config.cluster, config.broker_name)
+        self.member_key = self.store.member_key(config.member.broker_id)
         self.lease_id = 0
         self.reported_offset = -1
         self.reported_at = 0.0
@@ -125,41 +114,16 @@ class Elector(LeaseGuard):
     async def read(self) -> tuple[GroupState | None, int, dict[int, Member]]:
         """(the state or None, its mod_revision, the members holding a lease by id)."""
         try:
-            kv = await self.etcd.get(self.group_key)
-            items = await self.etcd.get_prefix(self.members_prefix)
+            state, revision, alive = await self.store.read()
         except EtcdError:
             self.etcd_failed_at = self.clock()
             raise
         self.etcd_ok_at = self.clock()
-        alive: dict[int, Member] = {}
-        for item in items:
-            try:
-                member = Member.decode(item.value)
-            except GroupStateError as exc:
-                log.warning("controller: %s ignored: %s", item.key.decode(errors="replace"), exc)
-                continue
-            alive[member.broker_id] = member
         self.members_seen.update(alive)
-        if kv is None:
-            return None, 0, alive
-        try:
-            return GroupState.decode(kv.value), kv.mod_revision, alive
-        except GroupStateError as exc:
-            raise EtcdError(f"{self.group_key.decode()}: {exc}") from None
+        return state, revision, alive
 
     async def swap(self, seen_revision: int, new: GroupState, *, fallen: int | None) -> bool:
-        """Write ``new`` if the state is still the one read (and, for an election, the fallen
-        master's member key is still absent: it did not come back in between)."""
-        compare = [Compare.mod_revision(self.group_key, seen_revision)]
-        if seen_revision == 0:
-            compare = [Compare.absent(self.group_key)]
-        if fallen is not None:
-            key = member_key(
-                self.config.prefix, self.config.cluster, self.config.broker_name, fallen
-            )
-            compare.append(Compare.absent(key))
-        result = await self.etcd.txn(compare, [Put(self.group_key, new.encode())])
-        return result.succeeded
+        return await self.store.swap(seen_revision, new, fallen=fallen)
 
     # ------------------------------------------------------------------------ start-up
 

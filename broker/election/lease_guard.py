@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.election import promise_file
-from broker.election.etcd_json import EtcdError
-from broker.election.group_state import GroupState, Member
 from broker.election.promise_keeper import PromiseSeeker
 from broker.election.promises import PromiseAnswer, PromiseLedger, PromiseRequest, PromiseTable
+from etcdstate.etcd_json import EtcdError
+from etcdstate.group import GroupState, Member
 from remoting.client import RemotingClient
 
 if TYPE_CHECKING:
     from broker.election.elector import ElectorConfig, Role
-    from broker.election.etcd import EtcdClient
+    from etcdstate.etcd import EtcdClient
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from broker.election.group_state import Member
 from broker.election.promises import PromiseAnswer, PromiseRequest, PromiseTable
+from etcdstate.group import Member
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.controller_wire import ControllerPromiseRequestHeader, ControllerPromiseResponseHeader

@@ -19,13 +19,13 @@ from broker.config import BrokerConfig
 from broker.controller import BrokerController
 from broker.election import epoch_file, promise_file
 from broker.election.elector import Elector, ElectorConfig, Role
-from broker.election.epoch_file import EpochEntry, EpochFileError
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, Member
 from broker.election.truncation import TruncationReport, save_and_truncate
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from broker.store.message_store import DefaultMessageStore
+from etcdstate.epochs import EpochEntry, EpochFileError, append
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, Member
 from remoting.runtime_config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ async def start_term(controller: BrokerController, elector: Elector, root: Path)
     assert elector.role is not None
     start = controller.store.max_phys_offset
     entry = EpochEntry(elector.role.epoch, start)
-    epoch_file.save(root, epoch_file.append(_local_epochs(root), entry))
+    epoch_file.save(root, append(_local_epochs(root), entry))
     return await elector.begin_term(start)
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import trio
 
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, group_key
 from broker.store.message_store import DefaultMessageStore
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, group_key
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool, ServerProcess

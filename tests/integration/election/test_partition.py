@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient
+from etcdstate.etcd import EtcdClient
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool

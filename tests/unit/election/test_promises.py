@@ -96,7 +96,7 @@ class Clock:
 
 def elector(clock: Clock, *, me: int, unclean: bool = False):
     from broker.election.elector import Elector, ElectorConfig, Role
-    from broker.election.group_state import GroupState, Member
+    from etcdstate.group import GroupState, Member
 
     members = {i: Member(i, f"127.0.0.1:{10000 + i}", f"127.0.0.1:{20000 + i}") for i in (1, 2, 3)}
     state = GroupState(3, members[1], frozenset({1, 2, 3}))
