@@ -350,7 +350,7 @@ class BrokerController:
 
     def enough_in_sync_slaves(self) -> bool:
         assert self.ha_service is not None
-        return self.ha_service.connection_count >= self.min_in_sync_slaves
+        return self.ha_service.replica_count >= self.min_in_sync_slaves
 
     def restart(self, reason: str) -> None:
         """Stop cleanly, then start again: the role is decided anew at start-up. Not when a

@@ -20,6 +20,7 @@ from broker.controller import BrokerController
 from broker.election import epoch_file, promise_file
 from broker.election.elector import Elector, ElectorConfig, Role
 from broker.election.truncation import TruncationReport, save_and_truncate
+from broker.ha.protocol import encode_hello
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from broker.store.message_store import DefaultMessageStore
@@ -81,7 +82,7 @@ async def serve_elected(
             state = await elector.master_history()
             if state is None:
                 return f"master {role.state.master.broker_id} went before it recorded its term"
-            role = Role(False, role.epoch, state)
+            role = Role(False, state.epoch, state)  # the term it recorded may be newer
         controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
         controller.epoch = controller.registrar.state_version = role.epoch
         controller.require_in_sync_replicas()
@@ -94,6 +95,7 @@ async def serve_elected(
             controller.truncation = follow_term(controller, role.state, root)
         elector.max_phys_offset = lambda: controller.store.max_phys_offset
         elector.fence = controller.fence
+        announce_epoch(controller, elector, role)
         elector.restart = controller.restart
         controller.elector = elector
         elector.store_root = root
@@ -114,6 +116,23 @@ async def start_term(controller: BrokerController, elector: Elector, root: Path)
     entry = EpochEntry(elector.role.epoch, start)
     epoch_file.save(root, append(_local_epochs(root), entry))
     return await elector.begin_term(start)
+
+
+def announce_epoch(controller: BrokerController, elector: Elector, role: Role) -> None:
+    """The epoch and member id in the HA handshake: a slave says them in its hello; the master
+    counts only current SyncStateSet members of its epoch, once each (broker/ha/service.py)."""
+    if controller.ha_client is not None:
+        controller.ha_client.hello = encode_hello(role.epoch, elector.me)
+    service = controller.ha_service
+    if service is not None:
+        service.epoch, service.member_id = role.epoch, elector.me
+
+        def sync_state_set() -> frozenset[int]:
+            current = elector.role
+            return current.state.sync_state_set if current is not None else frozenset()
+
+        service.sync_state_set = sync_state_set
+        service.on_newer_epoch = controller.fence
 
 
 def follow_term(
