@@ -181,6 +181,18 @@ def failover_times(root: Path, etcd_port: int) -> None:
     )
 
 
+async def wait_in_sync(etcd_port: int, name: str, members: int) -> None:
+    """Controller mode: a SYNC send counts only SyncStateSet members (broker/ha/service.py),
+    and the slave joins it a report or two after it connects; measured before that, every send
+    would be refused (and loadgen counts refusals in its rate)."""
+    etcd = EtcdClient([f"http://127.0.0.1:{etcd_port}"])
+    try:
+        while (state := await master_of(etcd, name)) is None or len(state.sync_state_set) < members:
+            await trio.sleep(0.05)
+    finally:
+        await etcd.aclose()
+
+
 def throughput(root: Path, etcd_port: int, controller: bool, round_no: int) -> float:
     tag = f"{'on' if controller else 'off'}{round_no}"
     port = 24000 + round_no * 100 + (50 if controller else 0)
@@ -194,6 +206,8 @@ def throughput(root: Path, etcd_port: int, controller: bool, round_no: int) -> f
     slave = started(Broker(root, port + 10, slave_extra, name=f"tp-slave-{tag}"))
     try:
         wait_slave(master, slave)
+        if controller:
+            trio.run(wait_in_sync, etcd_port, f"tp{tag}", 2)
         frames = [[send_frame("TpSync", (w + q) % QUEUES) for q in range(QUEUES)] for w in range(8)]
         label = f"sync send 8 conns, controller {'on' if controller else 'off'}"
         return measure(master, label, frames, 1)[0]
@@ -208,7 +222,7 @@ def main() -> None:
     etcd = start_etcd(root, etcd_port)
     try:
         rates: dict[bool, list[float]] = {True: [], False: []}
-        for round_no in range(2):
+        for round_no in range(3):
             for controller in (False, True):
                 rates[controller].append(throughput(root, etcd_port, controller, round_no))
         on, off = statistics.mean(rates[True]), statistics.mean(rates[False])

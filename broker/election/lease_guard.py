@@ -66,6 +66,8 @@ class LeaseGuard:
         self.sss_unsure: frozenset[int] = frozenset()
         self.etcd_ok_at = -math.inf
         self.etcd_failed_at = -math.inf
+        # One promise at a time: none is answered before the longest given is on disk.
+        self._promise_lock = trio.Lock()
 
     @property
     def etcd_reachable(self) -> bool:
@@ -165,14 +167,19 @@ class LeaseGuard:
     async def promise(self, request: PromiseRequest) -> PromiseAnswer:
         """CONTROLLER_PROMISE: a slave promises its master not to campaign for a while, if
         it cannot reach etcd either; kept on disk before it is answered."""
+        async with self._promise_lock:
+            return await self._promise(request)
+
+    async def _promise(self, request: PromiseRequest) -> PromiseAnswer:
         role = self.role
-        following = role is not None and not role.master
+        if role is not None and role.master:
+            return PromiseAnswer(0, f"member {self.me} is master itself at epoch {role.epoch}")
         now = self.clock()
         before = self.ledger.until
         answer = self.ledger.answer(
             request,
-            epoch=role.epoch if following and role is not None else None,
-            master_id=role.state.master.broker_id if following and role is not None else None,
+            epoch=role.epoch if role is not None else None,
+            master_id=role.state.master.broker_id if role is not None else None,
             etcd_reachable=self.etcd_reachable,
             max_ms=self.config.lease_ttl_s * 1000,
             now=now,

@@ -142,3 +142,11 @@ async def test_a_member_that_promised_does_not_campaign_until_the_promise_ends(t
     member.etcd_ok_at = clock.now + 1  # etcd answers this member again: no new promise
     clock.now += 2
     assert (await member.promise(PromiseRequest(3, 1, 4000))).granted_ms == 0
+
+
+async def test_a_master_promises_nothing():
+    clock = Clock()
+    master = elector(clock, me=1)
+    master.etcd_failed_at = clock.now
+    answer = await master.promise(PromiseRequest(3, 1, 4000))
+    assert answer.granted_ms == 0 and "master itself" in answer.reason
