@@ -126,6 +126,7 @@ class HAConnection:
             offset = max_offset - max_offset % size
         self.next_offset = offset
         self.verified = True
+        self.service.links_version += 1
         log.info(
             "slave %s connected: reported %d, streaming from %d",
             self.peer,

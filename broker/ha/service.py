@@ -72,6 +72,10 @@ class HAService:
         self.member_id = 0
         self.sync_state_set: Callable[[], frozenset[int]] = frozenset
         self.on_newer_epoch: Callable[[str], None] = lambda reason: None
+        # replica_count is asked on every SYNC send: kept until a link or the set changes
+        self.links_version = 0
+        self._count_key: tuple[int, frozenset[int] | None] = (-1, None)
+        self._count = 0
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -111,11 +115,17 @@ class HAService:
         mode)."""
         if not self.epoch:
             return self.connection_count
-        return len(self._replica_acks())
+        members = self.sync_state_set()
+        version, seen = self._count_key
+        if version != self.links_version or seen is not members:
+            self._count = len(self._replica_acks())
+            self._count_key = (self.links_version, members)
+        return self._count
 
     def on_hello(self, connection: HAConnection) -> None:
         hello = connection.hello
         assert hello is not None
+        self.links_version += 1
         if self.epoch and hello.epoch > self.epoch:
             self.on_newer_epoch(
                 f"FENCED: slave {connection.peer} (member {hello.member_id}) follows epoch "
@@ -251,6 +261,7 @@ class HAService:
             await connection.run()
         finally:
             self.connections.discard(connection)
+            self.links_version += 1
             if connection.verified:
                 self.disconnects += 1
                 if self.connection_count == 0:

@@ -84,6 +84,7 @@ async def test_two_connections_of_one_member_count_once(tmp_path, autojump_clock
     assert await ha.wait_replicated(500, 3.0) is PutMessageStatus.SLAVE_NOT_AVAILABLE
     b = Slave(hello=Hello(5, 3))
     ha.connections.add(b)  # type: ignore[arg-type]
+    ha.links_version += 1  # as serve_slave does
     ack(ha, b, 600)
     assert ha.replica_count == 2
     assert await ha.wait_replicated(500, 3.0) is PutMessageStatus.PUT_OK
@@ -105,6 +106,7 @@ async def test_a_slave_of_an_older_epoch_or_outside_the_sync_state_set_does_not_
     assert await ha.wait_replicated(500, 3.0) is PutMessageStatus.SLAVE_NOT_AVAILABLE
     current = Slave(hello=Hello(5, 2))
     ha.connections.add(current)  # type: ignore[arg-type]
+    ha.links_version += 1  # as serve_slave does
     ack(ha, current, 400)
     assert await ha.wait_replicated(500, 1.0) is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
     ack(ha, current, 600)
