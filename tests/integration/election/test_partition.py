@@ -1,6 +1,8 @@
 """The master alone cut off from etcd (a relay in front of etcd for it only, which stops
 answering): it stops taking writes before another member can be elected, so no two masters
-ever acknowledge writes at the same time; healed, it rejoins as a slave and converges."""
+ever acknowledge writes at the same time (its slaves reach etcd, so they refuse it promises);
+healed, it rejoins as a slave and converges. And etcd down for everyone: the master serves on
+its slave's promise not to campaign (broker/election/promises.py)."""
 
 from __future__ import annotations
 
