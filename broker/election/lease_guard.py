@@ -120,6 +120,11 @@ class LeaseGuard:
     def status_text(self) -> str:
         role = self.role
         now = self.clock()
+        if role is not None and not role.master and not self.ledger.may_campaign(now):
+            return (
+                f"{self.status}; promised master {role.state.master.broker_id} not to campaign "
+                f"for another {self.ledger.until - now:.1f} s"
+            )
         if role is None or not role.master or now <= self.lease_deadline() or self.restarting:
             return self.status
         if self.config.unclean:
@@ -193,12 +198,11 @@ class LeaseGuard:
         return answer
 
     def _may_campaign(self, state: GroupState) -> bool:
-        now = self.clock()
-        if self.ledger.may_campaign(now):
+        """False while a promise given stands (status_text says so)."""
+        if self.ledger.may_campaign(self.clock()):
             return True
-        self.status = (
-            f"promised master {state.master.broker_id} not to campaign for another "
-            f"{self.ledger.until - now:.1f} s"
+        log.debug(
+            "controller: master %d is gone; a promise keeps us waiting", state.master.broker_id
         )
         return False
 

@@ -159,6 +159,7 @@ async def test_etcd_down_the_master_serves_on_promises_and_stays_master(
             await trio.sleep(0.1)
         info = await runtime_info(client, members[2].addr)
         assert info.get("brokerRole") == "SLAVE"
+        assert "promised master 1 not to campaign" in info.get("controllerStatus", "")
         await trio.to_thread.run_sync(etcd.start)
 
         async def renewed() -> bool:

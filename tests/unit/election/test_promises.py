@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from broker.election import promise_file
 from broker.election.promises import (
     PROMISE_MARGIN_S,
@@ -136,7 +138,7 @@ async def test_a_member_that_promised_does_not_campaign_until_the_promise_ends(t
     assert promise_file.remaining_s(tmp_path, 4.0) > 3.0  # on disk before the answer
     assert member.role is not None
     assert not member._may_campaign(member.role.state)
-    assert "promised master 1 not to campaign" in member.status
+    assert "promised master 1 not to campaign for another 4.0 s" in member.status_text()
     clock.now += 4.0
     assert member._may_campaign(member.role.state)
     member.etcd_ok_at = clock.now + 1  # etcd answers this member again: no new promise
@@ -150,3 +152,34 @@ async def test_a_master_promises_nothing():
     master.etcd_failed_at = clock.now
     answer = await master.promise(PromiseRequest(3, 1, 4000))
     assert answer.granted_ms == 0 and "master itself" in answer.reason
+
+
+async def test_the_guard_fences_when_the_last_promise_runs_out(autojump_clock):
+    import trio
+
+    master = elector(Clock(), me=1)
+    master.clock = trio.current_time
+    start = trio.current_time()
+    master.last_refresh_sent = start  # lease of 4 s: writable until start + 3 without promises
+    master.table.record(2, start + 2.0, 4.0)
+    master.table.record(3, start + 2.5, 4.0)
+    fenced: list[float] = []
+    master.fence = lambda reason: fenced.append(trio.current_time())
+    with trio.move_on_after(30):
+        await master._guard()
+    assert fenced == [
+        pytest.approx(start + 6.0 - PROMISE_MARGIN_S)
+    ]  # member 2's promise, the first to end
+    assert master.restarting
+
+
+async def test_the_guard_fences_at_the_lease_end_without_promises(autojump_clock):
+    import trio
+
+    master = elector(Clock(), me=1)
+    master.clock = trio.current_time
+    master.last_refresh_sent = start = trio.current_time()
+    fenced: list[float] = []
+    master.fence = lambda reason: fenced.append(trio.current_time())
+    await master._guard()
+    assert fenced == [pytest.approx(start + 3.0)]
