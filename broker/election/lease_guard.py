@@ -165,7 +165,10 @@ class LeaseGuard:
         while True:
             await trio.sleep(POLL_S)
             role = self.role
-            if role is None or self.clock() - self.last_refresh_sent < ttl / 3 + SEEK_AFTER_S:
+            overdue = self.clock() - self.last_refresh_sent >= ttl / 3 + SEEK_AFTER_S
+            # A failed read (every POLL_S) starts it sooner: with a short lease the refresh
+            # is overdue only just before the lease's end.
+            if role is None or (self.etcd_reachable and not overdue):
                 continue
             await self.seeker.ask_round(role.epoch, self.me, self.members_seen, self.others())
 
