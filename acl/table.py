@@ -181,6 +181,8 @@ RULES: dict[int, Rule] = {
     R.NOTIFICATION: _needs(_popped),
     R.POLLING_INFO: _needs(_popped),
     R.BATCH_ACK_MESSAGE: ADMIN,  # not served (its body names the groups)
+    # a broker's own account signs it; a promise can only delay an election, never make one
+    R.CONTROLLER_PROMISE: SIGNED,
     R.QUERY_MESSAGE: _needs(_topic_sub),
     R.VIEW_MESSAGE_BY_ID: _needs(_viewed),
     R.HEART_BEAT: _needs(_heartbeat),

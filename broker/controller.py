@@ -42,6 +42,7 @@ from broker.processor.acl_admin import AclAdminProcessor
 from broker.processor.admin import AdminBrokerProcessor
 from broker.processor.call_consumer import ConsumerCallProcessor
 from broker.processor.client import ClientManageProcessor
+from broker.processor.controller_promise import ControllerPromiseProcessor
 from broker.processor.maintenance import MaintenanceProcessor
 from broker.processor.pull import PullMessageProcessor
 from broker.processor.query import QueryProcessor
@@ -255,6 +256,7 @@ class BrokerController:
         MaintenanceProcessor(self).register(server)
         server.register(RequestCode.END_TRANSACTION, self.transactions.end_transaction)
         AclAdminProcessor(self).register(server)
+        ControllerPromiseProcessor(self).register(server)
         return server
 
     @property
@@ -348,7 +350,7 @@ class BrokerController:
 
     def enough_in_sync_slaves(self) -> bool:
         assert self.ha_service is not None
-        return self.ha_service.connection_count >= self.min_in_sync_slaves
+        return self.ha_service.replica_count >= self.min_in_sync_slaves
 
     def restart(self, reason: str) -> None:
         """Stop cleanly, then start again: the role is decided anew at start-up. Not when a
@@ -381,8 +383,7 @@ class BrokerController:
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)
                 self.metrics_port = await start_metrics(self, nursery)
-                signer = self.credentials.sign if self.credentials is not None else None
-                client = RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
+                client = self.open_client(nursery)
                 outer = BrokerOuterAPI(client, self.config.namesrv_addrs)
                 await nursery.start(self.registrar.run, outer)
                 nursery.start_soon(self.persist.run)
@@ -405,6 +406,11 @@ class BrokerController:
         finally:
             self.persist.persist_sync()
             self.stopped.set()
+
+    def open_client(self, nursery: trio.Nursery) -> RemotingClient:
+        """A client to NameServers and peer brokers: this broker's TLS and signature."""
+        signer = self.credentials.sign if self.credentials is not None else None
+        return RemotingClient(nursery, before_request=signer, ssl_context=self.tls.client)
 
     def _slave_synchronize(self, client: RemotingClient) -> SlaveSynchronize:
         return SlaveSynchronize(

@@ -97,7 +97,8 @@ class Cluster:
         if spec.kind == "namesrv":
             return [sys.executable, "-m", "namesrv", "-c", conf, "--host", "127.0.0.1"]
         if spec.kind == "etcd":
-            return etcd_argv(spec, self.base / "store" / spec.name)
+            members = [p for p in self.manifest.processes if p.kind == "etcd"]
+            return etcd_argv(spec, self.base / "store" / spec.name, members, self.manifest.name)
         return [sys.executable, "-m", "broker", "-c", conf]
 
     def up(self) -> None:
@@ -111,7 +112,10 @@ class Cluster:
         self.check_ports()
         order = self.manifest.start_order()
         try:
+            self._start_etcd_together(order)
             for step, spec in enumerate(order, 1):
+                if spec.kind == "etcd" and len(self._etcd_members()) > 1:
+                    continue  # started above, together
                 self.daemons.check_stop(spec)
                 self.out(f"[{step}/{len(order)}] starting {spec.name} ({spec.role}) on {spec.addr}")
                 t0 = time.monotonic()
@@ -139,6 +143,30 @@ class Cluster:
                 stopped.append(name)
                 self.out(f"stopped {name}")
         return stopped
+
+    def _etcd_members(self) -> list[ProcessSpec]:
+        return [p for p in self.manifest.processes if p.kind == "etcd"]
+
+    def _start_etcd_together(self, order: list[ProcessSpec]) -> None:
+        """An etcd cluster of several members answers only once a quorum of them runs: start
+        them all, then wait for each."""
+        members = self._etcd_members()
+        if len(members) < 2:
+            return
+        t0 = time.monotonic()
+        for spec in members:
+            self.daemons.check_stop(spec)
+            step = order.index(spec) + 1
+            self.out(f"[{step}/{len(order)}] starting {spec.name} ({spec.role}) on {spec.addr}")
+            conf = self.manifest.effective_conf(spec, self.base, self.role_overrides(spec))
+            self.daemons.start(spec, self.argv(spec), conf)
+        for spec in members:
+            self.daemons.wait_ready(spec)
+            step = order.index(spec) + 1
+            self.out(
+                f"[{step}/{len(order)}] {spec.name} up, pid {self.daemons.pid(spec)}"
+                f" ({time.monotonic() - t0:.1f} s)"
+            )
 
     def _start(self, spec: ProcessSpec) -> None:
         """Start ``spec`` with its effective config (the manifest's, with any promotion's role)
@@ -243,9 +271,12 @@ class Cluster:
         return rows
 
 
-def etcd_argv(spec: ProcessSpec, data_dir: Path) -> list[str]:
-    """A single-member etcd on the layout's port (peer port + 1); the production manifests
-    (deploy/README.md) run three members."""
+def etcd_argv(
+    spec: ProcessSpec, data_dir: Path, members: list[ProcessSpec], token: str
+) -> list[str]:
+    """One member of the layout's etcd cluster (every etcd process of the layout) on its port,
+    peer port + 1. A data dir that exists already holds the cluster: etcd then ignores the
+    --initial-* flags, so a restarted member rejoins."""
     binary = shutil.which("etcd")
     if binary is None:
         raise ClusterError(
@@ -260,5 +291,7 @@ def etcd_argv(spec: ProcessSpec, data_dir: Path) -> list[str]:
         f"--advertise-client-urls={client}",
         f"--listen-peer-urls={peer}",
         f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster={spec.name}={peer}",
+        "--initial-cluster=" + ",".join(f"{m.name}=http://127.0.0.1:{m.port + 1}" for m in members),
+        f"--initial-cluster-token={token}",
+        "--initial-cluster-state=new",
     ]

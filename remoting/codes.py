@@ -140,6 +140,9 @@ class RequestCode(enum.IntEnum):
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
+    # Ours (no RocketMQ equivalent): a master that lost etcd asks a SyncStateSet peer for a
+    # promise not to campaign (broker/election/promises.py)
+    CONTROLLER_PROMISE = 290001
 
 
 class ResponseCode(enum.IntEnum):

@@ -11,9 +11,10 @@ read every ``POLL_S``:
   transaction: the state unchanged since read and the master's member key absent -> the state
   with this member as master and epoch + 1); the winner restarts as master;
 - a slave that sees a new term restarts, to cut its log to what the new master holds;
-- a master that finds a newer epoch, another master, or that cannot refresh its lease until
-  just before etcd would expire it, stops taking writes at once (``fence``) and restarts,
-  to rejoin as whatever the state says.
+- a master that finds a newer epoch or another master stops taking writes at once
+  (``fence``) and restarts, to rejoin as whatever the state says; so does one that cannot
+  refresh its lease until just before etcd would expire it, unless it holds a promise not to
+  campaign from every other SyncStateSet member (promises.py: etcd is down for them too).
 A role change is a process restart (``restart``), the same path ``mqcluster promote`` takes:
 the store recovers and every service starts in its new role.
 """
@@ -21,38 +22,26 @@ the store recovers and every service starts in its new role.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 
 import attrs
 import trio
 
-from broker.election.epoch_file import EpochEntry, append
-from broker.election.etcd import EtcdClient, EtcdError
-from broker.election.etcd_json import Compare, EtcdLeaseNotFound, Put
-from broker.election.group_state import (
-    Action,
-    GroupState,
-    GroupStateError,
-    Member,
-    decide,
-    group_key,
-    member_key,
-    members_prefix,
-    sync_state_set,
-)
+from broker.election.group_state import Action, decide, sync_state_set
+from broker.election.lease_guard import POLL_S, LeaseGuard
+from etcdstate.epochs import EpochEntry, append
+from etcdstate.etcd import EtcdClient, EtcdError
+from etcdstate.etcd_json import EtcdLeaseNotFound
+from etcdstate.group import GroupState, Member
+from etcdstate.store import GroupStore
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.3
 BOOTSTRAP_RETRY_S = 0.5
 # A slave's offset in etcd is refreshed at most this often while its master lives (each put
 # is an fsync at etcd), at once when the master is gone: elections read it.
 REPORT_INTERVAL_S = 1.0
-# A master stops writing this long before its lease could expire at etcd: the last refresh
-# etcd saw was sent no earlier than the one we count from.
-FENCE_MARGIN_S = 1.0
 
 
 @attrs.frozen
@@ -73,7 +62,7 @@ class ElectorConfig:
     max_gap_not_in_sync: int
 
 
-class Elector:
+class Elector(LeaseGuard):
     def __init__(
         self,
         etcd: EtcdClient,
@@ -86,11 +75,8 @@ class Elector:
         self.etcd = etcd
         self.config = config
         self.clock = clock
-        self.group_key = group_key(config.prefix, config.cluster, config.broker_name)
-        self.members_prefix = members_prefix(config.prefix, config.cluster, config.broker_name)
-        self.member_key = member_key(
-            config.prefix, config.cluster, config.broker_name, config.member.broker_id
-        )
+        self.store = GroupStore(etcd, config.prefix, config.cluster, config.broker_name)
+        self.member_key = self.store.member_key(config.member.broker_id)
         self.lease_id = 0
         self.reported_offset = -1
         self.reported_at = 0.0
@@ -104,6 +90,7 @@ class Elector:
         # A restart keeps the lease: the member key must outlive the few seconds the new
         # process takes to publish it again, or the other members would see this one gone.
         self.restarting = False
+        self._init_guard()
 
     @property
     def me(self) -> int:
@@ -118,7 +105,7 @@ class Elector:
             "controllerEpoch": str(role.epoch),
             "controllerMemberId": str(self.me),
             "controllerMasterId": str(role.state.master.broker_id),
-            "controllerStatus": self.status,
+            "controllerStatus": self.status_text(),
             "syncStateSet": ",".join(str(i) for i in sorted(role.state.sync_state_set)),
         }
 
@@ -126,35 +113,17 @@ class Elector:
 
     async def read(self) -> tuple[GroupState | None, int, dict[int, Member]]:
         """(the state or None, its mod_revision, the members holding a lease by id)."""
-        kv = await self.etcd.get(self.group_key)
-        alive: dict[int, Member] = {}
-        for item in await self.etcd.get_prefix(self.members_prefix):
-            try:
-                member = Member.decode(item.value)
-            except GroupStateError as exc:
-                log.warning("controller: %s ignored: %s", item.key.decode(errors="replace"), exc)
-                continue
-            alive[member.broker_id] = member
-        if kv is None:
-            return None, 0, alive
         try:
-            return GroupState.decode(kv.value), kv.mod_revision, alive
-        except GroupStateError as exc:
-            raise EtcdError(f"{self.group_key.decode()}: {exc}") from None
+            state, revision, alive = await self.store.read()
+        except EtcdError:
+            self.etcd_failed_at = self.clock()
+            raise
+        self.etcd_ok_at = self.clock()
+        self.members_seen.update(alive)
+        return state, revision, alive
 
     async def swap(self, seen_revision: int, new: GroupState, *, fallen: int | None) -> bool:
-        """Write ``new`` if the state is still the one read (and, for an election, the fallen
-        master's member key is still absent: it did not come back in between)."""
-        compare = [Compare.mod_revision(self.group_key, seen_revision)]
-        if seen_revision == 0:
-            compare = [Compare.absent(self.group_key)]
-        if fallen is not None:
-            key = member_key(
-                self.config.prefix, self.config.cluster, self.config.broker_name, fallen
-            )
-            compare.append(Compare.absent(key))
-        result = await self.etcd.txn(compare, [Put(self.group_key, new.encode())])
-        return result.succeeded
+        return await self.store.swap(seen_revision, new, fallen=fallen)
 
     # ------------------------------------------------------------------------ start-up
 
@@ -222,6 +191,8 @@ class Elector:
                 Role(True, new.epoch, new) if await self.swap(revision, new, fallen=None) else None
             )
         if action is Action.ELECT:
+            if not self._may_campaign(state):
+                return None
             return await self._elect(state, revision)
         return Role(False, state.epoch, state)  # FOLLOW, or WAIT as a slave
 
@@ -295,6 +266,10 @@ class Elector:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._keep_lease)
+                if self.role.master:
+                    nursery.start_soon(self._guard)
+                    if not self.config.unclean and self.open_client is not None:
+                        nursery.start_soon(self._seek_promises, self.open_client(nursery))
                 task_status.started()
                 await self._watch()
         finally:
@@ -314,45 +289,6 @@ class Elector:
             except EtcdError as exc:
                 log.info("controller: lease not revoked (%s): it expires by itself", exc)
 
-    async def _keep_lease(self) -> None:
-        """Refresh every third of the TTL. A master waits for an answer only until a second
-        before etcd could expire its lease (an etcd that accepts and never answers must not
-        hold it past that): then it fences."""
-        ttl = self.config.lease_ttl_s
-        while True:
-            await trio.sleep(ttl / 3)
-            sent = self.clock()
-            master = self.role is not None and self.role.master
-            budget = self.last_refresh_sent + ttl - FENCE_MARGIN_S - sent if master else math.inf
-            left = None
-            with trio.move_on_after(max(0.0, budget)):
-                try:
-                    left = await self.etcd.lease_keepalive(self.lease_id)
-                except EtcdError as exc:
-                    self._lease_trouble(f"lease refresh failed: {exc}")
-                    continue
-            if left is None:
-                self._lease_trouble("lease refresh unanswered")
-                continue
-            if left <= 0:
-                self._lease_lost("the lease expired at etcd")
-                continue
-            self.last_refresh_sent = sent
-
-    def _lease_trouble(self, why: str) -> None:
-        deadline = self.last_refresh_sent + self.config.lease_ttl_s - FENCE_MARGIN_S
-        self.status = why
-        if self.role is not None and self.role.master and self.clock() >= deadline:
-            self._lease_lost(f"{why}; the lease may expire at etcd any moment")
-        else:
-            log.warning("controller: %s", why)
-
-    def _lease_lost(self, why: str) -> None:
-        self.status = why
-        if self.role is not None and self.role.master:
-            self.fence(f"FENCED: controller: {why}; refusing writes")
-        self._request_restart(why)
-
     async def _maintain_sync_state_set(
         self, state: GroupState, revision: int, alive: dict[int, Member]
     ) -> None:
@@ -364,7 +300,13 @@ class Elector:
         if members == state.sync_state_set:
             return
         new = state.with_sync_state_set(members)
-        if await self.swap(revision, new, fallen=None):
+        try:
+            swapped = await self.swap(revision, new, fallen=None)
+        except EtcdError:
+            # etcd may have applied it: count the members it adds until a read tells
+            self.sss_unsure |= members
+            raise
+        if swapped:
             log.info(
                 "controller: SyncStateSet of %s at epoch %d: %s -> %s",
                 self.config.broker_name,
@@ -399,6 +341,8 @@ class Elector:
                 )
                 self._request_restart(f"superseded by epoch {state.epoch}")
                 return
+            self.role = Role(True, role.epoch, state)
+            self.sss_unsure = frozenset()
             await self._maintain_sync_state_set(state, revision, alive)
             return
         if state.master.broker_id not in alive:
@@ -413,7 +357,7 @@ class Elector:
         action = decide(state, self.me, alive, unclean=self.config.unclean)
         if action is Action.SERVE_AS_MASTER:
             self._request_restart(f"etcd names this member master at epoch {state.epoch}")
-        elif action is Action.ELECT:
+        elif action is Action.ELECT and self._may_campaign(state):
             won = await self._elect(state, revision)
             if won is not None:
                 self._request_restart(f"elected master at epoch {won.epoch}")

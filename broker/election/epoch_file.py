@@ -13,39 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import attrs
+from etcdstate.epochs import EpochEntry, EpochFileError, check
 
 FILE_NAME = "epochFileCheckpoint"
-MAX_ENTRIES = 64  # the oldest terms are dropped: a log that old was cleaned long ago
 MAX_FILE_BYTES = 64 * 1024
-LONG_MAX = 2**63 - 1
-
-
-class EpochFileError(ValueError):
-    """An epoch file (or history) that is not what a broker writes."""
-
-
-@attrs.frozen
-class EpochEntry:
-    epoch: int
-    start_offset: int
-
-
-def check(entries: list[EpochEntry]) -> list[EpochEntry]:
-    """Epochs strictly increasing, start offsets never decreasing, both in range."""
-    previous: EpochEntry | None = None
-    for entry in entries:
-        if not 0 < entry.epoch < 2**31 or not 0 <= entry.start_offset <= LONG_MAX:
-            raise EpochFileError(f"entry {entry.epoch} {entry.start_offset} out of range")
-        if previous is not None and (
-            entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset
-        ):
-            raise EpochFileError(
-                f"entry {entry.epoch} {entry.start_offset} does not follow "
-                f"{previous.epoch} {previous.start_offset}"
-            )
-        previous = entry
-    return entries[-MAX_ENTRIES:]
 
 
 def parse(text: str) -> list[EpochEntry]:
@@ -62,13 +33,6 @@ def parse(text: str) -> list[EpochEntry]:
 
 def format_entries(entries: list[EpochEntry]) -> str:
     return "".join(f"{e.epoch} {e.start_offset}\n" for e in check(entries))
-
-
-def append(entries: list[EpochEntry], entry: EpochEntry) -> list[EpochEntry]:
-    """``entries`` with ``entry`` as the newest term (replacing a later or equal one, which a
-    cut log no longer holds)."""
-    kept = [e for e in entries if e.epoch < entry.epoch and e.start_offset <= entry.start_offset]
-    return check([*kept, entry])
 
 
 def _ends(entries: list[EpochEntry], log_end: int | None) -> dict[int, tuple[int, int | None]]:

@@ -17,15 +17,16 @@ import trio
 
 from broker.config import BrokerConfig
 from broker.controller import BrokerController
-from broker.election import epoch_file
+from broker.election import epoch_file, promise_file
 from broker.election.elector import Elector, ElectorConfig, Role
-from broker.election.epoch_file import EpochEntry, EpochFileError
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, Member
 from broker.election.truncation import TruncationReport, save_and_truncate
+from broker.ha.protocol import encode_hello
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.mapped_file import StoreError
 from broker.store.message_store import DefaultMessageStore
+from etcdstate.epochs import EpochEntry, EpochFileError, append
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, Member
 from remoting.runtime_config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,9 @@ async def serve_elected(
     etcd = EtcdClient(config.etcd_endpoints)
     try:
         elector = Elector(etcd, elector_config(config, store_config))
+        # a promise given before a restart is kept (promises.py)
+        kept = promise_file.remaining_s(store_config.store_path_root_dir, config.lease_ttl_s)
+        elector.ledger.until = elector.clock() + kept
         # An election ranks candidates by their logs' ends: this one's is known before the
         # role is, by a recovery of its own (the broker's store recovers again, quickly).
         end = await trio.to_thread.run_sync(local_log_end, config, store_config)
@@ -78,7 +82,7 @@ async def serve_elected(
             state = await elector.master_history()
             if state is None:
                 return f"master {role.state.master.broker_id} went before it recorded its term"
-            role = Role(False, role.epoch, state)
+            role = Role(False, state.epoch, state)  # the term it recorded may be newer
         controller = BrokerController(*role_configs(config, store_config, role), runtime=runtime)
         controller.epoch = controller.registrar.state_version = role.epoch
         controller.require_in_sync_replicas()
@@ -91,8 +95,11 @@ async def serve_elected(
             controller.truncation = follow_term(controller, role.state, root)
         elector.max_phys_offset = lambda: controller.store.max_phys_offset
         elector.fence = controller.fence
+        announce_epoch(controller, elector, role)
         elector.restart = controller.restart
         controller.elector = elector
+        elector.store_root = root
+        elector.open_client = controller.open_client
         controller.runtime_info.extra.append(elector.runtime_rows)
         controller.runtime_info.extra.append(lambda: epoch_rows(root, controller.truncation))
         await serve(controller, elector)
@@ -107,8 +114,25 @@ async def start_term(controller: BrokerController, elector: Elector, root: Path)
     assert elector.role is not None
     start = controller.store.max_phys_offset
     entry = EpochEntry(elector.role.epoch, start)
-    epoch_file.save(root, epoch_file.append(_local_epochs(root), entry))
+    epoch_file.save(root, append(_local_epochs(root), entry))
     return await elector.begin_term(start)
+
+
+def announce_epoch(controller: BrokerController, elector: Elector, role: Role) -> None:
+    """The epoch and member id in the HA handshake: a slave says them in its hello; the master
+    counts only current SyncStateSet members of its epoch, once each (broker/ha/service.py)."""
+    if controller.ha_client is not None:
+        controller.ha_client.hello = encode_hello(role.epoch, elector.me)
+    service = controller.ha_service
+    if service is not None:
+        service.epoch, service.member_id = role.epoch, elector.me
+
+        def sync_state_set() -> frozenset[int]:
+            current = elector.role
+            return current.state.sync_state_set if current is not None else frozenset()
+
+        service.sync_state_set = sync_state_set
+        service.on_newer_epoch = controller.fence
 
 
 def follow_term(

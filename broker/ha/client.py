@@ -67,6 +67,8 @@ class HAClient:
         self.last_chunk_at = 0
         self.reported_offset = -1
         self.disconnects = 0  # sessions that ended after connecting, for operators
+        # Controller mode: encode_hello(epoch, member id), sent first on every connection.
+        self.hello: bytes | None = None
         self._progressed = False
 
     def status(self) -> dict[str, object]:
@@ -131,6 +133,8 @@ class HAClient:
             expire_ms=config.ha_housekeeping_interval,
         )
         decoder = ChunkDecoder(MAX_CHUNK_BODY)
+        if self.hello is not None:
+            await stream.send_all(self.hello)
         await self._report(stream, timers)
         while True:
             data = None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.ha.link import LinkTimers
-from broker.ha.protocol import ProtocolError, ReportDecoder, encode_chunk_header
+from broker.ha.protocol import Hello, ProtocolError, ReportDecoder, encode_chunk_header
 from remoting.log_limit import log_limited, peer_warnings
 from remoting.tls import close_quietly
 
@@ -45,6 +45,7 @@ class HAConnection:
         self.stream = stream
         self.peer = peer
         self.verified = False
+        self.hello: Hello | None = None  # controller mode: the slave's member id and epoch
         self.request_offset = -1
         self.ack_offset = -1
         self.next_offset = -1  # the first byte not yet sent
@@ -125,6 +126,7 @@ class HAConnection:
             offset = max_offset - max_offset % size
         self.next_offset = offset
         self.verified = True
+        self.service.links_version += 1
         log.info(
             "slave %s connected: reported %d, streaming from %d",
             self.peer,
@@ -175,6 +177,9 @@ class HAConnection:
                 scope.cancel()
                 return
             offsets = decoder.feed(data)
+            if self.hello is None and decoder.hello is not None:
+                self.hello = decoder.hello
+                self.service.on_hello(self)
             if offsets:
                 self.on_report(offsets[-1])
 

@@ -2,6 +2,11 @@
 
 Slave -> master: a stream of big-endian int64 offsets (the newest one counts).
 Master -> slave: chunks ``[int64 masterPhyOffset][int32 bodySize][body]``.
+
+Ours, controller mode only (docs/spec/ha.md §3.6): a slave first sends a *hello*,
+``[int64 HELLO_MARK][int32 epoch][int64 memberId]``, so the master counts distinct SyncStateSet
+members of its own epoch, not connections, toward minInSyncReplicas. The mark is negative, an
+offset no 4.x slave sends (a master not in controller mode refuses it as a bad offset).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import attrs
 REPORT = struct.Struct(">q")
 CHUNK_HEADER = struct.Struct(">qi")
 REPORT_SIZE = REPORT.size  # 8
+HELLO = struct.Struct(">qiq")
+HELLO_MARK = -0x524D_5148_454C_4C4F  # "RMQHELLO", negated
 CHUNK_HEADER_SIZE = CHUNK_HEADER.size  # 12
 
 
@@ -22,6 +29,16 @@ class ProtocolError(Exception):
 
 def encode_report(offset: int) -> bytes:
     return REPORT.pack(offset)
+
+
+@attrs.frozen
+class Hello:
+    epoch: int
+    member_id: int
+
+
+def encode_hello(epoch: int, member_id: int) -> bytes:
+    return HELLO.pack(HELLO_MARK, epoch, member_id)
 
 
 def encode_chunk_header(offset: int, size: int) -> bytes:
@@ -34,9 +51,25 @@ class ReportDecoder:
 
     def __init__(self) -> None:
         self._pending = b""
+        self._at_start = True
+        self.hello: Hello | None = None
 
     def feed(self, data: bytes) -> list[int]:
         buffer = self._pending + data if self._pending else data
+        if self._at_start:
+            if len(buffer) < REPORT_SIZE:
+                self._pending = bytes(buffer)
+                return []
+            if REPORT.unpack_from(buffer)[0] == HELLO_MARK:
+                if len(buffer) < HELLO.size:
+                    self._pending = bytes(buffer)
+                    return []
+                _, epoch, member_id = HELLO.unpack_from(buffer)
+                if not epoch > 0 or not member_id > 0:
+                    raise ProtocolError(f"bad hello: epoch={epoch} memberId={member_id}")
+                self.hello = Hello(epoch, member_id)
+                buffer = buffer[HELLO.size :]
+            self._at_start = False
         whole = len(buffer) - len(buffer) % REPORT_SIZE
         self._pending = bytes(buffer[whole:])
         offsets = [value for (value,) in REPORT.iter_unpack(buffer[:whole])]

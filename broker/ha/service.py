@@ -11,6 +11,11 @@ if the slave were there and is answered PUT_OK when the returning slave's ack co
 the send's budget (``syncFlushTimeout``). Only when no slave came back by then is it answered
 SLAVE_NOT_AVAILABLE, which RocketMQ answers at once. Past that window, and on a master no slave
 ever reached, the answer is immediate, as in RocketMQ.
+
+In controller mode (``epoch`` set) a replica is a SyncStateSet member, not a connection: each
+slave says its member id and epoch in its hello (protocol.py), and only members of the current
+SyncStateSet at this master's epoch count, once each however many connections they hold
+(``replica_count``, ``_kth_ack``). A hello of a newer epoch means this master's term is over.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import heapq
 import itertools
 import logging
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -60,6 +66,16 @@ class HAService:
         self.slave_lost_at: float | None = None  # Trio time the last verified slave went away
         self.disconnects = 0  # verified slaves lost, for operators (haSlaveDisconnects)
         self._sequence = itertools.count()
+        # Controller mode (broker/election/startup.py): this master's epoch and member id, and
+        # the SyncStateSet as last read from etcd; 0 = not in controller mode.
+        self.epoch = 0
+        self.member_id = 0
+        self.sync_state_set: Callable[[], frozenset[int]] = frozenset
+        self.on_newer_epoch: Callable[[str], None] = lambda reason: None
+        # replica_count is asked on every SYNC send: kept until a link or the set changes
+        self.links_version = 0
+        self._count_key: tuple[int, frozenset[int] | None] = (-1, None)
+        self._count = 0
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -67,6 +83,54 @@ class HAService:
     def connection_count(self) -> int:
         """Slaves whose handshake offset was checked; only they can make a send wait."""
         return sum(1 for connection in self.connections if connection.verified)
+
+    def counts(self, connection: HAConnection) -> bool:
+        """Whether this connection's acks may acknowledge a SYNC send."""
+        if not connection.verified:
+            return False
+        if not self.epoch:
+            return True
+        hello = connection.hello
+        return (
+            hello is not None
+            and hello.epoch == self.epoch
+            and hello.member_id != self.member_id
+            and hello.member_id in self.sync_state_set()
+        )
+
+    def _replica_acks(self) -> list[int]:
+        """Each counted replica's ack: per connection, or per member in controller mode."""
+        if not self.epoch:
+            return [c.ack_offset for c in self.connections if c.verified]
+        best: dict[int, int] = {}
+        for c in self.connections:
+            if self.counts(c):
+                assert c.hello is not None
+                best[c.hello.member_id] = max(best.get(c.hello.member_id, -1), c.ack_offset)
+        return list(best.values())
+
+    @property
+    def replica_count(self) -> int:
+        """Replicas a SYNC send can count on (distinct SyncStateSet members in controller
+        mode)."""
+        if not self.epoch:
+            return self.connection_count
+        members = self.sync_state_set()
+        version, seen = self._count_key
+        if version != self.links_version or seen is not members:
+            self._count = len(self._replica_acks())
+            self._count_key = (self.links_version, members)
+        return self._count
+
+    def on_hello(self, connection: HAConnection) -> None:
+        hello = connection.hello
+        assert hello is not None
+        self.links_version += 1
+        if self.epoch and hello.epoch > self.epoch:
+            self.on_newer_epoch(
+                f"FENCED: slave {connection.peer} (member {hello.member_id}) follows epoch "
+                f"{hello.epoch}; this master's epoch {self.epoch} is over"
+            )
 
     def notify_new_data(self) -> None:
         """Called by the store after every put: wakes idle connection writers (and costs
@@ -76,7 +140,7 @@ class HAService:
             event.set()
 
     def on_ack(self, offset: int) -> None:
-        if self.acks_needed > 1:
+        if self.acks_needed > 1 or self.epoch:
             self.push2slave_max_offset = max(self.push2slave_max_offset, offset)
             offset = self._kth_ack()
             if offset <= self.replicated_offset:
@@ -92,11 +156,11 @@ class HAService:
 
     def _kth_ack(self) -> int:
         """The offset at least ``acks_needed`` verified slaves acked (0: fewer slaves)."""
-        acks = sorted((c.ack_offset for c in self.connections if c.verified), reverse=True)
+        acks = sorted(self._replica_acks(), reverse=True)
         return acks[self.acks_needed - 1] if len(acks) >= self.acks_needed else 0
 
     def is_slave_ok(self, end_offset: int) -> bool:
-        return self.connection_count >= self.acks_needed and self._within_fallbehind(end_offset)
+        return self.replica_count >= self.acks_needed and self._within_fallbehind(end_offset)
 
     def slave_may_return(self, end_offset: int) -> bool:
         """No slave now, but one dropped so recently that it is probably reconnecting."""
@@ -111,7 +175,7 @@ class HAService:
         return end_offset - self.replicated_offset < fallbehind_max
 
     async def wait_replicated(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
-        if self.replicated_offset >= end_offset and self.connection_count >= self.acks_needed:
+        if self.replicated_offset >= end_offset and self.replica_count >= self.acks_needed:
             return PutMessageStatus.PUT_OK
         if not self.is_slave_ok(end_offset) and not self.slave_may_return(end_offset):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
@@ -127,7 +191,7 @@ class HAService:
         # until an ack that may never come.
         self._waiters.remove(waiter)
         heapq.heapify(self._waiters)
-        if self.connection_count < self.acks_needed:
+        if self.replica_count < self.acks_needed:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 
@@ -144,8 +208,16 @@ class HAService:
             if not connection.verified:
                 continue
             lag_bytes = connection.lag_bytes()
+            hello = {}
+            if connection.hello is not None:
+                hello = {
+                    "memberId": connection.hello.member_id,
+                    "epoch": connection.hello.epoch,
+                    "countsForInSync": self.counts(connection),
+                }
             out.append(
                 {
+                    **hello,
                     "addr": connection.peer,
                     "ackOffset": connection.ack_offset,
                     "lagBytes": lag_bytes,
@@ -189,6 +261,7 @@ class HAService:
             await connection.run()
         finally:
             self.connections.discard(connection)
+            self.links_version += 1
             if connection.verified:
                 self.disconnects += 1
                 if self.connection_count == 0:

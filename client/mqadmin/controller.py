@@ -1,4 +1,5 @@
-"""mqadmin: auto-failover (broker/election/), RocketMQ 5's commands and flags.
+"""mqadmin: auto-failover (broker/election/), RocketMQ 5's commands and flags. The group's
+state is read and changed through etcdstate/, the layout the brokers share: no broker code.
 
 ``-a`` names the controller as in RocketMQ 5; here the controller is etcd, so it takes the
 etcd endpoints (``http://127.0.0.1:2379``, several separated by ';' or ','), and
@@ -12,14 +13,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.election.elector import Elector, ElectorConfig
-from broker.election.etcd import EtcdClient
-from broker.election.etcd_json import EtcdError
-from broker.election.group_state import GroupState, GroupStateError, Member
 from client.admin import AdminClient
 from client.errors import MQClientError
 from client.mqadmin import args as A
 from client.mqadmin.base import Shown, command
+from etcdstate.etcd import EtcdClient
+from etcdstate.etcd_json import EtcdError
+from etcdstate.group import GroupState, GroupStateError, Member
+from etcdstate.store import GroupStore
 
 DEFAULT_PREFIX = "/rocketmq-trio"
 
@@ -51,13 +52,6 @@ async def _group_names(admin: AdminClient, args: argparse.Namespace) -> list[tup
     if not pairs:
         raise MQClientError(f"no broker group {args.brokerName or args.clusterName!r} is known")
     return pairs
-
-
-def _elector(etcd: EtcdClient, prefix: str, cluster: str, name: str) -> Elector:
-    """An Elector used only to read and swap a group's state (it holds no lease)."""
-    nobody = Member(2**63 - 1, "", "")
-    config = ElectorConfig(prefix, cluster, name, nobody, 2, False, 0)
-    return Elector(etcd, config)
 
 
 def _state_text(name: str, state: GroupState, alive: dict[int, Member]) -> str:
@@ -97,7 +91,7 @@ async def get_sync_state_set(admin: AdminClient, args: argparse.Namespace) -> An
     texts, data = [], {}
     try:
         for cluster, name in await _group_names(admin, args):
-            state, _, alive = await _elector(etcd, args.etcdPrefix, cluster, name).read()
+            state, _, alive = await GroupStore(etcd, args.etcdPrefix, cluster, name).read()
             if state is None:
                 texts.append(f"#brokerName\t{name}\n(no state in etcd: not in controller mode)")
                 continue
@@ -174,8 +168,8 @@ def _controller_rows(rows: dict[str, str]) -> dict[str, str]:
 async def elect_master(admin: AdminClient, args: argparse.Namespace) -> Any:
     etcd = EtcdClient(_endpoints(args.controllerAddress))
     try:
-        elector = _elector(etcd, args.etcdPrefix, args.clusterName, args.brokerName)
-        state, revision, alive = await elector.read()
+        store = GroupStore(etcd, args.etcdPrefix, args.clusterName, args.brokerName)
+        state, revision, alive = await store.read()
         if state is None:
             raise MQClientError(f"{args.brokerName} has no state in etcd")
         target = alive.get(args.brokerId)
@@ -189,7 +183,7 @@ async def elect_master(admin: AdminClient, args: argparse.Namespace) -> Any:
         if state.master.broker_id == args.brokerId:
             raise MQClientError(f"member {args.brokerId} is the master already")
         new = state.elect(target)
-        if not await elector.swap(revision, new, fallen=None):
+        if not await store.swap(revision, new, fallen=None):
             raise MQClientError("the group's state changed meanwhile: try again")
     except (EtcdError, GroupStateError) as exc:
         raise MQClientError(str(exc)) from None

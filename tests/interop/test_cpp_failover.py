@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient
+from etcdstate.etcd import EtcdClient
 from tests.integration.election.test_failover import group_state, member_conf
 from tests.interop.cppkit import acked_keys, parse, received, run_driver, start_driver
 from tests.kits.brokerkit import start_broker, start_namesrv

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, group_key
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, group_key
 from tests.integration.deploy.clusterkit import layout_up, mqcluster  # noqa: F401 (fixture)
 from tests.kits.etcdkit import needs_etcd
 from tests.kits.hakit import wait_until

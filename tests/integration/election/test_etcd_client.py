@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient, EtcdUnavailable
-from broker.election.etcd_json import Compare, Delete, EtcdLeaseNotFound, Put, Range
+from etcdstate.etcd import EtcdClient, EtcdUnavailable
+from etcdstate.etcd_json import Compare, Delete, EtcdLeaseNotFound, Put, Range
 from tests.kits.etcdkit import EtcdMember, module_etcd  # noqa: F401 (fixture)
 from tests.kits.hakit import wait_until
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import trio
 
-from broker.election.etcd import EtcdClient
-from broker.election.group_state import GroupState, group_key
+from broker.ha.protocol import ChunkDecoder, encode_hello, encode_report
 from broker.store.message_store import DefaultMessageStore
+from etcdstate.etcd import EtcdClient
+from etcdstate.group import GroupState, group_key
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool, ServerProcess
@@ -24,7 +25,7 @@ from tests.kits.brokerkit import (
 )
 from tests.kits.clikit import assert_refused, run_cli
 from tests.kits.etcdkit import EtcdMember, etcd  # noqa: F401 (fixture)
-from tests.kits.hakit import max_offset, wait_until
+from tests.kits.hakit import max_offset, slaves_of, wait_until
 
 # Lease 5 s: with 3 s a loaded 2-core machine delays refreshes into failovers of its own.
 HEART_BEAT_MS = 5000
@@ -180,6 +181,28 @@ async def mqadmin(*args: str) -> str:
     return done.stdout
 
 
+async def fake_replica(
+    ha_addr: str,
+    start: int,
+    hello: tuple[int, int] | None,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """An HA connection that acks every byte it receives, with or without a hello."""
+    host, _, port = ha_addr.rpartition(":")
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        if hello is not None:
+            await stream.send_all(encode_hello(*hello))
+        await stream.send_all(encode_report(start))
+        task_status.started()
+        decoder = ChunkDecoder(1 << 24)
+        while data := await stream.receive_some(1 << 16):
+            chunks = decoder.feed(data)
+            if chunks:
+                await stream.send_all(encode_report(chunks[-1].offset + len(chunks[-1].body)))
+
+
 async def test_mqadmin_elects_by_hand_and_min_in_sync_replicas_refuses_unstored(
     processes: ProcessPool,
     tmp_path: Path,
@@ -226,6 +249,21 @@ async def test_mqadmin_elects_by_hand_and_min_in_sync_replicas_refuses_unstored(
             ha = await mqadmin("haStatus", "-n", namesrv, "-b", master.addr)
             assert "epoch=" in ha and "syncStateSet=" in ha
 
+            # Replicas that must not count: one that says nothing of itself (a second
+            # connection of any slave, or anything that reaches the HA port) and one of an
+            # older epoch; both ack all they get. Only distinct SyncStateSet members of the
+            # master's epoch count toward minInSyncReplicas.
+            state = await group_state(state_client)
+            start = await max_offset(client, master.addr)
+            await nursery.start(fake_replica, state.master.ha_addr, start, None)
+            await nursery.start(fake_replica, state.master.ha_addr, start, (state.epoch - 1, first))
+
+            async def fakes_connected() -> bool:
+                return len(await slaves_of(client, master.addr)) == 3
+
+            await wait_until(fakes_connected, 30, "the two fake replicas beside the slave")
+            rows = await slaves_of(client, master.addr)
+            assert sorted(bool(r.get("countsForInSync")) for r in rows) == [False, False, True]
             members[first].kill()  # its only slave
             request = send_request(TOPIC, b"refused", keys="refused")
 

@@ -1,6 +1,8 @@
 """The master alone cut off from etcd (a relay in front of etcd for it only, which stops
 answering): it stops taking writes before another member can be elected, so no two masters
-ever acknowledge writes at the same time; healed, it rejoins as a slave and converges."""
+ever acknowledge writes at the same time (its slaves reach etcd, so they refuse it promises);
+healed, it rejoins as a slave and converges. And etcd down for everyone: the master serves on
+its slave's promise not to campaign (broker/election/promises.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient
+from etcdstate.etcd import EtcdClient
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool
-from tests.integration.election.test_failover import TOPIC, group_state, member_conf
+from tests.integration.election.test_failover import HEART_BEAT_MS, TOPIC, group_state, member_conf
 from tests.kits.brokerkit import call, pull_all, send_request, start_broker, start_namesrv
 from tests.kits.etcdkit import CutProxy, EtcdMember, etcd  # noqa: F401 (fixture)
 from tests.kits.hakit import max_offset, runtime_info, wait_until
@@ -108,14 +110,14 @@ async def test_a_master_cut_off_from_etcd_fences_before_another_is_elected(
     await state_client.aclose()
 
 
-async def test_etcd_down_no_election_and_back_the_master_serves_again(
+async def test_etcd_down_the_master_serves_on_promises_and_stays_master(
     processes: ProcessPool,
     tmp_path: Path,
     etcd: EtcdMember,  # noqa: F811
 ) -> None:
-    """etcd gone for everyone: nobody is elected; the master, which cannot tell this from being
-    cut off alone, stops taking writes (safety first); the slave says why in its status. etcd
-    back: the same master serves again, in a new epoch."""
+    """etcd gone for everyone: nobody is elected; the master keeps taking writes past its
+    lease's end on the promises of its SyncStateSet peer (which cannot reach etcd either) and
+    says so; etcd back: the same master, with the same epoch, and the slave never campaigned."""
     namesrv = start_namesrv(processes, tmp_path).addr
     confs = {i: member_conf(tmp_path, i, namesrv, etcd.endpoint) for i in (1, 2)}
     members = {i: start_broker(processes, confs[i], f"member-{i}") for i in (1, 2)}
@@ -142,23 +144,33 @@ async def test_etcd_down_no_election_and_back_the_master_serves_again(
         assert await acked(1, "before")
         await trio.to_thread.run_sync(etcd.kill)
 
-        async def master_stopped_writes() -> bool:
-            return not await acked(1, "during")
+        async def on_promises() -> bool:
+            info = await runtime_info(client, members[1].addr)
+            return "serving on promises of 2" in info.get("controllerStatus", "")
 
-        await wait_until(master_stopped_writes, 30, "the master to stop taking writes")
-
-        async def slave_says_why() -> bool:
-            info = await runtime_info(client, members[2].addr)
-            return info.get("brokerRole") == "SLAVE" and "etcd" in info.get("controllerStatus", "")
-
-        await wait_until(slave_says_why, 30, "the slave to report etcd trouble, still a slave")
+        await wait_until(on_promises, 30, "the master to say it serves on promises")
+        # Well past the lease's end (HEART_BEAT_MS): the master still acknowledges writes,
+        # each stored on the slave too (minInSyncReplicas=2).
+        sent = 0
+        deadline = trio.current_time() + 2 * HEART_BEAT_MS / 1000
+        while trio.current_time() < deadline:
+            assert await acked(1, f"during-{sent}"), "the master stopped taking writes"
+            sent += 1
+            await trio.sleep(0.1)
+        info = await runtime_info(client, members[2].addr)
+        assert info.get("brokerRole") == "SLAVE"
+        assert "promised master 1 not to campaign" in info.get("controllerStatus", "")
         await trio.to_thread.run_sync(etcd.start)
 
-        async def serving_again() -> bool:
-            return await acked(1, "after")
+        async def renewed() -> bool:
+            info = await runtime_info(client, members[1].addr)
+            return info.get("controllerStatus") == "master"
 
-        await wait_until(serving_again, 60, "the master to serve again")
+        await wait_until(renewed, 30, "the master's lease refreshed again")
+        assert await acked(1, "after")
         after = await group_state(state_client)
-        assert after.master.broker_id == 1 and after.epoch > before.epoch
+        assert after.master.broker_id == 1 and after.epoch == before.epoch
+        info = await runtime_info(client, members[1].addr)
+        assert info.get("brokerRole") != "SLAVE" and info["controllerEpoch"] == str(before.epoch)
         nursery.cancel_scope.cancel()
     await state_client.aclose()

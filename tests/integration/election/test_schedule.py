@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.election.etcd import EtcdClient, EtcdError
+from etcdstate.etcd import EtcdClient, EtcdError
 from remoting.client import RemotingClient
 from remoting.errors import RemotingError
 from tests.harness import ProcessPool, ServerProcess

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from broker.election import epoch_file as F
-from broker.election.epoch_file import EpochEntry as E
+from etcdstate.epochs import EpochEntry as E
+from etcdstate.epochs import EpochFileError, append
 
 
 def test_round_trip_and_atomic_save(tmp_path):
@@ -29,14 +30,14 @@ def test_round_trip_and_atomic_save(tmp_path):
 )
 def test_a_file_not_written_by_a_broker_is_refused(tmp_path, text, message):
     (tmp_path / F.FILE_NAME).write_text(text)
-    with pytest.raises(F.EpochFileError, match=message):
+    with pytest.raises(EpochFileError, match=message):
         F.load(tmp_path)
 
 
 def test_append_replaces_terms_a_cut_log_no_longer_holds():
-    assert F.append([E(1, 0), E(2, 100)], E(3, 150)) == [E(1, 0), E(2, 100), E(3, 150)]
-    assert F.append([E(1, 0), E(2, 100)], E(2, 100)) == [E(1, 0), E(2, 100)]
-    assert F.append([E(1, 0), E(2, 100)], E(3, 50)) == [E(1, 0), E(3, 50)]
+    assert append([E(1, 0), E(2, 100)], E(3, 150)) == [E(1, 0), E(2, 100), E(3, 150)]
+    assert append([E(1, 0), E(2, 100)], E(2, 100)) == [E(1, 0), E(2, 100)]
+    assert append([E(1, 0), E(2, 100)], E(3, 50)) == [E(1, 0), E(3, 50)]
 
 
 def test_an_old_master_keeps_what_the_next_term_started_from():

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.election.epoch_file import EpochEntry
-from broker.election.group_state import (
-    Action,
-    GroupState,
-    GroupStateError,
-    Member,
-    candidates,
-    decide,
-    sync_state_set,
-)
+from broker.election.group_state import Action, candidates, decide, sync_state_set
+from etcdstate.epochs import EpochEntry
+from etcdstate.group import GroupState, GroupStateError, Member
 
 
 def member(broker_id: int, offset: int = 0, final_epoch: int = 4) -> Member:

@@ -9,10 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker.ha.protocol import (
+    HELLO,
+    HELLO_MARK,
     ChunkDecoder,
+    Hello,
     ProtocolError,
     ReportDecoder,
     encode_chunk_header,
+    encode_hello,
     encode_report,
 )
 
@@ -63,3 +67,23 @@ def test_heartbeat_chunk_has_an_empty_body() -> None:
 def test_oversized_chunk_is_refused_before_buffering_it() -> None:
     with pytest.raises(ProtocolError, match="bad chunk header"):
         ChunkDecoder(max_body=16).feed(encode_chunk_header(0, 17))
+
+
+@given(st.integers(0, 28))
+def test_a_hello_comes_first_and_reports_follow_across_any_cut(point: int) -> None:
+    data = encode_hello(7, 3) + encode_report(100) + encode_report(200)
+    decoder = ReportDecoder()
+    offsets = decoder.feed(data[:point]) + decoder.feed(data[point:])
+    assert decoder.hello == Hello(7, 3)
+    assert offsets == [100, 200]
+
+
+def test_without_a_hello_reports_decode_as_before_and_a_bad_hello_is_refused() -> None:
+    decoder = ReportDecoder()
+    assert decoder.feed(encode_report(5)) == [5] and decoder.hello is None
+    with pytest.raises(ProtocolError):
+        ReportDecoder().feed(HELLO.pack(HELLO_MARK, 0, 3))
+    later = ReportDecoder()
+    later.feed(encode_report(5))
+    with pytest.raises(ProtocolError):  # only the first thing sent may be a hello
+        later.feed(encode_hello(7, 3))

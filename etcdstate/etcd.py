@@ -1,5 +1,6 @@
-"""EtcdClient: the etcd v3 calls the elector needs (KV get/put/delete, transactions that
-compare revisions, leases), over etcd's JSON gateway (``POST /v3/...``) with httpx on Trio.
+"""EtcdClient: the etcd v3 calls controller mode and mqadmin need (KV get/put/delete,
+transactions that compare revisions, leases), over etcd's JSON gateway (``POST /v3/...``) with
+httpx on Trio.
 
 Why the gateway and httpx: every etcd v3 server since 3.3 serves it on the client port, no
 generated gRPC stubs or asyncio bridge are needed, and httpx runs on Trio (through anyio)
@@ -18,8 +19,8 @@ from typing import Any
 import httpx
 import orjson
 
-from broker.election import etcd_json as J
-from broker.election.etcd_json import (
+from etcdstate import etcd_json as J
+from etcdstate.etcd_json import (
     Compare,
     EtcdError,
     EtcdProtocolError,

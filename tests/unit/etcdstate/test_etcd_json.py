@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from broker.election import etcd_json as J
+from etcdstate import etcd_json as J
 
 
 def test_prefix_end_follows_etcd():
