@@ -21,13 +21,14 @@ from proxy.config import ProxyConfig
 from proxy.consume import to_proto_message
 from proxy.consumer_service import ConsumerRpcs
 from proxy.errors import ProxyError, ok, status_of
+from proxy.group_config import GroupConfigs, fetch_group_config
 from proxy.liveness import ClientLiveness
 from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
 from proxy.renew import Renewer
 from proxy.route import accepted, endpoints_of, message_queues
-from proxy.settings import consumer_data, merge_settings
+from proxy.settings import consumer_data
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
 from remoting.message import MessageExt
 from remoting.names import topic_problem
@@ -53,6 +54,10 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         self.liveness: ClientLiveness = remoting.liveness
         cluster = self.cluster
         self.streams = TelemetryStreams()
+        name = config.rocketmq_cluster_name
+        self.groups = GroupConfigs(
+            lambda group: bridge.call(fetch_group_config, self.cluster, name, group)
+        )
         self.loop = asyncio.get_running_loop()
         # a dict entry in the remoting client's processor table, set before any broker can
         # connect back: safe from this thread
@@ -141,8 +146,8 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             consumer = consumer_data(settings)
             if consumer is not None:
                 await self.bridge.call(self.cluster.consumer_joined, client, consumer)
-            merged = merge_settings(settings, self.config)
-            self.remember_settings(client, merged)
+            merged = await self.merged_settings(settings)
+            self.remember_settings(client, settings)
             return rpc.TelemetryCommand(status=ok(), settings=merged)
         if which is None:
             status = pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")

@@ -8,7 +8,7 @@ from google.protobuf import duration_pb2
 from client.consumer import MessageSelector, subscription
 from proxy.apis import definition_pb2 as pb
 from proxy.config import ProxyConfig
-from remoting.body import ConsumerData, ConsumeType
+from remoting.body import ConsumerData, ConsumeType, SubscriptionGroupConfig
 from remoting.names import group_problem, topic_problem
 
 # Consumers: RocketMQ's default subscription group (16 retries, the 4.x delay levels from the
@@ -26,7 +26,18 @@ def _ms(value: int) -> duration_pb2.Duration:
     return duration
 
 
-def merge_settings(reported: pb.Settings, config: ProxyConfig) -> pb.Settings:
+def max_attempts(group: SubscriptionGroupConfig | None) -> int:
+    """retryMaxTimes + 1, kept within a protobuf int32 and at least one delivery."""
+    if group is None:
+        return CONSUMER_MAX_ATTEMPTS
+    return max(1, min(group.retry_max_times + 1, 2**31 - 1))
+
+
+def merge_settings(
+    reported: pb.Settings, config: ProxyConfig, group: SubscriptionGroupConfig | None = None
+) -> pb.Settings:
+    """``group``: a consumer's subscription group config (None: unknown, the client's own
+    ``fifo`` stands), as GrpcClientSettingsManager.mergeSubscriptionData."""
     settings = pb.Settings()
     settings.CopyFrom(reported)
     settings.metric.CopyFrom(pb.Metric(on=False))  # no OTLP collector behind this proxy
@@ -46,14 +57,16 @@ def merge_settings(reported: pb.Settings, config: ProxyConfig) -> pb.Settings:
         return settings
     settings.backoff_policy.CopyFrom(
         pb.RetryPolicy(
-            max_attempts=CONSUMER_MAX_ATTEMPTS,
+            max_attempts=max_attempts(group),
             customized_backoff=pb.CustomizedBackoff(next=[_ms(s * 1000) for s in RETRY_DELAYS_S]),
         )
     )
     subscription = settings.subscription
     subscription.receive_batch_size = LONG_POLLING_BATCH
     subscription.long_polling_timeout.CopyFrom(_ms(LONG_POLLING_TIMEOUT_S * 1000))
-    if not subscription.HasField("fifo"):
+    if group is not None:
+        subscription.fifo = group.consume_message_orderly
+    elif not subscription.HasField("fifo"):
         subscription.fifo = False
     return settings
 
