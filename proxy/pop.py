@@ -8,16 +8,15 @@ import logging
 
 import attrs
 
+from client.pop import popped_messages
 from client.route import master_addr
 from proxy.apis import definition_pb2 as pb
 from proxy.cluster import ClusterClient
 from proxy.consume import ReceiptHandle
 from proxy.errors import ProxyError
 from remoting import message as codec
-from remoting import pop_wire as ck_info
 from remoting.body import TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
 from remoting.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -61,45 +60,6 @@ def _readable_masters(route: TopicRouteData) -> list[str]:
     ]
 
 
-def handles_of(
-    response: RemotingCommand, broker_name: str
-) -> list[tuple[codec.MessageExt, ReceiptHandle]]:
-    """Each popped message with its receipt handle, built as 5.x's processPopResponse does:
-    POP_CK when the broker set it (retried messages), else from the response header."""
-    starts = ck_info.parse_offset_info(response.ext("startOffsetInfo"))
-    orders = ck_info.parse_offset_info(response.ext("orderCountInfo"))
-    pop_time = int(response.ext("popTime") or 0)
-    invisible = int(response.ext("invisibleTime") or 0)
-    revive_qid = int(response.ext("reviveQid") or 0)
-    out = []
-    for msg in codec.decode_messages(response.body):
-        ck = msg.properties.get(ck_info.POP_CK)
-        if ck is not None:
-            extra = ck_info.parse_extra_info(ck)
-        else:
-            start = starts.get((False, str(msg.queue_id)))
-            if start is None:
-                raise ValueError(f"no startOffsetInfo for queue {msg.queue_id}")
-            extra = ck_info.ExtraInfo(
-                ck_queue_offset=int(start),
-                pop_time=pop_time,
-                invisible_time=invisible,
-                revive_qid=revive_qid,
-                retry=False,
-                broker_name=broker_name,
-                queue_id=msg.queue_id,
-                queue_offset=msg.queue_offset,
-            )
-        # orderly pops: the message's own count, else its queue's (processPopResponse)
-        count = orders.get((extra.retry, f"qo{msg.queue_id}%{msg.queue_offset}"))
-        if count is None:
-            count = orders.get((extra.retry, str(msg.queue_id)))
-        if count is not None and count.isdigit() and int(count) > 0:
-            msg.reconsume_times = int(count)
-        out.append((msg, ReceiptHandle(extra, msg.commit_log_offset)))
-    return out
-
-
 class PopClient:
     def __init__(self, cluster: ClusterClient) -> None:
         self.cluster = cluster
@@ -136,7 +96,10 @@ class PopClient:
         addr = await self._broker_addr(request.topic, broker)
         response = await self.instance.invoke(addr, command, timeout_s)
         if response.code == ResponseCode.SUCCESS:
-            found = handles_of(response, broker)
+            found = [
+                (msg, ReceiptHandle(extra, msg.commit_log_offset))
+                for msg, extra in popped_messages(response, broker)
+            ]
             if found:
                 return Popped(pb.Code.OK, "OK", found)
             return Popped(pb.Code.MESSAGE_NOT_FOUND, "no match message")
