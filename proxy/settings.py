@@ -15,6 +15,9 @@ from remoting.names import group_problem, topic_problem
 # 10 s level on); ProxyConfig's long-polling figures.
 CONSUMER_MAX_ATTEMPTS = 17
 RETRY_DELAYS_S = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+# A known group's retry policy: 5.x's default CustomizedRetryPolicy (our groups carry no
+# groupRetryPolicy), 1 s for a first failure
+GROUP_RETRY_DELAYS_S = (1, 5, *RETRY_DELAYS_S)
 LONG_POLLING_BATCH = 32
 LONG_POLLING_TIMEOUT_S = 20
 MAX_SUBSCRIPTIONS = 256
@@ -55,10 +58,11 @@ def merge_settings(
         settings.publishing.validate_message_type = config.enable_topic_message_type_check
         settings.publishing.max_body_size = config.max_message_size
         return settings
+    delays = RETRY_DELAYS_S if group is None else GROUP_RETRY_DELAYS_S
     settings.backoff_policy.CopyFrom(
         pb.RetryPolicy(
             max_attempts=max_attempts(group),
-            customized_backoff=pb.CustomizedBackoff(next=[_ms(s * 1000) for s in RETRY_DELAYS_S]),
+            customized_backoff=pb.CustomizedBackoff(next=[_ms(s * 1000) for s in delays]),
         )
     )
     subscription = settings.subscription

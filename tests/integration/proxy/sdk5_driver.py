@@ -193,8 +193,10 @@ def push(job: dict) -> None:
             started = time.monotonic()
             time.sleep(job.get("consume_s", 0))  # a slow listener
             with lock:
-                consumed.append(message.message_id)
                 report(received=described(message), started=started, ended=time.monotonic())
+                if job.get("fail_first") and message.delivery_attempt == 1:
+                    return ConsumeResult.FAILURE  # the SDK makes it visible again (backoff)
+                consumed.append(message.message_id)
                 if len(consumed) >= job["count"]:
                     done.set()
             return ConsumeResult.SUCCESS

@@ -95,6 +95,8 @@ async def test_settings_tell_a_consumer_its_group_is_fifo(proxy_cluster) -> None
     fifo = await trio.to_thread.run_sync(telemetry_settings, proxy, "FifoSettingsCG")
     assert fifo.subscription.fifo
     assert fifo.backoff_policy.max_attempts == 6  # retryMaxTimes + 1
+    # a known group's retry policy: 5.x's default CustomizedRetryPolicy, 1 s first
+    assert [d.seconds for d in fifo.backoff_policy.customized_backoff.next][:3] == [1, 5, 10]
     plain = await trio.to_thread.run_sync(telemetry_settings, proxy, "PlainSettingsCG")
     assert not plain.subscription.fifo
     assert plain.backoff_policy.max_attempts == 17

@@ -28,6 +28,9 @@ def test_the_group_decides_fifo_and_attempts() -> None:
     merged = merge_settings(consumer(), CONFIG, orderly)
     assert merged.subscription.fifo
     assert merged.backoff_policy.max_attempts == 4
+    # 5.x's default group retry policy: 1 s, 5 s, 10 s, ... 2 h
+    delays = [d.seconds for d in merged.backoff_policy.customized_backoff.next]
+    assert delays[:4] == [1, 5, 10, 30] and delays[-1] == 7200 and len(delays) == 18
     # a group that is not orderly overrides what the client said, as RocketMQ's Proxy does
     plain = SubscriptionGroupConfig(group_name="G")
     assert not merge_settings(consumer(fifo=True), CONFIG, plain).subscription.fifo
