@@ -33,7 +33,7 @@ from proxy.pop import PopClient, PopRequest
 from proxy.produce import validate_topic
 from proxy.renew import Held, Renewer
 from proxy.route import MASTER_ID
-from proxy.settings import merge_settings
+from proxy.settings import CONSUMER_MAX_ATTEMPTS, merge_settings
 from remoting.names import group_problem
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,7 @@ class ConsumerRpcs:
             invisible_ms=invisible,
             polling_ms=polling,
             fifo=settings.subscription.fifo,
+            max_attempts=settings.backoff_policy.max_attempts or CONSUMER_MAX_ATTEMPTS,
             exp_type=exp_type,
             exp=exp,
             attempt_id=attempt,

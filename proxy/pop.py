@@ -17,6 +17,7 @@ from proxy.errors import ProxyError
 from remoting import message as codec
 from remoting.body import TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
+from remoting.errors import RemotingError
 from remoting.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -39,6 +40,7 @@ class PopRequest:
     invisible_ms: int
     polling_ms: int
     fifo: bool
+    max_attempts: int  # a message popped this often before goes to %DLQ% instead
     exp_type: str
     exp: str
     attempt_id: str | None
@@ -100,6 +102,7 @@ class PopClient:
                 (msg, ReceiptHandle(extra, msg.commit_log_offset))
                 for msg, extra in popped_messages(response, broker)
             ]
+            found = await self._dead_lettered(request, found)
             if found:
                 return Popped(pb.Code.OK, "OK", found)
             return Popped(pb.Code.MESSAGE_NOT_FOUND, "no match message")
@@ -112,6 +115,24 @@ class PopClient:
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return Popped(pb.Code.TOPIC_NOT_FOUND, response.remark or "")
         return Popped(pb.Code.INTERNAL_SERVER_ERROR, response.remark or f"pop: {response.code}")
+
+    async def _dead_lettered(
+        self, request: PopRequest, found: list[tuple[codec.MessageExt, ReceiptHandle]]
+    ) -> list[tuple[codec.MessageExt, ReceiptHandle]]:
+        """What is left to deliver once the messages consumed ``max_attempts`` times went to
+        the group's %DLQ% (PopMessageResultFilterImpl's TO_DLQ): an orderly queue would
+        otherwise hand the same message back for ever. A forward that fails leaves the
+        message in flight; it comes back after its invisible time and is forwarded again."""
+        deliver = []
+        for msg, handle in found:
+            if msg.reconsume_times < request.max_attempts:
+                deliver.append((msg, handle))
+                continue
+            try:
+                await self.forward_to_dlq(request.group, request.topic, handle, msg.msg_id)
+            except (ProxyError, RemotingError, OSError) as exc:
+                log.info("%s of %s to its DLQ: %r", msg.msg_id, request.group, exc)
+        return deliver
 
     async def ack(self, group: str, topic: str, handle: ReceiptHandle) -> int:
         extra = handle.extra

@@ -159,7 +159,7 @@ async def test_a_failed_push_listener_gets_the_message_again_then_it_is_acked(
             "topic": "PushRetry",
             "count": 3,
             "fail_first": True,
-            "linger_s": 2,
+            "linger_s": 1,
         }
     )
     received = [line["received"] for line in lines if "received" in line]

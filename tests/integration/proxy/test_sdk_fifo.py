@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 import trio
+from google.protobuf import duration_pb2
 
 from client.admin import AdminClient
 from client.message import Message
@@ -19,9 +20,18 @@ from remoting.body import SubscriptionGroupConfig
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
-from tests.integration.proxy.proxykit import CLUSTER, METADATA, create_topic, run_sdk, stub
-from tests.kits.brokerkit import call
+from tests.integration.proxy.proxykit import (
+    CLUSTER,
+    METADATA,
+    create_topic,
+    in_thread,
+    run_sdk,
+    stub,
+)
+from tests.integration.proxy.test_consumer_rpcs import receive, receive_request
+from tests.kits.brokerkit import call, pull_all
 from tests.kits.clikit import run_cli
+from tests.kits.hakit import wait_until
 
 
 def endpoints(proxy) -> str:
@@ -170,3 +180,41 @@ async def test_push_consumer_of_a_fifo_group_consumes_each_message_group_in_orde
         assert [r["received"]["body"] for r in mine] == [f"{g}:{i}" for i in range(4)]
         for before, after in itertools.pairwise(mine):
             assert before["ended"] <= after["started"], g  # one at a time
+
+
+async def test_a_fifo_message_past_its_attempts_goes_to_the_dlq_and_the_queue_moves_on(
+    proxy_cluster,
+) -> None:
+    """retryMaxTimes 0: one delivery. Made visible again unacked, the message is popped a
+    second time, and the proxy forwards it to %DLQ%group instead of delivering it (as
+    PopMessageResultFilterImpl): the next message of the queue comes next (raw gRPC)."""
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "FifoDlq", queues=1, message_type="FIFO")
+    await orderly_group(ns, "FifoDlqCG", retry_max_times=0)
+    await start_at_zero(broker, "FifoDlqCG", "FifoDlq", 1)
+    async with Producer.open(ns.addr, "PGFifoDlq") as producer:
+        for body in (b"poison", b"next"):
+            await producer.send(Message("FifoDlq", body))
+    request = receive_request("FifoDlq", "FifoDlqCG", batch_size=1)
+    [status, first] = await receive(proxy, request)
+    assert status.status.code == pb.Code.OK and first.message.body == b"poison"
+    change = rpc.ChangeInvisibleDurationRequest(
+        group=pb.Resource(name="FifoDlqCG"),
+        topic=pb.Resource(name="FifoDlq"),
+        receipt_handle=first.message.system_properties.receipt_handle,
+        invisible_duration=duration_pb2.Duration(seconds=1),
+        message_id=first.message.system_properties.message_id,
+    )
+    response = await in_thread(stub(proxy).ChangeInvisibleDuration, change, metadata=METADATA)
+    assert response.status.code == pb.Code.OK, response.status
+    bodies: list[bytes] = []
+
+    async def next_delivered() -> bool:
+        bodies.extend(r.message.body for r in await receive(proxy, request) if r.message.body)
+        return bool(bodies)
+
+    await wait_until(next_delivered, 60, "the message after the dead-lettered one")
+    assert bodies == [b"next"]
+    async with RemotingClient.open() as client:
+        dead = await pull_all(client, broker.addr, "%DLQ%FifoDlqCG", 0)
+    assert [m.body for m in dead] == [b"poison"]
