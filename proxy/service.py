@@ -15,7 +15,7 @@ from typing import Any
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from proxy.apis import service_pb2_grpc
-from proxy.bridge import TrioBridge
+from proxy.bridge import TrioBridge, from_trio
 from proxy.cluster import ClusterClient
 from proxy.config import ProxyConfig
 from proxy.consume import to_proto_message
@@ -26,10 +26,13 @@ from proxy.liveness import ClientLiveness
 from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
+from proxy.relay import ClientCommands, relay
 from proxy.renew import Renewer
 from proxy.route import accepted, endpoints_of, message_queues
 from proxy.settings import consumer_data
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
 from remoting.message import MessageExt
 from remoting.names import topic_problem
 
@@ -62,6 +65,9 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         # a dict entry in the remoting client's processor table, set before any broker can
         # connect back: safe from this thread
         cluster.on_transaction_check(self._ask_producer)
+        self.commands = ClientCommands()
+        for code in (RequestCode.CONSUME_MESSAGE_DIRECTLY, RequestCode.GET_CONSUMER_RUNNING_INFO):
+            cluster.instance.register_server_request(code, self._broker_call)
 
     # ------------------------------------------------------------------ routes
 
@@ -133,6 +139,8 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
     async def _telemetry_answer(
         self, client: str, command: rpc.TelemetryCommand, outbox: asyncio.Queue
     ) -> rpc.TelemetryCommand | None:
+        if self.commands.answered(command):  # a verify result or a thread stack
+            return None
         which = command.WhichOneof("command")
         if which == "settings":
             settings = command.settings
@@ -145,6 +153,7 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             await self.bridge.call(self.liveness.seen, client)
             consumer = consumer_data(settings)
             if consumer is not None:
+                self.streams.consumes(outbox, consumer.group_name)
                 await self.bridge.call(self.cluster.consumer_joined, client, consumer)
             merged = await self.merged_settings(settings)
             self.remember_settings(client, settings)
@@ -153,6 +162,10 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             status = pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")
             return rpc.TelemetryCommand(status=status)
         return None  # results of commands we sent (thread stacks, verify results)
+
+    async def _broker_call(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
+        """In the Trio thread: a broker's call for a 5.x consumer, relayed on the asyncio side."""
+        return await from_trio(self.loop, relay(request, self.streams, self.commands))
 
     def _ask_producer(self, group: str, message: MessageExt, transaction_id: str) -> None:
         """In the Trio thread: a broker's check-back, handed to the asyncio loop."""
