@@ -9,16 +9,17 @@ from __future__ import annotations
 import queue
 import threading
 
+import pytest
 import trio
 
 from client.admin import AdminClient
-from client.errors import MQClientError
+from client.errors import MQBrokerError, MQClientError
 from client.message import Message
 from client.producer import Producer
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from remoting.body import CMResult
-from tests.integration.proxy.proxykit import create_topic, stub
+from tests.integration.proxy.proxykit import create_topic, run_sdk, stub
 from tests.kits.hakit import wait_until
 
 
@@ -102,3 +103,39 @@ async def test_verify_message_and_thread_stack_reach_the_client_and_come_back(
     message = verify.verify_message_command.message
     assert message.body == b"verify me" and message.system_properties.tag == "V"
     assert message.system_properties.message_id == sent.msg_id
+
+
+@pytest.mark.slow
+async def test_the_python_sdk_ignores_a_verify_and_the_admin_is_told(proxy_cluster) -> None:
+    """rocketmq-python-client 5.1.2 drops VerifyMessageCommand: the proxy answers the broker
+    after 4 s that the client did not answer, before mqadmin's own 5 s run out."""
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "RelaySdkT")
+    await create_topic(ns.addr, "RelaySdkOther")  # the message verified: not the SDK's to pop
+    job = {
+        "op": "consume",
+        "endpoints": f"127.0.0.1:{proxy.port}",
+        "group": "RelaySdkCG",
+        "topic": "RelaySdkT",
+        "count": 1,
+        "deadline_s": 60,
+    }
+    async with trio.open_nursery() as nursery, AdminClient.open(ns.addr) as admin:
+        nursery.start_soon(run_sdk, job)
+
+        async def registered() -> bool:
+            try:
+                return bool(
+                    (await admin.consumer_connection("RelaySdkCG", broker.addr)).connection_set
+                )
+            except MQClientError:
+                return False
+
+        await wait_until(registered, 30, "the SDK's group registered at the broker")
+        found = await admin.consumer_connection("RelaySdkCG", broker.addr)
+        client_id = next(iter(found.connection_set)).client_id
+        async with Producer.open(ns.addr, "PGRelaySdk") as producer:
+            sent = await producer.send(Message("RelaySdkOther", b"x"))
+        with pytest.raises(MQBrokerError, match="did not answer"):
+            await admin.consume_message_directly("RelaySdkCG", client_id, sent.offset_msg_id)
+        nursery.cancel_scope.cancel()
