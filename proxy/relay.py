@@ -32,7 +32,9 @@ from remoting.serde import encode_body
 log = logging.getLogger(__name__)
 
 MAX_PENDING = 1024  # commands awaiting an answer: each holds a broker's request open
-ANSWER_TIMEOUT_S = 4.0  # inside mqadmin's 5 s (DefaultMQAdminExt timeoutMillis; the broker waits 10)
+ANSWER_TIMEOUT_S = (
+    4.0  # inside mqadmin's 5 s (DefaultMQAdminExt timeoutMillis; the broker waits 10)
+)
 
 _CONSUME_RESULTS = {
     pb.Code.OK: CMResult.CR_SUCCESS,
