@@ -202,7 +202,7 @@ async def test_a_fifo_message_past_its_attempts_goes_to_the_dlq_and_the_queue_mo
         group=pb.Resource(name="FifoDlqCG"),
         topic=pb.Resource(name="FifoDlq"),
         receipt_handle=first.message.system_properties.receipt_handle,
-        invisible_duration=duration_pb2.Duration(seconds=1),
+        invisible_duration=duration_pb2.Duration(seconds=0),  # visible again at once
         message_id=first.message.system_properties.message_id,
     )
     response = await in_thread(stub(proxy).ChangeInvisibleDuration, change, metadata=METADATA)
