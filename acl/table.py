@@ -210,6 +210,7 @@ RULES: dict[int, Rule] = {
     R.GET_BROKER_RUNTIME_INFO: SIGNED,
     R.GET_ALL_CONSUMER_OFFSET: SIGNED,
     R.GET_ALL_DELAY_OFFSET: SIGNED,
+    R.GET_TIMER_CHECK_POINT: SIGNED,  # 5.x: a slave copies its master's timer progress
     R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SIGNED,
     R.GET_TOPIC_STATS_INFO: SIGNED,
     R.GET_TOPIC_CONFIG: SIGNED,  # 5.x: the Proxy reads a topic's message type
