@@ -311,6 +311,8 @@ class BrokerController:
         self.offsets.load()
         self.groups.load()
         self.delay_offsets.load()
+        # a slave serves and persists the timer progress it copied, so it loads it too
+        self.timer_progress.load()
         report = self.store.load()
         log.info("store loaded: %s", report)
         if not self.is_slave:
@@ -420,6 +422,7 @@ class BrokerController:
             offsets=self.offsets,
             delay_offsets=self.delay_offsets,
             groups=self.groups,
+            timer_progress=self.timer_progress if self.store_config.timer_wheel_enable else None,
             client=client,
         )
 

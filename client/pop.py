@@ -62,29 +62,56 @@ def pop_request(
     return RemotingCommand.request(RequestCode.POP_MESSAGE, encode_header_fields(header))
 
 
-def receipts(response: RemotingCommand, broker_name: str) -> list[Popped]:
-    """The messages of a POP_MESSAGE response with their extraInfo, built from the response
-    header as 5.x's MQClientAPIImpl.processPopResponse does."""
-    if response.code != 0:
-        return []
+def popped_messages(
+    response: RemotingCommand, broker_name: str
+) -> list[tuple[codec.MessageExt, pop_wire.ExtraInfo]]:
+    """Each message of a successful POP_MESSAGE response with its extraInfo, as 5.x's
+    MQClientAPIImpl.processPopResponse builds them: POP_CK when the broker set it (retried
+    messages), else from the response header. An orderly pop's consumed count (orderCountInfo:
+    the message's own, else its queue's) becomes the message's reconsume_times. A header that
+    does not cover a message is a ValueError."""
     starts = pop_wire.parse_offset_info(response.ext("startOffsetInfo"))
+    orders = pop_wire.parse_offset_info(response.ext("orderCountInfo"))
+    pop_time = int(response.ext("popTime") or 0)
+    invisible = int(response.ext("invisibleTime") or 0)
+    revive_qid = int(response.ext("reviveQid") or 0)
     out = []
     for msg in codec.decode_messages(response.body):
-        if pop_wire.POP_CK in msg.properties:
-            out.append(Popped(msg, msg.properties[pop_wire.POP_CK]))
-            continue
-        extra = pop_wire.ExtraInfo(
-            ck_queue_offset=int(starts[(False, str(msg.queue_id))]),
-            pop_time=int(response.ext("popTime")),
-            invisible_time=int(response.ext("invisibleTime")),
-            revive_qid=int(response.ext("reviveQid")),
-            retry=False,
-            broker_name=broker_name,
-            queue_id=msg.queue_id,
-            queue_offset=msg.queue_offset,
-        )
-        out.append(Popped(msg, extra.encode()))
+        ck = msg.properties.get(pop_wire.POP_CK)
+        if ck is not None:
+            extra = pop_wire.parse_extra_info(ck)
+        else:
+            start = starts.get((False, str(msg.queue_id)))
+            if start is None:
+                raise ValueError(f"no startOffsetInfo for queue {msg.queue_id}")
+            extra = pop_wire.ExtraInfo(
+                ck_queue_offset=int(start),
+                pop_time=pop_time,
+                invisible_time=invisible,
+                revive_qid=revive_qid,
+                retry=False,
+                broker_name=broker_name,
+                queue_id=msg.queue_id,
+                queue_offset=msg.queue_offset,
+            )
+        count = orders.get((extra.retry, f"qo{msg.queue_id}%{msg.queue_offset}"))
+        if count is None:
+            count = orders.get((extra.retry, str(msg.queue_id)))
+        if count is not None and count.isdigit() and int(count) > 0:
+            msg.reconsume_times = int(count)
+        out.append((msg, extra))
     return out
+
+
+def receipts(response: RemotingCommand, broker_name: str) -> list[Popped]:
+    """The messages of a POP_MESSAGE response with their extraInfo strings (none unless it
+    succeeded)."""
+    if response.code != 0:
+        return []
+    return [
+        Popped(msg, msg.properties.get(pop_wire.POP_CK) or extra.encode())
+        for msg, extra in popped_messages(response, broker_name)
+    ]
 
 
 def ack_request(popped: Popped, group: str) -> RemotingCommand:

@@ -106,3 +106,25 @@ class TrioBridge:
         except trio.RunFinishedError:
             raise RuntimeError("the remoting side has stopped") from None
         return await future
+
+
+async def from_trio(loop: asyncio.AbstractEventLoop, coro: Awaitable[T]) -> T:
+    """The other way (in the Trio thread): ``coro`` run on the asyncio ``loop``, awaited here
+    without blocking the Trio thread; cancelled there when this is cancelled."""
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+    future = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+
+    def wake(_: Any) -> None:
+        try:
+            token.run_sync_soon(done.set)
+        except trio.RunFinishedError:
+            pass
+
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    finally:
+        if not future.done():
+            future.cancel()
+    return future.result()

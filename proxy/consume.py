@@ -48,8 +48,17 @@ class ReceiptHandle:
         return self.extra.pop_time + self.extra.invisible_time <= now_ms
 
     def renewed(self, pop_time: int, invisible_time: int, revive_qid: int) -> ReceiptHandle:
+        """The handle a CHANGE_MESSAGE_INVISIBLETIME answer makes. The broker's new checkpoint
+        starts at the message's own offset, so the handle's does too (MQClientAPIImpl builds
+        it from the request's offset): an ack naming the old batch's start would match nothing
+        and the message would come back."""
+        offset = self.extra.queue_offset
         extra = attrs.evolve(
-            self.extra, pop_time=pop_time, invisible_time=invisible_time, revive_qid=revive_qid
+            self.extra,
+            ck_queue_offset=self.extra.ck_queue_offset if offset is None else offset,
+            pop_time=pop_time,
+            invisible_time=invisible_time,
+            revive_qid=revive_qid,
         )
         return ReceiptHandle(extra, self.commit_log_offset)
 

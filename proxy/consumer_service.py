@@ -27,11 +27,14 @@ from proxy.consume import (
     validate_invisible_ms,
 )
 from proxy.errors import ProxyError, ok, status_of
+from proxy.group_config import GroupConfigs
 from proxy.metadata import client_id
 from proxy.pop import PopClient, PopRequest
 from proxy.produce import validate_topic
 from proxy.renew import Held, Renewer
 from proxy.route import MASTER_ID
+from proxy.settings import CONSUMER_MAX_ATTEMPTS, merge_settings
+from remoting.names import group_problem
 
 log = logging.getLogger(__name__)
 
@@ -63,18 +66,36 @@ class ConsumerRpcs:
     bridge: TrioBridge
     pops: PopClient
     renewer: Renewer
+    groups: GroupConfigs
 
     def __init__(self) -> None:
         self.client_settings: collections.OrderedDict[str, pb.Settings] = collections.OrderedDict()
 
     def remember_settings(self, client: str, settings: pb.Settings) -> None:
+        """What the client reported; merged with the proxy's policy and its group's config
+        whenever they are used, so a group changed at the broker counts from the next receive."""
         self.client_settings[client] = settings
         self.client_settings.move_to_end(client)
         while len(self.client_settings) > MAX_CLIENTS:
             self.client_settings.popitem(last=False)
 
-    def _settings(self, context: Any) -> pb.Settings:
-        return self.client_settings.get(client_id(context)) or pb.Settings()
+    async def merged_settings(self, reported: pb.Settings, group: str | None = None) -> pb.Settings:
+        """GrpcClientSettingsManager.getClientSettings: a consumer's with the config of its
+        group (``group``, else the one it reported)."""
+        config = None
+        if reported.HasField("subscription") and not reported.HasField("publishing"):
+            name = group or reported.subscription.group.name
+            if name and not group_problem(name):
+                config = await self.groups.get(name)
+        return merge_settings(reported, self.config, config)
+
+    async def _receive_settings(self, context: Any, group: str) -> pb.Settings:
+        """The receiving client's settings with ``group``'s config: a receive may come before
+        its settings did (the Python SDK's SimpleConsumer does not wait for them)."""
+        reported = self.client_settings.get(client_id(context))
+        if reported is None:
+            reported = pb.Settings(subscription=pb.Subscription(group=pb.Resource(name=group)))
+        return await self.merged_settings(reported, group)
 
     async def QueryAssignment(self, request: rpc.QueryAssignmentRequest, context: Any):
         try:
@@ -104,8 +125,9 @@ class ConsumerRpcs:
             return rpc.QueryAssignmentResponse(status=status)
         return rpc.QueryAssignmentResponse(status=ok(), assignments=assignments)
 
-    def _pop_request(self, request: rpc.ReceiveMessageRequest, context: Any) -> PopRequest:
-        settings = self._settings(context)
+    def _pop_request(
+        self, request: rpc.ReceiveMessageRequest, context: Any, settings: pb.Settings
+    ) -> PopRequest:
         timeout_ms = duration_ms(settings.request_timeout) or DEFAULT_REQUEST_TIMEOUT_MS
         remaining = context.time_remaining()
         requested = (
@@ -138,6 +160,7 @@ class ConsumerRpcs:
             invisible_ms=invisible,
             polling_ms=polling,
             fifo=settings.subscription.fifo,
+            max_attempts=settings.backoff_policy.max_attempts or CONSUMER_MAX_ATTEMPTS,
             exp_type=exp_type,
             exp=exp,
             attempt_id=attempt,
@@ -150,7 +173,9 @@ class ConsumerRpcs:
         response (RocketMQ's ReceiveMessageResponseStreamWriter.onComplete since 5.3: the
         5.x SDKs' PushConsumer measures its receive latency from it)."""
         try:
-            pop = self._pop_request(request, context)
+            group = validate_group(request.group)
+            settings = await self._receive_settings(context, group)
+            pop = self._pop_request(request, context, settings)
             # the broker holds the pop up to pollTime; the remoting call waits a little longer
             popped = await self.bridge.call(self.pops.pop, pop, pop.polling_ms / 1000 + 3.0)
             if popped.messages and request.auto_renew and self.config.enable_proxy_auto_renew:

@@ -8,16 +8,16 @@ import logging
 
 import attrs
 
+from client.pop import popped_messages
 from client.route import master_addr
 from proxy.apis import definition_pb2 as pb
 from proxy.cluster import ClusterClient
 from proxy.consume import ReceiptHandle
 from proxy.errors import ProxyError
 from remoting import message as codec
-from remoting import pop_wire as ck_info
 from remoting.body import TopicRouteData
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
+from remoting.errors import RemotingError
 from remoting.headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
@@ -40,6 +40,7 @@ class PopRequest:
     invisible_ms: int
     polling_ms: int
     fifo: bool
+    max_attempts: int  # a message popped this often before goes to %DLQ% instead
     exp_type: str
     exp: str
     attempt_id: str | None
@@ -59,45 +60,6 @@ def _readable_masters(route: TopicRouteData) -> list[str]:
         for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
         if q.broker_name in masters and q.perm & 4 and q.read_queue_nums > 0
     ]
-
-
-def handles_of(
-    response: RemotingCommand, broker_name: str
-) -> list[tuple[codec.MessageExt, ReceiptHandle]]:
-    """Each popped message with its receipt handle, built as 5.x's processPopResponse does:
-    POP_CK when the broker set it (retried messages), else from the response header."""
-    starts = ck_info.parse_offset_info(response.ext("startOffsetInfo"))
-    orders = ck_info.parse_offset_info(response.ext("orderCountInfo"))
-    pop_time = int(response.ext("popTime") or 0)
-    invisible = int(response.ext("invisibleTime") or 0)
-    revive_qid = int(response.ext("reviveQid") or 0)
-    out = []
-    for msg in codec.decode_messages(response.body):
-        ck = msg.properties.get(ck_info.POP_CK)
-        if ck is not None:
-            extra = ck_info.parse_extra_info(ck)
-        else:
-            start = starts.get((False, str(msg.queue_id)))
-            if start is None:
-                raise ValueError(f"no startOffsetInfo for queue {msg.queue_id}")
-            extra = ck_info.ExtraInfo(
-                ck_queue_offset=int(start),
-                pop_time=pop_time,
-                invisible_time=invisible,
-                revive_qid=revive_qid,
-                retry=False,
-                broker_name=broker_name,
-                queue_id=msg.queue_id,
-                queue_offset=msg.queue_offset,
-            )
-        # orderly pops: the message's own count, else its queue's (processPopResponse)
-        count = orders.get((extra.retry, f"qo{msg.queue_id}%{msg.queue_offset}"))
-        if count is None:
-            count = orders.get((extra.retry, str(msg.queue_id)))
-        if count is not None and count.isdigit() and int(count) > 0:
-            msg.reconsume_times = int(count)
-        out.append((msg, ReceiptHandle(extra, msg.commit_log_offset)))
-    return out
 
 
 class PopClient:
@@ -136,7 +98,11 @@ class PopClient:
         addr = await self._broker_addr(request.topic, broker)
         response = await self.instance.invoke(addr, command, timeout_s)
         if response.code == ResponseCode.SUCCESS:
-            found = handles_of(response, broker)
+            found = [
+                (msg, ReceiptHandle(extra, msg.commit_log_offset))
+                for msg, extra in popped_messages(response, broker)
+            ]
+            found = await self._dead_lettered(request, found)
             if found:
                 return Popped(pb.Code.OK, "OK", found)
             return Popped(pb.Code.MESSAGE_NOT_FOUND, "no match message")
@@ -149,6 +115,24 @@ class PopClient:
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return Popped(pb.Code.TOPIC_NOT_FOUND, response.remark or "")
         return Popped(pb.Code.INTERNAL_SERVER_ERROR, response.remark or f"pop: {response.code}")
+
+    async def _dead_lettered(
+        self, request: PopRequest, found: list[tuple[codec.MessageExt, ReceiptHandle]]
+    ) -> list[tuple[codec.MessageExt, ReceiptHandle]]:
+        """What is left to deliver once the messages consumed ``max_attempts`` times went to
+        the group's %DLQ% (PopMessageResultFilterImpl's TO_DLQ): an orderly queue would
+        otherwise hand the same message back for ever. A forward that fails leaves the
+        message in flight; it comes back after its invisible time and is forwarded again."""
+        deliver = []
+        for msg, handle in found:
+            if msg.reconsume_times < request.max_attempts:
+                deliver.append((msg, handle))
+                continue
+            try:
+                await self.forward_to_dlq(request.group, request.topic, handle, msg.msg_id)
+            except (ProxyError, RemotingError, OSError) as exc:
+                log.info("%s of %s to its DLQ: %r", msg.msg_id, request.group, exc)
+        return deliver
 
     async def ack(self, group: str, topic: str, handle: ReceiptHandle) -> int:
         extra = handle.extra

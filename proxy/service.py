@@ -15,20 +15,24 @@ from typing import Any
 from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from proxy.apis import service_pb2_grpc
-from proxy.bridge import TrioBridge
+from proxy.bridge import TrioBridge, from_trio
 from proxy.cluster import ClusterClient
 from proxy.config import ProxyConfig
 from proxy.consume import to_proto_message
 from proxy.consumer_service import ConsumerRpcs
 from proxy.errors import ProxyError, ok, status_of
+from proxy.group_config import GroupConfigs, fetch_group_config
 from proxy.liveness import ClientLiveness
 from proxy.metadata import client_id, peer_address
 from proxy.pop import PopClient
 from proxy.produce import plan_send, validate_topic
+from proxy.relay import ClientCommands, relay
 from proxy.renew import Renewer
 from proxy.route import accepted, endpoints_of, message_queues
-from proxy.settings import consumer_data, merge_settings
+from proxy.settings import consumer_data
 from proxy.telemetry import MAX_TOPICS_PER_STREAM, TelemetryStreams
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
 from remoting.message import MessageExt
 from remoting.names import topic_problem
 
@@ -53,10 +57,17 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
         self.liveness: ClientLiveness = remoting.liveness
         cluster = self.cluster
         self.streams = TelemetryStreams()
+        name = config.rocketmq_cluster_name
+        self.groups = GroupConfigs(
+            lambda group: bridge.call(fetch_group_config, self.cluster, name, group)
+        )
         self.loop = asyncio.get_running_loop()
         # a dict entry in the remoting client's processor table, set before any broker can
         # connect back: safe from this thread
         cluster.on_transaction_check(self._ask_producer)
+        self.commands = ClientCommands()
+        for code in (RequestCode.CONSUME_MESSAGE_DIRECTLY, RequestCode.GET_CONSUMER_RUNNING_INFO):
+            cluster.instance.register_server_request(code, self._broker_call)
 
     # ------------------------------------------------------------------ routes
 
@@ -128,6 +139,8 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
     async def _telemetry_answer(
         self, client: str, command: rpc.TelemetryCommand, outbox: asyncio.Queue
     ) -> rpc.TelemetryCommand | None:
+        if self.commands.answered(command):  # a verify result or a thread stack
+            return None
         which = command.WhichOneof("command")
         if which == "settings":
             settings = command.settings
@@ -140,14 +153,19 @@ class MessagingService(ConsumerRpcs, service_pb2_grpc.MessagingServiceServicer):
             await self.bridge.call(self.liveness.seen, client)
             consumer = consumer_data(settings)
             if consumer is not None:
+                self.streams.consumes(outbox, consumer.group_name)
                 await self.bridge.call(self.cluster.consumer_joined, client, consumer)
-            merged = merge_settings(settings, self.config)
-            self.remember_settings(client, merged)
+            merged = await self.merged_settings(settings)
+            self.remember_settings(client, settings)
             return rpc.TelemetryCommand(status=ok(), settings=merged)
         if which is None:
             status = pb.Status(code=pb.Code.BAD_REQUEST, message="telemetry command is empty")
             return rpc.TelemetryCommand(status=status)
         return None  # results of commands we sent (thread stacks, verify results)
+
+    async def _broker_call(self, connection: Any, request: RemotingCommand) -> RemotingCommand:
+        """In the Trio thread: a broker's call for a 5.x consumer, relayed on the asyncio side."""
+        return await from_trio(self.loop, relay(request, self.streams, self.commands))
 
     def _ask_producer(self, group: str, message: MessageExt, transaction_id: str) -> None:
         """In the Trio thread: a broker's check-back, handed to the asyncio loop."""

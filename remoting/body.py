@@ -266,6 +266,8 @@ class SubscriptionGroupConfig:
     broker_id: NonNegLong = 0
     which_broker_when_consume_slowly: NonNegLong = 1
     notify_consumer_ids_changed_enable: bool = True
+    # 5.x: the group's 5.x consumers pop orderly (the Proxy tells its SDKs they are FIFO)
+    consume_message_orderly: bool = False
 
 
 @frozen

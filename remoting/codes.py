@@ -71,6 +71,7 @@ class RequestCode(enum.IntEnum):
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
     GET_BROKER_CLUSTER_ACL_CONFIG = 54
+    GET_TIMER_CHECK_POINT = 60  # 5.x: a slave copies its master's timer progress
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -132,6 +133,7 @@ class RequestCode(enum.IntEnum):
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
     GET_TOPIC_CONFIG = 351  # 5.x: one topic's config with its attributes (message.type)
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352  # 5.x: one group's config, as the Proxy reads it
     # 5.x pop consumption (RIP-19), as RocketMQ 5's Proxy calls a broker (docs/pop.md)
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

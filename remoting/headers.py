@@ -614,6 +614,11 @@ class GetTopicConfigRequestHeader:
 
 
 @frozen
+class GetSubscriptionGroupConfigRequestHeader:
+    group: Group
+
+
+@frozen
 class PeekMessageRequestHeader:
     consumer_group: Group
     topic: Topic

@@ -40,6 +40,7 @@ from remoting.headers import (
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryConsumeTimeSpanRequestHeader,
@@ -77,6 +78,7 @@ class AdminBrokerProcessor:
             (RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections),
             (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_group),
             (RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.all_groups),
+            (RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, self.group_config),
             (RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_group),
             (RequestCode.GET_ALL_CONSUMER_OFFSET, self.all_consumer_offsets),
             (RequestCode.GET_ALL_DELAY_OFFSET, self.all_delay_offsets),
@@ -380,6 +382,15 @@ class AdminBrokerProcessor:
 
     def all_groups(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         return request.make_response(body=self.broker.groups.encode(pretty=False).encode())
+
+    def group_config(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (5.x): found as a consumer's request finds it (created
+        when auto-creation is on, as Java's findSubscriptionGroupConfig)."""
+        header = decode_header(GetSubscriptionGroupConfigRequestHeader, request.ext_fields)
+        config = self.broker.groups.find(header.group)
+        if config is None:
+            raise RequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+        return request.make_response(body=encode_body(config))
 
     def delete_group(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = decode_header(DeleteSubscriptionGroupRequestHeader, request.ext_fields)

@@ -13,6 +13,8 @@ AdminBrokerProcessor serves these among its many codes; they live here to keep a
   holds but the topic config does not (the schedule and transaction-op topics stay), as RocketMQ.
 * GET_ALL_PRODUCER_INFO (``mqadmin producer``): every producer group's instances, in RocketMQ's
   ProducerTableInfo shape.
+* GET_TIMER_CHECK_POINT (5.x): this broker's timer progress in RocketMQ's TimerCheckpoint
+  layout (broker/timer/checkpoint.py), which a slave copies; a slave answers the copy it holds.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker.timer import checkpoint
 from remoting import constants as K
 from remoting import fastjson
 from remoting.codes import RequestCode
@@ -43,6 +46,7 @@ class MaintenanceProcessor:
         server.register(RequestCode.DELETE_EXPIRED_COMMITLOG, self.delete_expired_commit_log)
         server.register(RequestCode.CLEAN_UNUSED_TOPIC, self.clean_unused_topic)
         server.register(RequestCode.GET_ALL_PRODUCER_INFO, self.all_producer_info)
+        server.register(RequestCode.GET_TIMER_CHECK_POINT, self.timer_check_point)
 
     def clean_expired_consume_queue(self, connection: Any, request: RemotingCommand):
         log.info("cleanExpiredCQ asked by %s", getattr(connection, "peer", "?"))
@@ -77,3 +81,8 @@ class MaintenanceProcessor:
             for group, members in sorted(self.broker.clients.producer_groups.items())
         }
         return request.make_response(body=fastjson.dumps({"data": data}).encode())
+
+    def timer_check_point(self, connection: Any, request: RemotingCommand):
+        broker = self.broker
+        body = checkpoint.encode(broker.timer_progress.checkpoint(broker.clock()))
+        return request.make_response(body=body)

@@ -4,6 +4,12 @@ subscription groups every 10 s (docs/spec/ha.md §6.1), and at once when it lear
 ``broker/slave/``: it copies configuration over the remoting port, not the CommitLog (that is
 broker/ha).
 
+The timer checkpoint (GET_TIMER_CHECK_POINT, broker/timer/checkpoint.py) is copied every 3 s, as
+RocketMQ 5 does it ("latency-sensitive"): a promoted slave delivers again only the timers its
+master delivered in the last 3 s. Pop state needs no request of its own: checkpoints and acks
+are records of the revive topic in the replicated CommitLog, and the revive offsets and the pop
+groups' offsets are consumer offsets.
+
 Topic configs come over the master's VIP port (listenPort - 2) as RocketMQ does; the rest over
 the main port. Offsets are merged, never removed, so a consumer that committed on the slave while
 the master was away keeps its position until the master's newer value arrives.
@@ -12,11 +18,13 @@ the master was away keeps its position until the master's newer value arrives.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
 
 from broker.ha.client import split_addr
+from broker.timer import checkpoint
 from remoting.body import (
     ConsumerOffsetSerializeWrapper,
     DelayOffsetSerializeWrapper,
@@ -32,6 +40,7 @@ if TYPE_CHECKING:
     from broker.namesrv_registrar import HaState
     from broker.offsets import ConsumerOffsetManager, DelayOffsetTable
     from broker.subscription_group import SubscriptionGroupManager
+    from broker.timer.service import TimerProgress
     from broker.topic_config import TopicConfigManager
     from remoting.client import RemotingClient
 
@@ -39,6 +48,7 @@ log = logging.getLogger(__name__)
 
 FIRST_DELAY_S = 3.0
 INTERVAL_S = 10.0
+TIMER_INTERVAL_S = 3.0  # RocketMQ 5 syncs the timer checkpoint on its 3 s tick
 TIMEOUT_S = 3.0
 
 
@@ -57,6 +67,7 @@ class SlaveSynchronize:
         offsets: ConsumerOffsetManager,
         delay_offsets: DelayOffsetTable,
         groups: SubscriptionGroupManager,
+        timer_progress: TimerProgress | None,
         client: RemotingClient,
     ) -> None:
         self.ha = ha  # the master's address, from registration
@@ -65,33 +76,44 @@ class SlaveSynchronize:
         self.offsets = offsets
         self.delay_offsets = delay_offsets
         self.groups = groups
+        self.timer_progress = timer_progress  # None: timerWheelEnable=false, nothing to copy
         self.client = client
         self.last_sync_ok = False
 
     async def run(self) -> None:
         if not self.ha.master_addr:
             await trio.sleep(FIRST_DELAY_S)
+        synced_at: float | None = None  # trio time of the last full round
         while True:
             changed = self.ha.changed
             master = self.ha.master_addr
             if master and master != self.broker_addr:
-                try:
-                    await self.sync_all(master)
-                    self.last_sync_ok = True
-                except (
-                    OSError,
-                    RemotingError,
-                    trio.TooSlowError,
-                    trio.BrokenResourceError,
-                    ValueError,
-                ) as exc:
-                    # The master went away mid-sync (it is being killed or restarted): a slave
-                    # keeps serving and tries again at the next round.
-                    self.last_sync_ok = False
-                    log.warning("config sync from master %s failed: %s", master, exc)
+                now = trio.current_time()
+                if synced_at is None or now - synced_at >= INTERVAL_S:
+                    synced_at = now
+                    await self._round(master, self.sync_all, "config")
+                if self.timer_progress is not None:
+                    await self._round(master, self.sync_timer_check_point, "timer checkpoint")
             # A new master is synchronized at once, not at the next tick.
-            with trio.move_on_after(INTERVAL_S):
+            with trio.move_on_after(TIMER_INTERVAL_S):
                 await changed.wait()
+                synced_at = None
+
+    async def _round(self, master: str, sync: Callable[[str], Awaitable[None]], what: str) -> None:
+        try:
+            await sync(master)
+            self.last_sync_ok = True
+        except (
+            OSError,
+            RemotingError,
+            trio.TooSlowError,
+            trio.BrokenResourceError,
+            ValueError,
+        ) as exc:
+            # The master went away mid-sync (it is being killed or restarted): a slave keeps
+            # serving and tries again at the next round.
+            self.last_sync_ok = False
+            log.warning("%s sync from master %s failed: %s", what, master, exc)
 
     async def _fetch(self, addr: str, code: int) -> bytes:
         response = await self.client.invoke(addr, RemotingCommand.request(code, {}), TIMEOUT_S)
@@ -135,3 +157,13 @@ class SlaveSynchronize:
             self.groups.table.update(groups.subscription_group_table)
             self.groups.data_version = groups.data_version
             self.groups.persist_sync()
+
+    async def sync_timer_check_point(self, master: str) -> None:
+        """RocketMQ 5's syncTimerCheckPoint; a bad body is a TimerCheckpointError (ValueError)."""
+        assert self.timer_progress is not None
+        copied = checkpoint.decode(await self._fetch(master, RequestCode.GET_TIMER_CHECK_POINT))
+        progress = self.timer_progress
+        before = progress.encode()
+        progress.adopt(copied)
+        if progress.encode() != before:  # an idle master's progress is not rewritten every 3 s
+            await progress.persist()

@@ -14,6 +14,10 @@ timer sends are refused SYSTEM_BUSY) is rebuilt at start from the progress file
 Messages are delivered in due order, so this holds at every step; a failed delivery (full disk)
 lowers deliveredUpTo to its due time. A crash delivers again at most what was delivered since
 the last progress write (one flushConsumerOffsetInterval): at least once, never lost.
+
+A slave delivers nothing: it copies its master's progress every 3 s (GET_TIMER_CHECK_POINT,
+broker/slave/), so once promoted it delivers again only what the master delivered in the last
+sync period before it died, as RocketMQ 5's slave does with its copied lastReadTimeMs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from broker.persist import JsonConfigFile
 from broker.schedule import restore
 from broker.store.types import MessageExtBrokerInner, PutMessageStatus
 from broker.timer import transform
+from broker.timer.checkpoint import TimerCheckpoint
 from broker.timer.transform import TIMER_TOPIC, TimerRefused
 from remoting import message as codec
 from remoting.codes import ResponseCode
@@ -78,6 +83,21 @@ class TimerProgress:
 
     async def persist(self) -> None:
         await self.file.persist(self.encode())
+
+    def checkpoint(self, now_ms: int) -> TimerCheckpoint:
+        """What GET_TIMER_CHECK_POINT answers (checkpoint.py maps the fields)."""
+        return TimerCheckpoint(
+            last_read_time_ms=self.delivered_up_to,
+            last_timer_queue_offset=self.low_offset,
+            master_timer_queue_offset=self.read_offset,
+            timestamp=now_ms,
+        )
+
+    def adopt(self, checkpoint: TimerCheckpoint) -> None:
+        """A slave takes its master's progress: promoted, it resumes where the master was."""
+        self.delivered_up_to = checkpoint.last_read_time_ms
+        self.low_offset = checkpoint.last_timer_queue_offset
+        self.read_offset = checkpoint.master_timer_queue_offset
 
     def persist_sync(self) -> None:
         self.file.persist_sync(self.encode())
@@ -154,7 +174,9 @@ class TimerMessageService:
         if cq is None:
             self._read = 0
             return
-        self._read = max(progress.low_offset, cq.min_queue_offset)
+        # Not past the queue's end: a promoted slave may lack the last records its master's
+        # progress counted (ASYNC replication), and its new timers are stored from its own end.
+        self._read = min(max(progress.low_offset, cq.min_queue_offset), cq.max_queue_offset)
         skipped = self._read_new(skip_below=progress.read_offset, skip_due=progress.delivered_up_to)
         log.info("timer queue replayed: pending=%d skipped as delivered=%d", self.pending, skipped)
 

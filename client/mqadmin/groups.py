@@ -23,6 +23,7 @@ def _group_setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", "--consumeEnable", type=A.java_bool, default=True)
     p.add_argument("-m", "--consumeFromMinEnable", type=A.java_bool, default=True)
     p.add_argument("-d", "--consumeBroadcastEnable", type=A.java_bool, default=True)
+    p.add_argument("-o", "--consumeMessageOrderly", type=A.java_bool, default=False)
     p.add_argument("-q", "--retryQueueNums", type=A.queue_nums, default=1)
     p.add_argument("-r", "--retryMaxTimes", type=A.retry_max_times, default=16)
     p.add_argument("-i", "--brokerId", type=A.broker_id, default=0)
@@ -42,6 +43,7 @@ async def update_sub_group(admin: AdminClient, args: argparse.Namespace) -> Any:
         broker_id=args.brokerId,
         which_broker_when_consume_slowly=args.whichBrokerWhenConsumeSlowly,
         notify_consumer_ids_changed_enable=args.notifyConsumerIdsChanged,
+        consume_message_orderly=args.consumeMessageOrderly,
     )
     addrs = await targets(admin, args)
     for addr in addrs:

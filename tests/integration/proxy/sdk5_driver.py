@@ -145,6 +145,34 @@ def consume(job: dict) -> None:
         consumer.shutdown()
 
 
+def fifo_consume(job: dict) -> None:
+    """A SimpleConsumer of a FIFO group receiving ``batch`` (1) at a time: the first receive's
+    messages stay unacked over one more receive (what that one brings is reported with how
+    many were unacked), then everything is acked as it comes."""
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+
+    config = ClientConfiguration(job["endpoints"], Credentials(), request_timeout=10)
+    consumer = SimpleConsumer(config, job["group"], {job["topic"]: FilterExpression("*")}, 5)
+    consumer.startup()
+    pending, acked, held = [], 0, False
+    deadline = time.monotonic() + job.get("deadline_s", 60)
+    try:
+        while acked < job["count"] and time.monotonic() < deadline:
+            for msg in consumer.receive(job.get("batch", 1), job.get("invisible_s", 30)):
+                report(received=described(msg), unacked=len(pending))
+                pending.append(msg)
+            if pending and not held:
+                held = True
+                continue
+            for msg in pending:
+                consumer.ack(msg)
+                acked += 1
+                report(acked=msg.message_id)
+            pending.clear()
+    finally:
+        consumer.shutdown()
+
+
 def push(job: dict) -> None:
     """A PushConsumer until ``count`` messages were consumed (or ``deadline_s``)."""
     from rocketmq import (
@@ -162,10 +190,13 @@ def push(job: dict) -> None:
 
     class Listener(MessageListener):
         def consume(self, message) -> ConsumeResult:
+            started = time.monotonic()
             time.sleep(job.get("consume_s", 0))  # a slow listener
             with lock:
+                report(received=described(message), started=started, ended=time.monotonic())
+                if job.get("fail_first") and message.delivery_attempt == 1:
+                    return ConsumeResult.FAILURE  # the SDK makes it visible again (backoff)
                 consumed.append(message.message_id)
-                report(received=described(message))
                 if len(consumed) >= job["count"]:
                     done.set()
             return ConsumeResult.SUCCESS
@@ -242,6 +273,7 @@ if __name__ == "__main__":
         "send": send,
         "consume": consume,
         "push": push,
+        "fifo_consume": fifo_consume,
         "bench_send": bench_send,
         "bench_receive": bench_receive,
     }

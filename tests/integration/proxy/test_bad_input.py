@@ -183,3 +183,28 @@ async def test_a_request_over_the_inbound_limit_is_refused_undecoded(proxy_clust
         await send(proxy, raw_message("Huge", body=b"x" * (16 * 1024 * 1024 + 1)))
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert (await send(proxy, raw_message("Huge"))).status.code == Code.OK
+
+
+async def test_offset_rpcs_are_unimplemented_as_in_rocketmqs_proxy(proxy_cluster) -> None:
+    """RocketMQ's Proxy (5.3.3, and develop in September 2025) does not override PullMessage,
+    GetOffset, QueryOffset or UpdateOffset: grpc-java answers UNIMPLEMENTED, and no SDK on
+    PyPI or npm calls them. mqproxy answers the same, and serves on."""
+    _, _, proxy = proxy_cluster
+    queue = pb.MessageQueue(topic=pb.Resource(name="AnyTopic"), id=0)
+    group = pb.Resource(name="AnyGroup")
+    calls = [
+        (stub(proxy).GetOffset, rpc.GetOffsetRequest(group=group, message_queue=queue)),
+        (stub(proxy).QueryOffset, rpc.QueryOffsetRequest(message_queue=queue)),
+        (stub(proxy).UpdateOffset, rpc.UpdateOffsetRequest(group=group, message_queue=queue)),
+        (
+            lambda request, **kw: list(stub(proxy).PullMessage(request, **kw)),
+            rpc.PullMessageRequest(group=group, message_queue=queue, batch_size=1),
+        ),
+    ]
+    for call, request in calls:
+        with pytest.raises(grpc.RpcError) as failed:
+            await in_thread(call, request, metadata=METADATA)
+        assert failed.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    request = rpc.HeartbeatRequest(client_type=pb.ClientType.PRODUCER)
+    response = await in_thread(stub(proxy).Heartbeat, request, metadata=METADATA)
+    assert response.status.code == Code.OK

@@ -133,3 +133,37 @@ async def test_consumer_requests_a_client_got_wrong(proxy_cluster) -> None:
     # the real handle still acks
     response = await in_thread(stub(proxy).AckMessage, ack(handle), metadata=METADATA)
     assert response.status.code == Code.OK, response.status
+
+
+async def test_an_ack_with_the_handle_a_change_returned_holds(proxy_cluster) -> None:
+    """ChangeInvisibleDuration's new handle names the message's own offset as its checkpoint's
+    start (the broker's new checkpoint starts there, as MQClientAPIImpl builds the extraInfo):
+    an ack with it matches, so the message does not come back after its new invisible time."""
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "ChangeAck", queues=1)  # the three in one queue, one pop
+    await start_group_at_zero(broker, "ChangeCG", "ChangeAck")
+    ids = [await send_one(proxy, "ChangeAck", b"m%d" % i) for i in range(3)]
+    responses = await receive(proxy, receive_request("ChangeAck", "ChangeCG", batch_size=3))
+    messages = {r.message.system_properties.message_id: r.message for r in responses[1:]}
+    assert set(messages) == set(ids)  # one checkpoint, starting at the first
+    second = messages[ids[1]]
+    change = rpc.ChangeInvisibleDurationRequest(
+        group=pb.Resource(name="ChangeCG"),
+        topic=pb.Resource(name="ChangeAck"),
+        receipt_handle=second.system_properties.receipt_handle,
+        invisible_duration=duration_pb2.Duration(seconds=1),
+        message_id=ids[1],
+    )
+    changed = await in_thread(stub(proxy).ChangeInvisibleDuration, change, metadata=METADATA)
+    assert changed.status.code == Code.OK, changed.status
+    entry = rpc.AckMessageEntry(message_id=ids[1], receipt_handle=changed.receipt_handle)
+    ack = rpc.AckMessageRequest(
+        group=pb.Resource(name="ChangeCG"), topic=pb.Resource(name="ChangeAck"), entries=[entry]
+    )
+    acked = await in_thread(stub(proxy).AckMessage, ack, metadata=METADATA)
+    assert acked.status.code == Code.OK, acked.status
+    # past its new invisible time (the other two stay invisible 20 s): nothing comes back
+    async with RemotingClient.open() as client:
+        request = pop_request("ChangeAck", "ChangeCG", poll_ms=3000)
+        response = await call(client, broker.addr, request)
+    assert response.code == ResponseCode.POLLING_TIMEOUT, response.body

@@ -137,6 +137,44 @@ async def test_push_consumer_consumes_each_message_once(proxy_cluster) -> None:
     assert {r["tag"] for r in received} == {"P"}
 
 
+async def test_a_failed_push_listener_gets_the_message_again_then_it_is_acked(
+    proxy_cluster,
+) -> None:
+    """The listener fails each message's first delivery: the SDK makes it visible again after
+    the first delay of the group's retry policy (5.x's default: 1 s), it comes back with its
+    attempt raised, and once consumed it is acked (nothing left for the group)."""
+    ns, broker, proxy = proxy_cluster
+    await create_topic(ns.addr, "PushRetry", QUEUES)
+    await start_group_at_zero(broker, "PushRetryCG", "PushRetry")
+    async with Producer.open(ns.addr, "PG4xRetry") as producer:
+        sent = [
+            (await producer.send(Message("PushRetry", f"r{i}".encode(), keys=[f"k{i}"]))).msg_id
+            for i in range(3)
+        ]
+    lines = await run_sdk(
+        {
+            "op": "push",
+            "endpoints": endpoints(proxy),
+            "group": "PushRetryCG",
+            "topic": "PushRetry",
+            "count": 3,
+            "fail_first": True,
+            "linger_s": 1,
+        }
+    )
+    received = [line["received"] for line in lines if "received" in line]
+    for message_id in sent:
+        mine = [r for r in received if r["message_id"] == message_id]
+        assert [r["attempt"] for r in mine] == [1, 2], mine
+        assert mine[0]["body"] == mine[1]["body"] and mine[0]["keys"] == mine[1]["keys"]
+    assert len(received) == 6
+    async with RemotingClient.open() as client:  # acked: nothing left for the group
+        response = await call(
+            client, broker.addr, pop_request("PushRetry", "PushRetryCG", poll_ms=300)
+        )
+    assert response.code == ResponseCode.POLLING_TIMEOUT
+
+
 @pytest.mark.slow
 async def test_a_slow_push_listener_keeps_its_message(proxy_cluster, tmp_path) -> None:
     """The listener takes 25 s; the message's invisible time is 10 s: the proxy renews its

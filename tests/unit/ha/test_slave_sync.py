@@ -25,6 +25,7 @@ class VanishingMaster:
 
 async def test_sync_failures_are_logged_and_retried(monkeypatch) -> None:
     monkeypatch.setattr(slave_synchronize, "INTERVAL_S", 0.01)
+    monkeypatch.setattr(slave_synchronize, "TIMER_INTERVAL_S", 0.01)
     client = VanishingMaster()
     sync = SlaveSynchronize(
         ha=HaState(master_addr="127.0.0.1:10911"),
@@ -33,6 +34,7 @@ async def test_sync_failures_are_logged_and_retried(monkeypatch) -> None:
         offsets=None,  # type: ignore[arg-type]
         delay_offsets=None,  # type: ignore[arg-type]
         groups=None,  # type: ignore[arg-type]
+        timer_progress=None,
         client=client,  # type: ignore[arg-type]
     )
     async with trio.open_nursery() as nursery:

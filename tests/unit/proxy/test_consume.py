@@ -56,6 +56,7 @@ def test_handle_is_extra_info_and_commit_log_offset() -> None:
         1,
     )
     assert renewed.commit_log_offset == 123_456 and renewed.extra.queue_offset == 7
+    assert renewed.extra.ck_queue_offset == 7  # the broker's new checkpoint starts there
 
 
 @pytest.mark.parametrize(
