@@ -143,6 +143,7 @@ PROBES = [
     Probe(C.PEEK_MESSAGE, lambda n, _: fields(C.PEEK_MESSAGE, consumerGroup=n, topic="Fine", queueId=-1, maxMsgNums=1)),
     Probe(C.PEEK_MESSAGE, lambda n, _: fields(C.PEEK_MESSAGE, consumerGroup="G", topic=n, queueId=-1, maxMsgNums=1)),
     Probe(C.QUERY_CONSUME_QUEUE, lambda n, _: fields(C.QUERY_CONSUME_QUEUE, topic="Fine", queueId=0, index=0, count=1, consumerGroup=n), optional=True),
+    Probe(C.GET_SUBSCRIPTIONGROUP_CONFIG, lambda n, _: fields(C.GET_SUBSCRIPTIONGROUP_CONFIG, group=n)),
 ]  # fmt: skip
 # Served, but no name in them.
 NAMELESS = {
@@ -157,6 +158,8 @@ NAMELESS = {
     # UPDATE_GLOBAL_WHITE_ADDRS_CONFIG must be one the broker loaded (tests/unit/acl)
     C.UPDATE_AND_CREATE_ACL_CONFIG, C.DELETE_ACL_CONFIG, C.GET_BROKER_CLUSTER_ACL_INFO,
     C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, C.GET_BROKER_CLUSTER_ACL_CONFIG,
+    # a slave's timer sync; auto-failover's promise (epoch and member ids only)
+    C.GET_TIMER_CHECK_POINT, C.CONTROLLER_PROMISE,
 }  # fmt: skip
 
 
