@@ -5,8 +5,10 @@ wall time, the parse phase's MB/s (backup bytes over the time from the segment l
 workers), sampled every 0.2 s.
 
 BENCH_RECONCILE_TREES=/path/a:/path/b runs each tree's job alternately (ROUNDS rounds, 2 by
-default) with this interpreter, so two versions are compared in one run on one machine.
-Printed, never asserted."""
+default), each with its own .venv's interpreter when it has one (its Spark workers then import
+that tree's code), so two versions are compared in one run on one machine. Besides the whole
+job's CPU, the parse phase's: the CPU-seconds of the process tree between those two phase lines,
+per MiB of backup (read throughput per core). Printed, never asserted."""
 
 from __future__ import annotations
 
@@ -96,7 +98,8 @@ def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tupl
 def run(tree: Path, root: Path, size: int) -> str:
     out = root / "out"
     shutil.rmtree(out, ignore_errors=True)
-    argv = [sys.executable, "-m", "ops.spark", "run", "--backup", str(root / "master" / "commitlog"),
+    python = tree / ".venv" / "bin" / "python"
+    argv = [str(python) if python.exists() else sys.executable, "-m", "ops.spark", "run", "--backup", str(root / "master" / "commitlog"),
             "--slave-store", str(root / "slave"), "--out", str(out), "--master", "local[2]"]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -105,7 +108,22 @@ def run(tree: Path, root: Path, size: int) -> str:
     stop, peak, cpu = threading.Event(), [0], {}
     sampler = threading.Thread(target=sample, args=(proc.pid, stop, peak, cpu))
     sampler.start()
-    stdout, stderr = proc.communicate()
+    marks: dict[str, float] = {}  # the tree's CPU-seconds when a phase line appeared
+    lines_seen: list[str] = []
+
+    def watch() -> None:
+        for line in proc.stderr:
+            lines_seen.append(line)
+            for mark in ("backup segments", "master backup parsed"):
+                if mark in line:
+                    marks[mark] = sum(c for _, c in cpu.values())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    stdout = proc.stdout.read()
+    proc.wait()
+    watcher.join()
+    stderr = "".join(lines_seen)
     wall = time.perf_counter() - t0
     stop.set()
     sampler.join()
@@ -124,10 +142,12 @@ def run(tree: Path, root: Path, size: int) -> str:
     jvm = sum(c for kind, c in cpu.values() if kind == "jvm")
     python = sum(c for kind, c in cpu.values() if kind == "python")
     mib = size / 2**20
+    parse_cpu = marks.get("master backup parsed", 0.0) - marks.get("backup segments", 0.0)
     return (
-        f"{tree.name:>10}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
+        f"{tree.name:>12}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
         f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB, CPU {jvm + python:6.1f} s "
-        f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second"
+        f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second; parse phase CPU {parse_cpu:5.1f} s "
+        f"= {mib / max(parse_cpu, 0.1):5.1f} MiB per CPU-second"
     )
 
 

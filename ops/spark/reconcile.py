@@ -14,16 +14,20 @@ records. What the figures mean is decided in ``verdict`` (pure); the bundle is w
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ops.spark.bundle import remove_stale_bundle, write_bundle
+from ops.spark.parts import RangeSummary, parse_to_parquet, summarise
 from ops.spark.progress import Phase, Ticker, group_progress
 from ops.spark.segments import BackupError, Segment, list_segments, merge_backups
 from ops.spark.verdict import LogSide, Verdict, decide, lag_millis
 
 MAX_LISTED = 100  # corrupt records named in the report, per side
+# Parsed logs the job reads and removes (the master's is index.parquet unless --dry-run).
+SCRATCH_MASTER, SCRATCH_SLAVE = ".master.parquet", ".slave.parquet"
 
 
 def check_backups(backups: list[Path]) -> tuple[list[Segment], int]:
@@ -32,35 +36,28 @@ def check_backups(backups: list[Path]) -> tuple[list[Segment], int]:
 
 
 class _Parsed:
-    """One side's records, parsed once, and its measures (first corrupt record, trusted
-    messages)."""
+    """One side's records, parsed once (a DataFrame over its Parquet parts), and its figures
+    from the parse's own range summaries (first corrupt record, trusted messages, end, hosts)."""
 
-    def __init__(self, frame: Any, segments: list[Segment]) -> None:
+    def __init__(self, parsed: tuple[Any, list[RangeSummary]], segments: list[Segment]) -> None:
         from pyspark.sql import functions as F
 
+        frame, ranges_ = parsed
         self.frame, self.start = frame, segments[0].start
-        corrupt = (
-            frame.filter(F.col("kind") == "CORRUPT")
-            .orderBy("phys_offset")
-            .select("phys_offset", "topic")
-            .limit(MAX_LISTED)
-            .collect()
-        )
-        self.corrupt = [{"offset": r[0], "reason": r[1]} for r in corrupt]
-        self.first_corrupt = corrupt[0][0] if corrupt else None
+        self.summary = summarise(ranges_, MAX_LISTED)
+        self.corrupt = [{"offset": o, "reason": r} for o, r in self.summary.corrupt]
+        self.first_corrupt = self.summary.first_corrupt
         trusted = frame.filter(F.col("kind") == "MESSAGE")
         if self.first_corrupt is not None:
             trusted = trusted.filter(F.col("phys_offset") < F.lit(self.first_corrupt))
         self.messages = trusted
-        stats = trusted.agg(
-            F.count("*").alias("n"),
-            F.max(F.col("phys_offset") + F.col("size")).alias("end"),
-            F.countDistinct("store_host").alias("hosts"),
-            F.min("store_host").alias("host_lo"),
-            F.max("store_host").alias("host_hi"),
-        ).first()
-        self.stats = stats
-        self.side = LogSide(self.start, stats["end"] or self.start, stats["n"], self.first_corrupt)
+        end = self.summary.end
+        self.side = LogSide(
+            self.start,
+            self.start if end is None else end,
+            self.summary.messages,
+            self.first_corrupt,
+        )
 
 
 def reconcile(
@@ -87,32 +84,27 @@ def reconcile(
             f"the slave's segments are {slave_segments[0].size} bytes, the backup's {segment_size}"
         )
     out.mkdir(parents=True, exist_ok=True)
+    scratch = [out / SCRATCH_SLAVE] + ([out / SCRATCH_MASTER] if dry_run else [])
     try:
-        frame = _load(spark, segments, split_bytes)
-        if not dry_run:
-            index = out / "index.parquet"
-            with _ticking(spark, phase, "parsing the backup", segments):
-                frame.write.mode("overwrite").parquet(str(index))
-            master = _Parsed(spark.read.parquet(str(index)), segments)
-        else:
-            frame = frame.cache()
-            with _ticking(spark, phase, "parsing the backup", segments):
-                master = _Parsed(frame, segments)
-        if master.stats["hosts"] > 1:
+        index = out / (SCRATCH_MASTER if dry_run else "index.parquet")
+        with _ticking(spark, phase, "parsing the backup", segments):
+            master = _Parsed(parse_to_parquet(spark, segments, split_bytes, index), segments)
+        hosts = master.summary.hosts
+        if len(hosts) > 1:
+            count = f"more than {len(hosts)}" if master.summary.more_hosts else len(hosts)
             raise BackupError(
-                f"the backup mixes records of {master.stats['hosts']} masters (e.g. "
-                f"{master.stats['host_lo']}, {master.stats['host_hi']}): a segment from another "
-                "cluster? refusing to build a bundle from it"
+                f"the backup mixes records of {count} masters (e.g. {hosts[0]}, {hosts[-1]}): "
+                "a segment from another cluster? refusing to build a bundle from it"
             )
         phase(
             f"master backup parsed: {master.side.messages} messages up to offset "
-            f"{master.side.end}" + ("" if dry_run else f"; index in {out / 'index.parquet'}")
+            f"{master.side.end}" + ("" if dry_run else f"; index in {index}")
         )
         slave = None
         if slave_segments:
-            persisted = _load(spark, slave_segments, split_bytes).cache()
             with _ticking(spark, phase, "parsing the slave", slave_segments):
-                slave = _Parsed(persisted, slave_segments)
+                parsed = parse_to_parquet(spark, slave_segments, split_bytes, out / SCRATCH_SLAVE)
+                slave = _Parsed(parsed, slave_segments)
         verdict = decide(master.side, slave and slave.side, _mismatch(master, slave))
         agree_text = "nothing (empty)" if verdict.agree is None else str(verdict.agree)
         phase(
@@ -136,17 +128,8 @@ def reconcile(
         (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
         return report
     finally:
-        spark.catalog.clearCache()
-
-
-def _load(spark: Any, segments: list[Segment], split_bytes: int) -> Any:
-    listing = json.dumps([list(seg) for seg in segments])
-    return (
-        spark.read.format("commitlog")
-        .option("segments", listing)
-        .option("splitBytes", str(split_bytes))
-        .load()
-    )
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _ticking(spark: Any, phase: Phase, label: str, segments: list[Segment]) -> Ticker:
@@ -189,7 +172,7 @@ def _report(
     slave: _Parsed | None,
     verdict: Verdict,
 ) -> dict[str, Any]:
-    hosts = sorted({master.stats["host_lo"], master.stats["host_hi"]} - {None})
+    hosts = list(master.summary.hosts)
     return {
         "backups": [str(b) for b in backups],
         "slaveStore": str(slave_store),
