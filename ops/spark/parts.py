@@ -128,17 +128,22 @@ def record_batch(rows: list[tuple], schema: Any) -> Any:
     )
 
 
-def write_part(folder: str, item: tuple[int, Range]) -> RangeSummary:
-    """Range number ``n`` as ``folder/part-n.parquet`` (written under a hidden name, then
+def part_name(start: int) -> str:
+    """Named by the range's start: both logs are cut at the same offsets, so a name finds the
+    other log's part of the same offsets."""
+    return f"part-{start:020d}.parquet"
+
+
+def write_part(folder: str, rng: Range) -> RangeSummary:
+    """A range as ``folder/part_name(start)`` (written under a hidden name, then
     renamed: a retried or speculative task leaves one whole file, never half of one), and its
     figures."""
     import pyarrow.parquet as pq
 
-    n, rng = item
     schema = arrow_schema()
     tally = _Tally(rng.start)
-    final = Path(folder) / f"part-{n:05d}.parquet"
-    scratch = Path(folder) / f".part-{n:05d}.{uuid.uuid4().hex}.tmp"
+    final = Path(folder) / part_name(rng.start)
+    scratch = Path(folder) / f".{final.name}.{uuid.uuid4().hex}.tmp"
     try:
         with pq.ParquetWriter(scratch, schema) as writer:
             rows: list[tuple] = []
@@ -159,16 +164,16 @@ def write_part(folder: str, item: tuple[int, Range]) -> RangeSummary:
 
 def parse_to_parquet(
     spark: Any, segments: list[Segment], split_bytes: int, folder: Path
-) -> tuple[Any, list[RangeSummary]]:
-    """The segments' records as a DataFrame over ``folder`` (replaced), parsed by one task per
-    range, and each range's figures."""
+) -> list[RangeSummary]:
+    """The segments' records as Parquet parts in ``folder`` (replaced), parsed by one task per
+    range; each range's figures, in offset order."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    work = list(enumerate(ranges(segments, split_bytes)))
+    work = ranges(segments, split_bytes)
     context = spark.sparkContext
     summaries = (
         context.parallelize(work, len(work))
         .map(functools.partial(write_part, str(folder)))
         .collect()
     )
-    return spark.read.schema(SCHEMA).parquet(str(folder)), [RangeSummary(*s) for s in summaries]
+    return [RangeSummary(*s) for s in summaries]

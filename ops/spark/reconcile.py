@@ -13,6 +13,7 @@ records. What the figures mean is decided in ``verdict`` (pure); the bundle is w
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Callable
@@ -20,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ops.spark.bundle import remove_stale_bundle, write_bundle
-from ops.spark.parts import RangeSummary, parse_to_parquet, summarise
+from ops.spark.compare import (
+    Trust,
+    first_mismatch,
+    master_queues,
+    merge_master,
+    merge_slave,
+    slave_queues,
+)
+from ops.spark.parts import RangeSummary, parse_to_parquet, part_name, summarise
 from ops.spark.progress import Phase, Ticker, group_progress
 from ops.spark.segments import BackupError, Segment, list_segments, merge_backups
 from ops.spark.verdict import LogSide, Verdict, decide, lag_millis
@@ -36,21 +45,16 @@ def check_backups(backups: list[Path]) -> tuple[list[Segment], int]:
 
 
 class _Parsed:
-    """One side's records, parsed once (a DataFrame over its Parquet parts), and its figures
-    from the parse's own range summaries (first corrupt record, trusted messages, end, hosts)."""
+    """One side's log, parsed once into Parquet parts in ``folder``, and its figures from the
+    parse's own range summaries (first corrupt record, trusted messages, end, hosts)."""
 
-    def __init__(self, parsed: tuple[Any, list[RangeSummary]], segments: list[Segment]) -> None:
-        from pyspark.sql import functions as F
-
-        frame, ranges_ = parsed
-        self.frame, self.start = frame, segments[0].start
+    def __init__(self, folder: Path, ranges_: list[RangeSummary], segments: list[Segment]) -> None:
+        self.start = segments[0].start
+        self.parts = [part_name(r.start) for r in ranges_]
         self.summary = summarise(ranges_, MAX_LISTED)
         self.corrupt = [{"offset": o, "reason": r} for o, r in self.summary.corrupt]
         self.first_corrupt = self.summary.first_corrupt
-        trusted = frame.filter(F.col("kind") == "MESSAGE")
-        if self.first_corrupt is not None:
-            trusted = trusted.filter(F.col("phys_offset") < F.lit(self.first_corrupt))
-        self.messages = trusted
+        self.trust = Trust(str(folder), self.first_corrupt)
         end = self.summary.end
         self.side = LogSide(
             self.start,
@@ -88,7 +92,7 @@ def reconcile(
     try:
         index = out / (SCRATCH_MASTER if dry_run else "index.parquet")
         with _ticking(spark, phase, "parsing the backup", segments):
-            master = _Parsed(parse_to_parquet(spark, segments, split_bytes, index), segments)
+            master = _Parsed(index, parse_to_parquet(spark, segments, split_bytes, index), segments)
         hosts = master.summary.hosts
         if len(hosts) > 1:
             count = f"more than {len(hosts)}" if master.summary.more_hosts else len(hosts)
@@ -103,9 +107,10 @@ def reconcile(
         slave = None
         if slave_segments:
             with _ticking(spark, phase, "parsing the slave", slave_segments):
-                parsed = parse_to_parquet(spark, slave_segments, split_bytes, out / SCRATCH_SLAVE)
-                slave = _Parsed(parsed, slave_segments)
-        verdict = decide(master.side, slave and slave.side, _mismatch(master, slave))
+                folder = out / SCRATCH_SLAVE
+                parsed = parse_to_parquet(spark, slave_segments, split_bytes, folder)
+                slave = _Parsed(folder, parsed, slave_segments)
+        verdict = decide(master.side, slave and slave.side, _mismatch(spark, master, slave))
         agree_text = "nothing (empty)" if verdict.agree is None else str(verdict.agree)
         phase(
             f"slave ends at {slave.side.end if slave else 0}, agrees with the master up to "
@@ -141,27 +146,20 @@ def _ticking(spark: Any, phase: Phase, label: str, segments: list[Segment]) -> T
     return Ticker(phase, label, total, lambda: group_progress(tracker, label))
 
 
-def _mismatch(master: _Parsed, slave: _Parsed | None) -> int | None:
+def _mismatch(spark: Any, master: _Parsed, slave: _Parsed | None) -> int | None:
     """The lowest offset of a trusted slave message inside the master's trusted range that the
-    master has not, byte for byte, at that offset."""
+    master has not, byte for byte, at that offset: one task per slave part."""
     if slave is None:
         return None
-    from pyspark.sql import functions as F
+    find = functools.partial(
+        first_mismatch, master.trust, slave.trust, master.side.start, master.side.end
+    )
+    found = _each_part(spark, slave.parts).map(find).filter(lambda o: o is not None).collect()
+    return min(found, default=None)
 
-    theirs = master.messages.select(
-        "phys_offset", F.col("digest").alias("m_digest"), F.col("size").alias("m_size")
-    )
-    bad = (
-        slave.messages.filter(F.col("phys_offset") >= F.lit(master.side.start))
-        .filter(F.col("phys_offset") < F.lit(master.side.end))
-        .join(theirs, "phys_offset", "left")
-        .filter(
-            F.col("m_digest").isNull()
-            | (F.col("m_digest") != F.col("digest"))
-            | (F.col("m_size") != F.col("size"))
-        )
-    )
-    return bad.agg(F.min("phys_offset")).first()[0]
+
+def _each_part(spark: Any, parts: list[str]) -> Any:
+    return spark.sparkContext.parallelize(parts, max(len(parts), 1))
 
 
 def _report(
@@ -199,39 +197,38 @@ def _report(
 
 def _queues(spark: Any, master: _Parsed, slave: _Parsed | None, verdict: Verdict) -> list[dict]:
     """Per topic/queue: the master's max queue offset, what the slave keeps of it (below the
-    agreeing offset), what the bundle brings, and the time lag. One row per queue reaches the
-    driver."""
-    from pyspark.sql import functions as F
-
+    agreeing offset), what the bundle brings, and the time lag. Each part's figures are merged
+    by queue in Spark; one row per queue reaches the driver."""
     missing_from = verdict.repair[0] if verdict.repair else master.side.end
-    m_queue = master.messages.groupBy("topic", "queue_id").agg(
-        F.max("queue_offset").alias("master_max"),
-        F.max("store_timestamp").alias("master_ts"),
-        F.count(F.when(F.col("phys_offset") >= F.lit(missing_from), 1)).alias("missing"),
-        F.sum(F.when(F.col("phys_offset") >= F.lit(missing_from), F.col("size"))).alias("bytes"),
+    m_queue = dict(
+        _each_part(spark, master.parts)
+        .flatMap(functools.partial(master_queues, master.trust, missing_from))
+        .reduceByKey(merge_master)
+        .collect()
     )
+    s_queue: dict = {}
     if slave is not None and verdict.agree is not None:
-        kept = slave.messages.filter(F.col("phys_offset") < F.lit(verdict.agree))
-        s_queue = kept.groupBy("topic", "queue_id").agg(
-            F.max("queue_offset").alias("slave_max"), F.max("store_timestamp").alias("slave_ts")
+        s_queue = dict(
+            _each_part(spark, slave.parts)
+            .flatMap(functools.partial(slave_queues, slave.trust, verdict.agree))
+            .reduceByKey(merge_slave)
+            .collect()
         )
-    else:
-        s_queue = spark.createDataFrame(
-            [], "topic string, queue_id int, slave_max long, slave_ts long"
+    rows = []
+    for (topic, queue_id), (master_max, master_ts, missing, size) in sorted(m_queue.items()):
+        slave_max, slave_ts = s_queue.get((topic, queue_id), (None, None))
+        rows.append(
+            {
+                "topic": topic,
+                "queueId": queue_id,
+                "masterMaxOffset": master_max,
+                "slaveMaxOffset": -1 if slave_max is None else slave_max,
+                "missing": missing,
+                "missingBytes": size,
+                "lagMillis": lag_millis(master_ts, slave_ts),
+            }
         )
-    rows = m_queue.join(s_queue, ["topic", "queue_id"], "left").orderBy("topic", "queue_id")
-    return [
-        {
-            "topic": r["topic"],
-            "queueId": r["queue_id"],
-            "masterMaxOffset": r["master_max"],
-            "slaveMaxOffset": -1 if r["slave_max"] is None else r["slave_max"],
-            "missing": r["missing"],
-            "missingBytes": r["bytes"] or 0,
-            "lagMillis": lag_millis(r["master_ts"], r["slave_ts"]),
-        }
-        for r in rows.collect()
-    ]
+    return rows
 
 
 def summary(report: dict[str, Any]) -> str:
