@@ -10,7 +10,8 @@ topics of four queues), then copied to each further offset with every record's P
 and QUEUEOFFSET rewritten to where it now lies (the body CRC covers the body only, so each
 copy stays a valid log; a broker recovers it). The slave's segments are hard links to the
 backup's (the job only reads them) but for its last one, a copy cut at a record boundary.
-BENCH_SCALE_DIR chooses the folder (default: a temporary one, removed at the end).
+BENCH_SCALE_DIR chooses the folder (default: a temporary one, removed at the end);
+BENCH_SCALE_KEEP=1 keeps the generated stores there for the next run.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def generate(root: Path, gib: int) -> tuple[int, int]:
             end = k * SEGMENT + cut
         del data
     shutil.rmtree(root / "template")
+    (root / "generated").write_text(str(end))
     return gib * SEGMENT, end
 
 
@@ -108,7 +110,11 @@ def main() -> None:
         root = Path(given) / f"{gib}g" if given else Path(tempfile.mkdtemp(prefix="bench-scale-"))
         try:
             t0 = time.perf_counter()
-            size, slave_end = generate(root, gib)
+            if (root / "generated").exists():  # kept from a run with BENCH_SCALE_KEEP
+                size, slave_end = gib * SEGMENT, int((root / "generated").read_text())
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+                size, slave_end = generate(root, gib)
             print(
                 f"{gib} GiB backup ({size:,} bytes, slave ends at {slave_end:,}) generated in "
                 f"{time.perf_counter() - t0:.0f} s",
@@ -116,7 +122,8 @@ def main() -> None:
             )
             print(run(HERE, root, size), flush=True)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            if not os.environ.get("BENCH_SCALE_KEEP"):
+                shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

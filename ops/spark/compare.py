@@ -32,34 +32,35 @@ class Trust(NamedTuple):
 
 
 def _trusted(trust: Trust, name: str, columns: list[str]) -> Any:
+    """The part's trusted messages. The part must be there (the driver saw it written): a
+    missing one is an error, never read as a range without records."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    path = Path(trust.folder) / name
-    if not path.exists():
-        return None
-    table = pq.read_table(path, columns=columns)
+    table = pq.read_table(Path(trust.folder) / name, columns=columns)
     mask = pc.equal(table["kind"], "MESSAGE")
     if trust.first_corrupt is not None:
         mask = pc.and_(mask, pc.less(table["phys_offset"], trust.first_corrupt))
     return table.filter(mask)
 
 
-def first_mismatch(master: Trust, slave: Trust, lo: int, hi: int, name: str) -> int | None:
+def first_mismatch(
+    master: Trust, slave: Trust, lo: int, hi: int, part: tuple[str, bool]
+) -> int | None:
     """The lowest offset in [lo, hi) of a trusted slave message in part ``name`` that the
-    master's trusted records lack at that offset with the same size and digest."""
+    master's trusted records lack at that offset with the same size and digest; ``part`` is
+    (name, whether the master has a part of that name)."""
     import pyarrow.compute as pc
 
+    name, master_has = part
     theirs = _trusted(slave, name, COMPARED)
-    if theirs is None:
-        return None
     offsets = theirs["phys_offset"]
     theirs = theirs.filter(pc.and_(pc.greater_equal(offsets, lo), pc.less(offsets, hi)))
     if theirs.num_rows == 0:
         return None
+    if not master_has:  # [lo, hi) lies inside the master's segments: not reached
+        return pc.min(theirs["phys_offset"]).as_py()
     ours = _trusted(master, name, COMPARED)
-    if ours is None:
-        return min(theirs["phys_offset"].to_pylist())
     joined = theirs.select(["phys_offset", "size", "digest"]).join(
         ours.select(["phys_offset", "size", "digest"]),
         keys="phys_offset",
@@ -84,7 +85,7 @@ def master_queues(master: Trust, missing_from: int, name: str) -> list[tuple]:
     import pyarrow.compute as pc
 
     table = _trusted(master, name, QUEUE_COLUMNS)
-    if table is None or table.num_rows == 0:
+    if table.num_rows == 0:
         return []
     late = pc.greater_equal(table["phys_offset"], missing_from)
     table = table.append_column("missing", pc.cast(late, pa.int64())).append_column(
@@ -108,8 +109,6 @@ def slave_queues(slave: Trust, agree: int, name: str) -> list[tuple]:
     import pyarrow.compute as pc
 
     table = _trusted(slave, name, QUEUE_COLUMNS)
-    if table is None:
-        return []
     table = table.filter(pc.less(table["phys_offset"], agree))
     if table.num_rows == 0:
         return []

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ops.spark.reader import read_range
-from ops.spark.segments import Range, Segment, ranges
+from ops.spark.segments import BackupError, Range, Segment, ranges
 
 SCHEMA = (
     "phys_offset long, size int, kind string, topic string, queue_id int, queue_offset long, "
@@ -176,4 +176,11 @@ def parse_to_parquet(
         .map(functools.partial(write_part, str(folder)))
         .collect()
     )
+    missing = sorted({part_name(r.start) for r in work} - {p.name for p in folder.iterdir()})
+    if missing:
+        raise BackupError(
+            f"{folder}: the tasks wrote {missing[0]} (and {len(missing) - 1} more) where the "
+            "driver does not see them; on a cluster --out must be one folder shared by the "
+            "driver and every executor"
+        )
     return [RangeSummary(*s) for s in summaries]

@@ -1,14 +1,14 @@
 """The lag-reconciliation job: compare a master's CommitLog backup(s) with a stopped slave's
 store, report what the slave lacks or has wrong, and write a repair bundle.
 
-Each log is parsed once by Python tasks (the ``commitlog`` source); every later question is
-asked of that parse, in the JVM: the master's as ``index.parquet`` (kept for ad-hoc queries;
-with ``--dry-run`` Spark's cache instead), the slave's in Spark's cache. The cache is columnar
-(later queries read only the columns they need) and spills to disk past the JVM's storage
-memory, so the driver's heap bounds memory whatever the backup's size. No record reaches the
-driver: it collects aggregates, one row per topic/queue, and at most ``MAX_LISTED`` corrupt
-records. What the figures mean is decided in ``verdict`` (pure); the bundle is written by
-``bundle``.
+Spark schedules Python tasks; the JVM carries no record. Each log is parsed once, one task per
+range, into Parquet parts (``parts``): the master's are ``index.parquet`` (kept for ad-hoc
+queries; scratch with ``--dry-run``), the slave's scratch under ``--out``, removed at the end.
+Each parse task returns its range's figures, folded on the driver into the side's (messages,
+end, first corrupt record). The later questions (where the slave first differs, per-queue
+figures) are tasks over the parts (``compare``), reading only the columns they need. The
+driver receives a few fields per range and one row per topic/queue, never a record. What the
+figures mean is decided in ``verdict`` (pure); the bundle is written by ``bundle``.
 """
 
 from __future__ import annotations
@@ -154,11 +154,13 @@ def _mismatch(spark: Any, master: _Parsed, slave: _Parsed | None) -> int | None:
     find = functools.partial(
         first_mismatch, master.trust, slave.trust, master.side.start, master.side.end
     )
-    found = _each_part(spark, slave.parts).map(find).filter(lambda o: o is not None).collect()
+    ours = set(master.parts)
+    pairs = [(name, name in ours) for name in slave.parts]
+    found = _each_part(spark, pairs).map(find).filter(lambda o: o is not None).collect()
     return min(found, default=None)
 
 
-def _each_part(spark: Any, parts: list[str]) -> Any:
+def _each_part(spark: Any, parts: list) -> Any:
     return spark.sparkContext.parallelize(parts, max(len(parts), 1))
 
 
