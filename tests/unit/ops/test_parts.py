@@ -74,3 +74,24 @@ def test_parts_and_figures_match_a_walk_of_the_whole_log(master, tmp_path, split
     same_split = [tuple(row) for rng in work for row in read_range(rng)]
     assert [tuple(r[f] for f in FIELDS) for r in written] == same_split
     assert sorted(p.name for p in parts.iterdir()) == [part_name(rng.start) for rng in work]
+
+
+def test_a_part_the_driver_listed_but_a_task_cannot_open_fails_the_task(master, tmp_path):
+    """On a cluster whose --out is not shared, an executor may not see another's part: that
+    must fail, never read as a range without records (a wrong report)."""
+    from ops.spark.compare import Trust, first_mismatch, master_queues
+
+    rng = ranges(list_segments(master / "commitlog"))[0]
+    (tmp_path / "slave").mkdir()
+    (tmp_path / "master").mkdir()
+    write_part(str(tmp_path / "slave"), rng)
+    name = part_name(rng.start)
+    master_trust, slave_trust = (
+        Trust(str(tmp_path / "master"), None),
+        Trust(str(tmp_path / "slave"), None),
+    )
+    with pytest.raises(FileNotFoundError):
+        first_mismatch(master_trust, slave_trust, 0, 1 << 40, (name, True))
+    with pytest.raises(FileNotFoundError):
+        master_queues(master_trust, 0, name)
+    assert first_mismatch(master_trust, slave_trust, 0, 1 << 40, (name, False)) == rng.start
