@@ -72,13 +72,15 @@ def build(root: Path) -> int:
 
 
 def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tuple]) -> None:
-    """Peak RSS of the tree, and each process's last seen CPU seconds by kind (JVM, Python)."""
+    """Peak RSS of the tree (``peak[0]``; ``peak[1:4]``: the peaks of the JVM, of the driver's
+    Python, of all Python workers together), and each process's last seen CPU seconds by kind
+    (JVM, Python)."""
     try:
         top = psutil.Process(pid)
     except psutil.NoSuchProcess:
         return
     while not stop.wait(0.2):
-        total = 0
+        total, parts = 0, [0, 0, 0]
         try:
             procs = [top, *top.children(recursive=True)]
         except psutil.Error:
@@ -86,13 +88,15 @@ def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tupl
         for proc in procs:
             try:
                 with proc.oneshot():
-                    total += proc.memory_info().rss
+                    rss = proc.memory_info().rss
+                    total += rss
                     times = proc.cpu_times()
                     kind = "jvm" if "java" in proc.name() else "python"
+                    parts[0 if kind == "jvm" else 1 if proc.pid == pid else 2] += rss
                     cpu[proc.pid] = (kind, times.user + times.system)
             except psutil.Error:
                 continue
-        peak[0] = max(peak[0], total)
+        peak[:] = [max(a, b) for a, b in zip(peak, [total, *parts], strict=True)]
 
 
 def run(tree: Path, root: Path, size: int) -> str:
@@ -105,7 +109,7 @@ def run(tree: Path, root: Path, size: int) -> str:
     proc = subprocess.Popen(
         argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    stop, peak, cpu = threading.Event(), [0], {}
+    stop, peak, cpu = threading.Event(), [0, 0, 0, 0], {}
     sampler = threading.Thread(target=sample, args=(proc.pid, stop, peak, cpu))
     sampler.start()
     marks: dict[str, float] = {}  # the tree's CPU-seconds when a phase line appeared
@@ -145,7 +149,8 @@ def run(tree: Path, root: Path, size: int) -> str:
     parse_cpu = marks.get("master backup parsed", 0.0) - marks.get("backup segments", 0.0)
     return (
         f"{tree.name:>12}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
-        f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB, CPU {jvm + python:6.1f} s "
+        f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB "
+        f"(JVM {peak[1] / 2**20:,.0f}, driver {peak[2] / 2**20:,.0f}, workers {peak[3] / 2**20:,.0f}), CPU {jvm + python:6.1f} s "
         f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second; parse phase CPU {parse_cpu:5.1f} s "
         f"= {mib / max(parse_cpu, 0.1):5.1f} MiB per CPU-second"
     )
