@@ -1,6 +1,6 @@
 """The reconciliation job at operators' sizes: a synthetic master backup of BENCH_SCALE_GIB GiB
-(comma-separated sizes, "2,8" by default) in 1 GiB segments, and a slave holding all of it but
-the last half segment, run in local mode (local[2]) through ``python -m ops.spark run`` as
+(comma-separated sizes; 2 by default, ops/spark/README.md's figures with "2,20") in 1 GiB
+segments, and a slave holding all of it but the last half segment, run in local mode (local[2]) through ``python -m ops.spark run`` as
 bench_reconcile runs it: wall time, parse MiB/s, CPU by JVM and Python, peak RSS of driver +
 JVM + Python workers. Printed, never asserted.
 
@@ -104,7 +104,7 @@ def generate(root: Path, gib: int) -> tuple[int, int]:
 
 
 def main() -> None:
-    sizes = [int(s) for s in os.environ.get("BENCH_SCALE_GIB", "2,8").split(",")]
+    sizes = [int(s) for s in os.environ.get("BENCH_SCALE_GIB", "2").split(",")]
     given = os.environ.get("BENCH_SCALE_DIR")
     for gib in sizes:
         root = Path(given) / f"{gib}g" if given else Path(tempfile.mkdtemp(prefix="bench-scale-"))
