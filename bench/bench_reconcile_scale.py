@@ -1,7 +1,7 @@
 """The reconciliation job at operators' sizes: a synthetic master backup of BENCH_SCALE_GIB GiB
 (comma-separated sizes; 2 by default, ops/spark/README.md's figures with "2,20") in 1 GiB
-segments, and a slave holding all of it but the last half segment, run in local mode (local[2]) through ``python -m ops.spark run`` as
-bench_reconcile runs it: wall time, parse MiB/s, CPU by JVM and Python, peak RSS of driver +
+segments, and a slave holding all of it but the last half segment, run in local mode
+(local[2]) through ``python -m ops.spark run`` as bench_reconcile runs it: wall time, parse MiB/s, CPU by JVM and Python, peak RSS of driver +
 JVM + Python workers. Printed, never asserted.
 
 The backup is written quickly but is a real CommitLog: one segment is built by the store's
