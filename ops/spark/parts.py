@@ -1,11 +1,11 @@
 """One log's records parsed straight into Parquet by the Python tasks: each task streams its
-range through ``reader.read_range`` and writes one part file with pyarrow; only the file's name
-goes back. No record crosses into the JVM on the way in: handing Arrow batches to Spark (the
-``commitlog`` data source) and letting Spark write them cost the JVM ~2x the Python parse's CPU
-(each batch converted to rows, then re-encoded by Parquet's Java writer). Spark reads the parts
-with its vectorized Parquet reader, only the columns a query needs.
+range through ``reader.read_range`` and writes one part file with pyarrow, named by the range's
+start. No record crosses into the JVM: handing Arrow batches to Spark (the ``commitlog`` data
+source) and letting Spark write them cost the JVM ~2x the Python parse's CPU (each batch
+converted to rows, then re-encoded by Parquet's Java writer). The later questions read the
+parts in Python too (``compare``); the master's parts are ``index.parquet`` for ad-hoc queries.
 
-Each task also returns its range's figures (``RangeSummary``: messages, end, store hosts, its
+Each task returns only its range's figures (``RangeSummary``: messages, end, store hosts, its
 corrupt record); ``summarise`` folds them into the side's figures on the driver, so the parse
 itself answers what used to take three Spark queries over the parsed log.
 
