@@ -5,8 +5,10 @@ wall time, the parse phase's MB/s (backup bytes over the time from the segment l
 workers), sampled every 0.2 s.
 
 BENCH_RECONCILE_TREES=/path/a:/path/b runs each tree's job alternately (ROUNDS rounds, 2 by
-default) with this interpreter, so two versions are compared in one run on one machine.
-Printed, never asserted."""
+default), each with its own .venv's interpreter when it has one (its Spark workers then import
+that tree's code), so two versions are compared in one run on one machine. Besides the whole
+job's CPU, the parse phase's: the CPU-seconds of the process tree between those two phase lines,
+per MiB of backup (read throughput per core). Printed, never asserted."""
 
 from __future__ import annotations
 
@@ -70,13 +72,15 @@ def build(root: Path) -> int:
 
 
 def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tuple]) -> None:
-    """Peak RSS of the tree, and each process's last seen CPU seconds by kind (JVM, Python)."""
+    """Peak RSS of the tree (``peak[0]``; ``peak[1:4]``: the peaks of the JVM, of the driver's
+    Python, of all Python workers together), and each process's last seen CPU seconds by kind
+    (JVM, Python)."""
     try:
         top = psutil.Process(pid)
     except psutil.NoSuchProcess:
         return
     while not stop.wait(0.2):
-        total = 0
+        total, parts = 0, [0, 0, 0]
         try:
             procs = [top, *top.children(recursive=True)]
         except psutil.Error:
@@ -84,28 +88,46 @@ def sample(pid: int, stop: threading.Event, peak: list[int], cpu: dict[int, tupl
         for proc in procs:
             try:
                 with proc.oneshot():
-                    total += proc.memory_info().rss
+                    rss = proc.memory_info().rss
+                    total += rss
                     times = proc.cpu_times()
                     kind = "jvm" if "java" in proc.name() else "python"
+                    parts[0 if kind == "jvm" else 1 if proc.pid == pid else 2] += rss
                     cpu[proc.pid] = (kind, times.user + times.system)
             except psutil.Error:
                 continue
-        peak[0] = max(peak[0], total)
+        peak[:] = [max(a, b) for a, b in zip(peak, [total, *parts], strict=True)]
 
 
 def run(tree: Path, root: Path, size: int) -> str:
     out = root / "out"
     shutil.rmtree(out, ignore_errors=True)
-    argv = [sys.executable, "-m", "ops.spark", "run", "--backup", str(root / "master" / "commitlog"),
+    python = tree / ".venv" / "bin" / "python"
+    argv = [str(python) if python.exists() else sys.executable, "-m", "ops.spark", "run", "--backup", str(root / "master" / "commitlog"),
             "--slave-store", str(root / "slave"), "--out", str(out), "--master", "local[2]"]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         argv, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    stop, peak, cpu = threading.Event(), [0], {}
+    stop, peak, cpu = threading.Event(), [0, 0, 0, 0], {}
     sampler = threading.Thread(target=sample, args=(proc.pid, stop, peak, cpu))
     sampler.start()
-    stdout, stderr = proc.communicate()
+    marks: dict[str, float] = {}  # the tree's CPU-seconds when a phase line appeared
+    lines_seen: list[str] = []
+
+    def watch() -> None:
+        for line in proc.stderr:
+            lines_seen.append(line)
+            for mark in ("backup segments", "master backup parsed"):
+                if mark in line:
+                    marks[mark] = sum(c for _, c in cpu.values())
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    stdout = proc.stdout.read()
+    proc.wait()
+    watcher.join()
+    stderr = "".join(lines_seen)
     wall = time.perf_counter() - t0
     stop.set()
     sampler.join()
@@ -124,10 +146,13 @@ def run(tree: Path, root: Path, size: int) -> str:
     jvm = sum(c for kind, c in cpu.values() if kind == "jvm")
     python = sum(c for kind, c in cpu.values() if kind == "python")
     mib = size / 2**20
+    parse_cpu = marks.get("master backup parsed", 0.0) - marks.get("backup segments", 0.0)
     return (
-        f"{tree.name:>10}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
-        f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB, CPU {jvm + python:6.1f} s "
-        f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second"
+        f"{tree.name:>12}: wall {wall:6.1f} s, parse phase {seconds:6.1f} s = "
+        f"{mib / seconds:6.1f} MiB/s, peak RSS {peak[0] / 2**20:,.0f} MiB "
+        f"(JVM {peak[1] / 2**20:,.0f}, driver {peak[2] / 2**20:,.0f}, workers {peak[3] / 2**20:,.0f}), CPU {jvm + python:6.1f} s "
+        f"(JVM {jvm:.1f}, Python {python:.1f}) = {mib / (jvm + python):5.1f} MiB per CPU-second; parse phase CPU {parse_cpu:5.1f} s "
+        f"= {mib / max(parse_cpu, 0.1):5.1f} MiB per CPU-second"
     )
 
 

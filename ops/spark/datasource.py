@@ -10,24 +10,12 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from ops.spark.parts import SCHEMA, arrow_schema, record_batch
 from ops.spark.reader import read_range
 from ops.spark.segments import Range, Segment, list_segments, local_path, ranges
 
-SCHEMA = (
-    "phys_offset long, size int, kind string, topic string, queue_id int, queue_offset long, "
-    "store_timestamp long, keys string, uniq_key string, crc_ok boolean, digest long, "
-    "store_host string"
-)
 DEFAULT_SPLIT = 256 << 20
 BATCH_ROWS = 8192
-FIELDS = [part.split()[0] for part in SCHEMA.split(", ")]
-
-
-def _arrow_types() -> list[Any]:
-    import pyarrow as pa
-
-    kinds = {"long": pa.int64(), "int": pa.int32(), "string": pa.string(), "boolean": pa.bool_()}
-    return [kinds[part.split()[1]] for part in SCHEMA.split(", ")]
 
 
 class RangePartition(InputPartition):
@@ -51,24 +39,15 @@ class CommitLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Arrow record batches of BATCH_ROWS rows: much cheaper than pickling one tuple per
         record into the JVM."""
-        types = _arrow_types()
+        schema = arrow_schema()
         rows: list[tuple] = []
         for row in read_range(partition.rng):  # type: ignore[attr-defined]
             rows.append(row)
             if len(rows) >= BATCH_ROWS:
-                yield _record_batch(rows, types)
+                yield record_batch(rows, schema)
                 rows = []
         if rows:
-            yield _record_batch(rows, types)
-
-
-def _record_batch(rows: list[tuple], types: list[Any]) -> Any:
-    import pyarrow as pa
-
-    columns = zip(*rows, strict=True)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(list(c), type=t) for c, t in zip(columns, types, strict=True)], names=FIELDS
-    )
+            yield record_batch(rows, schema)
 
 
 class CommitLogDataSource(DataSource):

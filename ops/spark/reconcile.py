@@ -1,29 +1,42 @@
 """The lag-reconciliation job: compare a master's CommitLog backup(s) with a stopped slave's
 store, report what the slave lacks or has wrong, and write a repair bundle.
 
-Each log is parsed once by Python tasks (the ``commitlog`` source); every later question is
-asked of that parse, in the JVM: the master's as ``index.parquet`` (kept for ad-hoc queries;
-with ``--dry-run`` Spark's cache instead), the slave's in Spark's cache. The cache is columnar
-(later queries read only the columns they need) and spills to disk past the JVM's storage
-memory, so the driver's heap bounds memory whatever the backup's size. No record reaches the
-driver: it collects aggregates, one row per topic/queue, and at most ``MAX_LISTED`` corrupt
-records. What the figures mean is decided in ``verdict`` (pure); the bundle is written by
-``bundle``.
+Spark schedules Python tasks; the JVM carries no record. Each log is parsed once, one task per
+range, into Parquet parts (``parts``): the master's are ``index.parquet`` (kept for ad-hoc
+queries; scratch with ``--dry-run``), the slave's scratch under ``--out``, removed at the end.
+Each parse task returns its range's figures, folded on the driver into the side's (messages,
+end, first corrupt record). The later questions (where the slave first differs, per-queue
+figures) are tasks over the parts (``compare``), reading only the columns they need. The
+driver receives a few fields per range and one row per topic/queue, never a record. What the
+figures mean is decided in ``verdict`` (pure); the bundle is written by ``bundle``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ops.spark.bundle import remove_stale_bundle, write_bundle
+from ops.spark.compare import (
+    Trust,
+    first_mismatch,
+    master_queues,
+    merge_master,
+    merge_slave,
+    slave_queues,
+)
+from ops.spark.parts import RangeSummary, parse_to_parquet, part_name, summarise
 from ops.spark.progress import Phase, Ticker, group_progress
 from ops.spark.segments import BackupError, Segment, list_segments, merge_backups
 from ops.spark.verdict import LogSide, Verdict, decide, lag_millis
 
 MAX_LISTED = 100  # corrupt records named in the report, per side
+# Parsed logs the job reads and removes (the master's is index.parquet unless --dry-run).
+SCRATCH_MASTER, SCRATCH_SLAVE = ".master.parquet", ".slave.parquet"
 
 
 def check_backups(backups: list[Path]) -> tuple[list[Segment], int]:
@@ -32,35 +45,23 @@ def check_backups(backups: list[Path]) -> tuple[list[Segment], int]:
 
 
 class _Parsed:
-    """One side's records, parsed once, and its measures (first corrupt record, trusted
-    messages)."""
+    """One side's log, parsed once into Parquet parts in ``folder``, and its figures from the
+    parse's own range summaries (first corrupt record, trusted messages, end, hosts)."""
 
-    def __init__(self, frame: Any, segments: list[Segment]) -> None:
-        from pyspark.sql import functions as F
-
-        self.frame, self.start = frame, segments[0].start
-        corrupt = (
-            frame.filter(F.col("kind") == "CORRUPT")
-            .orderBy("phys_offset")
-            .select("phys_offset", "topic")
-            .limit(MAX_LISTED)
-            .collect()
+    def __init__(self, folder: Path, ranges_: list[RangeSummary], segments: list[Segment]) -> None:
+        self.start = segments[0].start
+        self.parts = [part_name(r.start) for r in ranges_]
+        self.summary = summarise(ranges_, MAX_LISTED)
+        self.corrupt = [{"offset": o, "reason": r} for o, r in self.summary.corrupt]
+        self.first_corrupt = self.summary.first_corrupt
+        self.trust = Trust(str(folder), self.first_corrupt)
+        end = self.summary.end
+        self.side = LogSide(
+            self.start,
+            self.start if end is None else end,
+            self.summary.messages,
+            self.first_corrupt,
         )
-        self.corrupt = [{"offset": r[0], "reason": r[1]} for r in corrupt]
-        self.first_corrupt = corrupt[0][0] if corrupt else None
-        trusted = frame.filter(F.col("kind") == "MESSAGE")
-        if self.first_corrupt is not None:
-            trusted = trusted.filter(F.col("phys_offset") < F.lit(self.first_corrupt))
-        self.messages = trusted
-        stats = trusted.agg(
-            F.count("*").alias("n"),
-            F.max(F.col("phys_offset") + F.col("size")).alias("end"),
-            F.countDistinct("store_host").alias("hosts"),
-            F.min("store_host").alias("host_lo"),
-            F.max("store_host").alias("host_hi"),
-        ).first()
-        self.stats = stats
-        self.side = LogSide(self.start, stats["end"] or self.start, stats["n"], self.first_corrupt)
 
 
 def reconcile(
@@ -87,33 +88,29 @@ def reconcile(
             f"the slave's segments are {slave_segments[0].size} bytes, the backup's {segment_size}"
         )
     out.mkdir(parents=True, exist_ok=True)
+    scratch = [out / SCRATCH_SLAVE] + ([out / SCRATCH_MASTER] if dry_run else [])
     try:
-        frame = _load(spark, segments, split_bytes)
-        if not dry_run:
-            index = out / "index.parquet"
-            with _ticking(spark, phase, "parsing the backup", segments):
-                frame.write.mode("overwrite").parquet(str(index))
-            master = _Parsed(spark.read.parquet(str(index)), segments)
-        else:
-            frame = frame.cache()
-            with _ticking(spark, phase, "parsing the backup", segments):
-                master = _Parsed(frame, segments)
-        if master.stats["hosts"] > 1:
+        index = out / (SCRATCH_MASTER if dry_run else "index.parquet")
+        with _ticking(spark, phase, "parsing the backup", segments):
+            master = _Parsed(index, parse_to_parquet(spark, segments, split_bytes, index), segments)
+        hosts = master.summary.hosts
+        if len(hosts) > 1:
+            count = f"more than {len(hosts)}" if master.summary.more_hosts else len(hosts)
             raise BackupError(
-                f"the backup mixes records of {master.stats['hosts']} masters (e.g. "
-                f"{master.stats['host_lo']}, {master.stats['host_hi']}): a segment from another "
-                "cluster? refusing to build a bundle from it"
+                f"the backup mixes records of {count} masters (e.g. {hosts[0]}, {hosts[-1]}): "
+                "a segment from another cluster? refusing to build a bundle from it"
             )
         phase(
             f"master backup parsed: {master.side.messages} messages up to offset "
-            f"{master.side.end}" + ("" if dry_run else f"; index in {out / 'index.parquet'}")
+            f"{master.side.end}" + ("" if dry_run else f"; index in {index}")
         )
         slave = None
         if slave_segments:
-            persisted = _load(spark, slave_segments, split_bytes).cache()
             with _ticking(spark, phase, "parsing the slave", slave_segments):
-                slave = _Parsed(persisted, slave_segments)
-        verdict = decide(master.side, slave and slave.side, _mismatch(master, slave))
+                folder = out / SCRATCH_SLAVE
+                parsed = parse_to_parquet(spark, slave_segments, split_bytes, folder)
+                slave = _Parsed(folder, parsed, slave_segments)
+        verdict = decide(master.side, slave and slave.side, _mismatch(spark, master, slave))
         agree_text = "nothing (empty)" if verdict.agree is None else str(verdict.agree)
         phase(
             f"slave ends at {slave.side.end if slave else 0}, agrees with the master up to "
@@ -136,17 +133,8 @@ def reconcile(
         (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
         return report
     finally:
-        spark.catalog.clearCache()
-
-
-def _load(spark: Any, segments: list[Segment], split_bytes: int) -> Any:
-    listing = json.dumps([list(seg) for seg in segments])
-    return (
-        spark.read.format("commitlog")
-        .option("segments", listing)
-        .option("splitBytes", str(split_bytes))
-        .load()
-    )
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _ticking(spark: Any, phase: Phase, label: str, segments: list[Segment]) -> Ticker:
@@ -158,27 +146,22 @@ def _ticking(spark: Any, phase: Phase, label: str, segments: list[Segment]) -> T
     return Ticker(phase, label, total, lambda: group_progress(tracker, label))
 
 
-def _mismatch(master: _Parsed, slave: _Parsed | None) -> int | None:
+def _mismatch(spark: Any, master: _Parsed, slave: _Parsed | None) -> int | None:
     """The lowest offset of a trusted slave message inside the master's trusted range that the
-    master has not, byte for byte, at that offset."""
+    master has not, byte for byte, at that offset: one task per slave part."""
     if slave is None:
         return None
-    from pyspark.sql import functions as F
+    find = functools.partial(
+        first_mismatch, master.trust, slave.trust, master.side.start, master.side.end
+    )
+    ours = set(master.parts)
+    pairs = [(name, name in ours) for name in slave.parts]
+    found = _each_part(spark, pairs).map(find).filter(lambda o: o is not None).collect()
+    return min(found, default=None)
 
-    theirs = master.messages.select(
-        "phys_offset", F.col("digest").alias("m_digest"), F.col("size").alias("m_size")
-    )
-    bad = (
-        slave.messages.filter(F.col("phys_offset") >= F.lit(master.side.start))
-        .filter(F.col("phys_offset") < F.lit(master.side.end))
-        .join(theirs, "phys_offset", "left")
-        .filter(
-            F.col("m_digest").isNull()
-            | (F.col("m_digest") != F.col("digest"))
-            | (F.col("m_size") != F.col("size"))
-        )
-    )
-    return bad.agg(F.min("phys_offset")).first()[0]
+
+def _each_part(spark: Any, parts: list) -> Any:
+    return spark.sparkContext.parallelize(parts, max(len(parts), 1))
 
 
 def _report(
@@ -189,7 +172,7 @@ def _report(
     slave: _Parsed | None,
     verdict: Verdict,
 ) -> dict[str, Any]:
-    hosts = sorted({master.stats["host_lo"], master.stats["host_hi"]} - {None})
+    hosts = list(master.summary.hosts)
     return {
         "backups": [str(b) for b in backups],
         "slaveStore": str(slave_store),
@@ -216,39 +199,38 @@ def _report(
 
 def _queues(spark: Any, master: _Parsed, slave: _Parsed | None, verdict: Verdict) -> list[dict]:
     """Per topic/queue: the master's max queue offset, what the slave keeps of it (below the
-    agreeing offset), what the bundle brings, and the time lag. One row per queue reaches the
-    driver."""
-    from pyspark.sql import functions as F
-
+    agreeing offset), what the bundle brings, and the time lag. Each part's figures are merged
+    by queue in Spark; one row per queue reaches the driver."""
     missing_from = verdict.repair[0] if verdict.repair else master.side.end
-    m_queue = master.messages.groupBy("topic", "queue_id").agg(
-        F.max("queue_offset").alias("master_max"),
-        F.max("store_timestamp").alias("master_ts"),
-        F.count(F.when(F.col("phys_offset") >= F.lit(missing_from), 1)).alias("missing"),
-        F.sum(F.when(F.col("phys_offset") >= F.lit(missing_from), F.col("size"))).alias("bytes"),
+    m_queue = dict(
+        _each_part(spark, master.parts)
+        .flatMap(functools.partial(master_queues, master.trust, missing_from))
+        .reduceByKey(merge_master)
+        .collect()
     )
+    s_queue: dict = {}
     if slave is not None and verdict.agree is not None:
-        kept = slave.messages.filter(F.col("phys_offset") < F.lit(verdict.agree))
-        s_queue = kept.groupBy("topic", "queue_id").agg(
-            F.max("queue_offset").alias("slave_max"), F.max("store_timestamp").alias("slave_ts")
+        s_queue = dict(
+            _each_part(spark, slave.parts)
+            .flatMap(functools.partial(slave_queues, slave.trust, verdict.agree))
+            .reduceByKey(merge_slave)
+            .collect()
         )
-    else:
-        s_queue = spark.createDataFrame(
-            [], "topic string, queue_id int, slave_max long, slave_ts long"
+    rows = []
+    for (topic, queue_id), (master_max, master_ts, missing, size) in sorted(m_queue.items()):
+        slave_max, slave_ts = s_queue.get((topic, queue_id), (None, None))
+        rows.append(
+            {
+                "topic": topic,
+                "queueId": queue_id,
+                "masterMaxOffset": master_max,
+                "slaveMaxOffset": -1 if slave_max is None else slave_max,
+                "missing": missing,
+                "missingBytes": size,
+                "lagMillis": lag_millis(master_ts, slave_ts),
+            }
         )
-    rows = m_queue.join(s_queue, ["topic", "queue_id"], "left").orderBy("topic", "queue_id")
-    return [
-        {
-            "topic": r["topic"],
-            "queueId": r["queue_id"],
-            "masterMaxOffset": r["master_max"],
-            "slaveMaxOffset": -1 if r["slave_max"] is None else r["slave_max"],
-            "missing": r["missing"],
-            "missingBytes": r["bytes"] or 0,
-            "lagMillis": lag_millis(r["master_ts"], r["slave_ts"]),
-        }
-        for r in rows.collect()
-    ]
+    return rows
 
 
 def summary(report: dict[str, Any]) -> str:
