@@ -355,6 +355,32 @@ class Connection(RequestHandling):
         if not self._in_read_batch and not self.closed:
             self._writes.flush()
 
+    def send_many_nowait(self, commands: list[RemotingCommand]) -> None:
+        """``send_nowait`` for the replies to a group of requests: one hand-over to the
+        writer for all of them (the sender thread's lock and bookkeeping once, not per reply);
+        frames without a body are joined into one buffer."""
+        if self.closed:
+            log.debug(
+                "dropping %d replies for a closed connection: peer=%s", len(commands), self.peer
+            )
+            return
+        buffers: list[Any] = []
+        heads: list[Any] = []
+        for command in commands:
+            frame = encode_command(command)
+            if len(frame) == 1:
+                heads.append(frame[0])
+                continue
+            if heads:
+                buffers.append(b"".join(heads))
+                heads = []
+            buffers += frame
+        if heads:
+            buffers.append(b"".join(heads) if len(heads) > 1 else heads[0])
+        self._writes.queue(buffers)
+        if not self._in_read_batch and not self.closed:
+            self._writes.flush()
+
     async def send(self, command: RemotingCommand) -> None:
         """Queue a command and flush it, waiting first while too many bytes are queued."""
         while not self._writes.drained.is_set() and not self.closed:
