@@ -196,17 +196,12 @@ class SendMessageProcessor:
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
+        # Positional (every send builds one; keywords cost twice as much): topic, queue_id,
+        # body, properties, flag, sys_flag, born_timestamp, born_host, reconsume_times
         return MessageExtBrokerInner(
-            topic=header.topic,
-            queue_id=queue_id,
-            body=request.body,
-            properties=properties,
-            flag=header.flag,
-            sys_flag=header.sys_flag,
-            born_timestamp=header.born_timestamp,
-            born_host=born_host(connection),
-            reconsume_times=header.reconsume_times or 0,
-        )
+            header.topic, queue_id, request.body, properties, header.flag, header.sys_flag,
+            header.born_timestamp, born_host(connection), header.reconsume_times or 0,
+        )  # fmt: skip
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         msg, batch, wait = self.prepare(connection, request)
