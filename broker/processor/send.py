@@ -40,6 +40,7 @@ _STATUS_CODES = {
 }
 # Statuses that still carry msgId/queueId/queueOffset: the message is stored.
 _STORED = frozenset(_STATUS_CODES)
+_PUT_OK = PutMessageStatus.PUT_OK
 
 
 def born_host(connection: Connection) -> tuple[bytes, int]:
@@ -58,11 +59,13 @@ def put_result_response(
 ) -> RemotingCommand:
     """Java's handlePutMessageResult: the status to a response code and remark."""
     status = result.status
-    if status in _STORED:
+    # PUT_OK by identity first: an enum member's hash, for the set and the dict, is a
+    # Python call
+    if status is _PUT_OK or status in _STORED:
         append = result.append
         assert append is not None
         return request.make_response(
-            _STATUS_CODES[status],
+            ResponseCode.SUCCESS if status is _PUT_OK else _STATUS_CODES[status],
             None,
             {
                 "msgId": append.msg_id,
@@ -134,7 +137,7 @@ class SendMessageProcessor:
         header decoder checked the topic's name). Returns the TopicConfig or raises
         RequestError."""
         broker = self.broker
-        if not K.is_writeable(broker.config.broker_permission):
+        if not broker.config.broker_permission & K.PERM_WRITE:
             raise RequestError(
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden",
@@ -151,7 +154,7 @@ class SendMessageProcessor:
                 ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden."
             )
         topics = broker.topics
-        config = topics.get(topic)
+        config = topics.table.get(topic)
         if config is None:
             sys_flag = K.TOPIC_SYS_FLAG_UNIT if header.unit_mode else 0
             if topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
@@ -165,13 +168,13 @@ class SendMessageProcessor:
                     ResponseCode.TOPIC_NOT_EXIST,
                     f"topic[{topic}] not exist, apply first please!{FAQ}",
                 )
-        if not K.is_writeable(config.perm):
+        if not config.perm & K.PERM_WRITE:
             raise RequestError(
                 ResponseCode.NO_PERMISSION,
                 f"the topic[{topic}] sending message is forbidden",
             )
-        limit = max(config.write_queue_nums, config.read_queue_nums)
-        if header.queue_id >= limit:
+        queue_id = header.queue_id
+        if queue_id >= config.write_queue_nums and queue_id >= config.read_queue_nums:
             raise RequestError(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{header.queue_id}] is illegal, {config} Producer: {connection.peer}",
@@ -308,7 +311,7 @@ class SendMessageProcessor:
                     ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group"
                 )
             self.route_retry(msg, header, request.version)
-        if codec.transaction_type(msg.sys_flag) == codec.TRANSACTION_PREPARED_TYPE and (
+        if msg.sys_flag & codec.TRANSACTION_ROLLBACK_TYPE == codec.TRANSACTION_PREPARED_TYPE and (
             self.broker.config.reject_transaction_message
         ):
             raise RequestError(
