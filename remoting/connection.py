@@ -355,10 +355,10 @@ class Connection(RequestHandling):
         if not self._in_read_batch and not self.closed:
             self._writes.flush()
 
-    def send_many_nowait(self, commands: list[RemotingCommand]) -> None:
+    def send_many_nowait(self, commands: list[RemotingCommand | bytes]) -> None:
         """``send_nowait`` for the replies to a group of requests: one hand-over to the
         writer for all of them (the sender thread's lock and bookkeeping once, not per reply);
-        frames without a body are joined into one buffer."""
+        frames without a body are joined into one buffer. A bytes is a frame encoded already."""
         if self.closed:
             log.debug(
                 "dropping %d replies for a closed connection: peer=%s", len(commands), self.peer
@@ -367,6 +367,9 @@ class Connection(RequestHandling):
         buffers: list[Any] = []
         heads: list[Any] = []
         for command in commands:
+            if type(command) is bytes:
+                heads.append(command)
+                continue
             frame = encode_command(command)
             if len(frame) == 1:
                 heads.append(frame[0])

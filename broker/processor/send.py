@@ -11,13 +11,14 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
+from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from broker.transaction import TransactionalMessageService
 from remoting import constants as K
 from remoting import message as codec
-from remoting.codes import V3_4_9, RequestCode, ResponseCode
+from remoting.codes import V3_4_9, RequestCode, ResponseCode, SerializeType
 from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.headers import SendMessageRequestHeader
@@ -41,6 +42,7 @@ _STATUS_CODES = {
 # Statuses that still carry msgId/queueId/queueOffset: the message is stored.
 _STORED = frozenset(_STATUS_CODES)
 _PUT_OK = PutMessageStatus.PUT_OK
+_JSON = int(SerializeType.JSON)
 
 
 def born_host(connection: Connection) -> tuple[bytes, int]:
@@ -227,12 +229,12 @@ class SendMessageProcessor:
 
     def handle_group(
         self, connection: Connection, requests: list[RemotingCommand]
-    ) -> list[HandlerResult | Exception]:
+    ) -> list[HandlerResult | bytes | Exception]:
         """Requests one read brought in (remoting/group.py): each checked as ``handle`` does,
         their single messages stored in one pass (``put_message_group``), answered in order.
         A request that fails its checks gets its own error; a batch in between is stored on
         its own, after the messages before it, so the log keeps the requests' order."""
-        results: list[HandlerResult | Exception] = [None] * len(requests)
+        results: list[HandlerResult | bytes | Exception] = [None] * len(requests)
         pending: list[tuple[int, MessageExtBrokerInner, str]] = []
         for index, request in enumerate(requests):
             try:
@@ -255,20 +257,29 @@ class SendMessageProcessor:
         self,
         requests: list[RemotingCommand],
         pending: list[tuple[int, MessageExtBrokerInner, str]],
-        results: list[HandlerResult | Exception],
+        results: list[HandlerResult | bytes | Exception],
     ) -> None:
         if not pending:
             return
         stored = self.broker.store.put_message_group([msg for _, msg, _ in pending])
         # Topic stats once per topic of the group, not per message.
         per_topic: dict[str, list[int]] = {}
+        # Answered now (not after a flush or a slave): a stored message's reply is its frame.
+        durable = self.sync_flush or self.sync_master
         for (index, msg, wait), result in zip(pending, stored, strict=True):
-            if result.ok:
+            if result.status is _PUT_OK:
+                append = result.append
                 totals = per_topic.get(msg.topic)
                 if totals is None:
                     totals = per_topic[msg.topic] = [0, 0]
                 totals[0] += 1
-                totals[1] += result.append.wrote_bytes
+                totals[1] += append.wrote_bytes
+                request = requests[index]
+                if not durable and request.serialize_type == _JSON:
+                    results[index] = stored_reply_frame(
+                        request.opaque, append.msg_id, msg.queue_id, append.queue_offset
+                    )
+                    continue
             results[index] = self.answer(requests[index], msg, result, wait)
         cluster = self.broker.config.broker_cluster_name
         for topic, (count, size) in per_topic.items():
