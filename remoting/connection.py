@@ -33,7 +33,7 @@ from remoting.budget import PartialFrameBudget
 from remoting.calls import PendingCalls
 from remoting.command import RemotingCommand, decode_command, encode_command
 from remoting.errors import RemoteProtocolError, RemotingConnectError
-from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.frame import MAX_FRAME_BYTES, Frame, FrameDecoder
 from remoting.handling import GroupHandler, RequestHandler, RequestHandling
 from remoting.handling import (
     HandlerResult as HandlerResult,  # importers of HandlerResult use this module
@@ -271,10 +271,14 @@ class Connection(RequestHandling):
         try:
             # Every command of the read first, then handled together: the commands before a
             # frame that does not parse are still handled, then the connection closes.
+            frames: list[Frame] = []
             commands = []
             try:
-                while (frame := self._decoder.next_frame()) is not None:
-                    commands.append(decode_command(frame))
+                try:
+                    self._decoder.take_frames(frames)
+                finally:  # the frames before one that does not parse are still handled
+                    for frame in frames:
+                        commands.append(decode_command(frame))
             except RemoteProtocolError as exc:
                 problem = str(exc)
             if len(commands) == 1:  # a lone request: no grouping to do

@@ -31,6 +31,8 @@ static PyMethodDef methods[] = {
     {"json_frame_head", (PyCFunction)(void (*)(void))json_frame_head, METH_FASTCALL,
      "A command's frame prefix and JSON header when nothing needs escaping, else None "
      "(remoting.command.encode_command)."},
+    {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
+     "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,
