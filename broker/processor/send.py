@@ -42,6 +42,10 @@ _STATUS_CODES = {
 # Statuses that still carry msgId/queueId/queueOffset: the message is stored.
 _STORED = frozenset(_STATUS_CODES)
 _PUT_OK = PutMessageStatus.PUT_OK
+# Looked up by every send: an enum member read from its class costs ~70 ns in 3.11
+_SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
+_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
+_RETRY_PREFIX = K.RETRY_GROUP_TOPIC_PREFIX
 _JSON = int(SerializeType.JSON)
 
 
@@ -132,7 +136,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------------ checks
 
     def header(self, request: RemotingCommand) -> SendMessageRequestHeader:
-        return decode_send_header(request.ext_fields, request.code != RequestCode.SEND_MESSAGE)
+        return decode_send_header(request.ext_fields, request.code != _SEND_MESSAGE)
 
     def check(self, header: SendMessageRequestHeader, connection: Connection) -> Any:
         """Java's msgCheck: broker and topic permissions, auto-creation, the queue id (the
@@ -295,7 +299,7 @@ class SendMessageProcessor:
         properties = codec.string_to_properties(header.properties)
         # As Java's broker since 4.7: a replier builds its answer's topic from it.
         properties[MessageConst.CLUSTER] = self.broker.config.broker_cluster_name
-        batch = request.code == RequestCode.SEND_BATCH_MESSAGE and header.batch
+        batch = request.code == _SEND_BATCH_MESSAGE and header.batch
         # WAIT only tells this broker whether to answer before the message is durable; as
         # Java 4.9's, it is not stored with a single message (9 bytes each).
         wait = (
@@ -316,7 +320,7 @@ class SendMessageProcessor:
             and properties.get(MessageConst.TRAN_MSG) != "true"
         ):
             self.broker.timer.park(msg)
-        if header.topic.startswith(K.RETRY_GROUP_TOPIC_PREFIX):
+        if header.topic.startswith(_RETRY_PREFIX):
             if batch:
                 raise RequestError(
                     ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group"
