@@ -5,7 +5,8 @@ leaves the install working, with the pure-Python code; remoting/native_loader.py
 
 - remoting._codec (remoting/native/codec/): the record codec every process uses; twins of
   remoting/record.py, remoting/message.py and remoting/java_hash.py, and fast paths of
-  remoting/command.py (JSON header checks, reply frame heads) and remoting/send_header.py.
+  remoting/command.py (JSON header checks, reply frame heads), remoting/frame.py (the frame
+  split of a read) and remoting/send_header.py.
 - broker.store._native (broker/store/native/): the store's per-message work; twins of the
   AppendCursor, batch records, ConsumeQueue units, IndexFile entries and a pull's unit scan in
   broker/store/.

@@ -33,7 +33,7 @@ from remoting.budget import PartialFrameBudget
 from remoting.calls import PendingCalls
 from remoting.command import RemotingCommand, decode_command, encode_command
 from remoting.errors import RemoteProtocolError, RemotingConnectError
-from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
+from remoting.frame import MAX_FRAME_BYTES, Frame, FrameDecoder
 from remoting.handling import GroupHandler, RequestHandler, RequestHandling
 from remoting.handling import (
     HandlerResult as HandlerResult,  # importers of HandlerResult use this module
@@ -271,10 +271,14 @@ class Connection(RequestHandling):
         try:
             # Every command of the read first, then handled together: the commands before a
             # frame that does not parse are still handled, then the connection closes.
+            frames: list[Frame] = []
             commands = []
             try:
-                while (frame := self._decoder.next_frame()) is not None:
-                    commands.append(decode_command(frame))
+                try:
+                    self._decoder.take_frames(frames)
+                finally:  # the frames before one that does not parse are still handled
+                    for frame in frames:
+                        commands.append(decode_command(frame))
             except RemoteProtocolError as exc:
                 problem = str(exc)
             if len(commands) == 1:  # a lone request: no grouping to do
@@ -352,6 +356,35 @@ class Connection(RequestHandling):
             )
             return
         self._writes.queue(encode_command(command))
+        if not self._in_read_batch and not self.closed:
+            self._writes.flush()
+
+    def send_many_nowait(self, commands: list[RemotingCommand | bytes]) -> None:
+        """``send_nowait`` for the replies to a group of requests: one hand-over to the
+        writer for all of them (the sender thread's lock and bookkeeping once, not per reply);
+        frames without a body are joined into one buffer. A bytes is a frame encoded already."""
+        if self.closed:
+            log.debug(
+                "dropping %d replies for a closed connection: peer=%s", len(commands), self.peer
+            )
+            return
+        buffers: list[Any] = []
+        heads: list[Any] = []
+        for command in commands:
+            if type(command) is bytes:
+                heads.append(command)
+                continue
+            frame = encode_command(command)
+            if len(frame) == 1:
+                heads.append(frame[0])
+                continue
+            if heads:
+                buffers.append(b"".join(heads))
+                heads = []
+            buffers += frame
+        if heads:
+            buffers.append(b"".join(heads) if len(heads) > 1 else heads[0])
+        self._writes.queue(buffers)
         if not self._in_read_batch and not self.closed:
             self._writes.flush()
 

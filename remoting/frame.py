@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from remoting.codec_native import native
 from remoting.errors import RemoteProtocolError
 
 PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | headerLength)
@@ -105,10 +106,23 @@ class FrameDecoder:
 
     def frames(self) -> list[Frame]:
         """Every complete frame buffered now."""
-        out = []
+        out: list[Frame] = []
+        self.take_frames(out)
+        return out
+
+    def take_frames(self, out: list[Frame]) -> None:
+        """Append every complete frame buffered now to ``out``. A frame that does not parse
+        raises RemoteProtocolError, the frames before it appended."""
+        buffer = self._buffer
+        if _split_frames is not None and type(buffer) is bytes:
+            # The plain complete frames in one C call; next_frame judges where it stopped.
+            frames, self._pos = _split_frames(Frame, buffer, self._pos, self._max_frame_bytes)
+            out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
-        return out
+
+
+_split_frames = None if native is None else native.split_frames
 
 
 def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:

@@ -30,8 +30,11 @@ log = logging.getLogger("remoting.connection")
 
 HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
-# One result per request, in order; an exception is answered as a handler's raise is.
-GroupHandler = Callable[["Connection", list[RemotingCommand]], list[HandlerResult | Exception]]
+# One result per request, in order; an exception is answered as a handler's raise is, bytes
+# are the reply's whole frame, encoded by the handler (broker/processor/send_reply.py).
+GroupHandler = Callable[
+    ["Connection", list[RemotingCommand]], list[HandlerResult | bytes | Exception]
+]
 
 
 class RequestHandling:
@@ -45,6 +48,7 @@ class RequestHandling:
     _in_flight: InFlight
     _nursery: trio.Nursery | None
     send_nowait: Callable[[RemotingCommand], None]
+    send_many_nowait: Callable[[list[RemotingCommand | bytes]], None]
 
     def _on_commands(self, commands: list[RemotingCommand]) -> None:
         """A read's commands in order: each run of requests goes to the handlers as a group."""
@@ -70,10 +74,18 @@ class RequestHandling:
             results = group_handler(self, requests)  # type: ignore[arg-type]
         except Exception as exc:  # a bug: every request of the group answers it
             results = [exc] * len(requests)
+        # Replies ready at once leave in one hand-over to the writer, in request order.
+        ready: list[RemotingCommand | bytes] = []
         for request, result in zip(requests, results, strict=True):
             if isinstance(result, Exception):
                 result = self._failure_response(request, result)
+            if type(result) is RemotingCommand or type(result) is bytes:
+                if not request.flag & RPC_ONEWAY:
+                    ready.append(result)
+                continue
             self._complete(request, result)
+        if ready:
+            self.send_many_nowait(ready)
 
     def _on_command(self, command: RemotingCommand) -> None:
         if not command.is_response:

@@ -38,7 +38,9 @@ from remoting.tls_connection import TlsConnection
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
-GroupProcessor = Callable[[Connection, list[RemotingCommand]], list[HandlerResult | Exception]]
+GroupProcessor = Callable[
+    [Connection, list[RemotingCommand]], list[HandlerResult | bytes | Exception]
+]
 # The access check (acl/hook.py): None lets the request through, a command is its refusal.
 Authorize = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
@@ -81,7 +83,7 @@ async def _shielded(
 
 def _run_group(
     processor: GroupProcessor | None, connection: Connection, run: list[RemotingCommand]
-) -> list[HandlerResult | Exception]:
+) -> list[HandlerResult | bytes | Exception]:
     assert processor is not None
     try:
         return processor(connection, run)
@@ -152,16 +154,16 @@ class RemotingServer:
 
     def handle_requests(
         self, connection: Connection, requests: list[RemotingCommand]
-    ) -> list[HandlerResult | Exception]:
+    ) -> list[HandlerResult | bytes | Exception]:
         """The requests of one read, one result each, in order: runs of consecutive requests
         to one group processor go to it together, every other request to ``handle_request``."""
-        results: list[HandlerResult | Exception] = []
+        results: list[HandlerResult | bytes | Exception] = []
         run: list[RemotingCommand] = []
         run_processor: GroupProcessor | None = None
         groups, authorize = self.group_processors, self.authorize
         for request in requests:
             group = groups.get(request.code)
-            answer: HandlerResult | Exception = None
+            answer: HandlerResult | bytes | Exception = None
             if group is not None and authorize is not None:
                 try:
                     answer = authorize(connection, request)

@@ -9,6 +9,11 @@ full or failing) answers every message still to put with it, as a put per messag
 the condition holds. Dispatch behaves as a single put's: done here only when reput was caught
 up before the group, and when the disk refuses it, left to reput from the group's first record
 (dispatch_many moves nothing on when it raises; reput re-dispatches idempotently).
+
+The plain messages of a run are appended by ``_append_run`` with the append's lookups done
+once per run; anything else (a DELAY, a given tags code, SCHEDULE_TOPIC_XXXX, a record that does
+not fit the segment, any refusal or error) goes through ``CommitLog.put_message``, the
+reference, which answers it as a lone put would.
 """
 
 from __future__ import annotations
@@ -18,10 +23,22 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from broker.store.types import DispatchRequest, MessageExtBrokerInner, PutMessageResult
+from broker.store.types import (
+    AppendMessageResult,
+    DispatchRequest,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from remoting.constants import SCHEDULE_TOPIC
+from remoting.message import MessageConst
 
 if TYPE_CHECKING:
+    from broker.store.commit_log import CommitLog
     from broker.store.message_store import DefaultMessageStore
+
+_PUT_OK = PutMessageStatus.PUT_OK
+_DELAY = MessageConst.DELAY
 
 
 def put_message_group(
@@ -33,38 +50,86 @@ def put_message_group(
         return [attrs.evolve(refused) for _ in msgs]
     started = perf_counter_ns()
     caught_up = store.reput.caught_up()
-    put = store.commit_log.put_message
+    commit_log = store.commit_log
+    put = commit_log.put_message
     results: list[PutMessageResult] = []
     requests: list[DispatchRequest] = []
-    stored = size = end = 0
-    for msg in msgs:
-        if refused is None:
-            result, request = put(msg)
-            if request is not None and result.ok:
-                append = result.append
-                assert append is not None
-                requests.append(request)
-                stored += 1
-                size += append.wrote_bytes
-                end = append.end_offset
-            else:
-                # What refused this one may refuse the rest (a disk error marks the store
-                # unhealthy): a put per message would have asked again.
-                refused = store._refuse()
+    index, count = 0, len(msgs)
+    while index < count:
+        if refused is not None:
+            results.append(attrs.evolve(refused))
+            index += 1
+            continue
+        index = _append_run(commit_log, msgs, index, results, requests)
+        if index == count:
+            break
+        result, request = put(msgs[index])
+        if request is not None and result.ok:
+            requests.append(request)
         else:
-            result = attrs.evolve(refused)
+            # What refused this one may refuse the rest (a disk error marks the store
+            # unhealthy): a put per message would have asked again.
+            refused = store._refuse()
         results.append(result)
-    if stored:
-        store.stats.on_put(stored, size)
+        index += 1
+    if requests:
+        last = requests[-1]
+        store.stats.on_put(len(requests), sum(r.msg_size for r in requests))
         if store.put_listener is not None:
             store.put_listener()
         if not caught_up:
             store.reput.wake()
         elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
-            store.reput.dispatched_to(end)
+            store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
     # Java times each putMessage; a message of the group took its share of the pass.
-    share = (perf_counter_ns() - started) // len(msgs)
-    on_put_time = store.stats.on_put_time
-    for _ in msgs:
-        on_put_time(share)
+    store.stats.on_put_times((perf_counter_ns() - started) // len(msgs), len(msgs))
     return results
+
+
+def _append_run(
+    log: CommitLog,
+    msgs: list[MessageExtBrokerInner],
+    index: int,
+    results: list[PutMessageResult],
+    requests: list[DispatchRequest],
+) -> int:
+    """Append ``msgs[index:]`` while each is plain and fits the writable segment, as
+    ``CommitLog.put_message`` would; the index of the first one left to it."""
+    files = log.queue.files
+    if not files:
+        return index
+    mapped = files[-1]
+    if mapped.wrote_position >= mapped.file_size:
+        return index
+    cursor_put, clock, wrote = log.cursor.put, log.clock, log.warmer.wrote
+    mmap, start_offset = mapped.mmap, mapped.start_offset
+    max_size = log.config.max_message_size
+    for msg in msgs[index:]:
+        properties = msg.properties
+        if _DELAY in properties or msg.tags_code is not None or msg.topic == SCHEDULE_TOPIC:
+            break
+        store_timestamp = clock()
+        position = mapped.wrote_position
+        try:
+            put = cursor_put(
+                mmap, position, start_offset, store_timestamp, max_size, msg.topic,
+                msg.queue_id, msg.sys_flag, properties, msg.body, msg.flag,
+                msg.born_timestamp, msg.born_host, msg.reconsume_times,
+                msg.prepared_transaction_offset,
+            )  # fmt: skip
+        except Exception:  # a refusal or an error: put_message says which, as for a lone put
+            break
+        if type(put) is int:  # does not fit: put_message goes on to the next segment
+            break
+        msg_id, request = put
+        size = request.msg_size
+        mapped.wrote_position = position + size
+        wrote(mapped)
+        append = AppendMessageResult(
+            request.commit_log_offset, size, msg_id, [msg_id], store_timestamp,
+            request.consume_queue_offset,
+        )  # fmt: skip
+        results.append(PutMessageResult(_PUT_OK, append))
+        requests.append(request)
+        index += 1
+    return index

@@ -53,11 +53,17 @@ class StoreStats:
 
     def on_put_time(self, elapsed_ns: int) -> None:
         """A put request took ``elapsed_ns``; Java counts whole milliseconds."""
-        self.put_time_sum_ns += elapsed_ns
+        self.on_put_times(elapsed_ns, 1)
+
+    def on_put_times(self, elapsed_ns: int, count: int) -> None:
+        """``count`` put requests took ``elapsed_ns`` each (a group's share of its pass)."""
+        self.put_time_sum_ns += elapsed_ns * count
         if elapsed_ns < 1_000_000:
-            self.put_distribution[0] += 1
+            self.put_distribution[0] += count
         else:
-            self.put_distribution[bisect_left(PUT_BUCKET_BOUNDS_MS, elapsed_ns // 1_000_000)] += 1
+            self.put_distribution[bisect_left(PUT_BUCKET_BOUNDS_MS, elapsed_ns // 1_000_000)] += (
+                count
+            )
         if elapsed_ns > self.put_time_max_ns:
             self.put_time_max_ns = elapsed_ns
 

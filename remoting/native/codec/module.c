@@ -2,7 +2,8 @@
  * (broker, NameServer, clients, the Spark job).
  *
  * Every function has a pure-Python twin (remoting/java_hash.py, remoting/record.py,
- * remoting/message.py, remoting/send_header.py, remoting/command.py) that is the reference:
+ * remoting/message.py, remoting/send_header.py, remoting/command.py, remoting/frame.py) that is
+ * the reference:
  * the tests run both on the same inputs and require the same bytes and results (the fast paths
  * of a request's headers and a reply's head return None for what the reference must judge). remoting/record.py loads this module through
  * remoting/extension.py, which checks ABI_VERSION and the constants below against the Python
@@ -31,6 +32,8 @@ static PyMethodDef methods[] = {
     {"json_frame_head", (PyCFunction)(void (*)(void))json_frame_head, METH_FASTCALL,
      "A command's frame prefix and JSON header when nothing needs escaping, else None "
      "(remoting.command.encode_command)."},
+    {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
+     "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,

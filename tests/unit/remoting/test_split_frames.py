@@ -1,0 +1,81 @@
+"""FrameDecoder with the C splitter (remoting/native/codec/frames.c) against its pure-Python
+loop (next_frame, the reference): for any stream of frames, good and bad, fed in any chunks,
+the same frames in the same order, then the same RemoteProtocolError (or the same bytes still
+held)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from remoting import frame as frame_module
+from remoting.errors import RemoteProtocolError
+from remoting.frame import FrameDecoder, encode_frame
+from tests.kits.nativekit import needs_codec
+
+good = st.builds(
+    encode_frame, st.sampled_from([0, 1]), st.binary(max_size=40), st.binary(max_size=60)
+)
+bad = st.one_of(
+    st.integers(-(2**31), 2**31 - 1).map(lambda n: struct.pack(">i", n)),  # any length
+    st.builds(  # a serialize type past 1, or a header running past its frame
+        lambda t, h, n: struct.pack(">iI", 4 + n, (t << 24) | min(h, 0xFFFFFF)) + b"x" * n,
+        st.sampled_from([0, 1, 2, 255]),
+        st.integers(0, 24) | st.integers(0, 0xFFFFFF),
+        st.integers(0, 22),
+    ),
+    st.binary(max_size=12),
+)
+streams = st.lists(st.one_of(good, good, good, bad), max_size=12).map(b"".join)
+
+
+def run(stream: bytes, cuts: list[int], max_frame: int) -> list[Any]:
+    decoder, seen = FrameDecoder(max_frame), []
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {len(stream)})
+    start = 0
+    for end in points:
+        decoder.receive_data(stream[start:end])
+        start = end
+        out: list = []
+        try:
+            decoder.take_frames(out)
+        except RemoteProtocolError as exc:
+            seen += [tuple(f) for f in out] + [("refused", str(exc))]
+            return seen
+        seen += [tuple(f) for f in out]
+    return [*seen, ("held", decoder.buffered_bytes)]
+
+
+@needs_codec
+@given(
+    stream=streams,
+    cuts=st.lists(st.integers(0, 10**4), max_size=4),
+    max_frame=st.sampled_from([16 * 1024 * 1024, 64, 4]),
+)
+@example(stream=encode_frame(0, b"h", b"b") * 3, cuts=[], max_frame=16 * 1024 * 1024)
+@example(stream=encode_frame(0, b"h" * 70, b""), cuts=[], max_frame=64)
+@example(stream=encode_frame(0, b"h" * 61, b""), cuts=[], max_frame=64)  # length 65
+@example(stream=encode_frame(0, b"h" * 60, b""), cuts=[], max_frame=64)  # length 64
+@example(stream=encode_frame(2, b"h", b"b"), cuts=[], max_frame=64)
+@example(stream=struct.pack(">iI", 8, 5) + b"x" * 4, cuts=[], max_frame=64)  # header past
+@example(stream=struct.pack(">iI", 8, 4) + b"x" * 4, cuts=[], max_frame=64)
+def test_the_same_frames_and_refusals_as_the_python_loop(
+    stream: bytes, cuts: list[int], max_frame: int
+) -> None:
+    fast = run(stream, cuts, max_frame)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(frame_module, "_split_frames", None)
+        assert run(stream, cuts, max_frame) == fast
+
+
+@needs_codec
+def test_frames_are_frame_tuples() -> None:
+    decoder = FrameDecoder()
+    decoder.receive_data(encode_frame(0, b"{}", b"body") * 2)
+    first, second = decoder.frames()
+    assert type(first) is frame_module.Frame
+    assert (first.serialize_type, first.header, first.body) == (0, b"{}", b"body") == second
