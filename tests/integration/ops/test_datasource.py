@@ -21,7 +21,7 @@ def test_spark_reads_the_rows_the_reader_gives(spark, tmp_path):
 
     frame = (
         spark.read.format("commitlog")
-        .option("splitBytes", str(10_000))  # ranges that start mid-record: the resync path
+        .option("splitBytes", str(100_000))  # ranges that start mid-record: the resync path
         .load(str(tmp_path / "commitlog"))
     )
     got = sorted((tuple(row) for row in frame.collect()), key=lambda row: row[0])
