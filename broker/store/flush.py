@@ -51,6 +51,12 @@ def _fsync_all(files: list[MappedFile]) -> None:
         mapped.flush()
 
 
+def _flush_plan(plan: Plan) -> None:
+    """Each segment up to where the plan saw it written, not past it (MappedFile.flush_range)."""
+    for mapped, position in plan:
+        mapped.flush_range(mapped.flushed_position, position)
+
+
 def _redirty(plan: Plan) -> None:
     for mapped, position in plan:
         mapped.redirty(mapped.flushed_position, position)
@@ -106,7 +112,7 @@ class CommitLogFlusher:
             return False
         stamp = self.commit_log.last_put_timestamp
         try:
-            await trio.to_thread.run_sync(_fsync_all, [mapped for mapped, _ in plan])
+            await trio.to_thread.run_sync(_flush_plan, plan)
         except DiskError as exc:
             _redirty(plan)
             health.failed(FLUSH, exc)

@@ -22,6 +22,8 @@ import os
 import threading
 from pathlib import Path
 
+from broker.store.store_native import native
+
 log = logging.getLogger(__name__)
 
 OS_PAGE_SIZE = 4096
@@ -31,6 +33,18 @@ OS_PAGE_SIZE = 4096
 # make the disk fail on demand (tests/unit/store/diskfaults.py).
 fallocate = os.posix_fallocate
 fdatasync = os.fdatasync
+
+
+def _sync_range(fd: int, mapping: mmap.mmap, start: int, length: int) -> None:
+    """fdatasync of ``[start, start + length)`` of ``fd`` through its mapping; the whole file
+    where the store's C is not built (Python's mmap.flush holds the GIL while it waits)."""
+    if native is None:
+        fdatasync(fd)
+    else:
+        native.sync_range(mapping, start, length)
+
+
+sync_range = _sync_range
 
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
@@ -172,6 +186,24 @@ class MappedFile:
         except OSError as exc:
             if exc.errno == errno.EBADF and self._fd < 0:
                 return  # closed while this flush ran
+            raise DiskError(self.path, "flush", exc) from exc
+
+    def flush_range(self, start: int, end: int) -> None:
+        """Make ``[start, end)`` durable, and no more of the file: the pages the warmer
+        populated past ``end`` are dirty zeros, which a whole-file fdatasync wrote to disk
+        (40-70% more bytes written than stored at 1 KiB messages) and write-protected again, so
+        the appender faulted on them once more. Blocking: call from a worker thread."""
+        fd = self._fd
+        if fd < 0 or end <= start:
+            return
+        aligned = start - start % OS_PAGE_SIZE
+        try:
+            sync_range(fd, self.mmap, aligned, min(end, self.file_size) - aligned)
+        except ValueError:
+            if self.mmap.closed:
+                return  # unmapped (deleted by cleanup): nothing left to make durable
+            raise
+        except OSError as exc:
             raise DiskError(self.path, "flush", exc) from exc
 
     def allocate_range(self, position: int, length: int) -> None:

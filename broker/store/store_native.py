@@ -15,7 +15,7 @@ from remoting import record_layout
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT
 from remoting.native_loader import load
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -28,6 +28,7 @@ NAMES = (
     "pack_cq_units",
     "populate_write",
     "scan_units",
+    "sync_range",
 )
 # What the C defines too (broker/store/native/store.h, module.c, and the record layout of
 # remoting/native/record_layout.h): one definition each, held equal here.

@@ -49,6 +49,21 @@ def populate_write(mapped: MappedFile, start: int, length: int) -> bool:
     return True
 
 
+def next_warm_range(
+    wrote: int, warmed: int, file_size: int, ahead: int, chunk: int
+) -> tuple[int, int] | None:
+    """The next range to populate, (start, length), or None when the warm edge is far enough
+    ahead: from the warm edge (or the writer's page, if the writer overtook it) toward
+    ``2 * ahead`` past the writer, whole pages, at most ``chunk`` bytes, never past the segment.
+    Pure: sizes in, a range out (the thread calls it between madvise calls)."""
+    start = max(warmed, wrote - wrote % OS_PAGE_SIZE)
+    goal = wrote + 2 * ahead
+    goal = min(file_size, goal + -goal % OS_PAGE_SIZE)
+    if start >= goal:
+        return None
+    return start, min(chunk, goal - start)
+
+
 class PageWarmer:
     def __init__(self, ahead: int = 32 << 20, chunk: int = 4 << 20) -> None:
         self.ahead, self.chunk = ahead, chunk
@@ -102,13 +117,16 @@ class PageWarmer:
 
     def _warm(self, mapped: MappedFile) -> None:
         while not self._stopping and mapped is self._mapped:
-            wrote = mapped.wrote_position
-            start = max(mapped.warmed_position, wrote - wrote % OS_PAGE_SIZE)
-            goal = wrote + 2 * self.ahead
-            goal = min(mapped.file_size, goal + -goal % OS_PAGE_SIZE)
-            if start >= goal:
+            planned = next_warm_range(
+                mapped.wrote_position,
+                mapped.warmed_position,
+                mapped.file_size,
+                self.ahead,
+                self.chunk,
+            )
+            if planned is None:
                 return
-            length = min(self.chunk, goal - start)
+            start, length = planned
             if not populate_write(mapped, start, length):
                 log.info("MADV_POPULATE_WRITE unsupported by this kernel: pages fault on append")
                 self.enabled = False

@@ -15,7 +15,7 @@
  * the import-time check.
  *
  * Every write is bounds-checked against the buffer before anything is written. Calls run with
- * the GIL held (a few microseconds each, less than a thread hop), but for populate_write. */
+ * the GIL held (a few microseconds each, less than a thread hop), but for populate_write and sync_range. */
 #include "store.h"
 
 PyObject *RecordRefused;
@@ -71,6 +71,8 @@ static PyMethodDef methods[] = {
      "Add (key hash, phy offset) entries to an IndexFile (broker/store/index_file.py)."},
     {"populate_write", populate_write, METH_VARARGS,
      "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
+    {"sync_range", sync_range, METH_VARARGS,
+     "fdatasync of a range of a mapping only (msync MS_SYNC), without the GIL."},
     {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL,
      "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
     {NULL, NULL, 0, NULL},

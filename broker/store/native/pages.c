@@ -50,3 +50,45 @@ done:
     PyBuffer_Release(&mapping);
     return result;
 }
+
+/* sync_range(mapping, start, length) -> None
+ * fdatasync of [start, start + length) of a shared file mapping only: msync(MS_SYNC), which Linux
+ * runs as a ranged fdatasync (the range's dirty pages written and waited for, then the journal
+ * commit the file's metadata needs), with the GIL released. The CommitLog's flush takes this
+ * instead of fdatasync of the whole segment, which also wrote back the zero pages the warmer had
+ * populated ahead of the writer, and write-protected them, so the appender faulted on them
+ * again. Raises OSError with the errno (EIO, ENOSPC). */
+PyObject *sync_range(PyObject *self, PyObject *args) {
+    Py_buffer mapping;
+    Py_ssize_t start, length;
+    if (!PyArg_ParseTuple(args, "w*nn", &mapping, &start, &length)) return NULL;
+    PyObject *result = NULL;
+    if (start < 0 || length < 0 || start > mapping.len || length > mapping.len - start) {
+        PyErr_SetString(PyExc_ValueError, "range outside the mapping");
+        goto done;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    if ((uintptr_t)mapping.buf % (uintptr_t)page != 0) {
+        PyErr_SetString(PyExc_ValueError, "the buffer is not a page-aligned mapping");
+        goto done;
+    }
+    uintptr_t from = ((uintptr_t)mapping.buf + (uintptr_t)start) & ~(uintptr_t)(page - 1);
+    uintptr_t to = (uintptr_t)mapping.buf + (uintptr_t)(start + length);
+    int rc = 0, err = 0;
+    if (to > from) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = msync((void *)from, to - from, MS_SYNC);
+        err = errno;
+        Py_END_ALLOW_THREADS
+    }
+    if (rc != 0) {
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+    } else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    PyBuffer_Release(&mapping);
+    return result;
+}

@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 3
+#define STORE_ABI_VERSION 4
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -75,6 +75,7 @@ PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
+PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -1,5 +1,5 @@
 """A disk that fills up or fails on demand, through the store's I/O seam
-(``broker.store.mapped_file.fallocate`` / ``fdatasync``): allocations or flushes of files
+(``broker.store.mapped_file.fallocate`` / ``fdatasync`` / ``sync_range``): allocations or flushes of files
 whose path contains a given part fail with ENOSPC or EIO until the disk is freed or fixed."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class FaultyDisk:
         self.flushes_failed = 0
         monkeypatch.setattr(mapped_file, "fallocate", self._fallocate)
         monkeypatch.setattr(mapped_file, "fdatasync", self._fdatasync)
+        monkeypatch.setattr(mapped_file, "sync_range", self._sync_range)
 
     def fill(self, where: str = "") -> None:
         self.full_for = where
@@ -48,3 +49,12 @@ class FaultyDisk:
             self.flushes_failed += 1
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         os.fdatasync(fd)
+
+    def _sync_range(self, fd: int, mapping, start: int, length: int) -> None:
+        if self.failing_for is not None and self.failing_for in _path_of(fd):
+            self.flushes_failed += 1
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        if mapped_file.native is None:
+            os.fdatasync(fd)
+        else:
+            mapped_file.native.sync_range(mapping, start, length)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import resource
 from pathlib import Path
+
+import pytest
 
 from broker.store.mapped_file import OS_PAGE_SIZE, MappedFile
 from broker.store.warm import PageWarmer, populate_write
+from tests.kits.nativekit import needs_store_native
 from tests.unit.store.conftest import StoreFactory, message
 
 
@@ -48,3 +52,28 @@ def test_a_store_warms_its_active_segment_while_appending(stores: StoreFactory) 
     assert warmer.wait_warmed(active, active.wrote_position + warmer.ahead, timeout_s=10)
     found = store.get_message("G", "T", 0, 9_990, 11)
     assert found.message_count == 11
+
+
+@needs_store_native  # without it a flush is fdatasync of the whole segment, as before
+@pytest.mark.skipif(not hasattr(resource, "RUSAGE_THREAD"), reason="needs Linux's RUSAGE_THREAD")
+async def test_a_flush_leaves_the_warmed_pages_ahead_of_the_writer_warm(
+    stores: StoreFactory,
+) -> None:
+    """A whole-segment fdatasync also wrote back the dirty zero pages the warmer had populated
+    ahead of the writer, and write-protected them: each took a fault again when appended to."""
+    store = stores.open(mapped_file_size_commit_log=32 << 20)
+    warmer = store.commit_log.warmer
+    warmer.ahead, warmer.chunk = 8 << 20, 1 << 20
+    for _ in range(64):
+        store.put_message(message(body=b"x" * 1000))
+    active = store.commit_log.queue.last
+    if not warmer.wait_warmed(active, 16 << 20, timeout_s=10):
+        pytest.skip("MADV_POPULATE_WRITE is not available here: nothing is warmed ahead")
+    assert await store.flusher.flush_once(0)
+    assert active.flushed_position == active.wrote_position
+    ahead = range(1 << 20, 2 << 20, OS_PAGE_SIZE)  # past the ~70 KiB appended, warmed
+    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    for position in ahead:
+        active.mmap[position] = 0  # what it holds: never-written space stays zeros
+    faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults
+    assert faults < len(ahead) // 8, f"{faults} faults writing {len(ahead)} warmed pages"
