@@ -11,49 +11,21 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-import psutil
-
 from bench import loadgen
-from bench.bench_broker import QUEUES, pull_frame, send_frame
+from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
 HERE = Path(__file__).resolve().parent.parent
 
 
-class TreeBroker:
-    def __init__(self, tree: Path, root: Path, port: int) -> None:
-        conf = root / f"broker-{port}.conf"
-        conf.write_text(
-            f"brokerName=ab{port}\nbrokerIP1=127.0.0.1\nlistenPort={port}\n"
-            f"haListenPort={port + 1}\nstorePathRootDir={root}/store-{port}\n"
-            f"mappedFileSizeCommitLog={256 * 1024 * 1024}\ndefaultTopicQueueNums={QUEUES}\n"
-        )
-        python = tree / ".venv" / "bin" / "python"
-        self.proc = subprocess.Popen(
-            [str(python), "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],
-            cwd=tree,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            if line.startswith("READY"):
-                break
-        self.addr = ("127.0.0.1", port)
-        self.ps = psutil.Process(self.proc.pid)
-
-    def cpu_s(self) -> float:
-        t = self.ps.cpu_times()
-        return t.user + t.system
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(60)
+def tree_broker(tree: Path, root: Path, port: int) -> Broker:
+    """A broker of ``tree`` on ``port`` (HA on the next port, so two can run at once)."""
+    return Broker(root, port, f"haListenPort={port + 1}\n", name=f"ab{port}", tree=tree)
 
 
 def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
@@ -72,7 +44,7 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
     }
 
 
-def one_slice(broker: TreeBroker, frames: list[list[bytes]], per: int, window: int) -> tuple:
+def one_slice(broker: Broker, frames: list[list[bytes]], per: int, window: int) -> tuple:
     cpu0 = broker.cpu_s()
     results = loadgen.run(broker.addr, frames, duration_s=SLICE_S, window=window)
     cpu = broker.cpu_s() - cpu0
@@ -81,7 +53,7 @@ def one_slice(broker: TreeBroker, frames: list[list[bytes]], per: int, window: i
     return cpu / max(messages, 1) * 1e6, messages / wall
 
 
-def fill_pull_topic(broker: TreeBroker) -> None:
+def fill_pull_topic(broker: Broker) -> None:
     """Pull 32 re-reads each queue's first 32 stored messages (from the page cache)."""
     frames = [[send_frame("PullTopic", q, batch=32)] for q in range(QUEUES)]
     loadgen.run(broker.addr, frames, duration_s=60, max_requests=1)
@@ -94,7 +66,7 @@ def main(argv: list[str]) -> None:
     other = Path(argv[0]).resolve()
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    brokers = {"this": TreeBroker(HERE, root, 32471), "other": TreeBroker(other, root, 32481)}
+    brokers = {"this": tree_broker(HERE, root, 32471), "other": tree_broker(other, root, 32481)}
     try:
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)

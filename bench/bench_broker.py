@@ -80,8 +80,16 @@ def pull_frame(topic: str, queue_id: int, offset: int) -> bytes:
 
 
 class Broker:
+    """A broker of this tree, or with ``tree`` of another checkout (its own venv and C
+    extensions: bench_ab's comparisons)."""
+
     def __init__(
-        self, root: Path, port: int = 31911, extra: str = "", name: str = "broker"
+        self,
+        root: Path,
+        port: int = 31911,
+        extra: str = "",
+        name: str = "broker",
+        tree: Path | None = None,
     ) -> None:
         conf = root / f"{name}.conf"
         conf.write_text(
@@ -91,8 +99,10 @@ class Broker:
             "maxTransferCountOnMessageInMemory=32\nmaxTransferBytesOnMessageInMemory=262144\n"
             + extra
         )
+        python = sys.executable if tree is None else str(tree / ".venv" / "bin" / "python")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],
+            [python, "-m", "broker", "-c", str(conf), "--log-level", "WARNING"],
+            cwd=tree,
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from bench import loadgen
-from bench.bench_ab import HERE, TreeBroker, shapes
+from bench.bench_ab import HERE, shapes, tree_broker
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "4"))
 TICK = os.sysconf("SC_CLK_TCK")
@@ -51,7 +51,7 @@ def thread_names(pid: int) -> dict[int, str]:
 def main(argv: list[str]) -> None:
     wanted = argv or ["sync8", "pipe256", "batch32x8"]
     root = Path(tempfile.mkdtemp(prefix="bench-threads-"))
-    broker = TreeBroker(HERE, root, 32491)
+    broker = tree_broker(HERE, root, 32491)
     try:
         loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
         for shape in wanted:
