@@ -136,6 +136,11 @@ def measure(cpu: Cpu, label: str, run) -> tuple[float, dict[str, float]]:
     return line(label, COUNT, seconds, used), used
 
 
+def update_topic(ns: str, topic: str) -> None:
+    argv = ["-m", "client.mqadmin", "updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", topic]
+    subprocess.run([sys.executable, *argv], capture_output=True, check=True)
+
+
 def main() -> None:
     if not SDK.exists():
         print(f"skipped: {SDK} missing (make install creates it)")
@@ -144,42 +149,11 @@ def main() -> None:
     procs, ns, proxy = cluster(root)
     try:
         cpu = Cpu({"proxy": procs[0], "broker": procs[1]})
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "client.mqadmin",
-                "updateTopic",
-                "-n",
-                ns,
-                "-c",
-                "DefaultCluster",
-                "-t",
-                "Warm",
-            ],
-            capture_output=True,
-            check=False,
-        )
         print(f"{COUNT:,} messages of 1 KiB per figure, {ROUNDS} rounds alternated")
         for r in range(ROUNDS):
             ours_topic, sdk_topic = f"Direct{r}", f"ViaProxy{r}"
             for topic in (ours_topic, sdk_topic):
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "client.mqadmin",
-                        "updateTopic",
-                        "-n",
-                        ns,
-                        "-c",
-                        "DefaultCluster",
-                        "-t",
-                        topic,
-                    ],
-                    capture_output=True,
-                    check=True,
-                )
+                update_topic(ns, topic)
             measure(
                 cpu, "4.x client direct: sync send", lambda t=ours_topic: trio.run(ours_send, ns, t)
             )
