@@ -5,9 +5,13 @@ job's report must equal what this computes, line for line."""
 
 from __future__ import annotations
 
+import shutil
 from collections import defaultdict
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NamedTuple
+
+import pytest
 
 from ops.spark.segments import BackupError, list_segments
 from remoting.record import RecordKind, python_scan_record
@@ -31,6 +35,19 @@ class Log(NamedTuple):
     @property
     def end(self) -> int:
         return self.records[-1].phys_offset + self.records[-1].size if self.records else self.start
+
+
+def need_spark() -> ModuleType:
+    """pyspark, or the test skips saying what is missing and how to get it."""
+    pyspark = pytest.importorskip(
+        "pyspark", reason="pyspark is not installed (pip install '.[spark]')"
+    )
+    if shutil.which("java") is None:
+        pytest.skip(
+            "no `java` on PATH: Spark needs Java 17 or 21 "
+            "(Debian: apt-get install openjdk-17-jre-headless; `make test` does it as root)"
+        )
+    return pyspark
 
 
 def read_log(folders: list[Path]) -> Log | None:

@@ -5,7 +5,6 @@ store of a running broker says to stop it first."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from tests.kits.brokerkit import broker_conf, start_broker
 from tests.kits.clikit import REPO, assert_refused, run_cli
+from tests.kits.reconcilekit import need_spark
 from tests.kits.storekit import build_master, copy_store, cut_slave, record_offsets
 
 
@@ -89,9 +89,7 @@ JVM_NOTE = "WARNING: Using incubator modules: jdk.incubator.vector"  # the JVM's
 @pytest.mark.spark
 @pytest.mark.timeout(900)
 def test_run_prints_numbered_timed_phases_on_stderr_and_no_spark_noise(tmp_path) -> None:
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on PATH (apt-get install openjdk-17-jre-headless)")
+    need_spark()
     build_master(tmp_path / "master", 300)
     copy_store(tmp_path / "master", tmp_path / "slave")
     cut_slave(tmp_path / "slave", record_offsets(tmp_path / "master")[250])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 
 from ops.spark.package import build_zip
 from tests.kits.clikit import REPO
+from tests.kits.reconcilekit import need_spark
 from tests.kits.storekit import build_master, copy_store, cut_slave, record_offsets
 
 pytestmark = pytest.mark.spark
@@ -26,10 +26,7 @@ MASTER_URL = re.compile(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)")
 
 
 def spark_home() -> Path:
-    pyspark = pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("no `java` on PATH (apt-get install openjdk-17-jre-headless)")
-    return Path(pyspark.__file__).parent
+    return Path(need_spark().__file__).parent
 
 
 def cluster_env(home: Path, tmp: Path) -> dict[str, str]:
