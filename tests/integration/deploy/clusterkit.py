@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from deploy.manifest import load_manifest
+from tests.kits.hakit import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -77,3 +79,14 @@ def layout_up(tmp_path):
     yield up
     for args in started:
         mqcluster("down", *args)
+
+
+async def wait_status_shows_master(args: list[str], member: str) -> None:
+    """Until ``mqcluster status`` lists ``member`` as its group's master with an epoch."""
+
+    async def shown() -> bool:
+        done = await trio.to_thread.run_sync(lambda: mqcluster("status", *args, ok=None))
+        rows = [line for line in done.stdout.splitlines() if line.startswith(member)]
+        return bool(rows) and "SYNC_MASTER (epoch" in rows[0]
+
+    await wait_until(shown, 60, "mqcluster status to show the new master")

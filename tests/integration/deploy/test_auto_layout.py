@@ -12,7 +12,7 @@ import trio
 
 from etcdstate.etcd import EtcdClient
 from etcdstate.group import GroupState, group_key
-from tests.integration.deploy.clusterkit import layout_up, mqcluster  # noqa: F401 (fixture)
+from tests.integration.deploy.clusterkit import layout_up, wait_status_shows_master  # noqa: F401 (fixture)
 from tests.kits.etcdkit import needs_etcd
 from tests.kits.hakit import wait_until
 
@@ -45,9 +45,4 @@ async def test_the_auto_layout_fails_over_by_itself(layout_up) -> None:  # noqa:
     finally:
         await etcd.aclose()
 
-    async def status_shows_it() -> bool:
-        done = await trio.to_thread.run_sync(lambda: mqcluster("status", *args, ok=None))
-        rows = [line for line in done.stdout.splitlines() if line.startswith(winner)]
-        return bool(rows) and "SYNC_MASTER (epoch" in rows[0]
-
-    await wait_until(status_shows_it, 60, "mqcluster status to show the new master")
+    await wait_status_shows_master(args, winner)

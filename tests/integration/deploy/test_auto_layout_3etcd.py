@@ -14,7 +14,7 @@ import trio
 from deploy.manifest import load_manifest
 from etcdstate.etcd import EtcdClient, EtcdError
 from etcdstate.group import GroupState, group_key
-from tests.integration.deploy.clusterkit import REPO, layout_up, mqcluster  # noqa: F401 (fixture)
+from tests.integration.deploy.clusterkit import REPO, layout_up, wait_status_shows_master  # noqa: F401 (fixture)
 from tests.kits.etcdkit import needs_etcd
 from tests.kits.hakit import wait_until
 
@@ -59,9 +59,4 @@ async def test_one_etcd_member_down_a_master_is_still_replaced(layout_up) -> Non
     finally:
         await etcd.aclose()
 
-    async def status_shows_it() -> bool:
-        done = await trio.to_thread.run_sync(lambda: mqcluster("status", *args, ok=None))
-        rows = [line for line in done.stdout.splitlines() if line.startswith(winner)]
-        return bool(rows) and "SYNC_MASTER (epoch" in rows[0]
-
-    await wait_until(status_shows_it, 60, "mqcluster status to show the new master")
+    await wait_status_shows_master(args, winner)
