@@ -19,8 +19,10 @@ from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2_grpc
 from remoting.body import TopicConfig
 from remoting.client import RemotingClient
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
 from tests.harness import ProcessPool, ServerProcess, python_module
-from tests.kits.brokerkit import wait_for_route
+from tests.kits.brokerkit import call, wait_for_route
 
 ROOT = Path(__file__).resolve().parents[3]
 SDK_PYTHON = ROOT / ".venv-sdk5" / "bin" / "python"
@@ -101,3 +103,19 @@ def raw_message(topic: str, body: bytes = b"raw", **system: Any) -> pb.Message:
 async def in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """A blocking grpc call, off the Trio loop."""
     return await trio.to_thread.run_sync(lambda: fn(*args, timeout=30, **kwargs))
+
+
+async def start_group_at_zero(broker, group: str, topic: str, queues: int = 4) -> None:
+    """A new pop group starts at the end of each queue (the Proxy pops with ConsumeInitMode
+    MAX); tests that want every message sent before the consumer started commit offset 0."""
+    async with RemotingClient.open() as client:
+        for queue_id in range(queues):
+            fields = {
+                "consumerGroup": group,
+                "topic": topic,
+                "queueId": str(queue_id),
+                "commitOffset": "0",
+            }
+            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+            response = await call(client, broker.addr, request)
+            assert response.code == 0, response.remark

@@ -15,9 +15,9 @@ from tests.integration.proxy.proxykit import (
     create_topic,
     in_thread,
     raw_message,
+    start_group_at_zero,
     stub,
 )
-from tests.integration.proxy.test_sdk_consumer import start_group_at_zero
 from tests.kits.brokerkit import call, pull_all
 from tests.kits.popkit import pop_request
 

@@ -13,31 +13,19 @@ from client.message import Message
 from client.producer import Producer
 from remoting.body import ConsumeType
 from remoting.client import RemotingClient
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
+from remoting.codes import ResponseCode
 from tests.harness import ProcessPool
-from tests.integration.proxy.proxykit import create_topic, run_sdk, start_proxy
+from tests.integration.proxy.proxykit import (
+    create_topic,
+    run_sdk,
+    start_group_at_zero,
+    start_proxy,
+)
 from tests.kits.brokerkit import call
 from tests.kits.hakit import wait_until
 from tests.kits.popkit import pop_request
 
 QUEUES = 4
-
-
-async def start_group_at_zero(broker, group: str, topic: str) -> None:
-    """A new pop group starts at the end of each queue (the Proxy pops with ConsumeInitMode
-    MAX); these tests want every message sent before the consumer started."""
-    async with RemotingClient.open() as client:
-        for queue_id in range(QUEUES):
-            fields = {
-                "consumerGroup": group,
-                "topic": topic,
-                "queueId": str(queue_id),
-                "commitOffset": "0",
-            }
-            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields)
-            response = await call(client, broker.addr, request)
-            assert response.code == 0, response.remark
 
 
 def endpoints(proxy) -> str:

@@ -18,18 +18,17 @@ from proxy.apis import definition_pb2 as pb
 from proxy.apis import service_pb2 as rpc
 from remoting.body import SubscriptionGroupConfig
 from remoting.client import RemotingClient
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
 from tests.integration.proxy.proxykit import (
     CLUSTER,
     METADATA,
     create_topic,
     in_thread,
     run_sdk,
+    start_group_at_zero,
     stub,
 )
 from tests.integration.proxy.test_consumer_rpcs import receive, receive_request
-from tests.kits.brokerkit import call, pull_all
+from tests.kits.brokerkit import pull_all
 from tests.kits.clikit import run_cli
 from tests.kits.hakit import wait_until
 
@@ -45,20 +44,6 @@ async def orderly_group(ns, group: str, retry_max_times: int = 16) -> None:
         )
         for addr in (await admin.masters(CLUSTER)).values():
             await admin.update_sub_group(addr, config)
-
-
-async def start_at_zero(broker, group: str, topic: str, queues: int) -> None:
-    async with RemotingClient.open() as client:
-        for queue_id in range(queues):
-            fields = {
-                "consumerGroup": group,
-                "topic": topic,
-                "queueId": str(queue_id),
-                "commitOffset": "0",
-            }
-            request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, fields)
-            response = await call(client, broker.addr, request)
-            assert response.code == 0, response.remark
 
 
 def telemetry_settings(proxy, group: str) -> pb.Settings:
@@ -120,7 +105,7 @@ async def test_simple_consumer_of_a_fifo_group_gets_the_next_only_after_the_ack(
     ns, broker, proxy = proxy_cluster
     await create_topic(ns.addr, "FifoSimple", queues=1, message_type="FIFO")
     await orderly_group(ns, "FifoSimpleCG")
-    await start_at_zero(broker, "FifoSimpleCG", "FifoSimple", 1)
+    await start_group_at_zero(broker, "FifoSimpleCG", "FifoSimple", queues=1)
     async with Producer.open(ns.addr, "PGFifoSimple") as producer:
         for i in range(3):
             await producer.send(Message("FifoSimple", f"m{i}".encode()))
@@ -147,7 +132,7 @@ async def test_push_consumer_of_a_fifo_group_consumes_each_message_group_in_orde
     ns, broker, proxy = proxy_cluster
     await create_topic(ns.addr, "FifoPush", queues=2, message_type="FIFO")
     await orderly_group(ns, "FifoPushCG")
-    await start_at_zero(broker, "FifoPushCG", "FifoPush", 2)
+    await start_group_at_zero(broker, "FifoPushCG", "FifoPush", queues=2)
     groups = ["ga", "gb"]
     specs = [{"body": f"{g}:{i}", "group": g} for i in range(4) for g in groups]
     sent = await run_sdk(
@@ -191,7 +176,7 @@ async def test_a_fifo_message_past_its_attempts_goes_to_the_dlq_and_the_queue_mo
     ns, broker, proxy = proxy_cluster
     await create_topic(ns.addr, "FifoDlq", queues=1, message_type="FIFO")
     await orderly_group(ns, "FifoDlqCG", retry_max_times=0)
-    await start_at_zero(broker, "FifoDlqCG", "FifoDlq", 1)
+    await start_group_at_zero(broker, "FifoDlqCG", "FifoDlq", queues=1)
     async with Producer.open(ns.addr, "PGFifoDlq") as producer:
         for body in (b"poison", b"next"):
             await producer.send(Message("FifoDlq", body))
