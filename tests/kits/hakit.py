@@ -56,6 +56,30 @@ def start_pair(
     )
 
 
+def promote_slave(
+    processes: ProcessPool,
+    pair: Pair,
+    slave: ServerProcess,
+    tmp_path: Path,
+    namesrv: str,
+    **overrides: object,
+) -> ServerProcess:
+    """What ``mqcluster promote`` does to a pair whose master died: the master killed -9, the
+    slave stopped, and a master started on the slave's store."""
+    pair.master.kill()
+    slave.terminate()
+    (tmp_path / "promoted").mkdir()
+    conf = broker_conf(
+        tmp_path / "promoted",
+        brokerId=0,
+        brokerRole="ASYNC_MASTER",
+        storePathRootDir=pair.slave_store,
+        namesrvAddr=namesrv,
+        **overrides,
+    )
+    return start_broker(processes, conf, "promoted")
+
+
 async def runtime_info(client: RemotingClient, addr: str) -> dict[str, str]:
     response = await call(
         client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {})

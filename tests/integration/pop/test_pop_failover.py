@@ -14,8 +14,8 @@ from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from remoting.serde import decode_body
-from tests.kits.brokerkit import broker_conf, call, send_request, start_broker, start_namesrv
-from tests.kits.hakit import start_pair, wait_converged, wait_until
+from tests.kits.brokerkit import call, send_request, start_broker, start_namesrv
+from tests.kits.hakit import promote_slave, start_pair, wait_converged, wait_until
 from tests.kits.popkit import ack_request, pop_request, pop_until
 
 
@@ -65,17 +65,7 @@ async def test_a_promoted_slave_redelivers_unacked_pops_only(processes, tmp_path
 
         await wait_until(offsets_copied, 30, "the slave to copy the pop group's offsets")
         await wait_converged(client, master, slave.addr)
-        pair.master.kill()
-        slave.terminate()
-        (tmp_path / "promoted").mkdir()
-        conf = broker_conf(
-            tmp_path / "promoted",
-            brokerId=0,
-            brokerRole="ASYNC_MASTER",
-            storePathRootDir=pair.slave_store,
-            namesrvAddr=namesrv.addr,
-        )
-        promoted = start_broker(processes, conf, "promoted").addr
+        promoted = promote_slave(processes, pair, slave, tmp_path, namesrv.addr).addr
         with trio.fail_after(30):
             again = await pop_until(client, promoted, "PopFo", "PG", 7)
         unacked = [popped[2], *popped[4:]]

@@ -15,14 +15,18 @@ from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
 from tests.kits.brokerkit import (
-    broker_conf,
     call,
     pull_all,
     send_request,
-    start_broker,
     start_namesrv,
 )
-from tests.kits.hakit import runtime_info, start_pair, wait_converged, wait_until
+from tests.kits.hakit import (
+    promote_slave,
+    runtime_info,
+    start_pair,
+    wait_converged,
+    wait_until,
+)
 
 EARLY, LATE = 10, 10
 LATE_AFTER_MS = 12_000  # past the promotion below (about 5 s), so the late ones are pending
@@ -72,18 +76,9 @@ async def _promote_with_timers(processes, tmp_path, *, await_late: bool) -> None
         await wait_until(early_delivered_and_copied, 30, "the slave to copy the timer progress")
         assert (await timer_check_point(client, pair.master.addr)).last_timer_queue_offset == EARLY
         await wait_converged(client, pair.master.addr, pair.slave.addr)
-        pair.master.kill()
-        pair.slave.terminate()
-        (tmp_path / "promoted").mkdir()
-        conf = broker_conf(
-            tmp_path / "promoted",
-            brokerId=0,
-            brokerRole="ASYNC_MASTER",
-            storePathRootDir=pair.slave_store,
-            namesrvAddr=namesrv.addr,
-            timerPrecisionMs=100,
+        promoted = promote_slave(
+            processes, pair, pair.slave, tmp_path, namesrv.addr, timerPrecisionMs=100
         )
-        promoted = start_broker(processes, conf, "promoted")
 
         async def resumed() -> bool:
             cp = await timer_check_point(client, promoted.addr)
