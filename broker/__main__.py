@@ -166,12 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         trio.run(serve, controller, on_ready)
     except BaseException as exc:
-        failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
-        if failure is None:
-            raise
-        print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
-        return EXIT_START
+        return cannot_start(exc, ready)
     return 0
+
+
+def cannot_start(exc: BaseException, ready: bool) -> int:
+    """A store or config file that stops start-up is one line and EXIT_START; anything else, or
+    anything after READY, is raised again."""
+    failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
+    if failure is None:
+        raise exc
+    print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
+    return EXIT_START
 
 
 def controller_mode(
@@ -198,11 +204,7 @@ def controller_mode(
         print(f"mqbroker: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except BaseException as exc:
-        failure = None if ready else start_failure(exc, (StoreError, ConfigPersistError))
-        if failure is None:
-            raise
-        print(f"mqbroker: cannot start: {failure}", file=sys.stderr)
-        return EXIT_START
+        return cannot_start(exc, ready)
     if restart is None:
         return 0
     log.warning("restarting the broker in its new role: %s", restart)
