@@ -23,7 +23,8 @@ from types import MappingProxyType
 from typing import Any
 
 from broker.store.batch_records import Record, python_dispatch_fields
-from broker.store.layout import MAX_PROPERTIES_BYTES, MAX_TOPIC_BYTES
+from broker.store.index_file import python_index_hashes
+from broker.store.layout import BATCH_KEY, CQ_UNIT, MAX_PROPERTIES_BYTES, MAX_TOPIC_BYTES
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting import message as codec
@@ -231,6 +232,29 @@ class PythonAppendCursor:
         self._last_put_timestamp = store_timestamp
         return ids, requests
 
+    def put_batch_dispatch(
+        self,
+        mm: Buffer,
+        position: int,
+        start_offset: int,
+        store_timestamp: int,
+        records: list[Record],
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: tuple[bytes, int],
+        reconsume_times: int,
+    ) -> tuple[str, bytes, bytes, list[tuple[int, int]]]:
+        """``put_batch`` with what dispatch needs packed instead of a DispatchRequest per
+        record: (msg ids joined by commas, ConsumeQueue units, index entries, wake-ups), as
+        python_batch_dispatch makes them from put_batch's."""
+        ids, requests = self.put_batch(
+            mm, position, start_offset, store_timestamp, records, topic, queue_id, sys_flag,
+            born_timestamp, born_host, reconsume_times,
+        )  # fmt: skip
+        return python_batch_dispatch(ids, requests)
+
     def _batch_outcome(
         self,
         records: list[Record],
@@ -255,6 +279,28 @@ class PythonAppendCursor:
             phys_offset += size
             queue_offset += 1
         return ids, requests
+
+
+def python_batch_dispatch(
+    ids: list[str], requests: list[DispatchRequest]
+) -> tuple[str, bytes, bytes, list[tuple[int, int]]]:
+    """What a batch put hands dispatch, packed (the reference of
+    broker/store/native/batch_dispatch.c): the message ids joined by commas (the reply's
+    msgId); the ConsumeQueue units of the records, back to back; their index entries
+    (BATCH_KEY: the Java hash of ``topic#`` + key and the phy offset, for the UNIQ_KEY and
+    then each space-separated KEYS entry of each record, the order IndexService adds them);
+    and the long-polling wake-ups, (tags code, queue offset) once per tags code with the newest
+    offset carrying it, in the order each code first appears (dispatch.py _notify_newest)."""
+    units = b"".join(CQ_UNIT.pack(r.commit_log_offset, r.msg_size, r.tags_code) for r in requests)
+    prefix = requests[0].topic + "#" if requests else ""
+    keys = b"".join(
+        BATCH_KEY.pack(key_hash, phy_offset)
+        for key_hash, phy_offset, _ in python_index_hashes(requests, prefix, -1)
+    )
+    newest: dict[int, int] = {}
+    for r in requests:
+        newest[r.tags_code] = r.consume_queue_offset
+    return ",".join(ids), units, keys, list(newest.items())
 
 
 def _queue_key(topic: str, queue_id: int) -> tuple[str, int]:

@@ -24,6 +24,7 @@ from broker.store.layout import MAX_PROPERTIES_BYTES
 from broker.store.mapped_file import DiskError, MappedFile, StoreError
 from broker.store.mapped_file_queue import Allocator, MappedFileQueue
 from broker.store.types import (
+    AppendedBatch,
     AppendMessageResult,
     DispatchRequest,
     MessageExtBrokerInner,
@@ -220,12 +221,12 @@ class CommitLog:
 
     def put_messages(
         self, msg: MessageExtBrokerInner
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
+    ) -> tuple[PutMessageResult, AppendedBatch | None]:
         """A batch: ``msg.body`` is the MessageBatch encoding, ``msg.properties`` the batch-level
         properties appended to each entry's own. All entries go into one segment."""
         refused = _batch_refusal(msg)
         if refused is not None:
-            return PutMessageResult(status=PutMessageStatus.MESSAGE_ILLEGAL, remark=refused), []
+            return PutMessageResult(status=PutMessageStatus.MESSAGE_ILLEGAL, remark=refused), None
         topic = msg.topic.encode("utf-8")
         batch_properties = codec.properties_to_string(msg.properties).encode("utf-8")
         born6, store6 = len(msg.born_host[0]) == 16, len(self.cursor.store_address) == 16
@@ -241,55 +242,55 @@ class CommitLog:
         except codec.MessageDecodeError as exc:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}"
-            ), []
+            ), None
         if not records:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch"
-            ), []
+            ), None
         problem = self._check(topic, b"", len(records[0][1]))
         if problem is None and refused >= 0:
             problem = self._check(topic, records[refused][2], len(records[refused][1]))
         if problem is not None:
-            return problem, []
+            return problem, None
         if total > self.config.max_message_size + 64 * 1024 * len(records):
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes is too large",
-            ), []
+            ), None
         try:
             mapped = self._segment_for(total)
         except DiskError as exc:
-            return self.on_disk_error(exc), []
+            return self.on_disk_error(exc), None
         except StoreError as exc:
             log.error("cannot append a batch: %s", exc)
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
-            ), []
+            ), None
         return self._append_batch(msg, mapped, records, total)
 
     def _append_batch(
         self, msg: MessageExtBrokerInner, mapped: MappedFile, records: list[Record], total: int
-    ) -> tuple[PutMessageResult, list[DispatchRequest]]:
-        """Write a batch's records back to back; dispatch requests for each."""
+    ) -> tuple[PutMessageResult, AppendedBatch]:
+        """Write a batch's records back to back; what dispatch needs of them, packed."""
         store_timestamp = self.clock()
         position = mapped.wrote_position
-        msg_ids, requests = self.cursor.put_batch(
+        queue_offset = self.cursor.queue_offset(msg.topic, msg.queue_id)
+        msg_id, units, keys, wakes = self.cursor.put_batch_dispatch(
             mapped.mmap, position, mapped.start_offset, store_timestamp, records, msg.topic,
             msg.queue_id, msg.sys_flag, msg.born_timestamp, msg.born_host, msg.reconsume_times,
         )  # fmt: skip
         mapped.wrote_position = position + total
         self.warmer.wrote(mapped)
-        first = requests[0]
+        # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset, msg_num
         append = AppendMessageResult(
-            wrote_offset=first.commit_log_offset,
-            wrote_bytes=total,
-            msg_id=",".join(msg_ids),
-            msg_ids=msg_ids,
-            store_timestamp=store_timestamp,
-            queue_offset=first.consume_queue_offset,
-            msg_num=len(msg_ids),
-        )
-        return PutMessageResult(status=PutMessageStatus.PUT_OK, append=append), requests
+            mapped.start_offset + position, total, msg_id, msg_id.split(","), store_timestamp,
+            queue_offset, len(records),
+        )  # fmt: skip
+        appended = AppendedBatch(
+            msg.topic, msg.queue_id, msg.sys_flag, store_timestamp, queue_offset, units, keys,
+            wakes,
+        )  # fmt: skip
+        return PutMessageResult(PutMessageStatus.PUT_OK, append), appended
 
     def _delivery_time(self, tags_code: int, delay: str | None, store_ts: int) -> int:
         """The tags code of a SCHEDULE_TOPIC unit: when the message is due, as Java stores it."""

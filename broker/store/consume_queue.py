@@ -147,6 +147,31 @@ class ConsumeQueue:
         for r in requests:
             self.put(r.commit_log_offset, r.msg_size, r.tags_code, r.consume_queue_offset)
 
+    def put_units(self, units: bytes, queue_offset: int) -> None:
+        """``put_batch`` for a batch put's units already packed (AppendCursor
+        .put_batch_dispatch), the first for ``queue_offset``: copied in one slice when they
+        follow the queue's end and fit in its current file, else unit by unit through ``put``."""
+        count = len(units) // UNIT
+        if not count:
+            return
+        mapped = self.queue.last
+        first_phys, first_size, _ = CQ_UNIT.unpack_from(units, 0)
+        if (
+            mapped is not None
+            and first_phys + first_size > self.max_phys_offset
+            and mapped.start_offset + mapped.wrote_position == queue_offset * UNIT
+            and mapped.wrote_position + count * UNIT <= mapped.file_size
+        ):
+            position = mapped.wrote_position
+            mapped.mmap[position : position + count * UNIT] = units
+            mapped.wrote_position = position + count * UNIT
+            last_phys, last_size, _ = CQ_UNIT.unpack_from(units, (count - 1) * UNIT)
+            self.max_phys_offset = last_phys + last_size
+            return
+        for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(units):
+            self.put(phys_offset, size, tags_code, queue_offset)
+            queue_offset += 1
+
     def _fill_before(self, mapped: MappedFile, expected: int) -> None:
         """A queue whose first unit is not offset 0 (a slave starting mid-log) pads the file's
         start with filler units, as RocketMQ does."""

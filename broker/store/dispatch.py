@@ -4,7 +4,7 @@ CommitLogDispatchers do (docs/spec/store-format.md §8): its ConsumeQueue unit
 the long-polling wake-up.
 
 A put dispatches its own records when dispatch is caught up (``DefaultMessageStore.put_message``
-and ``put_messages``); reput, recovery and slaves dispatch records read back from the log, in
+and, from what the append packed, ``put_messages``); reput, recovery and slaves dispatch records read back from the log, in
 log order (``dispatch_many``).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_service import IndexService
-from broker.store.types import DispatchRequest
+from broker.store.types import AppendedBatch, DispatchRequest
 from remoting import message as codec
 
 # (topic, queue id, next queue offset, tags code, store timestamp, properties)
@@ -57,19 +57,23 @@ class CommitLogDispatcher:
             self.index_service.build_index(request)
         self.last_dispatched_timestamp = request.store_timestamp
 
-    def dispatch_batch(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
-        """``dispatch`` for the entries of one batch: one topic, one queue, one sys flag, so
-        the queue is looked up once and the checks made once."""
-        first = requests[0]
-        if not first.sys_flag & _NOT_QUEUED:
-            queue = self.consume_queues.find_or_create(first.topic, first.queue_id)
+    def dispatch_appended(self, batch: AppendedBatch, *, notify: bool = True) -> None:
+        """``dispatch`` for the entries of one batch a put just appended (one topic, one queue,
+        one sys flag), from what the append packed: the units in one copy, the index entries
+        in one pass, the wake-ups once per tags code, no DispatchRequest per entry."""
+        if not batch.sys_flag & _NOT_QUEUED:
+            queue = self.consume_queues.find_or_create(batch.topic, batch.queue_id)
             if queue is not None:
-                queue.put_batch(requests)
+                queue.put_units(batch.units, batch.queue_offset)
                 if notify and self.arrival_listener is not None:
-                    self._notify_newest(requests)
+                    for tags_code, queue_offset in batch.wakes:
+                        self.arrival_listener(
+                            batch.topic, batch.queue_id, queue_offset + 1, tags_code,
+                            batch.store_timestamp, {},
+                        )  # fmt: skip
         if self.config.message_index_enable:
-            self.index_service.build_index_batch(requests)
-        self.last_dispatched_timestamp = requests[-1].store_timestamp
+            self.index_service.build_index_keys(batch.sys_flag, batch.store_timestamp, batch.keys)
+        self.last_dispatched_timestamp = batch.store_timestamp
 
     def dispatch_many(self, requests: list[DispatchRequest], *, notify: bool = True) -> None:
         """``dispatch`` for records read back in log order (reput, recovery, slaves), a run at

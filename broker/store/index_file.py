@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from broker.store.layout import BATCH_KEY, INDEX_REQUEST_MAX_KEYS
 from broker.store.layout import INDEX_ENTRY as ENTRY
 from broker.store.layout import INDEX_HEADER as HEADER
-from broker.store.layout import INDEX_REQUEST_MAX_KEYS
 from broker.store.layout import INDEX_SLOT as SLOT
 from broker.store.mapped_file import MappedFile
 from broker.store.store_native import native
@@ -145,6 +145,33 @@ def python_index_requests(
     return entries[written:]
 
 
+def packed_entries(keys: bytes, store_timestamp: int, done: int) -> list[tuple[int, int, int]]:
+    """The (key hash, phy offset, store timestamp) entries of a batch put's packed keys
+    (AppendCursor.put_batch_dispatch) past ``done``."""
+    if len(keys) % BATCH_KEY.size:
+        raise ValueError("packed index entries are 12 bytes each")
+    return [(h, phy, store_timestamp) for h, phy in BATCH_KEY.iter_unpack(keys) if phy > done]
+
+
+def python_index_put_keys(
+    mm: mmap.mmap | memoryview | bytearray,
+    slots: int,
+    max_entries: int,
+    keys: bytes,
+    store_timestamp: int,
+) -> list[tuple[int, int, int]]:
+    """``python_index_requests`` for a batch put's packed keys: the entries of records the file
+    already indexes skipped, the rest added while the file has room; returns what did not fit.
+    The reference of broker/store/native/index.c's index_put_keys."""
+    if len(keys) % BATCH_KEY.size:
+        raise ValueError("packed index entries are 12 bytes each")
+    header = read_header(mm)
+    done = header.end_phy_offset if header.index_count > 1 else -1
+    entries = packed_entries(keys, store_timestamp, done)
+    written = python_index_put_entries(mm, slots, max_entries, entries)
+    return entries[written:]
+
+
 def python_index_request(
     mm: mmap.mmap | memoryview | bytearray, slots: int, max_entries: int, request: DispatchRequest
 ) -> bool:
@@ -164,10 +191,10 @@ def python_index_request(
 
 if native is not None:
     index_put_entries, index_requests = native.index_put_entries, native.index_requests
-    index_request = native.index_request
+    index_request, index_put_keys = native.index_request, native.index_put_keys
 else:
     index_put_entries, index_requests = python_index_put_entries, python_index_requests
-    index_request = python_index_request
+    index_request, index_put_keys = python_index_request, python_index_put_keys
 
 
 def key_count(requests: Sequence[DispatchRequest]) -> int:

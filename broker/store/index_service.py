@@ -17,11 +17,14 @@ from pathlib import Path
 from broker.store.health import INDEX, RETRY_S, StoreHealth
 from broker.store.index_file import (
     IndexFile,
+    index_put_keys,
     index_request,
     index_requests,
     key_count,
+    packed_entries,
     python_index_hashes,
 )
+from broker.store.layout import BATCH_KEY
 from broker.store.mapped_file import DiskError, MappedFile
 from broker.store.types import DispatchRequest
 from remoting import message as codec
@@ -112,6 +115,27 @@ class IndexService:
             return
         else:
             left = python_index_hashes(requests, prefix, -1)
+        self._spill(index, left)
+
+    def build_index_keys(self, sys_flag: int, store_timestamp: int, keys: bytes) -> None:
+        """``build_index_batch`` for a batch put's packed keys (AppendCursor.put_batch_dispatch:
+        each entry's key hash and phy offset, in the order build_index_batch adds them)."""
+        if sys_flag & _ROLLBACK == _ROLLBACK or not keys:
+            return
+        index = self.files[-1] if self.files else None
+        if index is not None:
+            left = index_put_keys(
+                index.file.mmap, index.slots, index.max_entries, keys, store_timestamp
+            )
+        elif self.clock() < self._retry_at:  # no file, and the disk refused one just now
+            self.health.keys_not_indexed += len(keys) // BATCH_KEY.size
+            return
+        else:
+            left = packed_entries(keys, store_timestamp, -1)
+        self._spill(index, left)
+
+    def _spill(self, index: IndexFile | None, left: list[tuple[int, int, int]]) -> None:
+        """Entries that did not fit in ``index`` (or found no file) into the next files."""
         while left:
             index = self._room(index, len(left))
             if index is None:

@@ -18,6 +18,10 @@ assert INDEX_HEADER.size == 40
 INDEX_SLOT = struct.Struct(">i")  # the newest entry number of a hash slot
 INDEX_ENTRY = struct.Struct(">iqii")  # key hash, phy offset, time diff (s), previous entry
 assert INDEX_ENTRY.size == 20
+# An index entry of a batch put's packed dispatch (AppendCursor.put_batch_dispatch): the key's
+# Java hash and the record's phy offset, one per key, in the order IndexService adds them.
+BATCH_KEY = struct.Struct(">iq")
+assert BATCH_KEY.size == 12
 # A record with more keys than this is indexed the general way (IndexService.build_index).
 INDEX_REQUEST_MAX_KEYS = 64
 

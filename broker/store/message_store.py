@@ -281,12 +281,12 @@ class DefaultMessageStore(QueueLookups):
             return refused
         started = perf_counter_ns()
         caught_up = self.reput.caught_up()
-        result, requests = self.commit_log.put_messages(batch)
+        result, appended = self.commit_log.put_messages(batch)
         if result.status is PutMessageStatus.PUT_OK:
             self._appended(result)
             if not caught_up:
                 self.reput.wake()
-            elif self._dispatch_ok(self.dispatcher.dispatch_batch, requests):
+            elif self._dispatch_ok(self.dispatcher.dispatch_appended, appended):
                 self.reput.dispatched_to(result.append.end_offset)  # type: ignore[union-attr]
         self.stats.on_put_time(perf_counter_ns() - started)
         return result

@@ -15,7 +15,7 @@ from remoting import record_layout
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT
 from remoting.native_loader import load
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -23,6 +23,7 @@ NAMES = (
     "batch_records",
     "dispatch_fields",
     "index_put_entries",
+    "index_put_keys",
     "index_request",
     "index_requests",
     "pack_cq_units",
@@ -42,6 +43,7 @@ CONSTANTS = {
     "MAX_PROPERTIES_BYTES": layout.MAX_PROPERTIES_BYTES,
     "TRANSACTION_NOT_QUEUED_BIT": TRANSACTION_NOT_QUEUED_BIT,
     "INDEX_REQUEST_MAX_KEYS": layout.INDEX_REQUEST_MAX_KEYS,
+    "BATCH_KEY_SIZE": layout.BATCH_KEY.size,
     "MESSAGE_MAGIC_CODE": record_layout.MESSAGE_MAGIC_CODE,
     "BLANK_MAGIC_CODE": record_layout.BLANK_MAGIC_CODE,
     "END_FILE_MIN_BLANK_LENGTH": record_layout.END_FILE_MIN_BLANK_LENGTH,

@@ -123,6 +123,22 @@ class DispatchRequest(NamedTuple):
     properties: dict[str, str]
 
 
+class AppendedBatch(NamedTuple):
+    """What dispatch needs of a batch just appended, packed by the append
+    (AppendCursor.put_batch_dispatch) instead of a DispatchRequest per entry: the entries'
+    ConsumeQueue units back to back, their index entries (layout.BATCH_KEY each) and the
+    long-polling wake-ups, (tags code, queue offset) once per tags code."""
+
+    topic: str
+    queue_id: int
+    sys_flag: int
+    store_timestamp: int
+    queue_offset: int  # of the first entry
+    units: bytes
+    keys: bytes
+    wakes: list[tuple[int, int]]
+
+
 class TagsFilter:
     """ConsumeQueue-level tag filter: a set of Java hash codes, or None for every tag ("*")."""
 

@@ -37,7 +37,7 @@ static void refuse(const char *status, PyObject *remark) {
 }
 
 static int as_ll(PyObject *o, long long *out) {
-    *out = PyLong_AsLongLong(o);
+    *out = as_long_long(o);
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
@@ -329,7 +329,7 @@ static int batch_outcome(AppendCursor *c, PyObject *const *args, PyObject *seq, 
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *props = PyTuple_GET_ITEM(record, 2), *size = PyTuple_GET_ITEM(record, 3);
-        long long size_value = PyLong_AsLongLong(size);
+        long long size_value = as_long_long(size);
         PyObject *id = message_id(c->prefix, phys);
         if (id == NULL) return -1;
         PyList_SET_ITEM(ids, i, id);
@@ -363,8 +363,8 @@ static int batch_outcome(AppendCursor *c, PyObject *const *args, PyObject *seq, 
  * records: (flag, body, properties bytes, size, body CRC) as batch_records makes them, packed
  * back to back from `position` with consecutive queue offsets from the queue's next one. The
  * caller made room for all of them. */
-static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
-                                        Py_ssize_t nargs) {
+static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t nargs,
+                              int packed) {
     if (nargs != B_ARGS) {
         PyErr_Format(PyExc_TypeError, "put_batch takes %d arguments", B_ARGS);
         return NULL;
@@ -412,9 +412,15 @@ static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
     };
     if (pack_batch(c, &mm, position, seq, &f) < 0) goto done;
     Py_ssize_t count = PyList_GET_SIZE(seq);
-    if ((ids = PyList_New(count)) == NULL || (requests = PyList_New(count)) == NULL) goto done;
-    if (batch_outcome(c, args, seq, start + position, queue_offset, ids, requests) < 0) goto done;
-    PyObject *outcome = PyTuple_Pack(2, ids, requests);
+    PyObject *outcome;
+    if (packed) {
+        outcome = batch_dispatch(c->prefix, args[B_TOPIC], seq, start + position, queue_offset);
+    } else {
+        if ((ids = PyList_New(count)) == NULL || (requests = PyList_New(count)) == NULL ||
+            batch_outcome(c, args, seq, start + position, queue_offset, ids, requests) < 0)
+            goto done;
+        outcome = PyTuple_Pack(2, ids, requests);
+    }
     if (outcome == NULL || set_next(c, key, queue_offset + count) < 0) {
         Py_XDECREF(outcome);
         goto done;
@@ -428,6 +434,20 @@ done:
     Py_XDECREF(ids);
     Py_XDECREF(requests);
     return result;
+}
+
+static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    return put_batch_as(c, args, nargs, 0);
+}
+
+/* put_batch_dispatch(the arguments of put_batch)
+ *   -> (msg ids joined by commas, units, index entries, wakes)
+ * put_batch with what dispatch needs packed instead of a DispatchRequest per record (see
+ * batch_dispatch.c, and python_batch_dispatch in append_cursor.py, the reference). */
+static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *const *args,
+                                                 Py_ssize_t nargs) {
+    return put_batch_as(c, args, nargs, 1);
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -563,6 +583,9 @@ static PyMethodDef AppendCursor_methods[] = {
      "Pack one message's record; (msg id, DispatchRequest), or its size when it does not fit."},
     {"put_batch", (PyCFunction)(void (*)(void))AppendCursor_put_batch, METH_FASTCALL,
      "Pack a batch's records; (msg ids, DispatchRequests)."},
+    {"put_batch_dispatch", (PyCFunction)(void (*)(void))AppendCursor_put_batch_dispatch,
+     METH_FASTCALL,
+     "Pack a batch's records; (msg ids joined, CQ units, index entries, wake-ups)."},
     {"queue_offset", (PyCFunction)(void (*)(void))AppendCursor_queue_offset, METH_FASTCALL,
      "The next queue offset of (topic, queue id): 0 for a queue not in the table."},
     {"set_queue_offset", (PyCFunction)(void (*)(void))AppendCursor_set_queue_offset,

@@ -28,9 +28,9 @@ PyObject *pack_cq_units(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
                 goto done;
             }
-            long long phys = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
-            long long size = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_SIZE));
-            long long tags = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_TAGS_CODE));
+            long long phys = as_long_long(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
+            long long size = as_long_long(PyTuple_GET_ITEM(request, DR_SIZE));
+            long long tags = as_long_long(PyTuple_GET_ITEM(request, DR_TAGS_CODE));
             if (PyErr_Occurred()) goto done;
             if (size < INT32_MIN || size > INT32_MAX) {
                 PyErr_SetString(PyExc_OverflowError, "a unit's size is an int32");

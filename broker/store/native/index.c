@@ -88,9 +88,9 @@ PyObject *index_put_entries(PyObject *self, PyObject *args) {
                             "an entry is a (key hash, phy offset, store timestamp) tuple");
             break;
         }
-        long long key_hash = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 0));
-        long long phy = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 1));
-        long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 2));
+        long long key_hash = as_long_long(PyTuple_GET_ITEM(entry, 0));
+        long long phy = as_long_long(PyTuple_GET_ITEM(entry, 1));
+        long long store_ts = as_long_long(PyTuple_GET_ITEM(entry, 2));
         if (PyErr_Occurred() || !writer_add(&w, key_hash, phy, store_ts)) break;
     }
     writer_close(&w); /* what went in before an error stays in, as in the Python twin */
@@ -128,7 +128,7 @@ static int add_hash(void *ctx, uint32_t h) {
     PyObject *phy = PyTuple_GET_ITEM(request, DR_PHYS_OFFSET);
     PyObject *ts = PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP);
     if (PyList_GET_SIZE(left) == 0 &&
-        writer_add(w, key_hash, PyLong_AsLongLong(phy), PyLong_AsLongLong(ts)))
+        writer_add(w, key_hash, as_long_long(phy), as_long_long(ts)))
         return 0;
     PyObject *entry = Py_BuildValue("(LOO)", key_hash, phy, ts);
     if (entry == NULL) return -1;
@@ -148,9 +148,9 @@ static int check_request(PyObject *request) {
         PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
         return -1;
     }
-    if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) == -1 && PyErr_Occurred())
+    if (as_long_long(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) == -1 && PyErr_Occurred())
         return -1;
-    if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP)) == -1 &&
+    if (as_long_long(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP)) == -1 &&
         PyErr_Occurred())
         return -1;
     return 0;
@@ -181,7 +181,7 @@ PyObject *index_requests(PyObject *self, PyObject *args) {
     uint32_t base = unsigned_java_hash(prefix);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *request = PySequence_Fast_GET_ITEM(seq, i);
-        if (PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) <= done) continue;
+        if (as_long_long(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET)) <= done) continue;
         Spill spill = {&w, left, request};
         if (each_key_hash(base, PyTuple_GET_ITEM(request, DR_KEYS),
                           PyTuple_GET_ITEM(request, DR_UNIQ_KEY), add_hash, &spill) < 0)
@@ -229,8 +229,8 @@ PyObject *index_request(PyObject *self, PyObject *args) {
         goto done;
     }
     if (writer_open(&w, &mm, slots, max_entries) < 0) goto done;
-    long long phys = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
-    long long store_ts = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP));
+    long long phys = as_long_long(PyTuple_GET_ITEM(request, DR_PHYS_OFFSET));
+    long long store_ts = as_long_long(PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP));
     if (w.count > 1 && phys <= w.end_phy) { /* indexed before a crash */
         result = Py_NewRef(Py_True);
         goto done;
@@ -250,4 +250,44 @@ PyObject *index_request(PyObject *self, PyObject *args) {
 done:
     PyBuffer_Release(&mm);
     return result;
+}
+
+/* index_put_keys(mm, slots, max_entries, keys, store_timestamp)
+ *   -> [(key hash, phy offset, store timestamp)]
+ * keys: a batch put's packed index entries (BATCH_KEY_SIZE each: key hash int32, phy offset
+ * int64, big-endian; batch_dispatch.c), added in order as index_requests adds a batch's:
+ * entries of records the file already indexes skipped, the rest into the file while it has
+ * room. Returns what did not fit, for the next file. */
+PyObject *index_put_keys(PyObject *self, PyObject *args) {
+    Py_buffer mm, keys;
+    long long slots, max_entries, store_ts;
+    if (!PyArg_ParseTuple(args, "w*LLy*L", &mm, &slots, &max_entries, &keys, &store_ts))
+        return NULL;
+    IndexWriter w;
+    PyObject *left = NULL;
+    if (keys.len % BATCH_KEY_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "packed index entries are 12 bytes each");
+        goto done;
+    }
+    if (writer_open(&w, &mm, slots, max_entries) < 0 || (left = PyList_New(0)) == NULL)
+        goto done;
+    long long indexed = w.count > 1 ? w.end_phy : -1; /* re-dispatch after recovery: skip */
+    const unsigned char *p = keys.buf, *end = p + keys.len;
+    for (; p < end; p += BATCH_KEY_SIZE) {
+        long long key_hash = get_i32(p), phy = get_i64(p + 4);
+        if (phy <= indexed) continue;
+        if (PyList_GET_SIZE(left) == 0 && writer_add(&w, key_hash, phy, store_ts)) continue;
+        PyObject *entry = Py_BuildValue("(LLL)", key_hash, phy, store_ts);
+        if (entry == NULL || PyList_Append(left, entry) < 0) {
+            Py_XDECREF(entry);
+            Py_CLEAR(left);
+            break;
+        }
+        Py_DECREF(entry);
+    }
+    writer_close(&w); /* out of memory midway: what went in stays in */
+done:
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&mm);
+    return left;
 }

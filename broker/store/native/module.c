@@ -65,6 +65,8 @@ static PyMethodDef methods[] = {
      "ConsumeQueue units of dispatch requests, back to back (consume_queue.py)."},
     {"index_requests", index_requests, METH_VARARGS,
      "Index the keys and unique keys of dispatch requests (broker/store/index_file.py)."},
+    {"index_put_keys", index_put_keys, METH_VARARGS,
+     "Index a batch put's packed key entries (broker/store/index_file.py)."},
     {"index_request", index_request, METH_VARARGS,
      "All of one record's index entries, or none when they do not all fit (index_file.py)."},
     {"index_put_entries", index_put_entries, METH_VARARGS,
@@ -98,6 +100,7 @@ static int add_constants(PyObject *m) {
         {"MAX_PROPERTIES_BYTES", MAX_PROPERTIES_BYTES},
         {"TRANSACTION_NOT_QUEUED_BIT", TRANSACTION_NOT_QUEUED_BIT},
         {"INDEX_REQUEST_MAX_KEYS", INDEX_REQUEST_MAX_KEYS},
+        {"BATCH_KEY_SIZE", BATCH_KEY_SIZE},
     };
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) return -1;

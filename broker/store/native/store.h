@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 4
+#define STORE_ABI_VERSION 5
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -22,6 +22,10 @@
 /* The sys flag bit of the two transaction types that take no queue offset: a prepared half
  * (0x4) and a rolled-back one (0xC). */
 #define TRANSACTION_NOT_QUEUED_BIT 0x4
+/* An index entry of a batch put's packed dispatch: key hash int32, phys offset int64. */
+#define BATCH_KEY_SIZE 12
+/* The distinct tags a batch's wake-ups are collected for in a fixed table (then a dict). */
+#define BATCH_WAKE_TAGS 8
 /* A record with more keys than this is indexed the general way, not by index_request. */
 #define INDEX_REQUEST_MAX_KEYS 64
 
@@ -32,6 +36,19 @@ enum {
     DR_QUEUE_OFFSET, DR_KEYS, DR_UNIQ_KEY, DR_SYS_FLAG, DR_PROPERTIES, DR_FIELDS,
 };
 extern const char *const dispatch_request_fields[DR_FIELDS];
+
+/* PyLong_AsLongLong without its slow path: CPython 3.11 converts an int of more than one
+ * 30-bit digit through _PyLong_AsByteArray, a byte at a time, and phys offsets, timestamps,
+ * CRCs and tags codes mostly are such ints. The same value, and OverflowError past int64. */
+static inline long long as_long_long(PyObject *o) {
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long long");
+        return -1;
+    }
+    return value;
+}
 
 /* A new `type` tuple of DR_FIELDS items, stealing each (NULL items: out of memory; the tuple's
  * dealloc takes what was made and NULL comes back). */
@@ -68,10 +85,16 @@ PyObject *message_fields_of(PyObject *properties);
 /* (tags code, KEYS, UNIQ_KEY, DELAY) of encoded properties in UTF-8 (properties.c). */
 PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 
+/* (msg ids joined by commas, ConsumeQueue units, index entries, [(tags code, queue offset)])
+ * of records AppendCursor packed from `phys` and `queue_offset` (batch_dispatch.c). */
+PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, PyObject *seq, long long phys,
+                         long long queue_offset);
+
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *batch_records(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *index_requests(PyObject *self, PyObject *args);
+PyObject *index_put_keys(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
