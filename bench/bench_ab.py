@@ -20,12 +20,19 @@ from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
+# Two brokers on PORT and PORT + 10 (each with its HA port next to it): helpers sharing a
+# machine give each run its own.
+PORT = int(os.environ.get("BENCH_AB_PORT", "32471"))
 HERE = Path(__file__).resolve().parent.parent
 
 
 def tree_broker(tree: Path, root: Path, port: int) -> Broker:
-    """A broker of ``tree`` on ``port`` (HA on the next port, so two can run at once)."""
-    return Broker(root, port, f"haListenPort={port + 1}\n", name=f"ab{port}", tree=tree)
+    """A broker of ``tree`` on ``port`` (HA on the next port, so two can run at once). Stops
+    the run when it does not start: the load would go to whatever else listens there."""
+    broker = Broker(root, port, f"haListenPort={port + 1}\n", name=f"ab{port}", tree=tree)
+    if broker.proc.poll() is not None:
+        raise SystemExit(f"the broker of {tree} on port {port} did not start")
+    return broker
 
 
 def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
@@ -66,8 +73,10 @@ def main(argv: list[str]) -> None:
     other = Path(argv[0]).resolve()
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    brokers = {"this": tree_broker(HERE, root, 32471), "other": tree_broker(other, root, 32481)}
+    brokers: dict[str, Broker] = {}
     try:
+        brokers["this"] = tree_broker(HERE, root, PORT)
+        brokers["other"] = tree_broker(other, root, PORT + 10)
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
             fill_pull_topic(broker)
