@@ -32,6 +32,11 @@ SDK5 := .venv-sdk5
 $(STAMP): pyproject.toml setup.py $(NATIVE) proxy/build_protos.py tests/integration/proxy/sdk5-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@# The store's body CRC uses libdeflate's (PCLMUL) when its header is there (setup.py), else
+	@# zlib's: install Debian's libdeflate-dev before the build when missing and we may.
+	@[ -e /usr/include/libdeflate.h ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends libdeflate-dev >/dev/null; } || \
+	  echo "note: no libdeflate-dev: the store's body CRC uses zlib's (slower)"
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
 	@# mqproxy's apache.rocketmq.v2 modules, generated from the .proto files Apache publishes
 	@# (npm; proxy/build_protos.py says which and why). npm comes from Debian when missing.

@@ -14,10 +14,11 @@ leaves the install working, with the pure-Python code; remoting/native_loader.py
   (without it the event loop writes replies itself).
 
 The first two compile in remoting/native/record_layout.h, the one C definition of the record
-layout, and link zlib for the body CRC.
+layout, and link zlib for the body CRC (the store's takes libdeflate's when it is installed).
 """
 
 from glob import glob
+from pathlib import Path
 
 from setuptools import Extension, setup
 
@@ -36,10 +37,18 @@ def extension(name: str, folder: str, **options: object) -> Extension:
     )
 
 
+def store_options() -> dict[str, object]:
+    """The store's body CRC from libdeflate (PCLMUL) when its header is installed (make
+    install's apt line: libdeflate-dev), else from zlib (broker/store/native/store.h)."""
+    if any(Path(d, "libdeflate.h").exists() for d in ("/usr/include", "/usr/local/include")):
+        return {"libraries": ["z", "deflate"], "define_macros": [("HAVE_LIBDEFLATE", "1")]}
+    return {"libraries": ["z"]}
+
+
 setup(
     ext_modules=[
         extension("remoting._codec", "remoting/native/codec", libraries=["z"]),
-        extension("broker.store._native", "broker/store/native", libraries=["z"]),
+        extension("broker.store._native", "broker/store/native", **store_options()),
         extension("remoting._sender", "remoting/native/sender"),
     ]
 )

@@ -14,7 +14,6 @@
  * not fit, a refused message or any error leaves the cursor as it was (the bytes it may have
  * written lie past the write position, where the next append overwrites them). */
 #include "store.h"
-#include <zlib.h>
 
 typedef struct {
     PyObject_HEAD
@@ -185,7 +184,7 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
     int32_t sys_flag = (int32_t)n->sys_flag;
     if (in->born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
     if (store_len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
-    unsigned long crc = crc32_z(0L, in->body.buf, (size_t)in->body.len);
+    unsigned long crc = body_crc(in->body.buf, (size_t)in->body.len);
     PyObject *props = PyTuple_GET_ITEM(in->fields, 0);
     RecordFields f = {
         .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul),

@@ -2,7 +2,6 @@
  * python_batch_records): each entry's properties followed by the batch's, its size and CRC. */
 #include "store.h"
 #include "batch_body.h"
-#include <zlib.h>
 
 /* batch_records(view, batch properties bytes, fixed size, max body, max properties,
  *               error_type) -> (records, total, refused)
@@ -42,7 +41,7 @@ PyObject *batch_records(PyObject *self, PyObject *args) {
         if (separate) p[e.props_length] = '\x02';
         memcpy(p + e.props_length + separate, batch_props.buf, batch_props.len);
         Py_ssize_t size = fixed_size + e.body_length + props_length;
-        unsigned long crc = crc32_z(0L, data + e.body_at, (size_t)e.body_length) & 0x7FFFFFFFul;
+        unsigned long crc = body_crc(data + e.body_at, (size_t)e.body_length) & 0x7FFFFFFFul;
         PyObject *body = PySequence_GetSlice(view, e.body_at, e.body_at + e.body_length);
         if (body == NULL) {
             Py_DECREF(props);

@@ -37,6 +37,22 @@ enum {
 };
 extern const char *const dispatch_request_fields[DR_FIELDS];
 
+/* A message body's CRC32 (zlib's: the record's BODYCRC before its top bit is cleared). With
+ * libdeflate (setup.py links it when its header is installed, as make install does) it runs
+ * with PCLMUL, about 4x zlib's table-driven loop on these machines; zlib's otherwise. The
+ * tests hold both to Python's zlib.crc32. */
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+static inline uint32_t body_crc(const void *data, size_t length) {
+    return libdeflate_crc32(0, data, length);
+}
+#else
+#include <zlib.h>
+static inline uint32_t body_crc(const void *data, size_t length) {
+    return (uint32_t)crc32_z(0L, data, length);
+}
+#endif
+
 /* PyLong_AsLongLong without its slow path: CPython 3.11 converts an int of more than one
  * 30-bit digit through _PyLong_AsByteArray, a byte at a time, and phys offsets, timestamps,
  * CRCs and tags codes mostly are such ints. The same value, and OverflowError past int64. */
