@@ -93,3 +93,48 @@ def batch_records(
         max_properties,
         codec.MessageDecodeError,
     )
+
+
+# (records, count, total size, refused, first entry's body length, the refused entry's
+# properties or None, its body length): what CommitLog.put_messages checks before the append,
+# and ``records`` for AppendCursor.put_batch_dispatch (a list of Records here; native: the
+# request's body view, the batch properties and a plan of the entries, no object per entry).
+BatchPlan = tuple[Any, int, int, int, int, bytes | None, int]
+
+
+def python_batch_plan(
+    body: bytes | memoryview,
+    batch_properties: bytes,
+    fixed_size: int,
+    max_body: int,
+    max_properties: int,
+) -> BatchPlan:
+    """``python_batch_records`` with the facts put_messages checks: the reference of
+    broker/store/native/batch.c's batch_plan."""
+    records, total, refused = python_batch_records(
+        body, batch_properties, fixed_size, max_body, max_properties
+    )
+    first_body = len(records[0][1]) if records else 0
+    if refused < 0:
+        return records, len(records), total, refused, first_body, None, 0
+    _flag, entry_body, properties, _size, _crc = records[refused]
+    return records, len(records), total, refused, first_body, properties, len(entry_body)
+
+
+def batch_plan(
+    body: bytes | memoryview,
+    batch_properties: bytes,
+    fixed_size: int,
+    max_body: int,
+    max_properties: int,
+) -> BatchPlan:
+    if native is None:
+        return python_batch_plan(body, batch_properties, fixed_size, max_body, max_properties)
+    return native.batch_plan(
+        memoryview(body),
+        batch_properties,
+        fixed_size,
+        max_body,
+        max_properties,
+        codec.MessageDecodeError,
+    )

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from broker.store.append_cursor import AppendCursor, RecordRefused, record_problem
-from broker.store.batch_records import Record, batch_records, dispatch_fields
+from broker.store.batch_records import batch_plan, dispatch_fields
 from broker.store.config import MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.layout import MAX_PROPERTIES_BYTES
@@ -232,7 +233,7 @@ class CommitLog:
         born6, store6 = len(msg.born_host[0]) == 16, len(self.cursor.store_address) == 16
         fixed_size = record_size(0, len(topic), 0, born_v6=born6, store_v6=store6)
         try:
-            records, total, refused = batch_records(
+            records, count, total, refused, first_body, refused_props, refused_body = batch_plan(
                 msg.body,
                 batch_properties,
                 fixed_size,
@@ -243,16 +244,16 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}"
             ), None
-        if not records:
+        if not count:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL, remark="empty batch"
             ), None
-        problem = self._check(topic, b"", len(records[0][1]))
-        if problem is None and refused >= 0:
-            problem = self._check(topic, records[refused][2], len(records[refused][1]))
+        problem = self._check(topic, b"", first_body)
+        if problem is None and refused_props is not None:
+            problem = self._check(topic, refused_props, refused_body)
         if problem is not None:
             return problem, None
-        if total > self.config.max_message_size + 64 * 1024 * len(records):
+        if total > self.config.max_message_size + 64 * 1024 * count:
             return PutMessageResult(
                 status=PutMessageStatus.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes is too large",
@@ -266,10 +267,10 @@ class CommitLog:
             return PutMessageResult(
                 status=PutMessageStatus.CREATE_MAPPED_FILE_FAILED, remark=str(exc)
             ), None
-        return self._append_batch(msg, mapped, records, total)
+        return self._append_batch(msg, mapped, records, count, total)
 
     def _append_batch(
-        self, msg: MessageExtBrokerInner, mapped: MappedFile, records: list[Record], total: int
+        self, msg: MessageExtBrokerInner, mapped: MappedFile, records: Any, count: int, total: int
     ) -> tuple[PutMessageResult, AppendedBatch]:
         """Write a batch's records back to back; what dispatch needs of them, packed."""
         store_timestamp = self.clock()
@@ -284,7 +285,7 @@ class CommitLog:
         # wrote_offset, wrote_bytes, msg_id, msg_ids, store_timestamp, queue_offset, msg_num
         append = AppendMessageResult(
             mapped.start_offset + position, total, msg_id, msg_id.split(","), store_timestamp,
-            queue_offset, len(records),
+            queue_offset, count,
         )  # fmt: skip
         appended = AppendedBatch(
             msg.topic, msg.queue_id, msg.sys_flag, store_timestamp, queue_offset, units, keys,

@@ -20,6 +20,7 @@ SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
     "RecordRefused",
+    "batch_plan",
     "batch_records",
     "dispatch_fields",
     "index_put_entries",

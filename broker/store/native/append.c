@@ -375,8 +375,10 @@ static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t
         as_ll(args[B_SYS_FLAG], &sys_flag) < 0 || as_ll(args[B_BORN_TS], &born_ts) < 0 ||
         as_ll(args[B_RECONSUME], &reconsume) < 0)
         return NULL;
-    if (!PyList_Check(args[B_RECORDS]) || !PyUnicode_Check(args[B_TOPIC])) {
-        PyErr_SetString(PyExc_TypeError, "records are a list and the topic a str");
+    if (!(packed ? PyTuple_Check(args[B_RECORDS]) : PyList_Check(args[B_RECORDS])) ||
+        !PyUnicode_Check(args[B_TOPIC])) {
+        PyErr_SetString(PyExc_TypeError, packed ? "records are a batch plan and the topic a str"
+                                                : "records are a list and the topic a str");
         return NULL;
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[B_TOPIC], &topic_len);
@@ -409,12 +411,18 @@ static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t
         .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
         .store_len = store_len, .topic = (const unsigned char *)topic, .topic_len = topic_len,
     };
-    if (pack_batch(c, &mm, position, seq, &f) < 0) goto done;
-    Py_ssize_t count = PyList_GET_SIZE(seq);
+    Py_ssize_t count;
     PyObject *outcome;
     if (packed) {
-        outcome = batch_dispatch(c->prefix, args[B_TOPIC], seq, start + position, queue_offset);
+        BatchPlan plan;
+        if (pack_plan(&mm, position, seq, &f, &plan) < 0) goto done;
+        count = plan.count;
+        outcome = batch_dispatch(c->prefix, args[B_TOPIC], (unsigned char *)mm.buf + position,
+                                 plan.entries, count, plan.batch_props_length, start + position,
+                                 queue_offset);
     } else {
+        if (pack_batch(c, &mm, position, seq, &f) < 0) goto done;
+        count = PyList_GET_SIZE(seq);
         if ((ids = PyList_New(count)) == NULL || (requests = PyList_New(count)) == NULL ||
             batch_outcome(c, args, seq, start + position, queue_offset, ids, requests) < 0)
             goto done;
@@ -440,10 +448,11 @@ static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
     return put_batch_as(c, args, nargs, 0);
 }
 
-/* put_batch_dispatch(the arguments of put_batch)
+/* put_batch_dispatch(the arguments of put_batch, records the batch plan batch_plan made)
  *   -> (msg ids joined by commas, units, index entries, wakes)
- * put_batch with what dispatch needs packed instead of a DispatchRequest per record (see
- * batch_dispatch.c, and python_batch_dispatch in append_cursor.py, the reference). */
+ * put_batch packing the records straight from the request's body, with what dispatch needs
+ * packed instead of a DispatchRequest per record (batch_dispatch.c; PythonAppendCursor's
+ * put_batch_dispatch over python_batch_dispatch is the reference). */
 static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *const *args,
                                                  Py_ssize_t nargs) {
     return put_batch_as(c, args, nargs, 1);

@@ -3,9 +3,64 @@
  * KEYS and UNIQ_KEY strings kept alive until dispatch reads them back), one bytes object of
  * ConsumeQueue units, one of index entries and the few long-polling wake-ups.
  *
- * Called by AppendCursor.put_batch_dispatch (append.c) after the records are packed, so the
- * records were checked there: (flag, body, properties bytes, size, crc) tuples. */
+ * Called by AppendCursor.put_batch_dispatch (append.c) right after it packed the records from
+ * a batch plan (batch.c), which it checked: the records are read back from the segment. */
 #include "store.h"
+#include "batch_body.h"
+
+int pack_plan(Py_buffer *mm, Py_ssize_t position, PyObject *records, const RecordFields *common,
+              BatchPlan *plan) {
+    RecordFields record = *common, *f = &record; /* its props point at this frame's buffer */
+    if (PyTuple_GET_SIZE(records) != 3 || !PyMemoryView_Check(PyTuple_GET_ITEM(records, 0)) ||
+        !PyBytes_Check(PyTuple_GET_ITEM(records, 1)) ||
+        !PyBytes_Check(PyTuple_GET_ITEM(records, 2)) ||
+        PyBytes_GET_SIZE(PyTuple_GET_ITEM(records, 2)) % (Py_ssize_t)sizeof(PlanEntry)) {
+        PyErr_SetString(PyExc_TypeError, "a batch plan is (view, batch properties, plan)");
+        return -1;
+    }
+    const Py_buffer *body = byte_view(PyTuple_GET_ITEM(records, 0));
+    if (body == NULL) return -1;
+    PyObject *batch_props = PyTuple_GET_ITEM(records, 1), *entries = PyTuple_GET_ITEM(records, 2);
+    plan->entries = (const PlanEntry *)PyBytes_AS_STRING(entries);
+    plan->count = PyBytes_GET_SIZE(entries) / (Py_ssize_t)sizeof(PlanEntry);
+    plan->batch_props_length = PyBytes_GET_SIZE(batch_props);
+    const unsigned char *data = body->buf;
+    unsigned char props[MAX_PROPERTIES_LENGTH];
+    f->props = props;
+    for (Py_ssize_t i = 0; i < plan->count; i++) {
+        const PlanEntry *e = &plan->entries[i];
+        Py_ssize_t props_length = e->props_length + (e->separate != 0) + plan->batch_props_length;
+        int inside = e->body_at >= 0 && e->body_length >= 0 && e->props_at >= 0 &&
+                     e->props_length >= 0 && e->body_length <= body->len - e->body_at &&
+                     e->props_length <= body->len - e->props_at &&
+                     props_length <= MAX_PROPERTIES_LENGTH;
+        if (!inside || e->size != record_size(e->body_length, f->topic_len, props_length,
+                                              f->born_len, f->store_len)) {
+            PyErr_SetString(PyExc_ValueError, "a batch plan entry does not hold together");
+            return -1;
+        }
+        if (position < 0 || position > mm->len || e->size > mm->len - position) {
+            PyErr_Format(PyExc_IndexError, "a %zd-byte record at %zd does not fit in %zd bytes",
+                         e->size, position, mm->len);
+            return -1;
+        }
+        memcpy(props, data + e->props_at, e->props_length);
+        if (e->separate) props[e->props_length] = '\x02';
+        memcpy(props + e->props_length + (e->separate != 0), PyBytes_AS_STRING(batch_props),
+               plan->batch_props_length);
+        f->size = (int32_t)e->size;
+        f->crc = (int32_t)e->crc;
+        f->flag = e->flag;
+        f->body = data + e->body_at;
+        f->body_len = e->body_length;
+        f->props_len = props_length;
+        write_record((unsigned char *)mm->buf + position, f);
+        position += e->size;
+        f->phys_offset += e->size;
+        f->queue_offset += 1;
+    }
+    return 0;
+}
 
 /* The index entries being collected: (key hash int32, phys offset int64) big-endian, in a bytes
  * object grown by doubling and cut to length at the end. */
@@ -71,9 +126,10 @@ static PyObject *wake_list(const Wakes *w) {
     return list;
 }
 
-/* The comma-joined message ids of records of `sizes` from `phys`. */
-static PyObject *joined_ids(PyObject *prefix, PyObject *seq, long long phys) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), plen = PyUnicode_GET_LENGTH(prefix);
+/* The comma-joined message ids of the plan's records from `phys`. */
+static PyObject *joined_ids(PyObject *prefix, const PlanEntry *plan, Py_ssize_t n,
+                            long long phys) {
+    Py_ssize_t plen = PyUnicode_GET_LENGTH(prefix);
     if (n == 0) return PyUnicode_New(0, 127);
     static const char hex[] = "0123456789ABCDEF";
     PyObject *ids = PyUnicode_New(n * (plen + 17) - 1, 127);
@@ -85,31 +141,31 @@ static PyObject *joined_ids(PyObject *prefix, PyObject *seq, long long phys) {
         unsigned long long u = (unsigned long long)phys;
         for (int d = 15; d >= 0; d--, u >>= 4) out[plen + d] = hex[u & 0xF];
         out += plen + 16;
-        phys += as_long_long(PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(seq, i), 3));
+        phys += plan[i].size;
     }
     return ids;
 }
 
-/* (msg ids joined, units, index entries, wakes) of packed records; see append.c. */
-PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, PyObject *seq, long long phys,
-                         long long queue_offset) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, const unsigned char *records,
+                         const PlanEntry *plan, Py_ssize_t n, Py_ssize_t batch_props_length,
+                         long long phys, long long queue_offset) {
     if (!PyUnicode_IS_ASCII(prefix) || n > PY_SSIZE_T_MAX / (CQ_UNIT_SIZE + 2 * BATCH_KEY_SIZE)) {
         PyErr_SetString(PyExc_ValueError, "a batch too large or a message id prefix not hex");
         return NULL;
     }
     PyObject *units = PyBytes_FromStringAndSize(NULL, n * CQ_UNIT_SIZE);
     Entries entries = {PyBytes_FromStringAndSize(NULL, (n ? n : 1) * 2 * BATCH_KEY_SIZE), 0, 0};
-    PyObject *ids = joined_ids(prefix, seq, phys), *wakes = NULL, *result = NULL;
+    PyObject *ids = joined_ids(prefix, plan, n, phys), *wakes = NULL, *result = NULL;
     Wakes w = {.count = 0, .more = NULL};
     if (units == NULL || entries.bytes == NULL || ids == NULL) goto done;
     uint32_t base = 31u * unsigned_java_hash(topic) + '#';
     unsigned char *unit = (unsigned char *)PyBytes_AS_STRING(units);
     for (Py_ssize_t i = 0; i < n; i++, unit += CQ_UNIT_SIZE) {
-        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *props = PyTuple_GET_ITEM(record, 2);
-        long long size = as_long_long(PyTuple_GET_ITEM(record, 3));
-        PyObject *fields = dispatch_fields_of(PyBytes_AS_STRING(props), PyBytes_GET_SIZE(props));
+        Py_ssize_t size = plan[i].size;
+        Py_ssize_t props_length = plan[i].props_length + plan[i].separate + batch_props_length;
+        /* a record's properties are its last field */
+        const char *props = (const char *)records + size - props_length;
+        PyObject *fields = dispatch_fields_of(props, props_length);
         if (fields == NULL) goto done;
         long long tags = as_long_long(PyTuple_GET_ITEM(fields, 0));
         put_i64(unit, phys);
@@ -119,8 +175,8 @@ PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, PyObject *seq, long 
         int hashed = each_key_hash(base, PyTuple_GET_ITEM(fields, 1), PyTuple_GET_ITEM(fields, 2),
                                    add_entry, &entries);
         Py_DECREF(fields);
-        if (hashed < 0) goto done;
-        if (add_wake(&w, tags, queue_offset) < 0) goto done;
+        if (hashed < 0 || add_wake(&w, tags, queue_offset) < 0) goto done;
+        records += size;
         phys += size;
         queue_offset += 1;
     }

@@ -61,6 +61,8 @@ static PyMethodDef methods[] = {
      "(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string."},
     {"batch_records", batch_records, METH_VARARGS,
      "A batch body's records with the batch properties (broker/store/batch_records.py)."},
+    {"batch_plan", batch_plan, METH_VARARGS,
+     "batch_records without an object per entry, for AppendCursor.put_batch_dispatch."},
     {"pack_cq_units", pack_cq_units, METH_VARARGS,
      "ConsumeQueue units of dispatch requests, back to back (consume_queue.py)."},
     {"index_requests", index_requests, METH_VARARGS,

@@ -101,10 +101,35 @@ PyObject *message_fields_of(PyObject *properties);
 /* (tags code, KEYS, UNIQ_KEY, DELAY) of encoded properties in UTF-8 (properties.c). */
 PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
 
+/* One entry of a batch plan (batch.c batch_plan): where its body and properties are in the
+ * request's body, whether a \x02 goes between its properties and the batch's, its record's
+ * size and body CRC. */
+typedef struct {
+    Py_ssize_t body_at, body_length, props_at, props_length, size;
+    int32_t flag, separate;
+    uint32_t crc;
+} PlanEntry;
+
+/* A batch plan as put_batch_dispatch takes it: (view, batch properties, plan bytes). */
+typedef struct {
+    const PlanEntry *entries;
+    Py_ssize_t count, batch_props_length;
+} BatchPlan;
+
+/* The records of a batch plan packed back to back from `position` of `mm`, `f` holding the
+ * batch's common fields (its phys and queue offsets those of the first record); -1 with an
+ * error set when the plan does not hold together or does not fit (batch_dispatch.c). */
+int pack_plan(Py_buffer *mm, Py_ssize_t position, PyObject *records, const RecordFields *f,
+              BatchPlan *plan);
+
 /* (msg ids joined by commas, ConsumeQueue units, index entries, [(tags code, queue offset)])
- * of records AppendCursor packed from `phys` and `queue_offset` (batch_dispatch.c). */
-PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, PyObject *seq, long long phys,
-                         long long queue_offset);
+ * of the `n` records AppendCursor packed back to back at `records` (the first at `phys`, with
+ * `queue_offset`), `props_length[i]` the length of record i's properties, its last field
+ * (batch_dispatch.c). */
+PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, const unsigned char *records,
+                         const PlanEntry *plan, Py_ssize_t n, Py_ssize_t batch_props_length,
+                         long long phys, long long queue_offset);
+PyObject *batch_plan(PyObject *self, PyObject *args);
 
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *batch_records(PyObject *self, PyObject *args);

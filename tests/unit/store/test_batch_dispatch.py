@@ -9,11 +9,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.store.append_cursor import PythonAppendCursor, python_batch_dispatch
-from broker.store.batch_records import python_batch_records
+from broker.store.batch_records import python_batch_plan
 from broker.store.index_file import index_file_size, python_index_put_entries, python_index_put_keys
 from broker.store.layout import BATCH_KEY
 from broker.store.store_native import native
@@ -43,13 +44,16 @@ entries_strategy = st.lists(
 )
 
 
-def _records(entries, topic: str, born: bytes, store: bytes):
+def _plans(entries, topic: str, born: bytes, store: bytes, max_body: int = 100):
+    """(native plan, Python plan) of a batch body: each cursor takes its own twin's records."""
     fixed = record_size(
         0, len(topic.encode()), 0, born_v6=len(born) == 16, store_v6=len(store) == 16
     )
     body = codec.encode_batch_body(entries)
-    records, total, _ = python_batch_records(body, b"WAIT\x01true", fixed, 100, 1000)
-    return records, total
+    args = (body, b"WAIT\x01true", fixed, max_body, 1000)
+    return native.batch_plan(memoryview(body), *args[1:], codec.MessageDecodeError), (
+        python_batch_plan(*args)
+    )
 
 
 @needs_store_native
@@ -61,14 +65,16 @@ def _records(entries, topic: str, born: bytes, store: bytes):
     first=st.integers(0, 2**40),
 )
 def test_put_batch_dispatch_alike(entries, topic, born, first) -> None:
-    records, total = _records(entries, topic, born, STORE)
+    plans = _plans(entries, topic, born, STORE)
+    assert plans[0][1:] == plans[1][1:]  # count, total, refused and what put_messages checks
+    total = plans[1][2]
     outcomes, buffers = [], []
-    for kind in (native.AppendCursor, PythonAppendCursor):
+    for kind, plan in zip((native.AppendCursor, PythonAppendCursor), plans, strict=True):
         cursor, buffer = kind(PREFIX, STORE, 10911, DispatchRequest), bytearray(8 + total)
         cursor.set_queue_offset(topic, 1, first)
         outcomes.append(
             cursor.put_batch_dispatch(
-                buffer, 8, START, 1_700_000_000_123, records, topic, 1, 0, 7, (born, 9), 0
+                buffer, 8, START, 1_700_000_000_123, plan[0], topic, 1, 0, 7, (born, 9), 0
             )
         )
         buffers.append((bytes(buffer), dict(cursor.queue_offsets)))
@@ -80,6 +86,52 @@ def test_put_batch_dispatch_alike(entries, topic, born, first) -> None:
     assert len({tags for tags, _ in wakes}) == len(wakes)
     assert max(q for _, q in wakes) == first + len(entries) - 1
     assert buffers[0][1] == {(topic, 1): first + len(entries)}
+
+
+def _plan_facts(make, body: bytes, max_body: int):
+    try:
+        return make(body)[1:]
+    except codec.MessageDecodeError as exc:
+        return str(exc)
+
+
+@needs_store_native
+@settings(max_examples=300)
+@given(entries=entries_strategy, max_body=st.integers(0, 50), data=st.data())
+def test_batch_plans_alike_on_damaged_and_oversized_bodies(entries, max_body, data) -> None:
+    """The facts put_messages checks (count, total, refused entry, first and refused bodies,
+    the refused properties) and the decode errors, native and reference, on bodies cut short
+    or with a flipped byte anywhere."""
+    body = bytearray(codec.encode_batch_body(entries))
+    cut = data.draw(st.integers(0, len(body)))
+    if data.draw(st.booleans()):
+        body = body[:cut]
+    elif cut < len(body):
+        body[cut] ^= data.draw(st.integers(1, 255))
+    body = bytes(body)
+    batch = b"WAIT\x01true"
+    native_facts = _plan_facts(
+        lambda b: native.batch_plan(
+            memoryview(b), batch, 91, max_body, 60, codec.MessageDecodeError
+        ),
+        body,
+        max_body,
+    )
+    reference = _plan_facts(lambda b: python_batch_plan(b, batch, 91, max_body, 60), body, max_body)
+    assert native_facts == reference
+
+
+@needs_store_native
+def test_a_plan_that_does_not_hold_together_is_refused_before_anything_is_written() -> None:
+    """put_batch_dispatch checks every plan entry against the body it points into."""
+    entries = [(0, b"abc", "TAGS\x01A"), (0, b"defg", "")]
+    (view, batch, plan), *_ = _plans(entries, "B", STORE, STORE)[0]
+    cursor, buffer = native.AppendCursor(PREFIX, STORE, 10911, DispatchRequest), bytearray(4096)
+    short = memoryview(bytes(view)[:10])
+    for records in ((short, batch, plan), (view, batch, plan[:-1]), (view, b"x" * 40000, plan)):
+        with pytest.raises((ValueError, TypeError)):
+            cursor.put_batch_dispatch(buffer, 0, START, 5, records, "B", 0, 0, 1, (STORE, 1), 0)
+    assert bytes(buffer) == bytes(4096) and dict(cursor.queue_offsets) == {}
 
 
 def test_python_batch_dispatch_of_nothing_is_empty() -> None:
