@@ -1,11 +1,11 @@
 """A batch put's records before packing, and what dispatch reads of a record's properties.
 
-``batch_records`` turns a SEND_BATCH_MESSAGE body into records to pack: each entry's properties
-followed by the batch's, its size and body CRC (the AppendCursor then packs them).
-``dispatch_fields`` reads TAGS, KEYS, UNIQ_KEY and DELAY of an encoded properties string. Both
-run for every message of every batch (and of every record reput reads back), so each is one
-native call when broker.store._native is built; the ``python_`` functions here are the reference
-the tests hold the native ones to.
+``batch_plan`` turns a SEND_BATCH_MESSAGE body into records to pack: each entry's properties
+followed by the batch's, its size and body CRC (the AppendCursor then packs them), with the
+facts CommitLog.put_messages checks first. ``dispatch_fields`` reads TAGS, KEYS, UNIQ_KEY and
+DELAY of an encoded properties string. Both run for every message of every batch (and of every
+record reput reads back), so each is one native call when broker.store._native is built; the
+``python_`` functions here are the reference the tests hold the native ones to.
 """
 
 from __future__ import annotations
@@ -74,25 +74,6 @@ def python_batch_records(
         if len(properties) > max_properties or len(entry_body) > max_body:
             return records, total, len(records) - 1
     return records, total, -1
-
-
-def batch_records(
-    body: bytes | memoryview,
-    batch_properties: bytes,
-    fixed_size: int,
-    max_body: int,
-    max_properties: int,
-) -> tuple[list[Record], int, int]:
-    if native is None:
-        return python_batch_records(body, batch_properties, fixed_size, max_body, max_properties)
-    return native.batch_records(
-        memoryview(body),
-        batch_properties,
-        fixed_size,
-        max_body,
-        max_properties,
-        codec.MessageDecodeError,
-    )
 
 
 # (records, count, total size, refused, first entry's body length, the refused entry's

@@ -21,7 +21,6 @@ NAMES = (
     "AppendCursor",
     "RecordRefused",
     "batch_plan",
-    "batch_records",
     "dispatch_fields",
     "index_put_entries",
     "index_put_keys",

@@ -267,105 +267,18 @@ enum {
     B_BORN_TS, B_BORN_HOST, B_RECONSUME, B_ARGS,
 };
 
-/* The records of `seq` packed back to back from `position`; -1 with an error set (the bytes
- * written before lie past the write position). */
-static int pack_batch(AppendCursor *c, Py_buffer *mm, Py_ssize_t position, PyObject *seq,
-                      RecordFields *f) {
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 5 ||
-            !PyBytes_Check(PyTuple_GET_ITEM(record, 2))) {
-            PyErr_SetString(PyExc_TypeError,
-                            "a record is a (flag, body, properties bytes, size, crc) tuple");
-            return -1;
-        }
-        PyObject *props = PyTuple_GET_ITEM(record, 2);
-        long long flag, size, crc;
-        if (as_ll(PyTuple_GET_ITEM(record, 0), &flag) < 0 ||
-            as_ll(PyTuple_GET_ITEM(record, 3), &size) < 0 ||
-            as_ll(PyTuple_GET_ITEM(record, 4), &crc) < 0)
-            return -1;
-        Py_buffer body;
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(record, 1), &body, PyBUF_SIMPLE) < 0) return -1;
-        Py_ssize_t props_len = PyBytes_GET_SIZE(props);
-        Py_ssize_t expected = record_size(body.len, f->topic_len, props_len, f->born_len,
-                                          f->store_len);
-        int fits = position >= 0 && position <= mm->len && size <= mm->len - position;
-        if (expected != size || !fits || props_len > MAX_PROPERTIES_LENGTH) {
-            if (expected != size)
-                PyErr_Format(PyExc_AssertionError, "record size %zd != declared %lld",
-                             expected, size);
-            else if (!fits)
-                PyErr_Format(PyExc_IndexError,
-                             "a %lld-byte record at %zd does not fit in %zd bytes", size,
-                             position, mm->len);
-            else
-                PyErr_SetString(PyExc_ValueError, "properties too long for the layout");
-            PyBuffer_Release(&body);
-            return -1;
-        }
-        f->size = (int32_t)size;
-        f->crc = (int32_t)crc;
-        f->flag = (int32_t)flag;
-        f->body = body.buf;
-        f->body_len = body.len;
-        f->props = (const unsigned char *)PyBytes_AS_STRING(props);
-        f->props_len = props_len;
-        write_record((unsigned char *)mm->buf + position, f);
-        PyBuffer_Release(&body);
-        position += size;
-        f->phys_offset += size;
-        f->queue_offset += 1;
-    }
-    return 0;
-}
-
-/* The message ids and dispatch requests of the records of `seq`, packed from `phys`. */
-static int batch_outcome(AppendCursor *c, PyObject *const *args, PyObject *seq, long long phys,
-                         long long queue_offset, PyObject *ids, PyObject *requests) {
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *record = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *props = PyTuple_GET_ITEM(record, 2), *size = PyTuple_GET_ITEM(record, 3);
-        long long size_value = as_long_long(size);
-        PyObject *id = message_id(c->prefix, phys);
-        if (id == NULL) return -1;
-        PyList_SET_ITEM(ids, i, id);
-        PyObject *fields = dispatch_fields_of(PyBytes_AS_STRING(props), PyBytes_GET_SIZE(props));
-        if (fields == NULL) return -1;
-        PyObject *items[DR_FIELDS] = {
-            Py_NewRef(args[B_TOPIC]),
-            Py_NewRef(args[B_QUEUE_ID]),
-            PyLong_FromLongLong(phys),
-            Py_NewRef(size),
-            Py_NewRef(PyTuple_GET_ITEM(fields, 0)),
-            Py_NewRef(args[B_STORE_TS]),
-            PyLong_FromLongLong(queue_offset),
-            Py_NewRef(PyTuple_GET_ITEM(fields, 1)),
-            Py_NewRef(PyTuple_GET_ITEM(fields, 2)),
-            Py_NewRef(args[B_SYS_FLAG]),
-            PyDict_New(),
-        };
-        Py_DECREF(fields);
-        PyObject *request = new_request(c->request_type, items);
-        if (request == NULL) return -1;
-        PyList_SET_ITEM(requests, i, request);
-        phys += size_value;
-        queue_offset += 1;
-    }
-    return 0;
-}
-
-/* put_batch(mm, position, start_offset, store_timestamp, records, topic, queue_id, sys_flag,
- *           born_timestamp, born_host, reconsume_times) -> (msg_ids, [DispatchRequest])
- * records: (flag, body, properties bytes, size, body CRC) as batch_records makes them, packed
- * back to back from `position` with consecutive queue offsets from the queue's next one. The
+/* put_batch_dispatch(mm, position, start_offset, store_timestamp, records, topic, queue_id,
+ *                    sys_flag, born_timestamp, born_host, reconsume_times)
+ *   -> (msg ids joined by commas, units, index entries, wakes)
+ * records: the (view, batch properties, plan) batch_plan made (batch.c), packed straight from
+ * the request's body back to back from `position`, with consecutive queue offsets from the
+ * queue's next one; what dispatch needs comes back packed instead of a DispatchRequest per
+ * record (batch_dispatch.c; PythonAppendCursor.put_batch_dispatch is the reference). The
  * caller made room for all of them. */
-static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t nargs,
-                              int packed) {
+static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *const *args,
+                                                 Py_ssize_t nargs) {
     if (nargs != B_ARGS) {
-        PyErr_Format(PyExc_TypeError, "put_batch takes %d arguments", B_ARGS);
+        PyErr_Format(PyExc_TypeError, "put_batch_dispatch takes %d arguments", B_ARGS);
         return NULL;
     }
     Py_ssize_t position, topic_len;
@@ -375,10 +288,8 @@ static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t
         as_ll(args[B_SYS_FLAG], &sys_flag) < 0 || as_ll(args[B_BORN_TS], &born_ts) < 0 ||
         as_ll(args[B_RECONSUME], &reconsume) < 0)
         return NULL;
-    if (!(packed ? PyTuple_Check(args[B_RECORDS]) : PyList_Check(args[B_RECORDS])) ||
-        !PyUnicode_Check(args[B_TOPIC])) {
-        PyErr_SetString(PyExc_TypeError, packed ? "records are a batch plan and the topic a str"
-                                                : "records are a list and the topic a str");
+    if (!PyTuple_Check(args[B_RECORDS]) || !PyUnicode_Check(args[B_TOPIC])) {
+        PyErr_SetString(PyExc_TypeError, "records are a batch plan and the topic a str");
         return NULL;
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[B_TOPIC], &topic_len);
@@ -387,7 +298,7 @@ static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_ValueError, "topic longer than 255 bytes");
         return NULL;
     }
-    PyObject *result = NULL, *key = NULL, *ids = NULL, *requests = NULL;
+    PyObject *result = NULL, *key = NULL;
     PyObject *seq = args[B_RECORDS];
     Py_buffer mm = {0}, born = {0};
     if (born_host_of(args[B_BORN_HOST], &born, &born_port) < 0) goto done;
@@ -411,23 +322,12 @@ static PyObject *put_batch_as(AppendCursor *c, PyObject *const *args, Py_ssize_t
         .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
         .store_len = store_len, .topic = (const unsigned char *)topic, .topic_len = topic_len,
     };
-    Py_ssize_t count;
-    PyObject *outcome;
-    if (packed) {
-        BatchPlan plan;
-        if (pack_plan(&mm, position, seq, &f, &plan) < 0) goto done;
-        count = plan.count;
-        outcome = batch_dispatch(c->prefix, args[B_TOPIC], (unsigned char *)mm.buf + position,
-                                 plan.entries, count, plan.batch_props_length, start + position,
-                                 queue_offset);
-    } else {
-        if (pack_batch(c, &mm, position, seq, &f) < 0) goto done;
-        count = PyList_GET_SIZE(seq);
-        if ((ids = PyList_New(count)) == NULL || (requests = PyList_New(count)) == NULL ||
-            batch_outcome(c, args, seq, start + position, queue_offset, ids, requests) < 0)
-            goto done;
-        outcome = PyTuple_Pack(2, ids, requests);
-    }
+    BatchPlan plan;
+    if (pack_plan(&mm, position, seq, &f, &plan) < 0) goto done;
+    Py_ssize_t count = plan.count;
+    PyObject *outcome =
+        batch_dispatch(c->prefix, args[B_TOPIC], (unsigned char *)mm.buf + position,
+                       plan.entries, count, plan.batch_props_length, start + position, queue_offset);
     if (outcome == NULL || set_next(c, key, queue_offset + count) < 0) {
         Py_XDECREF(outcome);
         goto done;
@@ -438,24 +338,7 @@ done:
     if (mm.obj != NULL) PyBuffer_Release(&mm);
     if (born.obj != NULL) PyBuffer_Release(&born);
     Py_XDECREF(key);
-    Py_XDECREF(ids);
-    Py_XDECREF(requests);
     return result;
-}
-
-static PyObject *AppendCursor_put_batch(AppendCursor *c, PyObject *const *args,
-                                        Py_ssize_t nargs) {
-    return put_batch_as(c, args, nargs, 0);
-}
-
-/* put_batch_dispatch(the arguments of put_batch, records the batch plan batch_plan made)
- *   -> (msg ids joined by commas, units, index entries, wakes)
- * put_batch packing the records straight from the request's body, with what dispatch needs
- * packed instead of a DispatchRequest per record (batch_dispatch.c; PythonAppendCursor's
- * put_batch_dispatch over python_batch_dispatch is the reference). */
-static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *const *args,
-                                                 Py_ssize_t nargs) {
-    return put_batch_as(c, args, nargs, 1);
 }
 
 /* ------------------------------------------------------------------ the table */
@@ -589,8 +472,6 @@ static PyGetSetDef AppendCursor_getset[] = {
 static PyMethodDef AppendCursor_methods[] = {
     {"put", (PyCFunction)(void (*)(void))AppendCursor_put, METH_FASTCALL,
      "Pack one message's record; (msg id, DispatchRequest), or its size when it does not fit."},
-    {"put_batch", (PyCFunction)(void (*)(void))AppendCursor_put_batch, METH_FASTCALL,
-     "Pack a batch's records; (msg ids, DispatchRequests)."},
     {"put_batch_dispatch", (PyCFunction)(void (*)(void))AppendCursor_put_batch_dispatch,
      METH_FASTCALL,
      "Pack a batch's records; (msg ids joined, CQ units, index entries, wake-ups)."},

@@ -59,8 +59,6 @@ PyObject *message_id(PyObject *prefix, long long phys_offset) {
 static PyMethodDef methods[] = {
     {"dispatch_fields", dispatch_fields, METH_O,
      "(tags code, KEYS, UNIQ_KEY, DELAY) of an encoded properties string."},
-    {"batch_records", batch_records, METH_VARARGS,
-     "A batch body's records with the batch properties (broker/store/batch_records.py)."},
     {"batch_plan", batch_plan, METH_VARARGS,
      "batch_records without an object per entry, for AppendCursor.put_batch_dispatch."},
     {"pack_cq_units", pack_cq_units, METH_VARARGS,

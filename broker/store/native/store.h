@@ -132,7 +132,6 @@ PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, const unsigned char 
 PyObject *batch_plan(PyObject *self, PyObject *args);
 
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
-PyObject *batch_records(PyObject *self, PyObject *args);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_keys(PyObject *self, PyObject *args);

@@ -1,7 +1,7 @@
 """The AppendCursor (broker/store/append_cursor.py): the native cursor against its pure-Python
 reference, put by put (same record bytes, same message ids and dispatch requests, same queue
 table and last put time moved on, or the same size back or the same refusal with nothing
-changed), and what either cursor promises on its own: a read-only table, limits checked in
+changed; batches: test_batch_dispatch.py), and what either cursor promises on its own: a read-only table, limits checked in
 Java's order, nothing half-changed by an error."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from broker.store.append_cursor import (
     PythonRecordRefused,
     RecordRefused,
 )
-from broker.store.batch_records import python_batch_records
+from broker.store.batch_records import python_batch_plan
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting import message as codec
-from remoting.record import RecordKind, python_scan_record, record_size
+from remoting.record import RecordKind, python_scan_record
 from tests.kits.nativekit import needs_store_native
 
 PREFIX = "0A00000700002A9F"
@@ -98,48 +98,6 @@ def test_put_alike(
         assert scan.queue_offset == request.consume_queue_offset
 
 
-@needs_store_native
-@settings(max_examples=150)
-@given(
-    entries=st.lists(
-        st.tuples(
-            st.integers(-(2**31), 2**31 - 1),
-            st.binary(max_size=60),
-            st.lists(st.sampled_from(["TAGS\x01a", "KEYS\x01k é", "UNIQ_KEY\x01U", "X\x01"])).map(
-                "\x02".join
-            ),
-        ),
-        min_size=1,
-        max_size=6,
-    ),
-    topic=st.sampled_from(["B", "é" * 40]),
-    sys_flag=st.sampled_from([0, 0x8]),
-    born=hosts,
-    store=hosts,
-    first=st.integers(0, 2**40),
-)
-def test_put_batch_alike(entries, topic, sys_flag, born, store, first) -> None:
-    fixed = record_size(
-        0, len(topic.encode()), 0, born_v6=len(born) == 16, store_v6=len(store) == 16
-    )
-    body = codec.encode_batch_body(entries)
-    records, total, _ = python_batch_records(body, b"WAIT\x01true", fixed, 100, 1000)
-    outcomes, states = [], []
-    for kind in (native.AppendCursor, PythonAppendCursor):
-        cursor, buffer = _cursor(kind, {(topic, 1): first}, store), bytearray(8 + total)
-        outcomes.append(
-            cursor.put_batch(
-                buffer, 8, START, 1_700_000_000_123, records, topic, 1, sys_flag, 7, (born, 9), 0
-            )
-        )
-        states.append(_state(cursor, buffer))
-    assert outcomes[0] == outcomes[1] and states[0] == states[1]
-    ids, requests = outcomes[0]
-    assert [r.consume_queue_offset for r in requests] == list(range(first, first + len(entries)))
-    assert ids == [f"{PREFIX}{r.commit_log_offset:016X}" for r in requests]
-    assert states[0][1] == {(topic, 1): first + len(entries)}
-
-
 @pytest.mark.parametrize("kind", CURSORS)
 def test_a_record_that_does_not_fit_comes_back_as_its_size_and_changes_nothing(kind) -> None:
     cursor = _cursor(kind, {("T", 0): 5})
@@ -205,15 +163,22 @@ def test_the_queue_table_is_read_only_outside_the_cursor(kind) -> None:
 
 @pytest.mark.parametrize("kind", CURSORS)
 def test_a_batch_that_fails_midway_leaves_the_cursor_as_it_was(kind) -> None:
-    """A record whose declared size does not add up (our bug, not the client's) fails the
-    batch after the first record went into the buffer: the table and last put time stay."""
-    records, _, _ = python_batch_records(
-        codec.encode_batch_body([(0, b"a", ""), (0, b"b", "")]), b"", 92, 100, 100
-    )
-    records[1] = (*records[1][:3], records[1][3] + 1, records[1][4])
+    """A batch whose second record does not hold together (our bug, not the client's: a
+    declared size that does not add up, or a native plan pointing past the body) fails after
+    the first record went into the buffer: the table and last put time stay."""
+    body = codec.encode_batch_body([(0, b"a", ""), (0, b"b", "")])
+    if kind is PythonAppendCursor:
+        records, *_ = python_batch_plan(body, b"", 92, 100, 100)
+        records[1] = (*records[1][:3], records[1][3] + 1, records[1][4])
+        expected = AssertionError
+    else:
+        (view, batch, plan), *_ = native.batch_plan(
+            memoryview(body), b"", 92, 100, 100, codec.MessageDecodeError
+        )
+        records, expected = (view[: len(body) // 2], batch, plan), ValueError
     cursor = _cursor(kind, {("B", 0): 7})
-    with pytest.raises(AssertionError, match="record size"):
-        cursor.put_batch(bytearray(1024), 0, 0, 5, records, "B", 0, 0, 1, (STORE, 1), 0)
+    with pytest.raises(expected):
+        cursor.put_batch_dispatch(bytearray(1024), 0, 0, 5, records, "B", 0, 0, 1, (STORE, 1), 0)
     assert dict(cursor.queue_offsets) == {("B", 0): 7} and cursor.last_put_timestamp == 0
 
 
