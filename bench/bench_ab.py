@@ -41,6 +41,14 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
         "batch32": ([[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]], 32, 1),
         "batch32x8": ([[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32, 1),
         "pull32": ([[pull_frame("PullTopic", q, 0) for q in range(QUEUES)]], 32, 1),
+        "pull32x4": (
+            [
+                [pull_frame("PullTopic", (w + q) % QUEUES, 0) for q in range(QUEUES)]
+                for w in range(4)
+            ],
+            32,
+            1,
+        ),
     }
 
 

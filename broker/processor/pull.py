@@ -208,6 +208,7 @@ class PullMessageProcessor:
             header.queue_offset,
             header.max_msg_nums,
             message_filter,
+            runs=True,  # the body is written as it is: adjacent records in one slice
         )
         code = self._code(result, header)
         slave = broker.store_config.broker_role is BrokerRole.SLAVE

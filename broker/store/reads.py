@@ -54,7 +54,10 @@ class MessageReader:
         queue_offset: int,
         max_msgs: int,
         message_filter: object | None,
+        runs: bool = False,
     ) -> GetMessageResult:
+        """``runs``: adjacent records may share one slice of ``buffers`` (a pull's reply body,
+        written as it is); ``message_count`` counts the records either way."""
         consume_queue = self.consume_queues.find(topic, queue_id)
         if consume_queue is None:
             return GetMessageResult(
@@ -79,7 +82,7 @@ class MessageReader:
             result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
             result.next_begin_offset = self._correct(queue_offset, low if low == 0 else high)
         else:
-            self._scan(consume_queue, queue_offset, max_msgs, message_filter, result)
+            self._scan(consume_queue, queue_offset, max_msgs, message_filter, result, runs)
         return result
 
     def _scan(
@@ -89,6 +92,7 @@ class MessageReader:
         max_msgs: int,
         message_filter: object | None,
         result: GetMessageResult,
+        runs: bool,
     ) -> None:
         units = consume_queue.units(queue_offset, max(16000, max_msgs * UNIT) // UNIT)
         if units is None:
@@ -99,7 +103,7 @@ class MessageReader:
             return
         scanned = _scan_units(
             units, self.commit_log, self.config, self.memory_threshold, max_msgs,
-            message_filter, result,
+            message_filter, result, runs,
         )  # fmt: skip
         result.next_begin_offset = queue_offset + scanned
 
@@ -112,9 +116,11 @@ def _scan_units(
     max_msgs: int,
     message_filter: object | None,
     result: GetMessageResult,
+    runs: bool = False,
 ) -> int:
     """The messages of ``units`` the filter and transfer limits let through, into ``result``;
-    returns how many units were scanned."""
+    returns how many units were scanned. ``runs``: the C loop may join adjacent records into
+    one slice (this loop, the reference, never does: the bytes are the same)."""
     max_phys = commit_log.max_phys_offset
     matched = by_record = None
     if message_filter is not None:
@@ -142,7 +148,8 @@ def _scan_units(
             segment_view, segment_start = segment.view, segment.start_offset
             segment_end = segment_start + segment.wrote_position
             codes = None if message_filter is None else message_filter.codes
-            scanned, count, total_bytes, max_phys_pulling, stop = native.scan_units(
+            scan = native.scan_runs if runs else native.scan_units
+            scanned, count, total_bytes, max_phys_pulling, stop = scan(
                 units, segment_view, segment_start, segment_end, codes, max_phys,
                 memory_threshold, max_msgs, disk_bytes, disk_count, memory_bytes,
                 memory_count, buffers,
@@ -191,5 +198,6 @@ def _scan_units(
         result.status = GetMessageStatus.FOUND
         next_phy_file_start = -1
     result.buffer_total_size = total_bytes
+    result.record_count = count
     result.suggest_pulling_from_slave = max_phys - max_phys_pulling > memory_threshold
     return scanned
