@@ -20,6 +20,7 @@ from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
+PORT = int(os.environ.get("BENCH_AB_PORT", "32471"))  # this tree's broker; the other's is +10
 HERE = Path(__file__).resolve().parent.parent
 
 
@@ -74,7 +75,8 @@ def main(argv: list[str]) -> None:
     other = Path(argv[0]).resolve()
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    brokers = {"this": tree_broker(HERE, root, 32471), "other": tree_broker(other, root, 32481)}
+    port = PORT  # several runs at once (other worktrees) each need their own
+    brokers = {"this": tree_broker(HERE, root, port), "other": tree_broker(other, root, port + 10)}
     try:
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
