@@ -30,8 +30,8 @@ from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode
 from remoting.command import Gather, RemotingCommand
 from remoting.errors import RequestError
+from remoting.header_codec import plain_decoder
 from remoting.headers import PullMessageRequestHeader
-from remoting.serde import decode_header
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+
+# The header's plain form in C, anything else judged by remoting.header_codec.decode_header
+_decode_header = plain_decoder(PullMessageRequestHeader)
 
 S = GetMessageStatus
 _CODES = {
@@ -60,7 +63,7 @@ class PullMessageProcessor:
         self.broker = broker
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
-        header = decode_header(PullMessageRequestHeader, request.ext_fields)
+        header = _decode_header(request.ext_fields)
         return self.process(connection, request, header, allow_suspend=True)
 
     def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> Any:
