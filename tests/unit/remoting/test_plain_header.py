@@ -71,7 +71,7 @@ def test_the_pull_header_is_plain() -> None:
 
 
 @needs_codec
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cls=st.sampled_from(PLAIN_CLASSES),
     changes=st.dictionaries(st.integers(0, 31), values, max_size=4),

@@ -116,7 +116,7 @@ def scan(
 
 
 @needs_store_native
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cq=units,
     wrote=st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
