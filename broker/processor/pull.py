@@ -23,11 +23,12 @@ from broker.processor.message_filter import (
     is_retry_topic,
     tags_filter,
 )
+from broker.processor.pull_reply import found_reply
 from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus
 from remoting import constants as K
 from remoting.body import MessageModel, TopicConfig
-from remoting.codes import ResponseCode
+from remoting.codes import ResponseCode, SerializeType
 from remoting.command import Gather, RemotingCommand
 from remoting.errors import RequestError
 from remoting.header_codec import plain_decoder
@@ -53,6 +54,7 @@ _NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
 _OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)
 _RETRY_IMMEDIATELY = int(ResponseCode.PULL_RETRY_IMMEDIATELY)
 _SLAVE = BrokerRole.SLAVE
+_JSON = int(SerializeType.JSON)
 # None: PULL_NOT_FOUND for a pull from queue offset 0, else PULL_OFFSET_MOVED
 _CODES: dict[GetMessageStatus, int | None] = {
     S.FOUND: _SUCCESS,
@@ -250,12 +252,7 @@ class PullMessageProcessor:
             if not broker.config.long_polling_enable:
                 timeout_ms = broker.config.short_polling_time_mills
             return self._suspended(connection, request, header, message_filter, timeout_ms)
-        ext = {
-            "suggestWhichBrokerId": str(self._suggest(result, group_config)),
-            "nextBeginOffset": str(next_offset),
-            "minOffset": str(result.min_queue_offset),
-            "maxOffset": str(result.max_queue_offset),
-        }
+        suggest = self._suggest(result, group_config)
         if code == _SUCCESS:
             broker.stats.on_get(
                 header.topic,
@@ -264,10 +261,28 @@ class PullMessageProcessor:
                 result.message_count,
                 result.buffer_total_size,
             )
-            # The records as stored, written from the mapping: no copy (Gather).
+            # The records as stored, written from the mapping: no copy.
+            if request.serialize_type == _JSON:
+                return found_reply(
+                    request.opaque, suggest, next_offset, result.min_queue_offset,
+                    result.max_queue_offset, result.buffers, result.buffer_total_size,
+                )  # fmt: skip
             body = Gather(result.buffers, result.buffer_total_size)
-            return request.make_response(code, None, ext, body)
-        return request.make_response(code, result.status.name, ext)
+            return request.make_response(code, None, self._ext(suggest, next_offset, result), body)
+        return request.make_response(
+            code, result.status.name, self._ext(suggest, next_offset, result)
+        )
+
+    @staticmethod
+    def _ext(suggest: int, next_offset: int, result: GetMessageResult) -> dict[str, str]:
+        """PullMessageResponseHeader's fields (broker/processor/pull_reply.py formats the same
+        for a found pull with a JSON header)."""
+        return {
+            "suggestWhichBrokerId": str(suggest),
+            "nextBeginOffset": str(next_offset),
+            "minOffset": str(result.min_queue_offset),
+            "maxOffset": str(result.max_queue_offset),
+        }
 
     def _suggest(self, result: GetMessageResult, group_config: Any) -> int:
         if not self.broker.config.slave_read_enable:
