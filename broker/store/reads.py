@@ -98,7 +98,10 @@ class MessageReader:
         result: GetMessageResult,
         runs: bool,
     ) -> None:
-        units = consume_queue.units(queue_offset, max(16000, max_msgs * UNIT) // UNIT)
+        # Java reads at least 16,000 bytes of units (not max(): this runs per pull)
+        units = consume_queue.units(
+            queue_offset, (max_msgs * UNIT if max_msgs * UNIT > 16000 else 16000) // UNIT
+        )
         if units is None:
             result.status = GetMessageStatus.OFFSET_FOUND_NULL
             result.next_begin_offset = self._correct(
