@@ -29,7 +29,7 @@ from broker.store.types import GetMessageResult, GetMessageStatus
 from remoting import constants as K
 from remoting.body import MessageModel, TopicConfig
 from remoting.codes import ResponseCode, SerializeType
-from remoting.command import Gather, RemotingCommand
+from remoting.command import EncodedReply, Gather, RemotingCommand
 from remoting.errors import RequestError
 from remoting.header_codec import plain_decoder
 from remoting.headers import PullMessageRequestHeader
@@ -252,26 +252,38 @@ class PullMessageProcessor:
             if not broker.config.long_polling_enable:
                 timeout_ms = broker.config.short_polling_time_mills
             return self._suspended(connection, request, header, message_filter, timeout_ms)
+        return self._answer(request, header, result, code, next_offset, group_config)
+
+    def _answer(
+        self,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        result: GetMessageResult,
+        code: int,
+        next_offset: int,
+        group_config: Any,
+    ) -> RemotingCommand | EncodedReply:
+        """The reply to a pull answered now; a found one counts in the broker's stats."""
         suggest = self._suggest(result, group_config)
-        if code == _SUCCESS:
-            broker.stats.on_get(
-                header.topic,
-                header.consumer_group,
-                broker.config.broker_cluster_name,
-                result.message_count,
-                result.buffer_total_size,
-            )
-            # The records as stored, written from the mapping: no copy.
-            if request.serialize_type == _JSON:
-                return found_reply(
-                    request.opaque, suggest, next_offset, result.min_queue_offset,
-                    result.max_queue_offset, result.buffers, result.buffer_total_size,
-                )  # fmt: skip
-            body = Gather(result.buffers, result.buffer_total_size)
-            return request.make_response(code, None, self._ext(suggest, next_offset, result), body)
-        return request.make_response(
-            code, result.status.name, self._ext(suggest, next_offset, result)
+        if code != _SUCCESS:
+            ext = self._ext(suggest, next_offset, result)
+            return request.make_response(code, result.status.name, ext)
+        broker = self.broker
+        broker.stats.on_get(
+            header.topic,
+            header.consumer_group,
+            broker.config.broker_cluster_name,
+            result.message_count,
+            result.buffer_total_size,
         )
+        # The records as stored, written from the mapping: no copy.
+        if request.serialize_type == _JSON:
+            return found_reply(
+                request.opaque, suggest, next_offset, result.min_queue_offset,
+                result.max_queue_offset, result.buffers, result.buffer_total_size,
+            )  # fmt: skip
+        body = Gather(result.buffers, result.buffer_total_size)
+        return request.make_response(code, None, self._ext(suggest, next_offset, result), body)
 
     @staticmethod
     def _ext(suggest: int, next_offset: int, result: GetMessageResult) -> dict[str, str]:
