@@ -263,7 +263,8 @@ class PullMessageProcessor:
         next_offset: int,
         group_config: Any,
     ) -> RemotingCommand | EncodedReply:
-        """The reply to a pull answered now; a found one counts in the broker's stats."""
+        """The reply to a pull answered now; a found one counts in the broker's stats. The
+        remark is the status's name, FOUND included, as Java's PullMessageProcessor sets it."""
         suggest = self._suggest(result, group_config)
         if code != _SUCCESS:
             ext = self._ext(suggest, next_offset, result)
@@ -283,7 +284,8 @@ class PullMessageProcessor:
                 result.max_queue_offset, result.buffers, result.buffer_total_size,
             )  # fmt: skip
         body = Gather(result.buffers, result.buffer_total_size)
-        return request.make_response(code, None, self._ext(suggest, next_offset, result), body)
+        ext = self._ext(suggest, next_offset, result)
+        return request.make_response(code, result.status.name, ext, body)
 
     @staticmethod
     def _ext(suggest: int, next_offset: int, result: GetMessageResult) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """The reply to a pull that found messages, as its encoded frame (issue 27): one bytes format
 instead of a response command, its extFields dict and the encoder per pull.
 
-``make_response`` followed by ``encode_command`` is the reference: for a SUCCESS reply to a
-request with a JSON header the bytes are the same (tests/unit/broker/test_pull_reply.py holds
+``make_response`` followed by ``encode_command`` is the reference: for a SUCCESS reply (remark
+FOUND, the status's name, as Java sets it) to a request with a JSON header the bytes are the same (tests/unit/broker/test_pull_reply.py holds
 them equal), the fields in the reference's order, every value a number. A request with a
 ROCKETMQ (binary) header, and every other code, is answered by the reference.
 """
@@ -20,7 +20,7 @@ _SUCCESS = int(ResponseCode.SUCCESS)
 _HEADER = (
     b'{"code":0,"extFields":{"suggestWhichBrokerId":"%d","nextBeginOffset":"%d",'
     b'"minOffset":"%d","maxOffset":"%d"},"flag":1,"language":"JAVA","opaque":%d,'
-    b'"serializeTypeCurrentRPC":"JSON","version":' + b"%d}" % CURRENT_VERSION
+    b'"remark":"FOUND","serializeTypeCurrentRPC":"JSON","version":' + b"%d}" % CURRENT_VERSION
 )
 _pack = PREFIX.pack
 

@@ -33,7 +33,7 @@ def test_the_frame_is_the_reference_reply(opaque, suggest, offsets, parts) -> No
         "maxOffset": str(max_offset),
     }
     reference = encode_command(
-        request.make_response(ResponseCode.SUCCESS, None, ext, Gather(buffers, size))
+        request.make_response(ResponseCode.SUCCESS, "FOUND", ext, Gather(buffers, size))
     )
     reply = found_reply(opaque, suggest, next_offset, min_offset, max_offset, buffers, size)
     assert type(reply) is EncodedReply and reply.code == ResponseCode.SUCCESS
