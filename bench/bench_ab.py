@@ -48,6 +48,15 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
         "batch32": ([[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]], 32, 1),
         "batch32x8": ([[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32, 1),
         "pull32": ([[pull_frame("PullTopic", q, 0) for q in range(QUEUES)]], 32, 1),
+        "pull32mixed": ([[pull_frame("MixedTopic", q, 0) for q in range(QUEUES)]], 32, 1),
+        "pull32x4": (
+            [
+                [pull_frame("PullTopic", (w + q) % QUEUES, 0) for q in range(QUEUES)]
+                for w in range(4)
+            ],
+            32,
+            1,
+        ),
     }
 
 
@@ -61,9 +70,14 @@ def one_slice(broker: Broker, frames: list[list[bytes]], per: int, window: int) 
 
 
 def fill_pull_topic(broker: Broker) -> None:
-    """Pull 32 re-reads each queue's first 32 stored messages (from the page cache)."""
+    """Pull 32 re-reads each queue's first 32 stored messages (from the page cache). In
+    PullTopic a queue's 32 are one batch, adjacent in the CommitLog (the reply is one slice of
+    it); in MixedTopic single sends took the queues in turn, so no two of a queue are adjacent
+    (a slice per record)."""
     frames = [[send_frame("PullTopic", q, batch=32)] for q in range(QUEUES)]
     loadgen.run(broker.addr, frames, duration_s=60, max_requests=1)
+    frames = [[send_frame("MixedTopic", q) for q in range(QUEUES)]]
+    loadgen.run(broker.addr, frames, duration_s=60, max_requests=32 * QUEUES)
 
 
 def main(argv: list[str]) -> None:

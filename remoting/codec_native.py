@@ -21,6 +21,7 @@ NAMES = (
     "scan_record",
     "decode_batch_body",
     "decode_send_header",
+    "decode_plain_header",
     "string_to_properties",
     "plain_command",
     "json_frame_head",

@@ -72,6 +72,18 @@ class Gather:
 BodyType = bytes | bytearray | memoryview | Gather
 
 
+class EncodedReply:
+    """A reply a processor encoded itself, sent as it is: one bytes format instead of a
+    response command, its extFields and the encoder (a found pull's,
+    broker/processor/pull_reply.py, held equal to ``encode_command``'s bytes by its tests).
+    ``code`` is for the processor's own callers; ``buffers`` the frame, in order."""
+
+    __slots__ = ("buffers", "code")
+
+    def __init__(self, code: int, buffers: list[BodyType]) -> None:
+        self.code, self.buffers = code, buffers
+
+
 @attrs.define(slots=True, eq=False)
 class RemotingCommand:
     code: int

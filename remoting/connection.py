@@ -31,7 +31,7 @@ import trio
 
 from remoting.budget import PartialFrameBudget
 from remoting.calls import PendingCalls
-from remoting.command import RemotingCommand, decode_command, encode_command
+from remoting.command import EncodedReply, RemotingCommand, decode_command, encode_command
 from remoting.errors import RemoteProtocolError, RemotingConnectError
 from remoting.frame import MAX_FRAME_BYTES, Frame, FrameDecoder
 from remoting.handling import GroupHandler, RequestHandler, RequestHandling
@@ -342,7 +342,7 @@ class Connection(RequestHandling):
 
     # ----------------------------------------------------------------------- writing
 
-    def send_nowait(self, command: RemotingCommand) -> None:
+    def send_nowait(self, command: RemotingCommand | EncodedReply) -> None:
         """Queue a command. Never blocks, never raises for a closed peer.
 
         Inside a read batch the bytes wait for the batch's end, so the replies to one read go
@@ -355,11 +355,14 @@ class Connection(RequestHandling):
                 command.code,
             )
             return
-        self._writes.queue(encode_command(command))
+        if type(command) is EncodedReply:
+            self._writes.queue(command.buffers)
+        else:
+            self._writes.queue(encode_command(command))
         if not self._in_read_batch and not self.closed:
             self._writes.flush()
 
-    def send_many_nowait(self, commands: list[RemotingCommand | bytes]) -> None:
+    def send_many_nowait(self, commands: list[RemotingCommand | EncodedReply | bytes]) -> None:
         """``send_nowait`` for the replies to a group of requests: one hand-over to the
         writer for all of them (the sender thread's lock and bookkeeping once, not per reply);
         frames without a body are joined into one buffer. A bytes is a frame encoded already."""
@@ -374,7 +377,7 @@ class Connection(RequestHandling):
             if type(command) is bytes:
                 heads.append(command)
                 continue
-            frame = encode_command(command)
+            frame = command.buffers if type(command) is EncodedReply else encode_command(command)
             if len(frame) == 1:
                 heads.append(frame[0])
                 continue

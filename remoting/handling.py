@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from remoting.codes import ResponseCode
-from remoting.command import RPC_ONEWAY, RemotingCommand
+from remoting.command import RPC_ONEWAY, EncodedReply, RemotingCommand
 from remoting.errors import RequestError
 from remoting.log_limit import bug_tracebacks, log_limited
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # The connection's logger: operators filter on it, and this is still the connection speaking.
 log = logging.getLogger("remoting.connection")
 
-HandlerResult = RemotingCommand | Awaitable[RemotingCommand | None] | None
+HandlerResult = RemotingCommand | EncodedReply | Awaitable[RemotingCommand | None] | None
 RequestHandler = Callable[["Connection", RemotingCommand], HandlerResult]
 # One result per request, in order; an exception is answered as a handler's raise is, bytes
 # are the reply's whole frame, encoded by the handler (broker/processor/send_reply.py).
@@ -47,8 +47,8 @@ class RequestHandling:
     _calls: PendingCalls
     _in_flight: InFlight
     _nursery: trio.Nursery | None
-    send_nowait: Callable[[RemotingCommand], None]
-    send_many_nowait: Callable[[list[RemotingCommand | bytes]], None]
+    send_nowait: Callable[[RemotingCommand | EncodedReply], None]
+    send_many_nowait: Callable[[list[RemotingCommand | EncodedReply | bytes]], None]
 
     def _on_commands(self, commands: list[RemotingCommand]) -> None:
         """A read's commands in order: each run of requests goes to the handlers as a group."""
@@ -75,11 +75,15 @@ class RequestHandling:
         except Exception as exc:  # a bug: every request of the group answers it
             results = [exc] * len(requests)
         # Replies ready at once leave in one hand-over to the writer, in request order.
-        ready: list[RemotingCommand | bytes] = []
+        ready: list[RemotingCommand | EncodedReply | bytes] = []
         for request, result in zip(requests, results, strict=True):
             if isinstance(result, Exception):
                 result = self._failure_response(request, result)
-            if type(result) is RemotingCommand or type(result) is bytes:
+            if (
+                type(result) is RemotingCommand
+                or type(result) is bytes
+                or type(result) is EncodedReply
+            ):
                 if not request.flag & RPC_ONEWAY:
                     ready.append(result)
                 continue
@@ -109,7 +113,7 @@ class RequestHandling:
             result = self.request_handler(self, request)  # type: ignore[arg-type]
         except Exception as exc:
             result = self._failure_response(request, exc)
-        if type(result) is RemotingCommand:  # most answers: ready at once
+        if type(result) is RemotingCommand or type(result) is EncodedReply:  # ready at once
             if not request.flag & RPC_ONEWAY:
                 self.send_nowait(result)
             return

@@ -14,6 +14,7 @@ is wrong.
 
 from __future__ import annotations
 
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from remoting.codec_native import native
 from remoting.codes import ResponseCode
 from remoting.errors import RequestError
 from remoting.wire_types import MARKS, Bits, Length, Name, OneOf, Range, check_value, show
@@ -176,6 +178,54 @@ def decode_header(cls: type[T], ext_fields: dict[str, str] | None) -> T:
         return fn(ext)
     except Exception:
         raise _explain(cls, ext) from None
+
+
+# --------------------------------------------------------------------- the plain fast path
+
+_STR, _INT, _NAME = 0, 1, 2  # the field kinds of remoting/native/codec/plain_header.c
+
+
+def plain_fields(cls: type) -> tuple[tuple[Any, ...], ...] | None:
+    """``cls`` for the C fast path (``decode_plain_header``): per field (wire key, kind,
+    required, low, high, names, default); None when a field is not a str, a ranged integer or
+    a name, or the class cannot be built positionally (the reference alone decodes it)."""
+    if not all(a.init and not a.kw_only for a in attrs.fields(cls)):
+        return None
+    fields = []
+    for spec in field_specs(cls):
+        ranges = [m for m in spec.marks if isinstance(m, Range)]
+        names = [m for m in spec.marks if isinstance(m, Name)]
+        low, high, seen, kind = 0, 0, None, _STR
+        if len(spec.marks) != len(ranges) + len(names) or len(spec.marks) > 1:
+            return None
+        if spec.base is int and ranges:
+            kind, low, high = _INT, ranges[0].low, ranges[0].high
+        elif spec.base is str and names:
+            kind, seen = _NAME, names[0].seen
+        elif spec.base is not str or spec.marks:
+            return None
+        key = sys.intern(spec.wire)  # the dict lookup compares pointers
+        fields.append((key, kind, spec.required, low, high, seen, spec.default))
+    return tuple(fields)
+
+
+def plain_decoder(cls: type[T]) -> Callable[[dict[str, str] | None], T]:
+    """``decode_header`` for ``cls``, with the C taking the plain form every client sends
+    (each value a str, integers as digits within range, names already seen valid) and this
+    module's decoder, the reference, judging everything else."""
+    fields = plain_fields(cls)
+    if native is None or fields is None:
+        return lambda ext_fields: decode_header(cls, ext_fields)
+    decode_plain = native.decode_plain_header
+
+    def decode(ext_fields: dict[str, str] | None) -> T:
+        if type(ext_fields) is dict:
+            values = decode_plain(ext_fields, fields)
+            if values is not None:
+                return cls(*values)
+        return decode_header(cls, ext_fields)
+
+    return decode
 
 
 # ------------------------------------------------------------------------------- encoding

@@ -191,8 +191,8 @@ class ConsumeQueue:
             return None
         start = byte_offset - mapped.start_offset
         end = mapped.wrote_position
-        if max_units is not None:
-            end = min(end, start + max_units * UNIT)
+        if max_units is not None and start + max_units * UNIT < end:  # not min(): per pull
+            end = start + max_units * UNIT
         if start >= end:
             return None
         return mapped.view[start:end]

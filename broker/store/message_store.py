@@ -364,10 +364,12 @@ class DefaultMessageStore(QueueLookups):
         queue_offset: int,
         max_msg_nums: int,
         message_filter: object | None = None,
+        runs: bool = False,
     ) -> GetMessageResult:
+        """``runs``: adjacent records may share a slice (MessageReader.get_message)."""
         started = perf_counter_ns()
         result = self.reader.get_message(
-            topic, queue_id, queue_offset, max_msg_nums, message_filter
+            topic, queue_id, queue_offset, max_msg_nums, message_filter, runs
         )
         self.stats.on_get_time(perf_counter_ns() - started)
         self.stats.on_get(result)

@@ -15,6 +15,10 @@ from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
 
 UNIT = CQ_UNIT.size
 _ELSEWHERE = 2  # native.scan_units stopped at a record outside its segment
+# Bound once: an Enum member read from its class costs ~80 ns, and these are read per pull.
+_FOUND = GetMessageStatus.FOUND
+_NO_MATCHED_MESSAGE = GetMessageStatus.NO_MATCHED_MESSAGE
+_NO_MESSAGE_IN_QUEUE = GetMessageStatus.NO_MESSAGE_IN_QUEUE
 
 
 def memory_threshold(config: MessageStoreConfig, total_physical_ram: int | None = None) -> int:
@@ -54,7 +58,10 @@ class MessageReader:
         queue_offset: int,
         max_msgs: int,
         message_filter: object | None,
+        runs: bool = False,
     ) -> GetMessageResult:
+        """``runs``: adjacent records may share one slice of ``buffers`` (a pull's reply body,
+        written as it is); ``message_count`` counts the records either way."""
         consume_queue = self.consume_queues.find(topic, queue_id)
         if consume_queue is None:
             return GetMessageResult(
@@ -63,7 +70,7 @@ class MessageReader:
             )
         low, high = consume_queue.min_queue_offset, consume_queue.max_queue_offset
         result = GetMessageResult(
-            status=GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+            status=_NO_MESSAGE_IN_QUEUE,
             min_queue_offset=low,
             max_queue_offset=high,
         )
@@ -79,7 +86,7 @@ class MessageReader:
             result.status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
             result.next_begin_offset = self._correct(queue_offset, low if low == 0 else high)
         else:
-            self._scan(consume_queue, queue_offset, max_msgs, message_filter, result)
+            self._scan(consume_queue, queue_offset, max_msgs, message_filter, result, runs)
         return result
 
     def _scan(
@@ -89,8 +96,12 @@ class MessageReader:
         max_msgs: int,
         message_filter: object | None,
         result: GetMessageResult,
+        runs: bool,
     ) -> None:
-        units = consume_queue.units(queue_offset, max(16000, max_msgs * UNIT) // UNIT)
+        # Java reads at least 16,000 bytes of units (not max(): this runs per pull)
+        units = consume_queue.units(
+            queue_offset, (max_msgs * UNIT if max_msgs * UNIT > 16000 else 16000) // UNIT
+        )
         if units is None:
             result.status = GetMessageStatus.OFFSET_FOUND_NULL
             result.next_begin_offset = self._correct(
@@ -99,7 +110,7 @@ class MessageReader:
             return
         scanned = _scan_units(
             units, self.commit_log, self.config, self.memory_threshold, max_msgs,
-            message_filter, result,
+            message_filter, result, runs,
         )  # fmt: skip
         result.next_begin_offset = queue_offset + scanned
 
@@ -112,15 +123,17 @@ def _scan_units(
     max_msgs: int,
     message_filter: object | None,
     result: GetMessageResult,
+    runs: bool = False,
 ) -> int:
     """The messages of ``units`` the filter and transfer limits let through, into ``result``;
-    returns how many units were scanned."""
+    returns how many units were scanned. ``runs``: the C loop may join adjacent records into
+    one slice (this loop, the reference, never does: the bytes are the same)."""
     max_phys = commit_log.max_phys_offset
     matched = by_record = None
     if message_filter is not None:
         matched = message_filter.is_matched_by_consume_queue
         by_record = message_filter.is_matched_by_commit_log
-    result.status = GetMessageStatus.NO_MATCHED_MESSAGE
+    result.status = _NO_MATCHED_MESSAGE
     buffers, total_bytes = result.buffers, 0
     next_phy_file_start = -1
     max_phys_pulling = 0
@@ -142,13 +155,14 @@ def _scan_units(
             segment_view, segment_start = segment.view, segment.start_offset
             segment_end = segment_start + segment.wrote_position
             codes = None if message_filter is None else message_filter.codes
-            scanned, count, total_bytes, max_phys_pulling, stop = native.scan_units(
+            scan = native.scan_runs if runs else native.scan_units
+            scanned, count, total_bytes, max_phys_pulling, stop = scan(
                 units, segment_view, segment_start, segment_end, codes, max_phys,
                 memory_threshold, max_msgs, disk_bytes, disk_count, memory_bytes,
                 memory_count, buffers,
             )  # fmt: skip
             if count:
-                result.status = GetMessageStatus.FOUND
+                result.status = _FOUND
             rest = units[scanned * UNIT :] if stop == _ELSEWHERE else b""
     for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(rest):
         scanned += 1
@@ -188,8 +202,9 @@ def _scan_units(
         buffers.append(record)
         count += 1
         total_bytes += size
-        result.status = GetMessageStatus.FOUND
+        result.status = _FOUND
         next_phy_file_start = -1
     result.buffer_total_size = total_bytes
+    result.record_count = count
     result.suggest_pulling_from_slave = max_phys - max_phys_pulling > memory_threshold
     return scanned

@@ -23,6 +23,8 @@ import trio
 
 from broker.store.types import GetMessageResult, GetMessageStatus
 
+_STATUS_FOUND = GetMessageStatus.FOUND  # bound once: ~80 ns a pull from the Enum class
+
 TPS_WINDOWS_S = (10, 60, 600)  # Java's StoreStatsService: "10s 1min 10min"
 SAMPLE_INTERVAL_S = 1.0  # Java's FREQUENCY_OF_SAMPLING
 # a sample: (ms, puts, gets found, gets missed, messages transferred by gets)
@@ -76,7 +78,7 @@ class StoreStats:
         self.put_message_size_total += size
 
     def on_get(self, result: GetMessageResult) -> None:
-        if result.status is GetMessageStatus.FOUND:
+        if result.status is _STATUS_FOUND:
             self.get_message_times_total_found += 1
             self.get_message_transferred_msg_count += result.message_count
         else:

@@ -28,6 +28,7 @@ NAMES = (
     "index_requests",
     "pack_cq_units",
     "populate_write",
+    "scan_runs",
     "scan_units",
     "sync_range",
 )

@@ -90,13 +90,16 @@ class GetMessageResult:
     next_begin_offset: int = 0  # queue offsets, all three
     min_queue_offset: int = 0
     max_queue_offset: int = 0
+    # One slice per record, or runs of adjacent records when the reader was asked for runs
+    # (a pull's reply body): then record_count says how many records they hold.
     buffers: list[memoryview] = attrs.Factory(list)
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
+    record_count: int | None = None
 
     @property
     def message_count(self) -> int:
-        return len(self.buffers)
+        return len(self.buffers) if self.record_count is None else self.record_count
 
 
 @attrs.define(kw_only=True, slots=True)

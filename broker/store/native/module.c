@@ -77,6 +77,8 @@ static PyMethodDef methods[] = {
      "fdatasync of a range of a mapping only (msync MS_SYNC), without the GIL."},
     {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL,
      "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
+    {"scan_runs", (PyCFunction)(void (*)(void))scan_runs, METH_FASTCALL,
+     "scan_units, adjacent records joined into one slice (a pull's reply body)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,10 +8,25 @@
  * written up to ``end``) for each record that passes the tag codes (None: every tag) and the
  * transfer limits. stop: 0 the units ran out, 1 the limits were reached (the unit that would
  * pass them is not scanned), 2 the next record is not in this segment (not scanned: the caller
- * goes on from there). */
+ * goes on from there).
+ *
+ * scan_runs(the same arguments) -> the same tuple, but a record that starts where the last one
+ * taken ends joins its slice: ``buffers`` holds runs of adjacent records (a pull's reply body,
+ * written as it is; a slice costs more than the record's share of the write). count still
+ * counts records. */
 #include "store.h"
 
-PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* Append view[pos:pos + len] to buffers; -1 with an exception set on failure. */
+static int append_slice(PyObject *view, PyObject *buffers, long long pos, long long len) {
+    if (len == 0) return 0;
+    PyObject *record = PySequence_GetSlice(view, (Py_ssize_t)pos, (Py_ssize_t)(pos + len));
+    if (record == NULL) return -1;
+    int appended = PyList_Append(buffers, record);
+    Py_DECREF(record);
+    return appended;
+}
+
+static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
     if (nargs != 13 || !PyMemoryView_Check(args[1]) || !PyList_CheckExact(args[12]) ||
         (args[4] != Py_None && !PyAnySet_Check(args[4]))) {
         PyErr_SetString(PyExc_TypeError, "scan_units(units, view, start, end, codes, max_phys, "
@@ -35,6 +50,7 @@ PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t total = units.len / CQ_UNIT_SIZE, scanned = 0;
     long long count = 0, total_bytes = 0, max_phys_pulling = 0;
     int stop = 0;
+    long long run_pos = 0, run_len = 0; /* the slice not appended yet, relative to start */
     for (; scanned < total; scanned++) {
         const unsigned char *u = p + scanned * CQ_UNIT_SIZE;
         long long phys = get_i64(u), tags = get_i64(u + 12);
@@ -69,17 +85,29 @@ PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             stop = 2;
             break;
         }
-        PyObject *record = PySequence_GetSlice(view, phys - start, phys - start + size);
-        if (record == NULL) goto fail;
-        int appended = PyList_Append(buffers, record);
-        Py_DECREF(record);
-        if (appended < 0) goto fail;
+        /* phys and phys + size lie within [start, end]: no position below overflows */
+        if (runs && run_len && phys - start == run_pos + run_len) {
+            run_len += size;
+        } else {
+            if (append_slice(view, buffers, run_pos, run_len) < 0) goto fail;
+            run_pos = phys - start;
+            run_len = size;
+        }
         count++;
         total_bytes += size;
     }
+    if (append_slice(view, buffers, run_pos, run_len) < 0) goto fail;
     PyBuffer_Release(&units);
     return Py_BuildValue("(nLLLi)", scanned, count, total_bytes, max_phys_pulling, stop);
 fail:
     PyBuffer_Release(&units);
     return NULL;
+}
+
+PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return scan(args, nargs, 0);
+}
+
+PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return scan(args, nargs, 1);
 }

@@ -140,5 +140,6 @@ PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

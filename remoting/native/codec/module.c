@@ -29,6 +29,8 @@ static PyMethodDef methods[] = {
      "What dispatch and recovery need from the record at a position (remoting.record)."},
     {"decode_send_header", (PyCFunction)(void (*)(void))decode_send_header, METH_FASTCALL,
      "SEND_MESSAGE(_V2)'s header values in their plain form, else None (remoting.send_header)."},
+    {"decode_plain_header", (PyCFunction)(void (*)(void))decode_plain_header, METH_FASTCALL,
+     "A custom header's values in their plain form, else None (remoting.header_codec)."},
     {"json_frame_head", (PyCFunction)(void (*)(void))json_frame_head, METH_FASTCALL,
      "A command's frame prefix and JSON header when nothing needs escaping, else None "
      "(remoting.command.encode_command)."},

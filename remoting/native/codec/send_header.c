@@ -52,7 +52,7 @@ static int make_keys(void) {
 
 /* An ASCII [+-]digits string within [low, high] into *out; 0 when it is not one (the Python
  * decoder then judges it: int() also takes spaces, underscores and non-ASCII digits). */
-static int plain_integer(PyObject *s, long long low, long long high, long long *out) {
+int plain_integer(PyObject *s, long long low, long long high, long long *out) {
     if (!PyUnicode_IS_ASCII(s)) return 0;
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     const char *p = (const char *)PyUnicode_1BYTE_DATA(s);

@@ -75,7 +75,10 @@ async def test_long_poll_answers_when_a_message_arrives_and_at_the_timeout(
             await wait_until_held(client, broker.addr)
             assert (await call(client, broker.addr, send_request("Poll", b"m1"))).code == 0
         assert results[0].code == ResponseCode.SUCCESS
+        assert results[0].remark == "FOUND"  # the status's name, as Java's broker sets it
         assert [m.body for m in codec.decode_messages(results[0].body)] == [b"m1"]
+        found = await call(client, broker.addr, pull_request("Poll", 0, 0))
+        assert (found.code, found.remark) == (ResponseCode.SUCCESS, "FOUND")
         timed_out = await call(client, broker.addr, pull_request("Poll", 0, 2, suspend_ms=300))
         assert timed_out.code == ResponseCode.PULL_NOT_FOUND
         assert timed_out.ext("nextBeginOffset") == "2"

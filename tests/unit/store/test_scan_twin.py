@@ -88,7 +88,11 @@ filters = st.sampled_from(
 )
 
 
-def scan(use_native: bool, cq: list[tuple[int, int, int]], log: Log, **kw: Any) -> Any:
+def scan(
+    use_native: bool, cq: list[tuple[int, int, int]], log: Log, runs: bool = False, **kw: Any
+) -> Any:
+    """What a scan gave; with ``runs`` the body's bytes and the record count, not the slices
+    (the C joins adjacent records into one, the reference never does)."""
     result = GetMessageResult(status=GetMessageStatus.NO_MESSAGE_IN_QUEUE)
     with pytest.MonkeyPatch.context() as patch:
         if not use_native:
@@ -101,13 +105,18 @@ def scan(use_native: bool, cq: list[tuple[int, int, int]], log: Log, **kw: Any) 
             kw["max_msgs"],
             kw["message_filter"],
             result,
+            runs,
         )
-    return (scanned, result.status, [bytes(b) for b in result.buffers],
-            result.buffer_total_size, result.suggest_pulling_from_slave)  # fmt: skip
+    buffers = [bytes(b) for b in result.buffers]
+    if runs:
+        assert sum(map(len, buffers)) == result.buffer_total_size
+        buffers = [b"".join(buffers), result.message_count]  # type: ignore[list-item]
+    return (scanned, result.status, buffers, result.buffer_total_size,
+            result.suggest_pulling_from_slave)  # fmt: skip
 
 
 @needs_store_native
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cq=units,
     wrote=st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
@@ -125,7 +134,12 @@ def test_native_scan_equals_the_reference(cq, wrote, max_phys, threshold, max_ms
                                           message_filter) -> None:  # fmt: skip
     log = Log(wrote, max_phys)
     kw = dict(limits=limits, threshold=threshold, max_msgs=max_msgs, message_filter=message_filter)
-    assert scan(True, cq, log, **kw) == scan(False, cq, log, **kw)
+    reference = scan(False, cq, log, **kw)
+    assert scan(True, cq, log, **kw) == reference
+    # A pull's body: the same bytes and record count, the same offsets, stops and statuses
+    # (the reference with runs asked for is the reference: it never joins)
+    assert scan(True, cq, log, runs=True, **kw) == scan(False, cq, log, runs=True, **kw)
+    assert scan(False, cq, log, runs=True, **kw)[2] == [b"".join(reference[2]), len(reference[2])]
 
 
 @needs_store_native
@@ -139,6 +153,25 @@ def test_native_scan_takes_a_plain_pull_itself() -> None:
     assert got == (3, 3, 30, 30, 1)  # the fourth unit is where the count limit stopped it
     assert [bytes(b) for b in buffers] == [
         bytes(segment.view[i * 10 : i * 10 + 10]) for i in range(3)
+    ]
+
+
+@needs_store_native
+def test_native_runs_join_adjacent_records_only() -> None:
+    """A pull's body as few slices as the records allow: adjacent records share one, a gap (a
+    record the tag filter refused, or bytes between) starts the next; count is still records."""
+    log = Log([FILE_SIZE], FILE_SIZE)
+    segment = log.queue.files[0].view
+    units = [(0, 10, 1), (10, 10, 1), (20, 10, 2), (30, 10, 1), (40, 5, 1), (50, 10, 1)]
+    cq = b"".join(CQ_UNIT.pack(*u) for u in units)
+    buffers: list[memoryview] = []
+    got = native.scan_runs(cq, segment, 0, FILE_SIZE, {1}, FILE_SIZE, 10**9, 32,
+                           10**6, 32, 10**6, 32, buffers)  # fmt: skip
+    assert got == (6, 5, 45, 50, 0)
+    assert [bytes(b) for b in buffers] == [
+        bytes(segment[0:20]),
+        bytes(segment[30:45]),
+        bytes(segment[50:60]),
     ]
 
 

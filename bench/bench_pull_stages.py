@@ -1,0 +1,105 @@
+"""The pull path's stages in one process, without sockets: µs per PULL_MESSAGE of 32 stored
+1 KiB messages (the bench's pull 32) for the JSON command header, the processor's whole
+``handle`` (header, checks, filter, GetMessage, the reply) and the reply's encoding where the
+handler leaves it to the transport. The
+broker's CPU per request over loopback minus their sum is the I/O and the event loop
+(bench_ab's pull32; docs/scaling.md uses both)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from bench.bench_broker import pull_frame
+from broker.config import load_broker_config
+from broker.controller import BrokerController
+from broker.store.types import MessageExtBrokerInner
+from remoting.body import TopicConfig
+from remoting.command import RemotingCommand, decode_command, encode_command
+from remoting.frame import FrameDecoder
+
+ROUNDS = 20_000
+
+
+def per_call_us(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(rounds):
+            fn()
+        best = min(best, (time.perf_counter() - started) / rounds * 1e6)
+    return best
+
+
+def controller(root: Path) -> BrokerController:
+    config, store_config = load_broker_config(
+        {
+            "brokerName": "bench",
+            "brokerIP1": "127.0.0.1",
+            "storePathRootDir": str(root),
+            "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+            "maxTransferCountOnMessageInMemory": "32",
+            "maxTransferBytesOnMessageInMemory": "262144",
+        },
+        warn=False,
+    )
+    broker = BrokerController(config, store_config)
+    broker.load()
+    broker.topics.update(TopicConfig(topic_name="PullTopic", read_queue_nums=4, write_queue_nums=4))
+    body = b"x" * 1024
+    for _ in range(64):
+        broker.store.put_message(
+            MessageExtBrokerInner(
+                topic="PullTopic", queue_id=0, body=body, properties={},
+                born_host=(b"\x7f\x00\x00\x01", 40000),
+            )
+        )  # fmt: skip
+    while broker.store.reput.do_reput(1024):
+        pass
+    return broker
+
+
+class _Connection:
+    peer = "127.0.0.1:40000"
+    attributes: dict = {}
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-pull-stages-"))
+    try:
+        trio.run(_main, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _main(root: Path) -> None:
+    broker = controller(root)
+    decoder = FrameDecoder()
+    decoder.receive_data(pull_frame("PullTopic", 0, 0))
+    frame = decoder.next_frame()
+    request = decode_command(frame)
+    handle, connection = broker.pull_processor.handle, _Connection()
+    response = handle(connection, request)
+    encoded = not isinstance(response, RemotingCommand)  # the handler's own frame
+    size = sum(map(len, response.buffers[1:])) if encoded else len(response.body)
+    assert response.code == 0 and size > 32 * 1024, response
+    rows = [
+        ("JSON command header (decode_command)", per_call_us(lambda: decode_command(frame))),
+        ("PullMessageProcessor.handle", per_call_us(lambda: handle(connection, request))),
+    ]
+    if not encoded:
+        rows.append(
+            ("reply encode (encode_command)", per_call_us(lambda: encode_command(response)))
+        )
+    for label, us in rows:
+        print(f"{label:<44} {us:7.2f} µs per request")
+
+
+if __name__ == "__main__":
+    main()
