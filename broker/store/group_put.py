@@ -19,7 +19,7 @@ reference, which answers it as a lone put would.
 from __future__ import annotations
 
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -133,3 +133,65 @@ def _append_run(
         requests.append(request)
         index += 1
     return index
+
+
+def put_plain_run(
+    store: DefaultMessageStore, rows: list[tuple[Any, ...]]
+) -> list[tuple[str, int, int]] | None:
+    """The plain sends' pass (broker/processor/send_plain.py): ``rows`` are the values of plain
+    single messages (topic, queue id, sysFlag, properties, body, flag, born timestamp, born
+    host, reconsume times). Appended in order as ``put_message_group`` appends them, without
+    its result objects: (msg id, queue offset, size) of each stored one, stopping at the first
+    the append passes on (the caller gives it and the rest to the reference); None when the
+    store refuses every put now."""
+    if store._refuse() is not None:
+        return None
+    started = perf_counter_ns()
+    caught_up = store.reput.caught_up()
+    requests: list[DispatchRequest] = []
+    stored = _append_rows(store.commit_log, rows, requests)
+    if requests:
+        last = requests[-1]
+        store.stats.on_put(len(requests), sum(r.msg_size for r in requests))
+        if store.put_listener is not None:
+            store.put_listener()
+        if not caught_up:
+            store.reput.wake()
+        elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
+            store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
+        store.stats.on_put_times((perf_counter_ns() - started) // len(requests), len(requests))
+    return stored
+
+
+def _append_rows(
+    log: CommitLog, rows: list[tuple[Any, ...]], requests: list[DispatchRequest]
+) -> list[tuple[str, int, int]]:
+    """``_append_run`` for value rows: each appended while it fits the writable segment."""
+    stored: list[tuple[str, int, int]] = []
+    files = log.queue.files
+    if not files:
+        return stored
+    mapped = files[-1]
+    if mapped.wrote_position >= mapped.file_size:
+        return stored
+    cursor_put, clock, wrote = log.cursor.put, log.clock, log.warmer.wrote
+    mmap, start_offset = mapped.mmap, mapped.start_offset
+    max_size = log.config.max_message_size
+    for topic, queue_id, sys_flag, properties, body, flag, born_ts, host, reconsume in rows:
+        position = mapped.wrote_position
+        try:
+            put = cursor_put(
+                mmap, position, start_offset, clock(), max_size, topic, queue_id, sys_flag,
+                properties, body, flag, born_ts, host, reconsume, 0,
+            )  # fmt: skip
+        except Exception:  # a refusal or an error: the reference says which
+            break
+        if type(put) is int:  # does not fit: the reference goes on to the next segment
+            break
+        msg_id, request = put
+        size = request.msg_size
+        mapped.wrote_position = position + size
+        wrote(mapped)
+        stored.append((msg_id, request.consume_queue_offset, size))
+        requests.append(request)
+    return stored
