@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from broker.processor.send_reply import stored_reply_frame
+from broker.processor.send_reply import REPLY_PIECES
 from broker.store.group_put import put_plain_run
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from remoting import constants as K
@@ -92,23 +92,15 @@ def plain_sends(
     if rows is None:
         return None
     broker = processor.broker
-    stored = put_plain_run(broker.store, rows)
+    stored = put_plain_run(broker.store, rows, REPLY_PIECES)
     if stored is None:  # the store refuses every put now: the reference answers each
         return None
-    results: list[Any] = []
-    per_topic: dict[str, list[int]] = {}
-    for request, row, (msg_id, queue_offset, size) in zip(requests, rows, stored, strict=False):
-        topic = row[0]
-        totals = per_topic.get(topic)
-        if totals is None:
-            totals = per_topic[topic] = [0, 0]
-        totals[0] += 1
-        totals[1] += size
-        results.append(stored_reply_frame(request.opaque, msg_id, row[1], queue_offset))
+    replies, totals = stored
     cluster = broker.config.broker_cluster_name
-    for topic, (count, size) in per_topic.items():
+    for topic, (count, size) in totals.items():
         broker.stats.on_put(topic, cluster, count, size)
-    done = len(stored)
+    done = len(replies)
+    results: list[Any] = replies
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
         # to the reference in order, after the ones stored.
@@ -120,7 +112,7 @@ def _plain_rows(
     processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
 ) -> list[tuple[Any, ...]] | None:
     """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
-    timestamp, born host, reconsume times), or None when one is not plain."""
+    timestamp, born host, reconsume times, opaque), or None when one is not plain."""
     broker = processor.broker
     table = broker.topics.table
     cluster = broker.config.broker_cluster_name
@@ -153,7 +145,7 @@ def _plain_rows(
         properties.pop(_WAIT, None)
         rows.append(
             (topic, queue_id, sys_flag, properties, request.body, flag, born_ts, host,
-             reconsume or 0)
+             reconsume or 0, request.opaque)
         )  # fmt: skip
     return rows
 

@@ -15,7 +15,7 @@ from remoting import record_layout
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT
 from remoting.native_loader import load
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -27,6 +27,7 @@ NAMES = (
     "index_requests",
     "pack_cq_units",
     "populate_write",
+    "put_rows",
     "scan_units",
     "sync_range",
 )

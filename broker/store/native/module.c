@@ -75,6 +75,8 @@ static PyMethodDef methods[] = {
      "fdatasync of a range of a mapping only (msync MS_SYNC), without the GIL."},
     {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL,
      "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
+    {"put_rows", (PyCFunction)(void (*)(void))put_rows, METH_FASTCALL,
+     "Plain sends appended and answered in one call (broker/store/group_put.py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 4
+#define STORE_ABI_VERSION 5
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -43,6 +43,8 @@ PyObject *message_id(PyObject *prefix, long long phys_offset);
 /* The exception a message the CommitLog does not take raises: RecordRefused(status, remark). */
 extern PyObject *RecordRefused;
 extern PyTypeObject AppendCursorType;
+/* AppendCursor.put for the other C files: `cursor` must be an AppendCursor. */
+PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -77,5 +79,6 @@ PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
