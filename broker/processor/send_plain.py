@@ -16,6 +16,7 @@ the same CommitLog bytes, ConsumeQueue units and reply frames.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send_reply import REPLY_PIECES
@@ -111,34 +112,55 @@ def plain_sends(
 def _plain_rows(
     processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
 ) -> list[tuple[Any, ...]] | None:
-    """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
-    timestamp, born host, reconsume times, opaque), or None when one is not plain."""
+    """Each request's append values, or None when one is not plain (``plain_rows``)."""
     broker = processor.broker
     table = broker.topics.table
-    cluster = broker.config.broker_cluster_name
-    host = born_host(connection)
-    bounds: dict[str, int] = {}  # topic -> queue ids it has (0 when not plain)
+    return plain_rows(
+        requests,
+        valid_topics,
+        lambda topic: _queue_bound(table.get(topic), topic),
+        _SPECIAL,
+        broker.config.broker_cluster_name,
+        born_host(connection),
+    )
+
+
+def python_plain_rows(
+    requests: list[RemotingCommand],
+    topics: set[str],
+    bound_of: Callable[[str], int],
+    specials: frozenset[str],
+    cluster: str,
+    host: tuple[bytes, int],
+) -> list[tuple[Any, ...]] | None:
+    """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
+    timestamp, born host, reconsume times, opaque), or None when one is not plain: another
+    code or serialization, a header the native decoder leaves to the reference, a queue id
+    not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
+    ``specials``. The reference of remoting/native/codec/plain_send.c."""
+    bounds: dict[str, int] = {}
     rows = []
     for request in requests:
         code = request.code
         fields = request.ext_fields
         if (
-            (code != _V2 and code != _V1)
+            type(code) is not int
+            or (code != _V2 and code != _V1)
             or request.serialize_type != _JSON
             or type(fields) is not dict
         ):
             return None
-        values = _decode(fields, code == _V2, valid_topics)  # type: ignore[misc]
+        values = _decode(fields, code == _V2, topics)  # type: ignore[misc]
         if values is None:
             return None
         (_, topic, _, _, queue_id, sys_flag, born_ts, flag, text, reconsume, *_) = values
         bound = bounds.get(topic)
         if bound is None:
-            bound = bounds[topic] = _queue_bound(table.get(topic), topic)
+            bound = bounds[topic] = bound_of(topic)
         if not 0 <= queue_id < bound or sys_flag & TRANSACTION_ROLLBACK_TYPE:
             return None
         properties = _to_properties(text)  # type: ignore[misc]
-        if not _SPECIAL.isdisjoint(properties):
+        if not specials.isdisjoint(properties):
             return None
         # As the reference: WAIT is not stored with a single message, CLUSTER is
         properties[_CLUSTER] = cluster
@@ -148,6 +170,9 @@ def _plain_rows(
              reconsume or 0, request.opaque)
         )  # fmt: skip
     return rows
+
+
+plain_rows = python_plain_rows if native is None else native.plain_send_rows
 
 
 def _queue_bound(config: Any, topic: str) -> int:

@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 4
+#define CODEC_ABI_VERSION 5
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -18,6 +18,7 @@ PyObject *string_to_properties(PyObject *self, PyObject *text);
 PyObject *plain_command(PyObject *self, PyObject *data);
 PyObject *json_frame_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *split_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
  * rest of a sent sysFlag is cleared. */

@@ -86,6 +86,14 @@ odd_sends = st.one_of(
     special_sends,
     special_sends,
     st.tuples(codes, st.integers(0, 3), st.integers(0, 100), st.just([]), hostile),
+    # a transaction type in sysFlag (prepared, commit, rollback)
+    st.tuples(
+        codes,
+        st.integers(0, 3),
+        st.just(10),
+        st.just([]),
+        st.sampled_from(["4", "8", "12", "20"]).map(lambda flag: {"f": flag}),
+    ),
     # a queue id the topic lacks, or a topic in the table a send may not name
     st.tuples(codes, st.sampled_from([-1, 4, 5]), st.just(10), st.just([]), st.just({})),
     st.tuples(
@@ -288,3 +296,20 @@ def test_a_plain_group_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     assert all(m.properties["CLUSTER"] == controller.config.broker_cluster_name for m in stored)
     assert all("WAIT" not in m.properties for m in stored)
     close(controller)
+
+
+BOUNDS = {"T": 4, "RO": 0, "%RETRY%G": 0}
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups(), st.booleans())
+def test_native_rows_are_the_reference_rows(drawn: list[tuple[Any, ...]], odd_code) -> None:
+    requests = [build(*send, n) for n, send in enumerate(drawn)]
+    if odd_code:  # a request of another code, or one not serialized as JSON
+        requests[len(requests) // 2].code = RequestCode.SEND_BATCH_MESSAGE
+    topics = {"T", "RO", "%RETRY%G", "TBW102"}
+    args = (topics, lambda topic: BOUNDS.get(topic, 0), send_plain._SPECIAL, "C1", HOST)
+    assert native.plain_send_rows(requests, *args) == send_plain.python_plain_rows(requests, *args)
+
+
+HOST = (b"\x7f\x00\x00\x01", 40404)
