@@ -29,7 +29,8 @@ from remoting.command import RemotingCommand, decode_command, encode_command_byt
 from remoting.constants import PERM_READ
 from remoting.errors import RequestError
 from remoting.frame import FrameDecoder
-from remoting.names import topic_problem
+from remoting.names import topic_problem, valid_topics
+from tests.conftest import INTEROP_FRAMES
 from tests.kits.brokerkit import send_request
 
 pytestmark = pytest.mark.skipif(native is None, reason="the plain pass needs the native codec")
@@ -313,3 +314,33 @@ def test_native_rows_are_the_reference_rows(drawn: list[tuple[Any, ...]], odd_co
 
 
 HOST = (b"\x7f\x00\x00\x01", 40404)
+
+
+def _captured_sends() -> list[RemotingCommand]:
+    """The sends the official C++ client really sent (tests/conftest.py INTEROP_FRAMES)."""
+    sends = []
+    for path in sorted(INTEROP_FRAMES.glob("cpp/*/*-in-*.bin")):
+        decoder = FrameDecoder()
+        decoder.receive_data(path.read_bytes())
+        command = decode_command(decoder.next_frame())
+        if command.code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2):
+            sends.append(command)
+    return sends
+
+
+def test_what_a_real_client_sends_is_plain() -> None:
+    sends = _captured_sends()
+    assert sends, f"expected the C++ captures under {INTEROP_FRAMES}"
+    topics = set()
+    for request in sends:
+        fields = request.ext_fields
+        topics |= {
+            fields.get("topic", fields.get("b")),
+            fields.get("defaultTopic", fields.get("c")),
+        }
+    for topic in topics:
+        assert topic_problem(topic) is None  # known valid, as after its first send
+    args = (valid_topics, lambda topic: 8, send_plain._SPECIAL, "C1", HOST)
+    rows = native.plain_send_rows(sends, *args)
+    assert rows is not None and len(rows) == len(sends)
+    assert rows == send_plain.python_plain_rows(sends, *args)
