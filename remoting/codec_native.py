@@ -12,7 +12,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -26,6 +26,7 @@ NAMES = (
     "plain_command",
     "json_frame_head",
     "split_frames",
+    "plain_send_rows",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

@@ -11,6 +11,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
+from broker.processor.send_plain import born_host, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -47,17 +48,6 @@ _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 _RETRY_PREFIX = K.RETRY_GROUP_TOPIC_PREFIX
 _JSON = int(SerializeType.JSON)
-
-
-def born_host(connection: Connection) -> tuple[bytes, int]:
-    cached = connection.attributes.get("born_host")
-    if cached is None:
-        host, _, port = connection.peer.rpartition(":")
-        cached = connection.attributes["born_host"] = (
-            codec.host_bytes(host.strip("[]")),
-            int(port),
-        )
-    return cached
 
 
 def put_result_response(
@@ -232,6 +222,16 @@ class SendMessageProcessor:
         return self.answer(request, msg, result, wait)
 
     def handle_group(
+        self, connection: Connection, requests: list[RemotingCommand]
+    ) -> list[HandlerResult | bytes | Exception]:
+        """Requests one read brought in (remoting/group.py): plain sends in one pass
+        (send_plain.py), any other group as ``reference_group``."""
+        results = plain_sends(self, connection, requests)
+        if results is not None:
+            return results
+        return self.reference_group(connection, requests)
+
+    def reference_group(
         self, connection: Connection, requests: list[RemotingCommand]
     ) -> list[HandlerResult | bytes | Exception]:
         """Requests one read brought in (remoting/group.py): each checked as ``handle`` does,

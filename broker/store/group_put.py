@@ -18,11 +18,13 @@ reference, which answers it as a lone put would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter_ns
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from broker.store.store_native import native
 from broker.store.types import (
     AppendMessageResult,
     DispatchRequest,
@@ -31,6 +33,7 @@ from broker.store.types import (
     PutMessageStatus,
 )
 from remoting.constants import SCHEDULE_TOPIC
+from remoting.frame import PREFIX
 from remoting.message import MessageConst
 
 if TYPE_CHECKING:
@@ -133,3 +136,91 @@ def _append_run(
         requests.append(request)
         index += 1
     return index
+
+
+def put_plain_run(
+    store: DefaultMessageStore, rows: list[tuple[Any, ...]], pieces: tuple[bytes, ...]
+) -> tuple[list[bytes], dict[str, list[int]]] | None:
+    """The plain sends' pass (broker/processor/send_plain.py): ``rows`` are the values of plain
+    single messages (topic, queue id, sysFlag, properties, body, flag, born timestamp, born
+    host, reconsume times, the request's opaque), appended in order as ``put_message_group``
+    appends them, in one ``put_rows`` call: the reply frames of the stored ones (``pieces`` the
+    reply header around its values) and {topic: [messages, bytes]}. It stops at the first row
+    the append passes on (the caller gives it and the rest to the reference); None when the
+    store refuses every put now."""
+    if store._refuse() is not None:
+        return None
+    log = store.commit_log
+    files = log.queue.files
+    if not files or files[-1].wrote_position >= files[-1].file_size:
+        return [], {}  # the reference makes the next segment
+    started = perf_counter_ns()
+    caught_up = store.reput.caught_up()
+    mapped = files[-1]
+    wrote_from = mapped.wrote_position
+    position, requests, replies, totals = put_rows(
+        log.cursor, mapped.mmap, wrote_from, mapped.start_offset, log.clock,
+        log.config.max_message_size, rows, pieces,
+    )  # fmt: skip
+    if requests:
+        mapped.wrote_position = position
+        log.warmer.wrote(mapped)
+        last = requests[-1]
+        store.stats.on_put(len(requests), position - wrote_from)
+        if store.put_listener is not None:
+            store.put_listener()
+        if not caught_up:
+            store.reput.wake()
+        elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
+            store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
+        store.stats.on_put_times((perf_counter_ns() - started) // len(requests), len(requests))
+    return replies, totals
+
+
+def python_put_rows(
+    cursor: Any,
+    mm: Any,
+    position: int,
+    start_offset: int,
+    clock: Callable[[], int],
+    max_body: int,
+    rows: list[tuple[Any, ...]],
+    pieces: tuple[bytes, ...],
+) -> tuple[int, list[DispatchRequest], list[bytes], dict[str, list[int]]]:
+    """Each row through ``cursor.put`` at the next position until one is not taken: (the next
+    position, the dispatch requests, the reply frames, {topic: [messages, bytes]}). The
+    reference of broker/store/native/plain_rows.c."""
+    requests: list[DispatchRequest] = []
+    replies: list[bytes] = []
+    totals: dict[str, list[int]] = {}
+    for topic, queue_id, sys_flag, properties, body, flag, born_ts, host, reconsume, opaque in rows:
+        try:
+            put = cursor.put(
+                mm, position, start_offset, clock(), max_body, topic, queue_id, sys_flag,
+                properties, body, flag, born_ts, host, reconsume, 0,
+            )  # fmt: skip
+        except Exception:  # a refusal or an error: the reference puts it again and says why
+            break
+        if type(put) is int:  # does not fit: the reference goes on to the next segment
+            break
+        msg_id, request = put
+        size = request.msg_size
+        position += size
+        requests.append(request)
+        pair = totals.setdefault(topic, [0, 0])
+        pair[0] += 1
+        pair[1] += size
+        replies.append(reply_frame(pieces, msg_id, queue_id, request.consume_queue_offset, opaque))
+    return position, requests, replies, totals
+
+
+def reply_frame(
+    pieces: tuple[bytes, ...], msg_id: str, queue_id: int, queue_offset: int, opaque: int
+) -> bytes:
+    """A frame whose header is ``pieces`` around the four values, in that order."""
+    values = (msg_id.encode(), b"%d" % queue_id, b"%d" % queue_offset, b"%d" % opaque, b"")
+    header = b"".join(piece + value for piece, value in zip(pieces, values, strict=True))
+    return PREFIX.pack(4 + len(header), len(header)) + header
+
+
+put_rows = python_put_rows if native is None else native.put_rows

@@ -29,6 +29,7 @@ NAMES = (
     "pack_cq_units",
     "populate_write",
     "scan_runs",
+    "put_rows",
     "scan_units",
     "sync_range",
 )

@@ -260,6 +260,11 @@ done:
     return result;
 }
 
+/* put for the other C files (plain_rows.c): `cursor` is an AppendCursor. */
+PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs) {
+    return AppendCursor_put((AppendCursor *)cursor, args, nargs);
+}
+
 /* ------------------------------------------------------------------ a batch */
 
 enum {

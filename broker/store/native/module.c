@@ -79,6 +79,8 @@ static PyMethodDef methods[] = {
      "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
     {"scan_runs", (PyCFunction)(void (*)(void))scan_runs, METH_FASTCALL,
      "scan_units, adjacent records joined into one slice (a pull's reply body)."},
+    {"put_rows", (PyCFunction)(void (*)(void))put_rows, METH_FASTCALL,
+     "Plain sends appended and answered in one call (broker/store/group_put.py)."},
     {NULL, NULL, 0, NULL},
 };
 

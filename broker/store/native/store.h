@@ -76,6 +76,8 @@ PyObject *message_id(PyObject *prefix, long long phys_offset);
 /* The exception a message the CommitLog does not take raises: RecordRefused(status, remark). */
 extern PyObject *RecordRefused;
 extern PyTypeObject AppendCursorType;
+/* AppendCursor.put for the other C files: `cursor` must be an AppendCursor. */
+PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -141,5 +143,6 @@ PyObject *populate_write(PyObject *self, PyObject *args);
 PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 4
+#define CODEC_ABI_VERSION 5
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -22,6 +22,7 @@ PyObject *decode_plain_header(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 /* An ASCII [+-]digits str within [low, high] into *out: 1, else 0 (send_header.c). */
 int plain_integer(PyObject *s, long long low, long long high, long long *out);
+PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
  * rest of a sent sysFlag is cleared. */

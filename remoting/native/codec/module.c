@@ -36,6 +36,8 @@ static PyMethodDef methods[] = {
      "(remoting.command.encode_command)."},
     {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
      "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
+    {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,
+     "Plain sends' append values, else None (broker/processor/send_plain.py)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,

@@ -1,0 +1,185 @@
+"""One pass for a read's run of plain single sends (issue 27): header values, checks, append,
+dispatch and the reply frames, without the objects the reference builds per request (the
+frozen header, MessageExtBrokerInner, AppendMessageResult, PutMessageResult, the response).
+
+"Plain" is the form real clients send when nothing special is asked of this broker: a
+SEND_MESSAGE or SEND_MESSAGE_V2 with a JSON header whose fields the native header decoder takes
+(remoting/send_header.py), a topic already in the topic table, writable, not one of the
+forbidden or retry topics, a queue id the topic has, no transaction type in sysFlag, and no
+DELAY, timer or TRAN_MSG property; on a broker that answers before durability (ASYNC_FLUSH and
+ASYNC_MASTER), is writable, not fenced and not short of in-sync replicas. ``plain_sends``
+returns None as soon as one request of the group is anything else, and the whole group then goes
+through ``SendMessageProcessor.reference_group``, the reference (so is every group in pure mode,
+where the native header decoder is absent). tests/unit/broker/test_send_plain.py holds both to
+the same CommitLog bytes, ConsumeQueue units and reply frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.processor.send_reply import REPLY_PIECES
+from broker.store.group_put import put_plain_run
+from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
+from remoting import constants as K
+from remoting import message as codec
+from remoting.codec_native import native
+from remoting.codes import RequestCode, SerializeType
+from remoting.message import TRANSACTION_ROLLBACK_TYPE, MessageConst
+from remoting.names import valid_topics
+
+if TYPE_CHECKING:
+    from broker.processor.send import SendMessageProcessor
+    from remoting.command import RemotingCommand
+    from remoting.connection import Connection
+
+_V1 = int(RequestCode.SEND_MESSAGE)
+_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_JSON = int(SerializeType.JSON)
+# Properties that ask for more than an append: each sends the request to the reference.
+_SPECIAL = frozenset(
+    {
+        MessageConst.DELAY,
+        MessageConst.TRAN_MSG,
+        TIMER_DELIVER_MS,
+        TIMER_DELAY_SEC,
+        TIMER_DELAY_MS,
+    }
+)
+_WAIT = MessageConst.WAIT
+_CLUSTER = MessageConst.CLUSTER
+_RETRY_PREFIX = K.RETRY_GROUP_TOPIC_PREFIX
+_FORBIDDEN = K.NOT_ALLOWED_SEND_TOPICS
+_PERM_WRITE = K.PERM_WRITE
+_decode = native.decode_send_header if native is not None else None
+_to_properties = native.string_to_properties if native is not None else None
+
+
+def born_host(connection: Connection) -> tuple[bytes, int]:
+    """The connection's peer as a record's born host (address bytes, port), made once."""
+    cached = connection.attributes.get("born_host")
+    if cached is None:
+        host, _, port = connection.peer.rpartition(":")
+        cached = connection.attributes["born_host"] = (
+            codec.host_bytes(host.strip("[]")),
+            int(port),
+        )
+    return cached
+
+
+def broker_takes_plain(processor: SendMessageProcessor) -> bool:
+    """The broker-wide conditions of the plain pass (Java's msgCheck's first checks, and an
+    answer that does not wait for a flush or a slave)."""
+    broker = processor.broker
+    return (
+        _decode is not None
+        and not processor.sync_flush
+        and not processor.sync_master
+        and bool(broker.config.broker_permission & _PERM_WRITE)
+        and broker.registrar.fenced is None
+        and (not broker.min_in_sync_slaves or broker.enough_in_sync_slaves())
+    )
+
+
+def plain_sends(
+    processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
+) -> list[Any] | None:
+    """The replies (frames, or the reference's answers for messages the append passed on) to
+    a group of plain sends, in order; None when one request is not plain."""
+    if not broker_takes_plain(processor):
+        return None
+    rows = _plain_rows(processor, connection, requests)
+    if rows is None:
+        return None
+    broker = processor.broker
+    stored = put_plain_run(broker.store, rows, REPLY_PIECES)
+    if stored is None:  # the store refuses every put now: the reference answers each
+        return None
+    replies, totals = stored
+    cluster = broker.config.broker_cluster_name
+    for topic, (count, size) in totals.items():
+        broker.stats.on_put(topic, cluster, count, size)
+    done = len(replies)
+    results: list[Any] = replies
+    if done < len(requests):
+        # One the single-pass append did not take (a segment to roll, a refusal): the rest go
+        # to the reference in order, after the ones stored.
+        results += processor.reference_group(connection, requests[done:])
+    return results
+
+
+def _plain_rows(
+    processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
+) -> list[tuple[Any, ...]] | None:
+    """Each request's append values, or None when one is not plain (``plain_rows``)."""
+    broker = processor.broker
+    table = broker.topics.table
+    return plain_rows(
+        requests,
+        valid_topics,
+        lambda topic: _queue_bound(table.get(topic), topic),
+        _SPECIAL,
+        broker.config.broker_cluster_name,
+        born_host(connection),
+    )
+
+
+def python_plain_rows(
+    requests: list[RemotingCommand],
+    topics: set[str],
+    bound_of: Callable[[str], int],
+    specials: frozenset[str],
+    cluster: str,
+    host: tuple[bytes, int],
+) -> list[tuple[Any, ...]] | None:
+    """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
+    timestamp, born host, reconsume times, opaque), or None when one is not plain: another
+    code or serialization, a header the native decoder leaves to the reference, a queue id
+    not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
+    ``specials``. The reference of remoting/native/codec/plain_send.c."""
+    bounds: dict[str, int] = {}
+    rows = []
+    for request in requests:
+        code = request.code
+        fields = request.ext_fields
+        if (
+            type(code) is not int
+            or (code != _V2 and code != _V1)
+            or request.serialize_type != _JSON
+            or type(fields) is not dict
+        ):
+            return None
+        values = _decode(fields, code == _V2, topics)  # type: ignore[misc]
+        if values is None:
+            return None
+        (_, topic, _, _, queue_id, sys_flag, born_ts, flag, text, reconsume, *_) = values
+        bound = bounds.get(topic)
+        if bound is None:
+            bound = bounds[topic] = bound_of(topic)
+        if not 0 <= queue_id < bound or sys_flag & TRANSACTION_ROLLBACK_TYPE:
+            return None
+        properties = _to_properties(text)  # type: ignore[misc]
+        if not specials.isdisjoint(properties):
+            return None
+        # As the reference: WAIT is not stored with a single message, CLUSTER is
+        properties[_CLUSTER] = cluster
+        properties.pop(_WAIT, None)
+        rows.append(
+            (topic, queue_id, sys_flag, properties, request.body, flag, born_ts, host,
+             reconsume or 0, request.opaque)
+        )  # fmt: skip
+    return rows
+
+
+plain_rows = python_plain_rows if native is None else native.plain_send_rows
+
+
+def _queue_bound(config: Any, topic: str) -> int:
+    """The queue ids a send to ``topic`` may name (msgCheck's test), 0 for a topic the reference
+    must answer (unknown: auto-creation; not writable, forbidden, a retry topic: refusals)."""
+    if config is None or not config.perm & _PERM_WRITE:
+        return 0
+    if topic in _FORBIDDEN or topic.startswith(_RETRY_PREFIX):
+        return 0
+    return max(config.write_queue_nums, config.read_queue_nums)

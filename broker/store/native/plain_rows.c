@@ -1,0 +1,188 @@
+/* put_rows: the plain sends of a read appended and answered in one call (issue 27; the Python
+ * twin is broker/store/group_put.py python_put_rows, which tests/unit/store/test_put_rows.py
+ * holds this to: same bytes, results, cursor state and stopping point).
+ *
+ * Each row goes through the cursor's own put (append.c), so a record, its refusals and the
+ * cursor's bookkeeping are exactly a lone put's. What this adds is the loop without a Python
+ * frame per message: the store timestamp from the CommitLog's clock, the write position moved
+ * on, the dispatch requests collected, per-topic totals for the stats, and each message's reply
+ * frame filled into the template its caller owns (broker/processor/send_reply.py REPLY_PIECES),
+ * so this file knows no JSON. The run stops at the first row the put does not take (it does
+ * not fit the segment, or it is refused, or anything raised): the caller hands that row and
+ * the rest to the reference, which answers each as a lone put would. */
+#include "store.h"
+
+#define ROW_FIELDS 10 /* topic, queue id, sys flag, properties, body, flag, born ts, born host,
+                         reconsume times, opaque */
+#define PUT_ARGS 15
+#define REPLY_PIECES 5
+/* a reply's numbers: queue id and opaque are Java ints, the queue offset a long */
+#define NUMBER_CHARS 24
+
+/* One reply frame: the 8-byte frame prefix, then pieces[0] msg_id pieces[1] queue_id
+ * pieces[2] queue_offset pieces[3] opaque pieces[4]. */
+static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_id, long long queue_id,
+                             long long queue_offset, long long opaque) {
+    char numbers[3][NUMBER_CHARS];
+    int lengths[3] = {
+        snprintf(numbers[0], NUMBER_CHARS, "%lld", queue_id),
+        snprintf(numbers[1], NUMBER_CHARS, "%lld", queue_offset),
+        snprintf(numbers[2], NUMBER_CHARS, "%lld", opaque),
+    };
+    Py_ssize_t id_len;
+    const char *id = PyUnicode_AsUTF8AndSize(msg_id, &id_len);
+    if (id == NULL) return NULL;
+    Py_ssize_t header = id_len + lengths[0] + lengths[1] + lengths[2];
+    for (int i = 0; i < REPLY_PIECES; i++) header += PyBytes_GET_SIZE(pieces[i]);
+    if (header > INT32_MAX - 4) {
+        PyErr_SetString(PyExc_OverflowError, "reply header too long");
+        return NULL;
+    }
+    PyObject *frame = PyBytes_FromStringAndSize(NULL, 8 + header);
+    if (frame == NULL) return NULL;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(frame);
+    uint32_t total = (uint32_t)(4 + header), length = (uint32_t)header;
+    for (int i = 0; i < 4; i++) {
+        out[i] = (unsigned char)(total >> (24 - 8 * i));
+        out[4 + i] = (unsigned char)(length >> (24 - 8 * i));
+    }
+    out += 8;
+    const char *parts[2 * REPLY_PIECES - 1];
+    Py_ssize_t sizes[2 * REPLY_PIECES - 1];
+    for (int i = 0; i < REPLY_PIECES; i++) {
+        parts[2 * i] = PyBytes_AS_STRING(pieces[i]);
+        sizes[2 * i] = PyBytes_GET_SIZE(pieces[i]);
+    }
+    parts[1] = id, sizes[1] = id_len;
+    for (int i = 0; i < 3; i++) parts[3 + 2 * i] = numbers[i], sizes[3 + 2 * i] = lengths[i];
+    for (int i = 0; i < 2 * REPLY_PIECES - 1; i++) {
+        memcpy(out, parts[i], (size_t)sizes[i]);
+        out += sizes[i];
+    }
+    return frame;
+}
+
+/* Add one stored message to its topic's [count, bytes] in `totals`. */
+static int count_topic(PyObject *totals, PyObject *topic, Py_ssize_t size) {
+    PyObject *pair = PyDict_GetItemWithError(totals, topic); /* borrowed */
+    if (pair == NULL) {
+        if (PyErr_Occurred()) return -1;
+        pair = Py_BuildValue("[nn]", (Py_ssize_t)1, size);
+        if (pair == NULL) return -1;
+        int r = PyDict_SetItem(totals, topic, pair);
+        Py_DECREF(pair);
+        return r;
+    }
+    for (int i = 0; i < 2; i++) {
+        Py_ssize_t was = PyLong_AsSsize_t(PyList_GET_ITEM(pair, i));
+        if (was == -1 && PyErr_Occurred()) return -1;
+        PyObject *now = PyLong_FromSsize_t(was + (i == 0 ? 1 : size));
+        if (now == NULL) return -1;
+        PyList_SetItem(pair, i, now); /* steals now */
+    }
+    return 0;
+}
+
+/* The row's put, or NULL with nothing raised when the run stops at this row. */
+static PyObject *put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row,
+                         Py_ssize_t position, PyObject *clock) {
+    PyObject *args[PUT_ARGS];
+    PyObject *store_ts = PyObject_CallNoArgs(clock);
+    PyObject *at = store_ts == NULL ? NULL : PyLong_FromSsize_t(position);
+    if (at == NULL) {
+        Py_XDECREF(store_ts);
+        return NULL;
+    }
+    /* mm, position, start_offset, store_timestamp, max_body, then the row's first nine
+     * (topic .. reconsume times), prepared_transaction_offset 0 */
+    args[0] = fixed[0], args[1] = at, args[2] = fixed[1], args[3] = store_ts, args[4] = fixed[2];
+    for (int i = 0; i < ROW_FIELDS - 1; i++) args[5 + i] = PyTuple_GET_ITEM(row, i);
+    args[PUT_ARGS - 1] = fixed[3];
+    PyObject *put = append_cursor_put(cursor, args, PUT_ARGS);
+    Py_DECREF(at);
+    Py_DECREF(store_ts);
+    if (put == NULL) {
+        /* as the twin's `except Exception`: the reference puts it again and says why */
+        if (PyErr_ExceptionMatches(PyExc_Exception)) PyErr_Clear();
+        return NULL;
+    }
+    if (!PyTuple_Check(put)) { /* its size: it does not fit this segment */
+        Py_DECREF(put);
+        return NULL;
+    }
+    return put;
+}
+
+/* One stored row: its request and reply appended, its topic counted; the record's size. */
+static Py_ssize_t stored(PyObject *put, PyObject *row, PyObject *const *pieces,
+                         PyObject *requests, PyObject *replies, PyObject *totals) {
+    PyObject *msg_id = PyTuple_GET_ITEM(put, 0), *request = PyTuple_GET_ITEM(put, 1);
+    Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(request, DR_SIZE));
+    long long queue_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_QUEUE_OFFSET));
+    long long queue_id = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 1));
+    long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
+    if (PyErr_Occurred() || PyList_Append(requests, request) < 0 ||
+        count_topic(totals, PyTuple_GET_ITEM(row, 0), size) < 0)
+        return -1;
+    PyObject *reply = reply_frame(pieces, msg_id, queue_id, queue_offset, opaque);
+    if (reply == NULL) return -1;
+    int r = PyList_Append(replies, reply);
+    Py_DECREF(reply);
+    return r < 0 ? -1 : size;
+}
+
+/* put_rows(cursor, mm, position, start_offset, clock, max_body, rows, pieces)
+ *   -> (position, dispatch requests, reply frames, {topic: [count, bytes]})
+ * rows: tuples of ROW_FIELDS; pieces: the REPLY_PIECES bytes of the reply's header around its
+ * four values. The position is where the next record goes; fewer requests than rows: the run
+ * stopped at that row. An error is raised only for bad arguments or no memory, and then the
+ * records packed so far stay past the write position the caller still holds. */
+PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyObject_TypeCheck(args[0], &AppendCursorType) ||
+        !PyList_CheckExact(args[6]) || !PyTuple_CheckExact(args[7]) ||
+        PyTuple_GET_SIZE(args[7]) != REPLY_PIECES) {
+        PyErr_SetString(PyExc_TypeError, "put_rows(cursor, mm, position, start_offset, clock, "
+                                         "max_body, rows list, pieces tuple)");
+        return NULL;
+    }
+    PyObject *const *pieces = &PyTuple_GET_ITEM(args[7], 0);
+    for (int i = 0; i < REPLY_PIECES; i++)
+        if (!PyBytes_CheckExact(pieces[i])) {
+            PyErr_SetString(PyExc_TypeError, "the reply's pieces are bytes");
+            return NULL;
+        }
+    Py_ssize_t position = PyLong_AsSsize_t(args[2]);
+    if (position == -1 && PyErr_Occurred()) return NULL;
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *fixed[4] = {args[1], args[3], args[5], zero}; /* mm, start, max_body, prepared */
+    PyObject *rows = args[6], *clock = args[4];
+    PyObject *requests = PyList_New(0), *replies = PyList_New(0), *totals = PyDict_New();
+    if (zero == NULL || requests == NULL || replies == NULL || totals == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
+            PyErr_SetString(PyExc_TypeError, "a row is a tuple of 10");
+            goto fail;
+        }
+        Py_INCREF(row); /* the put may run Python (the clock): keep the row alive */
+        PyObject *put = put_row(args[0], fixed, row, position, clock);
+        if (put == NULL) {
+            Py_DECREF(row);
+            if (PyErr_Occurred()) goto fail;
+            break;
+        }
+        Py_ssize_t size = stored(put, row, pieces, requests, replies, totals);
+        Py_DECREF(put);
+        Py_DECREF(row);
+        if (size < 0) goto fail;
+        position += size;
+    }
+    Py_DECREF(zero);
+    return Py_BuildValue("(nNNN)", position, requests, replies, totals);
+fail:
+    Py_XDECREF(zero);
+    Py_XDECREF(requests);
+    Py_XDECREF(replies);
+    Py_XDECREF(totals);
+    return NULL;
+}

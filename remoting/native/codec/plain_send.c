@@ -1,0 +1,192 @@
+/* plain_send_rows: the append values of a read's plain SEND_MESSAGE(_V2) requests in one call
+ * (issue 27; the Python twin is broker/processor/send_plain.py python_plain_rows, which
+ * tests/unit/broker/test_send_plain.py holds this to on hostile requests).
+ *
+ * Per request: the header through decode_send_header (send_header.c: the plain form only),
+ * the property string through string_to_properties, then what the caller decides handed in
+ * as values: the queue ids each topic may name (bound_of, asked once per topic of the call),
+ * the property names that need the reference (specials), the CLUSTER value to add. WAIT is
+ * dropped as the reference drops it from a single message. The first request that is not
+ * plain (another code, a ROCKETMQ-serialized header, a header the decoder leaves to Python, a
+ * queue id out of bounds, a transaction type in sysFlag, a special property) makes the whole
+ * answer None, so the reference takes the group. */
+#include "codec.h"
+
+/* RequestCode.SEND_MESSAGE, SEND_MESSAGE_V2 and SerializeType.JSON (remoting/codes.py) */
+#define SEND_MESSAGE 10
+#define SEND_MESSAGE_V2 310
+#define SERIALIZE_JSON 0
+#define TRANSACTION_TYPE_BITS 0xC /* MessageSysFlag TRANSACTION_ROLLBACK_TYPE: both type bits */
+#define ROW_FIELDS 10
+
+enum { A_CODE, A_SERIALIZE, A_EXT, A_BODY, A_OPAQUE, A_CLUSTER, A_WAIT, A_NAMES };
+static const char *const attr_names[A_NAMES] = {
+    "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT",
+};
+static PyObject *names[A_NAMES];
+
+static int make_names(void) {
+    if (names[0] != NULL) return 0;
+    for (int i = 0; i < A_NAMES; i++)
+        if ((names[i] = PyUnicode_InternFromString(attr_names[i])) == NULL) return -1;
+    return 0;
+}
+
+/* An attribute that must be an exact int within a C long; 0 with *ok = 0 when it is not. */
+static long int_attr(PyObject *o, PyObject *name, int *ok) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    long out = PyLong_CheckExact(v) ? PyLong_AsLong(v) : 0;
+    *ok = PyLong_CheckExact(v) && !(out == -1 && PyErr_Occurred());
+    PyErr_Clear(); /* an int past a C long is simply not plain */
+    Py_DECREF(v);
+    return out;
+}
+
+/* The queue ids `topic` may name: cached per call in `bounds`, else asked of bound_of. */
+static long topic_bound(PyObject *bounds, PyObject *bound_of, PyObject *topic) {
+    PyObject *bound = PyDict_GetItemWithError(bounds, topic); /* borrowed */
+    if (bound == NULL) {
+        if (PyErr_Occurred()) return -1;
+        bound = PyObject_CallOneArg(bound_of, topic);
+        if (bound == NULL) return -1;
+        int r = PyDict_SetItem(bounds, topic, bound);
+        Py_DECREF(bound);
+        if (r < 0) return -1;
+    }
+    long out = PyLong_AsLong(bound);
+    return out == -1 && PyErr_Occurred() ? -1 : out;
+}
+
+/* The properties of a plain message: parsed, CLUSTER set, WAIT dropped; Py_None (a new
+ * reference) when one is special. */
+static PyObject *plain_properties(PyObject *text, PyObject *specials, PyObject *cluster) {
+    PyObject *props = string_to_properties(NULL, text);
+    if (props == NULL) return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(props, &pos, &key, &value)) {
+        int special = PySet_Contains(specials, key);
+        if (special != 0) {
+            Py_DECREF(props);
+            if (special < 0) return NULL;
+            Py_RETURN_NONE;
+        }
+    }
+    if (PyDict_SetItem(props, names[A_CLUSTER], cluster) < 0 ||
+        (PyDict_Contains(props, names[A_WAIT]) == 1 && PyDict_DelItem(props, names[A_WAIT]) < 0)) {
+        Py_DECREF(props);
+        return NULL;
+    }
+    if (PyErr_Occurred()) { /* PyDict_Contains failed */
+        Py_DECREF(props);
+        return NULL;
+    }
+    return props;
+}
+
+typedef struct {
+    PyObject *topics, *bounds, *bound_of, *specials, *cluster, *host;
+} PlainContext;
+
+/* One request's row; Py_None (new reference) when it is not plain, NULL on error. */
+static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
+    int ok_code, ok_serialize;
+    long code = int_attr(request, names[A_CODE], &ok_code);
+    long serialize = int_attr(request, names[A_SERIALIZE], &ok_serialize);
+    if (PyErr_Occurred()) return NULL;
+    if (!ok_code || !ok_serialize || serialize != SERIALIZE_JSON ||
+        (code != SEND_MESSAGE && code != SEND_MESSAGE_V2))
+        Py_RETURN_NONE;
+    PyObject *ext = PyObject_GetAttr(request, names[A_EXT]);
+    if (ext == NULL) return NULL;
+    PyObject *values = NULL, *props = NULL, *row = NULL;
+    if (!PyDict_CheckExact(ext)) goto not_plain;
+    PyObject *decode_args[3] = {ext, code == SEND_MESSAGE_V2 ? Py_True : Py_False, ctx->topics};
+    values = decode_send_header(NULL, decode_args, 3);
+    if (values == NULL) goto done;
+    if (values == Py_None) goto not_plain;
+    /* SendMessageRequestHeader's order: producer_group, topic, default_topic,
+     * default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
+     * reconsume_times, ... (send_header.c send_fields) */
+    PyObject *topic = PyTuple_GET_ITEM(values, 1), *queue_id = PyTuple_GET_ITEM(values, 4);
+    PyObject *sys_flag = PyTuple_GET_ITEM(values, 5), *reconsume = PyTuple_GET_ITEM(values, 9);
+    long bound = topic_bound(ctx->bounds, ctx->bound_of, topic);
+    if (bound == -1 && PyErr_Occurred()) goto done;
+    long q = PyLong_AsLong(queue_id), flags = PyLong_AsLong(sys_flag);
+    if (PyErr_Occurred()) goto done;
+    if (q < 0 || q >= bound || (flags & TRANSACTION_TYPE_BITS)) goto not_plain;
+    props = plain_properties(PyTuple_GET_ITEM(values, 8), ctx->specials, ctx->cluster);
+    if (props == NULL) goto done;
+    if (props == Py_None) goto not_plain;
+    PyObject *body = PyObject_GetAttr(request, names[A_BODY]);
+    PyObject *opaque = body == NULL ? NULL : PyObject_GetAttr(request, names[A_OPAQUE]);
+    if (opaque == NULL) {
+        Py_XDECREF(body);
+        goto done;
+    }
+    PyObject *zero = reconsume == Py_None ? PyLong_FromLong(0) : Py_NewRef(reconsume);
+    if (zero == NULL) {
+        Py_DECREF(body);
+        Py_DECREF(opaque);
+        goto done;
+    }
+    row = PyTuple_New(ROW_FIELDS);
+    if (row == NULL) {
+        Py_DECREF(body);
+        Py_DECREF(opaque);
+        Py_DECREF(zero);
+        goto done;
+    }
+    /* topic, queue id, sys flag, properties, body, flag, born ts, born host, reconsume, opaque */
+    PyObject *items[ROW_FIELDS] = {
+        Py_NewRef(topic), Py_NewRef(queue_id), Py_NewRef(sys_flag), props, body,
+        Py_NewRef(PyTuple_GET_ITEM(values, 7)), Py_NewRef(PyTuple_GET_ITEM(values, 6)),
+        Py_NewRef(ctx->host), zero, opaque,
+    };
+    props = NULL; /* the row owns it */
+    for (int i = 0; i < ROW_FIELDS; i++) PyTuple_SET_ITEM(row, i, items[i]);
+    goto done;
+not_plain:
+    row = Py_NewRef(Py_None);
+done:
+    Py_DECREF(ext);
+    Py_XDECREF(values);
+    Py_XDECREF(props);
+    return row;
+}
+
+/* plain_send_rows(requests, valid_topics, bound_of, specials, cluster, born_host)
+ *   -> [row, ...] | None */
+PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyAnySet_Check(args[1]) ||
+        !PyAnySet_Check(args[3]) || !PyUnicode_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "plain_send_rows(list, set, callable, set, str, host)");
+        return NULL;
+    }
+    if (make_names() < 0) return NULL;
+    PlainContext ctx = {args[1], PyDict_New(), args[2], args[3], args[4], args[5]};
+    PyObject *requests = args[0];
+    PyObject *rows = ctx.bounds == NULL ? NULL : PyList_New(0);
+    if (rows == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
+        PyObject *request = Py_NewRef(PyList_GET_ITEM(requests, i));
+        PyObject *row = plain_row(&ctx, request);
+        Py_DECREF(request);
+        if (row == NULL) goto fail;
+        if (row == Py_None) {
+            Py_DECREF(rows);
+            Py_DECREF(ctx.bounds);
+            return row;
+        }
+        int r = PyList_Append(rows, row);
+        Py_DECREF(row);
+        if (r < 0) goto fail;
+    }
+    Py_DECREF(ctx.bounds);
+    return rows;
+fail:
+    Py_XDECREF(rows);
+    Py_XDECREF(ctx.bounds);
+    return NULL;
+}

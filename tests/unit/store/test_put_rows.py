@@ -1,0 +1,95 @@
+"""put_rows (broker/store/native/plain_rows.c) against its reference, group_put.python_put_rows
+with the pure-Python cursor: rows of hostile values appended into a small buffer give the same
+bytes, next position, dispatch requests, reply frames, per-topic totals and cursor state, and
+stop at the same row (one that does not fit, is refused or is not a valid message). The reply
+frames the pieces make are the send processor's own (send_reply.stored_reply_frame)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.processor.send_reply import REPLY_PIECES, stored_reply_frame
+from broker.store.append_cursor import PythonAppendCursor
+from broker.store.group_put import python_put_rows, reply_frame
+from broker.store.store_native import native
+from broker.store.types import DispatchRequest
+from tests.kits.nativekit import needs_store_native
+
+PREFIX = "0A00000700002A9F"
+STORE = b"\x0a\x00\x00\x07"
+START = 1 << 30
+
+_VALUES = st.text(alphabet="ab \x01é", max_size=6)
+properties = st.dictionaries(
+    st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "", "é"]),
+    st.one_of(_VALUES, st.integers(-3, 3)),
+    max_size=4,
+)
+rows = st.lists(
+    st.tuples(
+        st.sampled_from(["T", "T", "T", "U", "é", "x" * 130, 7]),  # topic (too long, not a str)
+        st.integers(-2, 3),  # queue id
+        st.sampled_from([0, 4, 8, 12, 0x10]),  # sys flag
+        properties,
+        st.binary(max_size=44),  # body (max 40)
+        st.integers(-(2**31), 2**31 - 1),  # flag
+        st.integers(-(2**63), 2**63 - 1),  # born timestamp
+        st.sampled_from([(b"\x7f\x00\x00\x01", 40000)] * 4 + [(bytes(range(16)), 1), (b"x", 1)]),
+        st.integers(0, 16),  # reconsume times
+        st.integers(0, 2**31 - 1),  # opaque
+    ),
+    max_size=8,
+)
+
+
+def _run(put_rows, cursor, buffer, drawn, position: int):
+    clock = itertools.count(1_700_000_000_000)
+    return put_rows(cursor, buffer, position, START, clock.__next__, 40, list(drawn), REPLY_PIECES)
+
+
+@needs_store_native
+@settings(max_examples=400, deadline=None)
+@given(rows, st.integers(0, 1500), st.integers(0, 64))
+def test_native_put_rows_is_the_reference(drawn, size: int, position: int) -> None:
+    position = min(position, size)
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        cursor.set_queue_offset("T", 1, 5)
+        buffer = bytearray(size)
+        got = _run(put_rows, cursor, buffer, drawn, position)
+        results.append((got, bytes(buffer), dict(cursor.queue_offsets), cursor.last_put_timestamp))
+    assert results[0] == results[1]
+
+
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**63 - 1),
+    st.integers(0, 2**40),
+)
+def test_the_pieces_make_the_send_reply(opaque, queue_id, queue_offset, phys) -> None:
+    msg_id = f"7F00000100002A9F{phys:016X}"
+    want = stored_reply_frame(opaque, msg_id, queue_id, queue_offset)
+    assert reply_frame(REPLY_PIECES, msg_id, queue_id, queue_offset, opaque) == want
+
+
+@needs_store_native
+def test_bad_arguments_are_refused() -> None:
+    cursor = native.AppendCursor(PREFIX, STORE, 10911, DispatchRequest)
+    buffer = bytearray(1000)
+    clock = itertools.count().__next__
+    with pytest.raises(TypeError):
+        native.put_rows(cursor, buffer, 0, START, clock, 40, [("T",)], REPLY_PIECES)
+    with pytest.raises(TypeError):
+        native.put_rows(cursor, buffer, 0, START, clock, 40, [], REPLY_PIECES[:4])
+    with pytest.raises(TypeError):
+        native.put_rows(object(), buffer, 0, START, clock, 40, [], REPLY_PIECES)
+    assert bytes(buffer) == bytes(1000)
