@@ -222,6 +222,50 @@ class Connection(RequestHandling):
         connection is finished, or reading pauses until its queued replies drain)."""
         if self.closed or self._read_once() is None:
             return False
+        return self._keep_reading()
+
+    def stage_read(self) -> list[RemotingCommand] | bool:
+        """``on_readable`` for a selector round of several connections: when the read holds
+        requests only (and the server groups them), they are returned unanswered, and the
+        connection waits in its read batch for ``finish_staged`` with their results; whatever
+        else was read is handled here, and the bool is ``on_readable``'s answer."""
+        if self.closed:
+            return False
+        data = self._recv()
+        if data is None:
+            return False
+        if not data:
+            return self._keep_reading()
+        commands, problem = self._take_commands(data)
+        if problem is None and commands and self.group_handler and self.request_handler:
+            for command in commands:
+                if command.is_response:
+                    break
+            else:
+                return commands
+        if self._handle_read(commands, problem, data) is None:
+            return False
+        return self._keep_reading()
+
+    def finish_staged(
+        self,
+        requests: list[RemotingCommand],
+        results: list[HandlerResult | bytes | Exception] | None,
+    ) -> bool:
+        """Answer what ``stage_read`` returned, in order, and end the read batch (``results``
+        None: handle them here, as a read of this connection alone). ``on_readable``'s answer."""
+        if results is None:
+            reading = self._handle_read(requests, None, b"")
+        else:
+            try:
+                self._answer_group(requests, results)
+            finally:
+                reading = self._end_read(None, b"")
+        if reading is None:
+            return False
+        return self._keep_reading()
+
+    def _keep_reading(self) -> bool:
         if self._in_flight.full or not self._writes.drained.is_set():
             assert self._nursery is not None
             self._nursery.start_soon(self._read_when_resumed)
@@ -249,42 +293,72 @@ class Connection(RequestHandling):
     def _read_once(self) -> bool | None:
         """Read what the socket holds and handle the commands in it. None once the connection
         is finished; else whether reading again at once may find more."""
+        data = self._recv()
+        if data is None:
+            return None
+        if not data:
+            return False
+        commands, problem = self._take_commands(data)
+        return self._handle_read(commands, problem, data)
+
+    def _recv(self) -> bytes | None:
+        """What the socket holds: b"" when nothing yet, None once the connection is finished."""
         try:
             data = self._sock.recv(READ_CHUNK)
         except BlockingIOError:
-            return False
+            return b""
         except OSError as exc:
             self._mark_closed(f"read failed: {exc!r}")
             return None
         if not data:
             self._mark_closed("peer closed the connection")
             return None
-        return self._received(data)
+        return data
 
     def _received(self, data: bytes) -> bool | None:
         """Handle the commands in what was read. None once the connection is finished; else
         whether reading again at once may find more."""
+        commands, problem = self._take_commands(data)
+        return self._handle_read(commands, problem, data)
+
+    def _take_commands(self, data: bytes) -> tuple[list[RemotingCommand], str | None]:
+        """Every command of the read, up to a frame that does not parse (the problem), and the
+        read batch begun: replies wait for its end (``_end_read``)."""
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
-        problem = None
+        frames: list[Frame] = []
+        commands = []
         try:
-            # Every command of the read first, then handled together: the commands before a
-            # frame that does not parse are still handled, then the connection closes.
-            frames: list[Frame] = []
-            commands = []
             try:
-                try:
-                    self._decoder.take_frames(frames)
-                finally:  # the frames before one that does not parse are still handled
-                    for frame in frames:
-                        commands.append(decode_command(frame))
-            except RemoteProtocolError as exc:
-                problem = str(exc)
+                self._decoder.take_frames(frames)
+            finally:  # the frames before one that does not parse are still handled
+                for frame in frames:
+                    commands.append(decode_command(frame))
+        except RemoteProtocolError as exc:
+            return commands, str(exc)
+        except BaseException:
+            self._end_read(None, data)
+            raise
+        return commands, None
+
+    def _handle_read(
+        self, commands: list[RemotingCommand], problem: str | None, data: bytes
+    ) -> bool | None:
+        """Handle a read's commands together and end its batch (``_received``'s answer)."""
+        try:
             if len(commands) == 1:  # a lone request: no grouping to do
                 self._on_command(commands[0])
             elif commands:
                 self._on_commands(commands)
+        finally:
+            reading = self._end_read(problem, data)
+        return reading
+
+    def _end_read(self, problem: str | None, data: bytes) -> bool | None:
+        """The read batch's end: close on a protocol error, write the batch's replies, report
+        a partial frame to the budget. ``_received``'s answer."""
+        try:
             if problem is not None:
                 if not self.secure and data[:1] == b"\x16":
                     # Java's "Clients intend to establish an SSL connection while this server

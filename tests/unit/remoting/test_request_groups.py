@@ -135,3 +135,115 @@ async def test_a_group_processor_that_fails_answers_each_of_its_requests(
     answers = await _exchange(port, requests)
     assert [a.opaque for a in answers] == [r.opaque for r in requests]
     assert {a.code for a in answers} == {ResponseCode.SYSTEM_ERROR}
+
+
+class RoundRecorder:
+    """A group processor that records which connection sent each request of each run."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[tuple[str, str]]] = []
+
+    def one(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
+        self.runs.append([(connection.peer, request.ext("v", ""))])
+        return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+    def group(
+        self,
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        owners = connections or [connection] * len(requests)
+        self.runs.append([(c.peer, r.ext("v", "")) for c, r in zip(owners, requests, strict=True)])
+        out: list[HandlerResult | Exception] = []
+        for request in requests:
+            v = request.ext("v", "")
+            if v.endswith("bad"):
+                out.append(RequestError(ResponseCode.MESSAGE_ILLEGAL, f"refused {v}"))
+            else:
+                out.append(request.make_response(ext_fields={"v": v}))
+        return out
+
+
+def _read_answers(sock: socket.socket, count: int) -> list[RemotingCommand]:
+    decoder, answers = FrameDecoder(), []
+    while len(answers) < count:
+        data = sock.recv(65536)
+        assert data, "the server closed the connection"
+        decoder.receive_data(data)
+        answers += [decode_command(f) for f in decoder.frames()]
+    return answers
+
+
+async def _ready_clients(port: int, count: int) -> list[socket.socket]:
+    """Blocking client sockets, each answered once (so the selector reads it already)."""
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.settimeout(10)
+        probe = RemotingCommand.request(GROUPED, {"v": "probe"})
+        sock.sendall(encode_command_bytes(probe))
+        socks.append(sock)
+    for sock in socks:
+        await trio.to_thread.run_sync(_read_answers, sock, 1)
+    return socks
+
+
+async def test_requests_of_connections_ready_in_one_round_go_to_the_group_processor_together(
+    nursery: trio.Nursery,
+) -> None:
+    """Sync senders on many connections (issue 27): what every ready connection brought goes
+    to the group processor in one run, and each connection is answered in its own order."""
+    recorder = RoundRecorder()
+
+    def deny(connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        if request.ext("v", "").endswith("secret"):
+            return request.error_response(ResponseCode.NO_PERMISSION, "no access")
+        return None
+
+    server = RemotingServer("127.0.0.1", 0, read_selector=True, authorize=deny)
+    server.register(GROUPED, recorder.one)
+    server.register_group(GROUPED, recorder.group)
+    port = await nursery.start(server.run)
+    socks = await _ready_clients(port, 4)
+    recorder.runs.clear()
+    sent: list[list[RemotingCommand]] = []
+    try:
+        # Every connection's requests are written before the server's task runs again
+        # (loopback delivers at once), so one selector round finds all four ready.
+        for index, sock in enumerate(socks):
+            values = [f"c{index}-{n}" for n in range(3)]
+            if index == 1:
+                values[1] = "c1-bad"
+            if index == 2:
+                values[1] = "c2-secret"  # refused by the access hook, in the middle
+            requests = [RemotingCommand.request(GROUPED, {"v": v}) for v in values]
+            sock.sendall(b"".join(encode_command_bytes(r) for r in requests))
+            sent.append(requests)
+        for sock, requests in zip(socks, sent, strict=True):
+            answers = await trio.to_thread.run_sync(_read_answers, sock, len(requests))
+            assert [a.opaque for a in answers] == [r.opaque for r in requests]
+            for request, answer in zip(requests, answers, strict=True):
+                v = request.ext("v", "")
+                if v.endswith("bad"):
+                    assert (answer.code, answer.remark) == (
+                        ResponseCode.MESSAGE_ILLEGAL,
+                        f"refused {v}",
+                    )
+                elif v.endswith("secret"):
+                    assert answer.code == ResponseCode.NO_PERMISSION
+                else:
+                    assert (answer.code, answer.ext("v", "")) == (ResponseCode.SUCCESS, v)
+    finally:
+        for sock in socks:
+            sock.close()
+    # One run held several connections' requests, and within every run each connection's
+    # requests kept their order.
+    assert any(len({peer for peer, _ in run}) > 1 for run in recorder.runs), recorder.runs
+    got = [v for run in recorder.runs for _, v in run]
+    assert sorted(got) == sorted(
+        r.ext("v", "") for rs in sent for r in rs if "secret" not in r.ext("v", "")
+    )
+    for index in range(4):
+        mine = [v for v in got if v.startswith(f"c{index}-")]
+        assert mine == [r.ext("v", "") for r in sent[index] if "secret" not in r.ext("v", "")]
