@@ -9,6 +9,7 @@ import socket
 import pytest
 import trio
 
+from remoting import writes as writes_module
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.connection import Connection, HandlerResult
@@ -181,6 +182,8 @@ async def _ready_clients(port: int, count: int) -> list[socket.socket]:
     for _ in range(count):
         sock = socket.create_connection(("127.0.0.1", port))
         sock.settimeout(10)
+        # Each write leaves at once (no Nagle wait for an ACK the server delays).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         probe = RemotingCommand.request(GROUPED, {"v": "probe"})
         sock.sendall(encode_command_bytes(probe))
         socks.append(sock)
@@ -247,3 +250,73 @@ async def test_requests_of_connections_ready_in_one_round_go_to_the_group_proces
     for index in range(4):
         mine = [v for v in got if v.startswith(f"c{index}-")]
         assert mine == [r.ext("v", "") for r in sent[index] if "secret" not in r.ext("v", "")]
+
+
+@pytest.mark.parametrize(
+    "native_sender", [False, pytest.param(True, marks=needs_sender)], ids=["loop", "thread"]
+)
+async def test_in_rounds_a_peer_that_stops_reading_pauses_alone(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, native_sender: bool
+) -> None:
+    """Back-pressure per connection still holds when connections are read in rounds: a peer
+    that reads none of its big replies is not read past the high-water mark, and the peers
+    ready in the same rounds keep being answered."""
+    monkeypatch.setattr(writes_module, "WRITE_HIGH_WATER", 1 << 20)
+    handled: list[str] = []
+
+    def group(
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        handled.extend(r.ext("v", "") for r in requests)
+        return [
+            r.make_response(body=bytes(512 * 1024) if r.ext("v", "") == "big" else b"")
+            for r in requests
+        ]
+
+    server = RemotingServer("127.0.0.1", 0, native_sender=native_sender)
+    server.register(GROUPED, lambda c, r: group(c, [r])[0])
+    server.register_group(GROUPED, group)
+    port = await nursery.start(server.run)
+    slow, *fast = await _ready_clients(port, 3)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    handled.clear()
+    bigs = 0
+    try:
+        with trio.fail_after(60):
+            # Each step writes one big request on the slow connection and one small one on
+            # each fast connection, then waits for the fast answers only. 64 steps queue
+            # 32 MiB: far past the mark and what the kernel's buffers take.
+            for _ in range(64):
+                request = RemotingCommand.request(GROUPED, {"v": "big"})
+                slow.sendall(encode_command_bytes(request))
+                bigs += 1
+                small = [RemotingCommand.request(GROUPED, {"v": "small"}) for _ in fast]
+                for sock, r in zip(fast, small, strict=True):
+                    sock.sendall(encode_command_bytes(r))
+                for sock, r in zip(fast, small, strict=True):
+                    (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+                    assert answer.opaque == r.opaque
+                if handled.count("big") < bigs:
+                    break  # the slow connection has left the epoll
+                await trio.sleep(0)
+            else:
+                raise AssertionError(f"the slow peer was still read after {bigs} big replies")
+            assert handled.count("big") >= 2  # past 1 MiB of queued replies
+            for _ in range(5):  # the others are still served meanwhile
+                small = [RemotingCommand.request(GROUPED, {"v": "small"}) for _ in fast]
+                for sock, r in zip(fast, small, strict=True):
+                    sock.sendall(encode_command_bytes(r))
+                for sock, r in zip(fast, small, strict=True):
+                    (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+                    assert answer.opaque == r.opaque
+            assert handled.count("big") == bigs - 1
+            # Reading the backlog lets the server read the slow peer again: every big
+            # request is answered.
+            answers = await trio.to_thread.run_sync(_read_answers, slow, bigs)
+            assert all(a.code == ResponseCode.SUCCESS for a in answers)
+            assert handled.count("big") == bigs
+    finally:
+        for sock in (slow, *fast):
+            sock.close()
