@@ -20,6 +20,8 @@ from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
+# Helpers benchmarking at once on one machine each pick their own (two brokers, 10 apart).
+PORT = int(os.environ.get("BENCH_AB_PORT", "32471"))
 HERE = Path(__file__).resolve().parent.parent
 
 
@@ -66,7 +68,7 @@ def main(argv: list[str]) -> None:
     other = Path(argv[0]).resolve()
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
-    brokers = {"this": tree_broker(HERE, root, 32471), "other": tree_broker(other, root, 32481)}
+    brokers = {"this": tree_broker(HERE, root, PORT), "other": tree_broker(other, root, PORT + 10)}
     try:
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
