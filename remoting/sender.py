@@ -67,6 +67,7 @@ class OutboundSender:
         self.add = self._native.add
         self.pending = self._native.pending
         self.write_now = self._native.write_now
+        self.kick = self._native.kick
 
     @staticmethod
     def available() -> bool:

@@ -241,7 +241,9 @@ class RemotingServer:
                     self._sender = OutboundSender()
                     await outer.start(_shielded, transport, self._sender.run)
                 if self._use_selector:
-                    self._selector = ReadSelector(self.handle_round)
+                    self._selector = ReadSelector(
+                        self.handle_round, self._sender.kick if self._sender else None
+                    )
                     await outer.start(_shielded, transport, self._selector.run)
                 try:
                     await self._serve(task_status)
