@@ -8,8 +8,8 @@ reads each ready connection in turn (``Connection.on_readable``). After a round 
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
 rounds while the pass is short, then again after a plain checkpoint before waiting: a busy
 server's next requests are usually in by then, and each Trio pass saved (its own epoll_wait,
-deadlines and instruments) is ~5 us. A connection with too many reply bytes queued leaves the epoll until they
-drain, so its peer is not read meanwhile.
+deadlines and instruments) is ~5 us. A connection with too many reply bytes queued leaves the
+epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so

@@ -6,7 +6,8 @@ reply), or an awaitable of either; see ``remoting.connection``. A code may also 
 processor (``register_group``): the consecutive requests of one read with such codes go to it
 together, checked by the access hook one by one first (the broker's sends: one store pass), and
 so do those of every connection the selector found ready in one round (``handle_round``, with
-``connections=``). Unknown codes go to ``default_processor``: the broker answers REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
+``connections=``). Unknown codes go to ``default_processor``: the broker answers
+REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
 """
 
 from __future__ import annotations
