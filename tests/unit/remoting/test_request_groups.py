@@ -320,3 +320,45 @@ async def test_in_rounds_a_peer_that_stops_reading_pauses_alone(
     finally:
         for sock in (slow, *fast):
             sock.close()
+
+
+async def test_a_response_read_in_a_round_answers_the_servers_call(nursery: trio.Nursery) -> None:
+    """A server also calls its clients (the broker's transaction checks): a client's response
+    read in the same round as other connections' requests completes that call, and the
+    requests are answered as usual."""
+    recorder = RoundRecorder()
+    server = RemotingServer("127.0.0.1", 0, read_selector=True)
+    server.register(GROUPED, recorder.one)
+    server.register_group(GROUPED, recorder.group)
+    port = await nursery.start(server.run)
+    called, *others = await _ready_clients(port, 3)
+    try:
+        (caller,) = [
+            c for c in server.connections if c.peer.endswith(f":{called.getsockname()[1]}")
+        ]
+        call = RemotingCommand.request(LONE, {"v": "ask"})
+        got: list[RemotingCommand] = []
+        done = trio.Event()
+
+        async def ask() -> None:
+            got.append(await caller.invoke(call, 10))
+            done.set()
+
+        nursery.start_soon(ask)
+        (asked,) = await trio.to_thread.run_sync(_read_answers, called, 1)
+        assert asked.opaque == call.opaque and not asked.is_response
+        answer = asked.make_response(ext_fields={"v": "told"})
+        requests = [RemotingCommand.request(GROUPED, {"v": f"o{i}"}) for i in range(len(others))]
+        # The response and the other connections' requests arrive together: one round.
+        called.sendall(encode_command_bytes(answer))
+        for sock, request in zip(others, requests, strict=True):
+            sock.sendall(encode_command_bytes(request))
+        for sock, request in zip(others, requests, strict=True):
+            (reply,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+            assert (reply.opaque, reply.ext("v", "")) == (request.opaque, request.ext("v", ""))
+        with trio.fail_after(10):
+            await done.wait()
+        assert got[0].ext("v", "") == "told"
+    finally:
+        for sock in (called, *others):
+            sock.close()
