@@ -5,11 +5,13 @@ clients over their own sockets), so client and server share this class:
 
 * the reader parses every complete frame of each read, matches responses to pending calls by
   ``opaque``, and hands requests to the request handler. A server's connections are read by
-  its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task;
+  its ``ReadSelector`` (remoting/selector.py), one task for all; others have a reader task
+  (the reading side: remoting/reading.py);
 * a handler that answers at once (returns a command) is answered inline: no task, no channel;
   one that returns an awaitable gets its own task;
 * the requests of one read go to the ``group_handler`` together (a server's: runs of pipelined
   sends are stored in one pass, remoting/server.py), each still answered on its own, in order;
+  so do those of every connection a selector round found ready (remoting/selector.py);
 * reading pauses (the peer's TCP window fills) while too many reply bytes are queued, or too
   many requests or request bytes are in flight (remoting/in_flight.py): a client that never
   reads its replies, or pipelines without end, cannot grow the server's memory;
@@ -31,29 +33,27 @@ import trio
 
 from remoting.budget import PartialFrameBudget
 from remoting.calls import PendingCalls
-from remoting.command import EncodedReply, RemotingCommand, decode_command, encode_command
-from remoting.errors import RemoteProtocolError, RemotingConnectError
-from remoting.frame import MAX_FRAME_BYTES, Frame, FrameDecoder
+from remoting.command import EncodedReply, RemotingCommand, encode_command
+from remoting.errors import RemotingConnectError
+from remoting.frame import MAX_FRAME_BYTES, FrameDecoder
 from remoting.handling import GroupHandler, RequestHandler, RequestHandling
 from remoting.handling import (
     HandlerResult as HandlerResult,  # importers of HandlerResult use this module
 )
 from remoting.in_flight import MAX_HANDLER_TASKS, MAX_IN_FLIGHT_BYTES, InFlight
 from remoting.log_limit import log_limited, peer_warnings
-from remoting.memory import trim
+from remoting.reading import READ_CHUNK as READ_CHUNK  # the server's budget floor uses it
+from remoting.reading import ReadBatches
 from remoting.selector import ReadSelector
 from remoting.sender import OutboundSender
 from remoting.writes import LoopWrites, ThreadWrites
 
 log = logging.getLogger(__name__)
 
-# 64 KiB: recv(n) allocates n bytes first, and above ~128 KiB that allocation costs more than
-# the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
-READ_CHUNK = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
 
 
-class Connection(RequestHandling):
+class Connection(ReadBatches, RequestHandling):
     secure = False  # TLS (remoting/tls_connection.py)
 
     def __init__(
@@ -217,123 +217,8 @@ class Connection(RequestHandling):
             if eager is None:
                 return
 
-    def on_readable(self) -> bool:
-        """The selector found the socket readable. False: take it out of the selector (the
-        connection is finished, or reading pauses until its queued replies drain)."""
-        if self.closed or self._read_once() is None:
-            return False
-        if self._in_flight.full or not self._writes.drained.is_set():
-            assert self._nursery is not None
-            self._nursery.start_soon(self._read_when_resumed)
-            return False
-        return True
-
-    async def _read_when_resumed(self) -> None:
-        await self._until_reading_resumes()
-        if not self.closed and self._selector is not None:
-            self._selector.add(self)
-
-    def _reading_paused(self) -> bool:
-        return self._in_flight.full or not self._writes.drained.is_set()
-
-    async def _until_reading_resumes(self) -> None:
-        while not self.closed and self._reading_paused():
-            if not self._writes.drained.is_set():
-                await self._writes.drained.wait()
-            else:
-                await self._in_flight.wait_finished()
-
     def fileno(self) -> int:
         return self._fd
-
-    def _read_once(self) -> bool | None:
-        """Read what the socket holds and handle the commands in it. None once the connection
-        is finished; else whether reading again at once may find more."""
-        try:
-            data = self._sock.recv(READ_CHUNK)
-        except BlockingIOError:
-            return False
-        except OSError as exc:
-            self._mark_closed(f"read failed: {exc!r}")
-            return None
-        if not data:
-            self._mark_closed("peer closed the connection")
-            return None
-        return self._received(data)
-
-    def _received(self, data: bytes) -> bool | None:
-        """Handle the commands in what was read. None once the connection is finished; else
-        whether reading again at once may find more."""
-        self._last_io = trio.current_time()
-        self._decoder.receive_data(data)
-        self._in_read_batch = True
-        problem = None
-        try:
-            # Every command of the read first, then handled together: the commands before a
-            # frame that does not parse are still handled, then the connection closes.
-            frames: list[Frame] = []
-            commands = []
-            try:
-                try:
-                    self._decoder.take_frames(frames)
-                finally:  # the frames before one that does not parse are still handled
-                    for frame in frames:
-                        commands.append(decode_command(frame))
-            except RemoteProtocolError as exc:
-                problem = str(exc)
-            if len(commands) == 1:  # a lone request: no grouping to do
-                self._on_command(commands[0])
-            elif commands:
-                self._on_commands(commands)
-            if problem is not None:
-                if not self.secure and data[:1] == b"\x16":
-                    # Java's "Clients intend to establish an SSL connection while this server
-                    # is running in SSL disabled mode": a ClientHello read as a 369 MB frame
-                    # length.
-                    problem = "a TLS handshake on a port without TLS (tls.server.mode=disabled)"
-                self.warn_peer("protocol error, closing: peer=%s error=%s", self.peer, problem)
-                self._mark_closed(f"protocol error: {problem}")
-        finally:
-            self._in_read_batch = False
-            written = self.closed or self._writes.flush()
-        if problem is not None:
-            return None
-        held = self._decoder.buffered_bytes
-        if held != self._held and self._budget is not None and not self._hold_partial(held):
-            return None
-        # A reply still waiting for the sender's thread: the peer's next request cannot be in.
-        return written
-
-    def _hold_partial(self, held: int) -> bool:
-        """Tell the budget what our partial frame holds now; over it, close the stalest holder.
-        False when that was this connection."""
-        budget = self._budget
-        assert budget is not None
-        budget.change(self, self._held, held, self._last_io)
-        self._held = held
-        while budget.over:
-            stalest = budget.stalest()
-            if not isinstance(stalest, Connection):
-                break
-            stalest.warn_peer(
-                "partial frames over serverPartialFramesMaxBytes=%d, closing the stalest: "
-                "peer=%s held=%d idle_s=%.1f total=%d",
-                budget.limit,
-                stalest.peer,
-                stalest._held,
-                budget.idle_s(stalest, self._last_io),
-                budget.total,
-            )
-            stalest.close_soon("partial frames over the server's limit")
-        return not self.closed
-
-    def _release_partial(self) -> None:
-        budget = self._budget
-        assert budget is not None
-        budget.change(self, self._held, 0, self._last_io)
-        self._held = 0
-        if budget.take_trim():
-            trim()
 
     def warn_peer(self, message: str, *args: Any) -> None:
         """A WARNING about this peer, a few per host and minute (remoting/log_limit.py)."""

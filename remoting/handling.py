@@ -74,7 +74,13 @@ class RequestHandling:
             results = group_handler(self, requests)  # type: ignore[arg-type]
         except Exception as exc:  # a bug: every request of the group answers it
             results = [exc] * len(requests)
-        # Replies ready at once leave in one hand-over to the writer, in request order.
+        self._answer_group(requests, results)
+
+    def _answer_group(
+        self, requests: list[RemotingCommand], results: list[HandlerResult | bytes | Exception]
+    ) -> None:
+        """Answer a group's requests in order: replies ready at once leave in one hand-over
+        to the writer, an awaitable's when it has its answer."""
         ready: list[RemotingCommand | EncodedReply | bytes] = []
         for request, result in zip(requests, results, strict=True):
             if isinstance(result, Exception):

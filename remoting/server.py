@@ -4,8 +4,10 @@
 A processor is ``def handle(connection, request)`` returning a response command, None (no
 reply), or an awaitable of either; see ``remoting.connection``. A code may also have a group
 processor (``register_group``): the consecutive requests of one read with such codes go to it
-together, checked by the access hook one by one first (the broker's sends: one store pass). Unknown codes go to
-``default_processor``: the broker answers REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
+together, checked by the access hook one by one first (the broker's sends: one store pass), and
+so do those of every connection the selector found ready in one round (``handle_round``, with
+``connections=``). Unknown codes go to ``default_processor``: the broker answers
+REQUEST_CODE_NOT_SUPPORTED, the NameServer nothing.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ from remoting.tls_connection import TlsConnection
 log = logging.getLogger(__name__)
 
 Processor = Callable[[Connection, RemotingCommand], HandlerResult]
-GroupProcessor = Callable[
-    [Connection, list[RemotingCommand]], list[HandlerResult | bytes | Exception]
-]
+# (connection, requests) of one connection, or with ``connections=`` (one per request, a
+# selector round's: remoting/selector.py) of several, the first of them as ``connection``.
+GroupProcessor = Callable[..., list[HandlerResult | bytes | Exception]]
 # The access check (acl/hook.py): None lets the request through, a command is its refusal.
 Authorize = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
@@ -82,11 +84,18 @@ async def _shielded(
 
 
 def _run_group(
-    processor: GroupProcessor | None, connection: Connection, run: list[RemotingCommand]
+    processor: GroupProcessor | None,
+    connections: list[Connection],
+    run: list[RemotingCommand],
+    mixed: bool,
 ) -> list[HandlerResult | bytes | Exception]:
+    """A run's results; ``connections[i]`` sent ``run[i]``, and ``mixed`` says they are not
+    all one connection (the processor then takes them as ``connections``)."""
     assert processor is not None
     try:
-        return processor(connection, run)
+        if mixed:
+            return processor(connections[0], run, connections=connections)
+        return processor(connections[0], run)
     except Exception as exc:  # a bug in the group processor: each request answers it
         return [exc] * len(run)
 
@@ -149,7 +158,9 @@ class RemotingServer:
         self.processors[int(code)] = processor
 
     def register_group(self, code: int, processor: GroupProcessor) -> None:
-        """``processor`` takes runs of ``code`` requests; ``register``'s still takes lone ones."""
+        """``processor`` takes runs of ``code`` requests, ``processor(connection, requests)`` or,
+        when they came from several connections, ``processor(connection, requests,
+        connections=...)`` (one per request); ``register``'s still takes lone ones."""
         self.group_processors[int(code)] = processor
 
     def handle_requests(
@@ -157,11 +168,22 @@ class RemotingServer:
     ) -> list[HandlerResult | bytes | Exception]:
         """The requests of one read, one result each, in order: runs of consecutive requests
         to one group processor go to it together, every other request to ``handle_request``."""
+        return self.handle_round([connection] * len(requests), requests)
+
+    def handle_round(
+        self, connections: list[Connection], requests: list[RemotingCommand]
+    ) -> list[HandlerResult | bytes | Exception]:
+        """``handle_requests`` for the requests of a selector round, ``requests[i]`` from
+        ``connections[i]`` (each connection's in its order): a run of one group processor's
+        requests may span connections, so one store pass takes every ready connection's sends
+        (the selector's round, remoting/selector.py)."""
         results: list[HandlerResult | bytes | Exception] = []
         run: list[RemotingCommand] = []
+        owners: list[Connection] = []
+        mixed = False
         run_processor: GroupProcessor | None = None
         groups, authorize = self.group_processors, self.authorize
-        for request in requests:
+        for connection, request in zip(connections, requests, strict=True):
             group = groups.get(request.code)
             answer: HandlerResult | bytes | Exception = None
             if group is not None and authorize is not None:
@@ -171,8 +193,8 @@ class RemotingServer:
                     answer = exc
             if group is None or answer is not None:
                 if run:
-                    results += _run_group(run_processor, connection, run)
-                    run = []
+                    results += _run_group(run_processor, owners, run, mixed)
+                    run, owners, mixed = [], [], False
                 if answer is None:
                     try:
                         answer = self.handle_request(connection, request)
@@ -181,12 +203,15 @@ class RemotingServer:
                 results.append(answer)
                 continue
             if group is not run_processor and run:
-                results += _run_group(run_processor, connection, run)
-                run = []
+                results += _run_group(run_processor, owners, run, mixed)
+                run, owners, mixed = [], [], False
             run_processor = group
+            if owners and owners[-1] is not connection:
+                mixed = True
             run.append(request)
+            owners.append(connection)
         if run:
-            results += _run_group(run_processor, connection, run)
+            results += _run_group(run_processor, owners, run, mixed)
         return results
 
     def handle_request(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
@@ -217,7 +242,9 @@ class RemotingServer:
                     self._sender = OutboundSender()
                     await outer.start(_shielded, transport, self._sender.run)
                 if self._use_selector:
-                    self._selector = ReadSelector()
+                    self._selector = ReadSelector(
+                        self.handle_round, self._sender.kick if self._sender else None
+                    )
                     await outer.start(_shielded, transport, self._selector.run)
                 try:
                     await self._serve(task_status)

@@ -222,25 +222,34 @@ class SendMessageProcessor:
         return self.answer(request, msg, result, wait)
 
     def handle_group(
-        self, connection: Connection, requests: list[RemotingCommand]
+        self,
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
     ) -> list[HandlerResult | bytes | Exception]:
-        """Requests one read brought in (remoting/group.py): plain sends in one pass
-        (send_plain.py), any other group as ``reference_group``."""
-        results = plain_sends(self, connection, requests)
+        """Requests one read brought in, or one selector round from several connections
+        (``connections[i]`` sent ``requests[i]``; remoting/server.py): plain sends in one
+        pass (send_plain.py), any other group as ``reference_group``."""
+        results = plain_sends(self, connection, requests, connections)
         if results is not None:
             return results
-        return self.reference_group(connection, requests)
+        return self.reference_group(connection, requests, connections)
 
     def reference_group(
-        self, connection: Connection, requests: list[RemotingCommand]
+        self,
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
     ) -> list[HandlerResult | bytes | Exception]:
-        """Requests one read brought in (remoting/group.py): each checked as ``handle`` does,
-        their single messages stored in one pass (``put_message_group``), answered in order.
-        A request that fails its checks gets its own error; a batch in between is stored on
-        its own, after the messages before it, so the log keeps the requests' order."""
+        """The reference of ``handle_group``: each request checked as ``handle`` does, their
+        single messages stored in one pass (``put_message_group``), answered in order. A
+        request that fails its checks gets its own error; a batch in between is stored on its
+        own, after the messages before it, so the log keeps the requests' order."""
         results: list[HandlerResult | bytes | Exception] = [None] * len(requests)
         pending: list[tuple[int, MessageExtBrokerInner, str]] = []
         for index, request in enumerate(requests):
+            if connections is not None:
+                connection = connections[index]
             try:
                 msg, batch, wait = self.prepare(connection, request)
             except Exception as exc:  # answered as handle's raise is (Connection)

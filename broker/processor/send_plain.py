@@ -83,13 +83,18 @@ def broker_takes_plain(processor: SendMessageProcessor) -> bool:
 
 
 def plain_sends(
-    processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
+    processor: SendMessageProcessor,
+    connection: Connection,
+    requests: list[RemotingCommand],
+    connections: list[Connection] | None = None,
 ) -> list[Any] | None:
     """The replies (frames, or the reference's answers for messages the append passed on) to
-    a group of plain sends, in order; None when one request is not plain."""
+    a group of plain sends, in order; None when one request is not plain. ``connections``:
+    who sent each request, when a selector round's group spans connections."""
     if not broker_takes_plain(processor):
         return None
-    rows = _plain_rows(processor, connection, requests)
+    hosts = born_host(connection) if connections is None else [born_host(c) for c in connections]
+    rows = _plain_rows(processor, hosts, requests)
     if rows is None:
         return None
     broker = processor.broker
@@ -105,12 +110,15 @@ def plain_sends(
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
         # to the reference in order, after the ones stored.
-        results += processor.reference_group(connection, requests[done:])
+        rest = None if connections is None else connections[done:]
+        results += processor.reference_group(connection, requests[done:], rest)
     return results
 
 
 def _plain_rows(
-    processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
+    processor: SendMessageProcessor,
+    hosts: tuple[bytes, int] | list[tuple[bytes, int]],
+    requests: list[RemotingCommand],
 ) -> list[tuple[Any, ...]] | None:
     """Each request's append values, or None when one is not plain (``plain_rows``)."""
     broker = processor.broker
@@ -121,7 +129,7 @@ def _plain_rows(
         lambda topic: _queue_bound(table.get(topic), topic),
         _SPECIAL,
         broker.config.broker_cluster_name,
-        born_host(connection),
+        hosts,
     )
 
 
@@ -131,16 +139,20 @@ def python_plain_rows(
     bound_of: Callable[[str], int],
     specials: frozenset[str],
     cluster: str,
-    host: tuple[bytes, int],
+    hosts: tuple[bytes, int] | list[tuple[bytes, int]],
 ) -> list[tuple[Any, ...]] | None:
     """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
     timestamp, born host, reconsume times, opaque), or None when one is not plain: another
     code or serialization, a header the native decoder leaves to the reference, a queue id
     not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
-    ``specials``. The reference of remoting/native/codec/plain_send.c."""
+    ``specials``. ``hosts``: the born host of every request, or a list of each one's (as
+    long as ``requests``). The reference of remoting/native/codec/plain_send.c."""
+    if type(hosts) is list and len(hosts) != len(requests):
+        raise TypeError("plain_send_rows: one born host per request")
     bounds: dict[str, int] = {}
     rows = []
-    for request in requests:
+    for index, request in enumerate(requests):
+        host = hosts[index] if type(hosts) is list else hosts
         code = request.code
         fields = request.ext_fields
         if (

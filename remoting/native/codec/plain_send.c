@@ -157,7 +157,9 @@ done:
 }
 
 /* plain_send_rows(requests, valid_topics, bound_of, specials, cluster, born_host)
- *   -> [row, ...] | None */
+ *   -> [row, ...] | None
+ * born_host: one host for every request, or a list of each request's (a selector round's
+ * group spans connections), as long as requests. */
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyAnySet_Check(args[1]) ||
         !PyAnySet_Check(args[3]) || !PyUnicode_Check(args[4])) {
@@ -166,13 +168,26 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     if (make_names() < 0) return NULL;
     PlainContext ctx = {args[1], PyDict_New(), args[2], args[3], args[4], args[5]};
-    PyObject *requests = args[0];
+    PyObject *requests = args[0], *hosts = PyList_CheckExact(args[5]) ? args[5] : NULL;
+    if (hosts != NULL && PyList_GET_SIZE(hosts) != PyList_GET_SIZE(requests)) {
+        Py_XDECREF(ctx.bounds);
+        PyErr_SetString(PyExc_TypeError, "plain_send_rows: one born host per request");
+        return NULL;
+    }
     PyObject *rows = ctx.bounds == NULL ? NULL : PyList_New(0);
     if (rows == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
+        /* bound_of may run Python: both lists are checked again before each read */
+        if (hosts != NULL && i >= PyList_GET_SIZE(hosts)) {
+            PyErr_SetString(PyExc_TypeError, "plain_send_rows: one born host per request");
+            goto fail;
+        }
         PyObject *request = Py_NewRef(PyList_GET_ITEM(requests, i));
+        PyObject *host = hosts == NULL ? NULL : Py_NewRef(PyList_GET_ITEM(hosts, i));
+        if (host != NULL) ctx.host = host;
         PyObject *row = plain_row(&ctx, request);
         Py_DECREF(request);
+        Py_XDECREF(host);
         if (row == NULL) goto fail;
         if (row == Py_None) {
             Py_DECREF(rows);

@@ -9,6 +9,7 @@ import socket
 import pytest
 import trio
 
+from remoting import writes as writes_module
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.connection import Connection, HandlerResult
@@ -135,3 +136,229 @@ async def test_a_group_processor_that_fails_answers_each_of_its_requests(
     answers = await _exchange(port, requests)
     assert [a.opaque for a in answers] == [r.opaque for r in requests]
     assert {a.code for a in answers} == {ResponseCode.SYSTEM_ERROR}
+
+
+class RoundRecorder:
+    """A group processor that records which connection sent each request of each run."""
+
+    def __init__(self) -> None:
+        self.runs: list[list[tuple[str, str]]] = []
+
+    def one(self, connection: Connection, request: RemotingCommand) -> HandlerResult:
+        self.runs.append([(connection.peer, request.ext("v", ""))])
+        return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+    def group(
+        self,
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        owners = connections or [connection] * len(requests)
+        self.runs.append([(c.peer, r.ext("v", "")) for c, r in zip(owners, requests, strict=True)])
+        out: list[HandlerResult | Exception] = []
+        for request in requests:
+            v = request.ext("v", "")
+            if v.endswith("bad"):
+                out.append(RequestError(ResponseCode.MESSAGE_ILLEGAL, f"refused {v}"))
+            else:
+                out.append(request.make_response(ext_fields={"v": v}))
+        return out
+
+
+def _read_answers(sock: socket.socket, count: int) -> list[RemotingCommand]:
+    decoder, answers = FrameDecoder(), []
+    while len(answers) < count:
+        data = sock.recv(65536)
+        assert data, "the server closed the connection"
+        decoder.receive_data(data)
+        answers += [decode_command(f) for f in decoder.frames()]
+    return answers
+
+
+async def _ready_clients(port: int, count: int) -> list[socket.socket]:
+    """Blocking client sockets, each answered once (so the selector reads it already)."""
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.settimeout(10)
+        # Each write leaves at once (no Nagle wait for an ACK the server delays).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        probe = RemotingCommand.request(GROUPED, {"v": "probe"})
+        sock.sendall(encode_command_bytes(probe))
+        socks.append(sock)
+    for sock in socks:
+        await trio.to_thread.run_sync(_read_answers, sock, 1)
+    return socks
+
+
+async def test_requests_of_connections_ready_in_one_round_go_to_the_group_processor_together(
+    nursery: trio.Nursery,
+) -> None:
+    """Sync senders on many connections (issue 27): what every ready connection brought goes
+    to the group processor in one run, and each connection is answered in its own order."""
+    recorder = RoundRecorder()
+
+    def deny(connection: Connection, request: RemotingCommand) -> RemotingCommand | None:
+        if request.ext("v", "").endswith("secret"):
+            return request.error_response(ResponseCode.NO_PERMISSION, "no access")
+        return None
+
+    server = RemotingServer("127.0.0.1", 0, read_selector=True, authorize=deny)
+    server.register(GROUPED, recorder.one)
+    server.register_group(GROUPED, recorder.group)
+    port = await nursery.start(server.run)
+    socks = await _ready_clients(port, 4)
+    recorder.runs.clear()
+    sent: list[list[RemotingCommand]] = []
+    try:
+        # Every connection's requests are written before the server's task runs again
+        # (loopback delivers at once), so one selector round finds all four ready.
+        for index, sock in enumerate(socks):
+            values = [f"c{index}-{n}" for n in range(3)]
+            if index == 1:
+                values[1] = "c1-bad"
+            if index == 2:
+                values[1] = "c2-secret"  # refused by the access hook, in the middle
+            requests = [RemotingCommand.request(GROUPED, {"v": v}) for v in values]
+            sock.sendall(b"".join(encode_command_bytes(r) for r in requests))
+            sent.append(requests)
+        for sock, requests in zip(socks, sent, strict=True):
+            answers = await trio.to_thread.run_sync(_read_answers, sock, len(requests))
+            assert [a.opaque for a in answers] == [r.opaque for r in requests]
+            for request, answer in zip(requests, answers, strict=True):
+                v = request.ext("v", "")
+                if v.endswith("bad"):
+                    assert (answer.code, answer.remark) == (
+                        ResponseCode.MESSAGE_ILLEGAL,
+                        f"refused {v}",
+                    )
+                elif v.endswith("secret"):
+                    assert answer.code == ResponseCode.NO_PERMISSION
+                else:
+                    assert (answer.code, answer.ext("v", "")) == (ResponseCode.SUCCESS, v)
+    finally:
+        for sock in socks:
+            sock.close()
+    # One run held several connections' requests, and within every run each connection's
+    # requests kept their order.
+    assert any(len({peer for peer, _ in run}) > 1 for run in recorder.runs), recorder.runs
+    got = [v for run in recorder.runs for _, v in run]
+    assert sorted(got) == sorted(
+        r.ext("v", "") for rs in sent for r in rs if "secret" not in r.ext("v", "")
+    )
+    for index in range(4):
+        mine = [v for v in got if v.startswith(f"c{index}-")]
+        assert mine == [r.ext("v", "") for r in sent[index] if "secret" not in r.ext("v", "")]
+
+
+@pytest.mark.parametrize(
+    "native_sender", [False, pytest.param(True, marks=needs_sender)], ids=["loop", "thread"]
+)
+async def test_in_rounds_a_peer_that_stops_reading_pauses_alone(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, native_sender: bool
+) -> None:
+    """Back-pressure per connection still holds when connections are read in rounds: a peer
+    that reads none of its big replies is not read past the high-water mark, and the peers
+    ready in the same rounds keep being answered."""
+    monkeypatch.setattr(writes_module, "WRITE_HIGH_WATER", 1 << 20)
+    handled: list[str] = []
+
+    def group(
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        handled.extend(r.ext("v", "") for r in requests)
+        return [
+            r.make_response(body=bytes(512 * 1024) if r.ext("v", "") == "big" else b"")
+            for r in requests
+        ]
+
+    server = RemotingServer("127.0.0.1", 0, native_sender=native_sender)
+    server.register(GROUPED, lambda c, r: group(c, [r])[0])
+    server.register_group(GROUPED, group)
+    port = await nursery.start(server.run)
+    slow, *fast = await _ready_clients(port, 3)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    handled.clear()
+    bigs = 0
+    try:
+        with trio.fail_after(60):
+            # Each step writes one big request on the slow connection and one small one on
+            # each fast connection, then waits for the fast answers only. 64 steps queue
+            # 32 MiB: far past the mark and what the kernel's buffers take.
+            for _ in range(64):
+                request = RemotingCommand.request(GROUPED, {"v": "big"})
+                slow.sendall(encode_command_bytes(request))
+                bigs += 1
+                small = [RemotingCommand.request(GROUPED, {"v": "small"}) for _ in fast]
+                for sock, r in zip(fast, small, strict=True):
+                    sock.sendall(encode_command_bytes(r))
+                for sock, r in zip(fast, small, strict=True):
+                    (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+                    assert answer.opaque == r.opaque
+                if handled.count("big") < bigs:
+                    break  # the slow connection has left the epoll
+                await trio.sleep(0)
+            else:
+                raise AssertionError(f"the slow peer was still read after {bigs} big replies")
+            assert handled.count("big") >= 2  # past 1 MiB of queued replies
+            for _ in range(5):  # the others are still served meanwhile
+                small = [RemotingCommand.request(GROUPED, {"v": "small"}) for _ in fast]
+                for sock, r in zip(fast, small, strict=True):
+                    sock.sendall(encode_command_bytes(r))
+                for sock, r in zip(fast, small, strict=True):
+                    (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+                    assert answer.opaque == r.opaque
+            assert handled.count("big") == bigs - 1
+            # Reading the backlog lets the server read the slow peer again: every big
+            # request is answered.
+            answers = await trio.to_thread.run_sync(_read_answers, slow, bigs)
+            assert all(a.code == ResponseCode.SUCCESS for a in answers)
+            assert handled.count("big") == bigs
+    finally:
+        for sock in (slow, *fast):
+            sock.close()
+
+
+async def test_a_response_read_in_a_round_answers_the_servers_call(nursery: trio.Nursery) -> None:
+    """A server also calls its clients (the broker's transaction checks): a client's response
+    read in the same round as other connections' requests completes that call, and the
+    requests are answered as usual."""
+    recorder = RoundRecorder()
+    server = RemotingServer("127.0.0.1", 0, read_selector=True)
+    server.register(GROUPED, recorder.one)
+    server.register_group(GROUPED, recorder.group)
+    port = await nursery.start(server.run)
+    called, *others = await _ready_clients(port, 3)
+    try:
+        (caller,) = [
+            c for c in server.connections if c.peer.endswith(f":{called.getsockname()[1]}")
+        ]
+        call = RemotingCommand.request(LONE, {"v": "ask"})
+        got: list[RemotingCommand] = []
+        done = trio.Event()
+
+        async def ask() -> None:
+            got.append(await caller.invoke(call, 10))
+            done.set()
+
+        nursery.start_soon(ask)
+        (asked,) = await trio.to_thread.run_sync(_read_answers, called, 1)
+        assert asked.opaque == call.opaque and not asked.is_response
+        answer = asked.make_response(ext_fields={"v": "told"})
+        requests = [RemotingCommand.request(GROUPED, {"v": f"o{i}"}) for i in range(len(others))]
+        # The response and the other connections' requests arrive together: one round.
+        called.sendall(encode_command_bytes(answer))
+        for sock, request in zip(others, requests, strict=True):
+            sock.sendall(encode_command_bytes(request))
+        for sock, request in zip(others, requests, strict=True):
+            (reply,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+            assert (reply.opaque, reply.ext("v", "")) == (request.opaque, request.ext("v", ""))
+        with trio.fail_after(10):
+            await done.wait()
+        assert got[0].ext("v", "") == "told"
+    finally:
+        for sock in (called, *others):
+            sock.close()
