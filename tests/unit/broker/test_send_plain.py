@@ -284,7 +284,7 @@ def test_a_plain_group_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     first = build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)
     controller.send.reference_group(peer, [first])  # makes the first segment
     requests = [build(RequestCode.SEND_MESSAGE_V2, n % 4, 100, [], {}, n) for n in range(1, 9)]
-    rows = send_plain._plain_rows(controller.send, peer, requests)
+    rows = send_plain._plain_rows(controller.send, send_plain.born_host(peer), requests)
     assert rows is not None
     results = send_plain.plain_sends(controller.send, peer, requests)
     assert all(type(r) is bytes for r in results)
@@ -314,6 +314,24 @@ def test_native_rows_are_the_reference_rows(drawn: list[tuple[Any, ...]], odd_co
 
 
 HOST = (b"\x7f\x00\x00\x01", 40404)
+
+
+@settings(max_examples=100, deadline=None)
+@given(groups())
+def test_a_round_across_connections_gives_each_row_its_own_born_host(drawn) -> None:
+    """A selector round's group names each request's connection: its row carries that born
+    host, in the C and its twin alike; a host list of the wrong length is refused."""
+    requests = [build(*send, n) for n, send in enumerate(drawn)]
+    hosts = [(b"\x7f\x00\x00\x01", 40000 + n) for n in range(len(requests))]
+    topics = {"T", "RO", "%RETRY%G", "TBW102"}
+    args = (topics, lambda topic: BOUNDS.get(topic, 0), send_plain._SPECIAL, "C1")
+    rows = native.plain_send_rows(requests, *args, hosts)
+    assert rows == send_plain.python_plain_rows(requests, *args, hosts)
+    if rows is not None:
+        assert [row[7] for row in rows] == hosts
+    for plain_rows in (native.plain_send_rows, send_plain.python_plain_rows):
+        with pytest.raises(TypeError):
+            plain_rows(requests, *args, hosts + [HOST])
 
 
 def _captured_sends() -> list[RemotingCommand]:
