@@ -331,7 +331,7 @@ def test_a_round_across_connections_gives_each_row_its_own_born_host(drawn) -> N
         assert [row[7] for row in rows] == hosts
     for plain_rows in (native.plain_send_rows, send_plain.python_plain_rows):
         with pytest.raises(TypeError):
-            plain_rows(requests, *args, hosts + [HOST])
+            plain_rows(requests, *args, [*hosts, HOST])
 
 
 def _captured_sends() -> list[RemotingCommand]:
