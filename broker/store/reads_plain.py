@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from broker.store.layout import CQ_UNIT
 from broker.store.store_native import native
-from broker.store.types import GetMessageResult, GetMessageStatus
+from broker.store.types import GetMessageResult, GetMessageStatus, scanned_result
 
 UNIT = CQ_UNIT.size
 _MIN_UNITS = 16000 // UNIT  # Java reads at least 16,000 bytes of units
@@ -76,13 +76,13 @@ def plain_get(
     )  # fmt: skip
     if stop == _ELSEWHERE:
         return None  # the rest of the units point into another segment
-    return GetMessageResult(
-        status=_FOUND if count else _NO_MATCHED_MESSAGE,
-        next_begin_offset=queue_offset + scanned,
-        min_queue_offset=low,
-        max_queue_offset=high,
-        buffers=buffers,
-        buffer_total_size=total_bytes,
-        suggest_pulling_from_slave=max_phys - max_phys_pulling > reader.memory_threshold,
-        record_count=count,
+    return scanned_result(
+        _FOUND if count else _NO_MATCHED_MESSAGE,
+        queue_offset + scanned,
+        low,
+        high,
+        buffers,
+        total_bytes,
+        max_phys - max_phys_pulling > reader.memory_threshold,
+        count,
     )

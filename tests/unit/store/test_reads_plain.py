@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ from broker.store.config import BrokerRole
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.layout import CQ_UNIT
 from broker.store.reads_plain import plain_get
-from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
+from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter, scanned_result
 from tests.kits.nativekit import needs_store_native
 from tests.unit.store.test_scan_twin import FILE_SIZE, Queue, Segment, filters, limits, units
 
@@ -137,6 +138,16 @@ def test_short_path_equals_the_general_path(cq, dropped, min_offset, queue_offse
     reference = get.general_get(consume_queue, queue_offset, max_msgs, message_filter, runs)
     if short is not None:
         assert fields(short) == fields(reference)
+
+
+def test_scanned_result_is_the_constructors_object() -> None:
+    """Every field set (a slot left empty raises on read), each where the constructor puts it."""
+    values = dict(status=GetMessageStatus.NO_MATCHED_MESSAGE, next_begin_offset=7,
+                  min_queue_offset=2, max_queue_offset=9, buffers=[memoryview(b"ab")],
+                  buffer_total_size=2, suggest_pulling_from_slave=True, record_count=1)  # fmt: skip
+    built = scanned_result(*values.values())
+    assert built == GetMessageResult(**values)
+    assert [getattr(built, f.name) for f in attrs.fields(GetMessageResult)] == list(values.values())
 
 
 @needs_store_native
