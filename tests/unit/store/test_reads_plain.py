@@ -117,7 +117,7 @@ def fields(result: GetMessageResult) -> tuple[Any, ...]:
         st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
     ),
     threshold=st.integers(0, 3000),
-    max_msgs=st.integers(1, 40),
+    max_msgs=st.one_of(st.integers(1, 40), st.sampled_from([0, -1, 801, 2**31 - 1])),
     limits=limits,
     message_filter=filters,
     runs=st.booleans(),
