@@ -20,7 +20,9 @@ from broker.store.consume_queue import ConsumeQueue
 from broker.store.layout import CQ_UNIT
 from broker.store.reads_plain import plain_get
 from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter, scanned_result
+from remoting.java_hash import tags_code
 from tests.kits.nativekit import needs_store_native
+from tests.unit.store.conftest import StoreFactory, message
 from tests.unit.store.test_scan_twin import FILE_SIZE, Queue, Segment, filters, limits, units
 
 UNIT = CQ_UNIT.size
@@ -183,3 +185,25 @@ def test_the_reader_answers_the_same_with_or_without_c(message_filter, monkeypat
     monkeypatch.setattr(reads, "native", None)
     assert [fields(get.get_message("T", 0, offset, 4, message_filter, True))
             for offset in range(0, 16)] == answers  # fmt: skip
+
+
+@needs_store_native
+def test_a_real_store_answers_the_same_both_ways(stores: StoreFactory) -> None:
+    """Over a real store (several CommitLog segments and ConsumeQueue files): every offset,
+    with and without a tag filter, the same result as the general path, and the short path
+    answering the plain reads itself (the fakes above have the real files' attributes)."""
+    store = stores.open()
+    for i in range(150):
+        assert store.put_message(message(body=bytes([65 + i % 26]) * 150, TAGS="AB"[i % 2])).ok
+    cq = store.find_consume_queue("T", 0)
+    assert len(store.commit_log.queue.files) > 2 and len(cq.queue.files) > 2
+    get, answered = store.reader, 0
+    for message_filter in (None, TagsFilter(frozenset({tags_code("A")}))):
+        codes = None if message_filter is None else message_filter.codes
+        for offset in range(-1, 153):
+            for max_msgs, runs in ((32, True), (4, False)):
+                reference = get.general_get(cq, offset, max_msgs, message_filter, runs)
+                got = get.get_message("T", 0, offset, max_msgs, message_filter, runs)
+                assert fields(got) == fields(reference), offset
+                answered += plain_get(get, cq, offset, max_msgs, codes, runs) is not None
+    assert answered > 400  # of 616 reads, 600 inside the queue
