@@ -61,9 +61,9 @@ class BrokerStatsManager:
     def __init__(self, clock: Callable[[], int]) -> None:
         self.clock = clock
         self.items: dict[tuple[str, str], StatsItem] = {}
-        # on_get's (topic, group) -> its GROUP_GET_NUMS and GROUP_GET_SIZE items (of ``items``,
-        # which never drops one)
-        self._get_items: dict[tuple[str, str], tuple[StatsItem, StatsItem]] = {}
+        # on_get's (topic, group, cluster) -> its GROUP_GET_NUMS, GROUP_GET_SIZE and
+        # BROKER_GET_NUMS items (of ``items``, which never drops one)
+        self._get_items: dict[tuple[str, str, str], tuple[StatsItem, StatsItem, StatsItem]] = {}
         self._last_sampled = {name: clock() for name in WINDOWS}
 
     def add(self, name: str, key: str, value: int, times: int = 1) -> None:
@@ -80,19 +80,26 @@ class BrokerStatsManager:
 
     def on_get(self, topic: str, group: str, cluster: str, count: int, size: int) -> None:
         """A pull of ``group`` found ``count`` messages of ``size`` bytes on ``topic``."""
-        # Per pull: the two items of (topic, group) found with one lookup, no key string built
-        items = self._get_items.get((topic, group))
+        # Per pull: the three items found with one lookup, no key string built, and counted
+        # in place (StatsItem.add's work without its three calls)
+        items = self._get_items.get((topic, group, cluster))
         if items is None:
             key = f"{topic}@{group}"
             self.add(GROUP_GET_NUMS, key, 0, 0)
             self.add(GROUP_GET_SIZE, key, 0, 0)
-            items = self._get_items[topic, group] = (
+            self.add(BROKER_GET_NUMS, cluster, 0, 0)
+            items = self._get_items[topic, group, cluster] = (
                 self.items[GROUP_GET_NUMS, key],
                 self.items[GROUP_GET_SIZE, key],
+                self.items[BROKER_GET_NUMS, cluster],
             )
-        items[0].add(count)
-        items[1].add(size)
-        self.add(BROKER_GET_NUMS, cluster, count)
+        nums, sizes, broker_nums = items
+        nums.value += count
+        nums.times += 1
+        sizes.value += size
+        sizes.times += 1
+        broker_nums.value += count
+        broker_nums.times += 1
 
     def get(self, name: str, key: str) -> StatsItem | None:
         return self.items.get((name, key))

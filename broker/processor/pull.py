@@ -54,6 +54,7 @@ _NOT_FOUND = int(ResponseCode.PULL_NOT_FOUND)
 _OFFSET_MOVED = int(ResponseCode.PULL_OFFSET_MOVED)
 _RETRY_IMMEDIATELY = int(ResponseCode.PULL_RETRY_IMMEDIATELY)
 _SLAVE = BrokerRole.SLAVE
+_FOUND = GetMessageStatus.FOUND
 _JSON = int(SerializeType.JSON)
 # None: PULL_NOT_FOUND for a pull from queue offset 0, else PULL_OFFSET_MOVED
 _CODES: dict[GetMessageStatus, int | None] = {
@@ -215,39 +216,43 @@ class PullMessageProcessor:
         broker = self.broker
         group_config, _ = self._checks(header)
         message_filter = self._filter(header, group_config)
+        queue_offset = header.queue_offset
         result = broker.store.get_message(
             header.consumer_group,
             header.topic,
             header.queue_id,
-            header.queue_offset,
+            queue_offset,
             header.max_msg_nums,
             message_filter,
             runs=True,  # the body is written as it is: adjacent records in one slice
         )
-        code = _CODES[result.status]
+        status = result.status
+        # FOUND first: an Enum's hash is a Python call, the table is for the other statuses
+        code = _SUCCESS if status is _FOUND else _CODES[status]
         if code is None:
-            code = _OFFSET_MOVED if header.queue_offset != 0 else _NOT_FOUND
+            code = _OFFSET_MOVED if queue_offset != 0 else _NOT_FOUND
         store_config = broker.store_config
         slave = store_config.broker_role is _SLAVE
         next_offset = result.next_begin_offset
         if code == _OFFSET_MOVED and slave and not store_config.offset_check_in_slave:
-            code, next_offset = _RETRY_IMMEDIATELY, header.queue_offset
+            code, next_offset = _RETRY_IMMEDIATELY, queue_offset
         # Java sets PULL_RETRY_IMMEDIATELY here for a slave without slaveReadEnable, then
         # overwrites it with the status's code: a slave serves its messages either way and only
         # the suggestion to go back to the master (brokerId 0) remains (docs/spec/ha.md §7).
         # commitOffset is range-checked only (a client with no offset in memory may send -1
         # with the commit bit clear). Java's broker would store a negative one sent with the bit
         # set, rewinding the group to "never committed"; no Java client sends that: ignored.
+        sys_flag = header.sys_flag
         if (
             allow_suspend
-            and header.sys_flag & FLAG_COMMIT_OFFSET
+            and sys_flag & FLAG_COMMIT_OFFSET
             and header.commit_offset >= 0
             and not slave
         ):
             broker.offsets.commit(
                 header.consumer_group, header.topic, header.queue_id, header.commit_offset
             )
-        if code == _NOT_FOUND and allow_suspend and header.sys_flag & FLAG_SUSPEND:
+        if code == _NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
             timeout_ms = header.suspend_timeout_millis
             if not broker.config.long_polling_enable:
                 timeout_ms = broker.config.short_polling_time_mills
@@ -265,25 +270,27 @@ class PullMessageProcessor:
     ) -> RemotingCommand | EncodedReply:
         """The reply to a pull answered now; a found one counts in the broker's stats. The
         remark is the status's name, FOUND included, as Java's PullMessageProcessor sets it."""
-        suggest = self._suggest(result, group_config)
+        broker = self.broker
+        config = broker.config
+        if not config.slave_read_enable:
+            suggest = K.MASTER_ID
+        elif result.suggest_pulling_from_slave:
+            suggest = group_config.which_broker_when_consume_slowly
+        else:
+            suggest = group_config.broker_id
         if code != _SUCCESS:
             ext = self._ext(suggest, next_offset, result)
             return request.make_response(code, result.status.name, ext)
-        broker = self.broker
-        broker.stats.on_get(
-            header.topic,
-            header.consumer_group,
-            broker.config.broker_cluster_name,
-            result.message_count,
-            result.buffer_total_size,
-        )
+        count, size = result.message_count, result.buffer_total_size
+        broker.stats.on_get(header.topic, header.consumer_group, config.broker_cluster_name,
+                            count, size)  # fmt: skip
         # The records as stored, written from the mapping: no copy.
         if request.serialize_type == _JSON:
             return found_reply(
                 request.opaque, suggest, next_offset, result.min_queue_offset,
-                result.max_queue_offset, result.buffers, result.buffer_total_size,
+                result.max_queue_offset, result.buffers, size,
             )  # fmt: skip
-        body = Gather(result.buffers, result.buffer_total_size)
+        body = Gather(result.buffers, size)
         ext = self._ext(suggest, next_offset, result)
         return request.make_response(code, result.status.name, ext, body)
 
@@ -297,13 +304,6 @@ class PullMessageProcessor:
             "minOffset": str(result.min_queue_offset),
             "maxOffset": str(result.max_queue_offset),
         }
-
-    def _suggest(self, result: GetMessageResult, group_config: Any) -> int:
-        if not self.broker.config.slave_read_enable:
-            return K.MASTER_ID
-        if result.suggest_pulling_from_slave:
-            return group_config.which_broker_when_consume_slowly
-        return group_config.broker_id
 
     async def _suspended(
         self,

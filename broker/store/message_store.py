@@ -371,8 +371,7 @@ class DefaultMessageStore(QueueLookups):
         result = self.reader.get_message(
             topic, queue_id, queue_offset, max_msg_nums, message_filter, runs
         )
-        self.stats.on_get_time(perf_counter_ns() - started)
-        self.stats.on_get(result)
+        self.stats.on_get(result, perf_counter_ns() - started)
         return result
 
     @property

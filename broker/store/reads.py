@@ -10,6 +10,7 @@ from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.consume_queue import ConsumeQueue
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
+from broker.store.reads_plain import plain_get
 from broker.store.store_native import native
 from broker.store.types import GetMessageResult, GetMessageStatus, TagsFilter
 
@@ -63,6 +64,27 @@ class MessageReader:
         """``runs``: adjacent records may share one slice of ``buffers`` (a pull's reply body,
         written as it is); ``message_count`` counts the records either way."""
         consume_queue = self.consume_queues.find(topic, queue_id)
+        if consume_queue is not None and native is not None:
+            if message_filter is None:
+                found = plain_get(self, consume_queue, queue_offset, max_msgs, None, runs)
+            elif type(message_filter) is TagsFilter:
+                codes = message_filter.codes
+                found = plain_get(self, consume_queue, queue_offset, max_msgs, codes, runs)
+            else:
+                found = None
+            if found is not None:
+                return found
+        return self.general_get(consume_queue, queue_offset, max_msgs, message_filter, runs)
+
+    def general_get(
+        self,
+        consume_queue: ConsumeQueue | None,
+        queue_offset: int,
+        max_msgs: int,
+        message_filter: object | None,
+        runs: bool = False,
+    ) -> GetMessageResult:
+        """Every case, step by step: the reference of reads_plain.plain_get."""
         if consume_queue is None:
             return GetMessageResult(
                 status=GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,

@@ -102,6 +102,34 @@ class GetMessageResult:
         return len(self.buffers) if self.record_count is None else self.record_count
 
 
+_new = object.__new__
+
+
+def scanned_result(
+    status: GetMessageStatus,
+    next_begin_offset: int,
+    min_queue_offset: int,
+    max_queue_offset: int,
+    buffers: list[memoryview],
+    buffer_total_size: int,
+    suggest_pulling_from_slave: bool,
+    record_count: int,
+) -> GetMessageResult:
+    """GetMessageResult with every field given, positionally: the same object as the
+    constructor's (tests/unit/store/test_reads_plain.py), without its keyword matching
+    (~0.27 us of a pull's ~0.4, as much as the C scan of 32 records)."""
+    result = _new(GetMessageResult)
+    result.status = status
+    result.next_begin_offset = next_begin_offset
+    result.min_queue_offset = min_queue_offset
+    result.max_queue_offset = max_queue_offset
+    result.buffers = buffers
+    result.buffer_total_size = buffer_total_size
+    result.suggest_pulling_from_slave = suggest_pulling_from_slave
+    result.record_count = record_count
+    return result
+
+
 @attrs.define(kw_only=True, slots=True)
 class QueryMessageResult:
     buffers: list[memoryview] = attrs.Factory(list)

@@ -4,8 +4,10 @@ injected clock (Java's StatsItem sampling: every 10 s x 7, 10 min x 7, 1 h x 25)
 from __future__ import annotations
 
 from broker.stats import (
+    BROKER_GET_NUMS,
     BROKER_PUT_NUMS,
     GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
     TOPIC_PUT_NUMS,
     TOPIC_PUT_SIZE,
     BrokerStatsManager,
@@ -32,6 +34,24 @@ def test_a_topics_puts_over_the_last_minute() -> None:
     assert minute.sum == 60 and minute.tps == 1.0 and minute.avgpt == 5.0  # 5 per send
     assert stats.get(TOPIC_PUT_SIZE, "T").snapshot("minute").sum == 61440
     assert stats.get(BROKER_PUT_NUMS, "East").snapshot("minute").sum == 60
+
+
+def test_pulls_count_per_group_and_per_broker() -> None:
+    """Each found pull counts its messages, bytes and one call (avgpt is per pull), per
+    topic@group and for the broker's cluster, another group on the same topic apart."""
+    clock = Clock()
+    stats = BrokerStatsManager(clock)
+    stats.on_get("T", "G", "East", 32, 32_000)
+    stats.on_get("T", "G", "East", 16, 16_000)
+    stats.on_get("T", "H", "East", 2, 2_000)
+    clock.now += 10_000
+    stats.sample(clock.now)
+    nums, sizes = stats.get(GROUP_GET_NUMS, "T@G"), stats.get(GROUP_GET_SIZE, "T@G")
+    assert (nums.value, nums.times, sizes.value, sizes.times) == (48, 2, 48_000, 2)
+    assert nums.snapshot("minute").avgpt == 24.0
+    assert stats.get(GROUP_GET_NUMS, "T@H").value == 2
+    broker = stats.get(BROKER_GET_NUMS, "East")
+    assert (broker.value, broker.times) == (50, 3)
 
 
 def test_the_minute_window_forgets_what_is_older_than_a_minute() -> None:
