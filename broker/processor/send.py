@@ -11,6 +11,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
+from broker.processor.send_batch_plain import plain_batch, plain_batch_reply
 from broker.processor.send_plain import born_host, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
@@ -203,6 +204,10 @@ class SendMessageProcessor:
         )  # fmt: skip
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        if request.code == _SEND_BATCH_MESSAGE:
+            reply = plain_batch_reply(self, connection, request)
+            if reply is not None:
+                return reply
         msg, batch, wait = self.prepare(connection, request)
         return self._store_one(request, msg, batch, wait)
 
@@ -229,6 +234,13 @@ class SendMessageProcessor:
         results = plain_sends(self, connection, requests)
         if results is not None:
             return results
+        if all(request.code == _SEND_BATCH_MESSAGE for request in requests):
+            # Pipelined batches: each plain one in its own pass, in order
+            return [
+                plain_batch(self, connection, request)
+                or self.reference_group(connection, [request])[0]
+                for request in requests
+            ]
         return self.reference_group(connection, requests)
 
     def reference_group(
