@@ -65,9 +65,9 @@ batches = st.tuples(
 )
 
 
-def broker(root: Path) -> BrokerController:
+def broker(root: Path, **overrides: str) -> BrokerController:
     """test_send_plain's broker, with IndexFiles small enough to roll and to read back often."""
-    return singles.broker(root, maxHashSlotNum="64", maxIndexNum="256")
+    return singles.broker(root, maxHashSlotNum="64", maxIndexNum="256", **overrides)
 
 
 def damaged(body: bytes, how: Any) -> bytes:
@@ -272,9 +272,7 @@ def test_a_batch_over_the_whole_batch_limit_is_refused_as_the_reference_refuses_
 ) -> None:
     """Each entry within maxMessageSize, the batch over maxMessageSize + 64 KiB an entry."""
     plain, reference = (
-        singles.broker(
-            tmp_path / name, maxMessageSize="200000", mappedFileSizeCommitLog=str(1 << 20)
-        )
+        broker(tmp_path / name, maxMessageSize="200000", mappedFileSizeCommitLog=str(1 << 20))
         for name in ("plain", "reference")
     )
     try:
