@@ -11,7 +11,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
-from broker.processor.send_batch_plain import plain_batch, plain_batch_reply
+from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
 from broker.processor.send_plain import born_host, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
@@ -235,12 +235,7 @@ class SendMessageProcessor:
         if results is not None:
             return results
         if all(request.code == _SEND_BATCH_MESSAGE for request in requests):
-            # Pipelined batches: each plain one in its own pass, in order
-            return [
-                plain_batch(self, connection, request)
-                or self.reference_group(connection, [request])[0]
-                for request in requests
-            ]
+            return plain_batches(self, connection, requests)
         return self.reference_group(connection, requests)
 
     def reference_group(

@@ -37,7 +37,7 @@ from remoting.names import valid_topics
 if TYPE_CHECKING:
     from broker.processor.send import SendMessageProcessor
     from remoting.command import RemotingCommand
-    from remoting.connection import Connection
+    from remoting.connection import Connection, HandlerResult
 
 _BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 _JSON = int(SerializeType.JSON)
@@ -91,3 +91,21 @@ def plain_batch_reply(
     is)."""
     frame = plain_batch(processor, connection, request)
     return None if frame is None else EncodedReply(0, [frame])
+
+
+def plain_batches(
+    processor: SendMessageProcessor, connection: Connection, requests: list[RemotingCommand]
+) -> list[HandlerResult | bytes | Exception]:
+    """A read of batches only (pipelined): each plain one in its own pass, the others through
+    the reference, in order; a failure is its own request's answer, as in reference_group."""
+    results: list[HandlerResult | bytes | Exception] = []
+    for request in requests:
+        try:
+            frame = plain_batch(processor, connection, request)
+        except Exception as exc:
+            results.append(exc)
+            continue
+        if frame is None:
+            frame = processor.reference_group(connection, [request])[0]
+        results.append(frame)
+    return results
