@@ -11,6 +11,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
+from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
 from broker.processor.send_plain import born_host, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
@@ -203,6 +204,10 @@ class SendMessageProcessor:
         )  # fmt: skip
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        if request.code == _SEND_BATCH_MESSAGE:
+            reply = plain_batch_reply(self, connection, request)
+            if reply is not None:
+                return reply
         msg, batch, wait = self.prepare(connection, request)
         return self._store_one(request, msg, batch, wait)
 
@@ -233,6 +238,8 @@ class SendMessageProcessor:
         results = plain_sends(self, connection, requests, connections)
         if results is not None:
             return results
+        if all(request.code == _SEND_BATCH_MESSAGE for request in requests):
+            return plain_batches(self, connection, requests, connections)
         return self.reference_group(connection, requests, connections)
 
     def reference_group(

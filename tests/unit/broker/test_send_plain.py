@@ -131,7 +131,7 @@ class Peer:
         self.attributes: dict[str, Any] = {}
 
 
-def broker(root: Path) -> BrokerController:
+def broker(root: Path, **overrides: str) -> BrokerController:
     config, store_config = load_broker_config(
         {
             "storePathRootDir": str(root),
@@ -141,6 +141,7 @@ def broker(root: Path) -> BrokerController:
             "autoCreateTopicEnable": "false",
             "maxMessageSize": "2500",  # some bodies drawn are refused
             "mappedFileSizeConsumeQueue": str(20 * 1000),
+            **overrides,
         }
     )
     controller = BrokerController(config, store_config)

@@ -1,0 +1,117 @@
+"""One pass for a plain SEND_BATCH_MESSAGE (issue 27): the header's values from the native
+decoder, the checks, the store's plan, append and packed dispatch (broker/store/batch_put.py)
+and the reply frame, without the frozen header, MessageExtBrokerInner, PutMessageResult or
+the response command and its extFields per request.
+
+"Plain" is the form RocketMQ clients send for ``producer.send(list)``: a V2 JSON header with
+batch=true that the native decoder takes, a topic already in the table, writable, neither
+forbidden nor a retry topic (which a batch may not name), a queue id the topic has, no
+transaction type in sysFlag, no DELAY, timer or TRAN_MSG property in the header; on a broker
+that answers before durability and takes writes (``send_plain.broker_takes_plain``). Anything
+else, and any batch the store passes on (a refusal, a segment to roll), returns None before
+anything is stored, and ``SendMessageProcessor`` answers it through the reference (every
+request in pure mode, where the native decoder is absent). tests/unit/broker/
+test_send_batch_plain.py holds both to the same reply bytes, CommitLog, ConsumeQueue and
+IndexFile bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.processor.send_plain import (
+    _SPECIAL,
+    _decode,
+    _queue_bound,
+    _to_properties,
+    born_host,
+    broker_takes_plain,
+)
+from broker.processor.send_reply import stored_reply_frame
+from broker.store.batch_put import put_plain_batch
+from remoting.codes import RequestCode, SerializeType
+from remoting.command import EncodedReply
+from remoting.message import TRANSACTION_ROLLBACK_TYPE, MessageConst, properties_to_string
+from remoting.names import valid_topics
+
+if TYPE_CHECKING:
+    from broker.processor.send import SendMessageProcessor
+    from remoting.command import RemotingCommand
+    from remoting.connection import Connection, HandlerResult
+
+_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_JSON = int(SerializeType.JSON)
+_CLUSTER = MessageConst.CLUSTER
+
+
+def plain_batch(
+    processor: SendMessageProcessor, connection: Connection, request: RemotingCommand
+) -> bytes | None:
+    """The reply frame of a plain batch, stored; None (nothing stored) for the reference."""
+    fields = request.ext_fields
+    if (
+        request.code != _BATCH
+        or request.serialize_type != _JSON
+        or type(fields) is not dict
+        or not broker_takes_plain(processor)
+    ):
+        return None
+    values = _decode(fields, True, valid_topics)  # type: ignore[misc]
+    if values is None:
+        return None
+    (_, topic, _, _, queue_id, sys_flag, born_ts, _, text, reconsume, _, batch, *_) = values
+    broker = processor.broker
+    if (
+        not batch
+        or sys_flag & TRANSACTION_ROLLBACK_TYPE
+        or not 0 <= queue_id < _queue_bound(broker.topics.table.get(topic), topic)
+    ):
+        return None
+    properties = _to_properties(text)  # type: ignore[misc]
+    if not _SPECIAL.isdisjoint(properties):
+        return None
+    # As the reference: the batch's own properties, with CLUSTER, go with every entry (WAIT
+    # too: a batch keeps it)
+    properties[_CLUSTER] = broker.config.broker_cluster_name
+    stored = put_plain_batch(
+        broker.store, topic, queue_id, sys_flag, properties_to_string(properties).encode(),
+        request.body, born_ts, born_host(connection), reconsume or 0,
+    )  # fmt: skip
+    if stored is None:
+        return None
+    msg_id, queue_offset, count, size = stored
+    broker.stats.on_put(topic, broker.config.broker_cluster_name, count, size)
+    return stored_reply_frame(request.opaque, msg_id, queue_id, queue_offset)
+
+
+def plain_batch_reply(
+    processor: SendMessageProcessor, connection: Connection, request: RemotingCommand
+) -> EncodedReply | None:
+    """``plain_batch`` as a lone request's answer (the connection sends an EncodedReply as it
+    is)."""
+    frame = plain_batch(processor, connection, request)
+    return None if frame is None else EncodedReply(0, [frame])
+
+
+def plain_batches(
+    processor: SendMessageProcessor,
+    connection: Connection,
+    requests: list[RemotingCommand],
+    connections: list[Connection] | None = None,
+) -> list[HandlerResult | bytes | Exception]:
+    """A read of batches only (pipelined), or a selector round's (``connections[i]`` sent
+    ``requests[i]``): each plain one in its own pass, the others through the reference, in
+    order; a failure is its own request's answer, as in reference_group."""
+    results: list[HandlerResult | bytes | Exception] = []
+    for index, request in enumerate(requests):
+        if connections is not None:
+            connection = connections[index]
+        try:
+            frame = plain_batch(processor, connection, request)
+        except Exception as exc:
+            results.append(exc)
+            continue
+        if frame is None:
+            frame = processor.reference_group(connection, [request])[0]
+        results.append(frame)
+    return results
