@@ -6,9 +6,10 @@ re-arm the socket: a fifth of a busy broker's event loop. Here the connections' 
 one level-triggered epoll of our own, the task waits for that epoll to become readable, and
 reads each ready connection in turn (``Connection.on_readable``). After a round that found
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
-rounds while the pass is short, then again after a plain checkpoint before waiting: a busy
-server's next requests are usually in by then, and each Trio pass saved (its own epoll_wait,
-deadlines and instruments) is ~5 us. A connection with too many reply bytes queued leaves the
+rounds while the pass is short; a busy pass looks again after a plain checkpoint before
+waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
+own epoll_wait, deadlines and instruments) is ~5 us. A pass that answered one connection's read
+and then found nothing (a lock-step client waiting for that answer) waits for readiness at once. A connection with too many reply bytes queued leaves the
 epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
@@ -89,26 +90,42 @@ class ReadSelector:
         epoll_fd = self._epoll.fileno()
         task_status.started()
         try:
-            eager = False
+            busy = False
             while True:
-                if eager:
+                if busy:
                     await checkpoint()
                 else:
                     await wait_readable(epoll_fd)
-                eager = False
-                start = clock()
-                for left in range(ROUNDS_PER_PASS - 1, -1, -1):
-                    events = poll(0, MAX_EVENTS)
-                    if not events:
-                        break
-                    eager = True
-                    self._read_events(events)
-                    if not left or clock() - start > PASS_BUDGET_S:
-                        break
-                    if flush is not None:
-                        flush()  # the round's replies leave before the next look
+                busy = self._pass(poll, flush, clock)
         finally:
             self._epoll.close()
+
+    def _pass(
+        self,
+        poll: Callable[[float, int], list[tuple[int, int]]],
+        flush: Callable[[], None] | None,
+        clock: Callable[[], float],
+    ) -> bool:
+        """Read rounds until a look finds nothing, up to the pass's bounds. True when the next
+        pass should look again after a plain checkpoint rather than wait for readiness: its
+        last look still found work, or it served more than one connection's read (their peers'
+        next requests are usually in by the time the loop's other tasks have run). A pass that
+        served one read and then found nothing is a lone request (a lock-step client waits for
+        its answer): a look after a checkpoint would cost a Trio pass and a poll to find nothing
+        again, so the selector waits for readiness at once."""
+        start = clock()
+        found = 0
+        for left in range(ROUNDS_PER_PASS - 1, -1, -1):
+            events = poll(0, MAX_EVENTS)
+            if not events:
+                return found > 1
+            found += len(events)
+            self._read_events(events)
+            if not left or clock() - start > PASS_BUDGET_S:
+                return True
+            if flush is not None:
+                flush()  # the round's replies leave before the next look
+        return True
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:

@@ -1,0 +1,110 @@
+"""How the ReadSelector (remoting/selector.py) paces its passes, over socketpairs with stand-in
+connections: a lone request (a lock-step client) costs one look after its answer, not a
+checkpoint and another look; a connection that is always readable still lets the loop's other
+tasks run (the pass's bound); each connection's bytes are read in order."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+import trio
+
+from remoting.selector import ROUNDS_PER_PASS, ReadSelector
+
+pytestmark = pytest.mark.skipif(not ReadSelector.available(), reason="needs select.epoll")
+
+
+class CountingEpoll:
+    """The selector's epoll, with its looks counted."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.looks = 0
+        self.fileno, self.register = inner.fileno, inner.register
+        self.unregister, self.close = inner.unregister, inner.close
+
+    def poll(self, timeout: float, max_events: int) -> list[tuple[int, int]]:
+        self.looks += 1
+        return self._inner.poll(timeout, max_events)
+
+
+class Echo:
+    """A connection that answers each byte it reads with the same byte, at once."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.read: list[bytes] = []
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def on_readable(self) -> bool:
+        data = self._sock.recv(4096)
+        self.read.append(data)
+        self._sock.send(data)
+        return bool(data)
+
+
+class AlwaysReady:
+    """A connection whose socket stays readable: it never takes what is there."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.reads = 0
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def on_readable(self) -> bool:
+        self.reads += 1
+        return True
+
+
+def _selector() -> tuple[ReadSelector, CountingEpoll]:
+    selector = ReadSelector()
+    counting = CountingEpoll(selector._epoll)
+    selector._epoll = counting  # type: ignore[assignment]
+    return selector, counting
+
+
+async def test_a_lone_request_costs_one_look_after_its_answer() -> None:
+    selector, epoll = _selector()
+    server_side, client_side = socket.socketpair()
+    server_side.setblocking(False)
+    client = trio.socket.from_stdlib_socket(client_side)
+    echo = Echo(server_side)
+    requests = 50
+    async with trio.open_nursery() as nursery:
+        await nursery.start(selector.run)
+        selector.add(echo)
+        for i in range(requests):
+            await client.send(bytes([i]))
+            assert await client.recv(16) == bytes([i])
+        nursery.cancel_scope.cancel()
+    # Each request: the look that finds it and the one after its answer, which finds nothing;
+    # then the selector waits for readiness (no checkpoint and a third look).
+    assert epoll.looks <= 2 * requests + 1
+    assert b"".join(echo.read) == bytes(range(requests))
+    server_side.close()
+    client.close()
+
+
+async def test_an_always_ready_connection_does_not_starve_the_loop() -> None:
+    selector = ReadSelector()
+    server_side, client_side = socket.socketpair()
+    client_side.send(b"x")
+    busy = AlwaysReady(server_side)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            selector.add(busy)
+            for _ in range(20):  # each of these needs the selector to yield
+                await trio.lowlevel.checkpoint()
+            nursery.cancel_scope.cancel()
+    # The selector read it between our checkpoints, never more than a pass's rounds at a time.
+    assert busy.reads >= 20
+    assert busy.reads <= 21 * ROUNDS_PER_PASS
+    server_side.close()
+    client_side.close()
