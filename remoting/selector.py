@@ -8,8 +8,9 @@ reads each ready connection in turn (``Connection.on_readable``). After a round 
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
 rounds while the pass is short; a busy pass looks again after a plain checkpoint before
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
-own epoll_wait, deadlines and instruments) is ~5 us. A pass that answered one connection's read
-and then found nothing (a lock-step client waiting for that answer) waits for readiness at once. A connection with too many reply bytes queued leaves the
+own epoll_wait, deadlines and instruments) is ~5 us. After a pass that answered one read and
+then found nothing (a lock-step client waiting for that answer) it looks again only while such
+looks have been finding work (``LoneLooks``), else it waits for readiness at once. A connection with too many reply bytes queued leaves the
 epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
@@ -53,6 +54,35 @@ ROUNDS_PER_PASS = 4
 PASS_BUDGET_S = 0.001
 
 
+class LoneLooks:
+    """Whether the selector looks again, after a plain checkpoint, when a pass served one read
+    and then found nothing (one client, one request at a time). A client that answers at once
+    (a load generator on the same host) has its next request in by then, and the look saves
+    the wait's epoll_ctl and wake-up; a client across a network, or one that works between
+    requests, has not: the look costs a Trio pass and an epoll_wait to find nothing. So the
+    look is kept while such looks find work, and otherwise tried once every PROBE_EVERY lone
+    passes, in case the client has become a fast one."""
+
+    PROBE_EVERY = 16
+
+    def __init__(self) -> None:
+        self._finding = True
+        self._since_probe = 0
+
+    def look_again(self) -> bool:
+        if self._finding:
+            return True
+        self._since_probe += 1
+        if self._since_probe < self.PROBE_EVERY:
+            return False
+        self._since_probe = 0
+        return True
+
+    def looked(self, found: bool) -> None:
+        """What the look after a lone pass found."""
+        self._finding = found
+
+
 class ReadSelector:
     def __init__(
         self, round_handler: RoundHandler | None = None, flush: Callable[[], None] | None = None
@@ -88,15 +118,23 @@ class ReadSelector:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
+        lone = LoneLooks()
         task_status.started()
         try:
-            busy = False
+            look = lone_look = False
             while True:
-                if busy:
+                if look:
                     await checkpoint()
                 else:
                     await wait_readable(epoll_fd)
-                busy = self._pass(poll, flush, clock)
+                found, more = self._pass(poll, flush, clock)
+                if lone_look:
+                    lone.looked(found > 0)
+                # Several reads: their peers' next requests are usually in once the loop's
+                # other tasks have run. One read: only if such looks have been finding them.
+                lone_look = found == 1 and not more
+                look = more or found > 1 or (lone_look and lone.look_again())
+                lone_look = lone_look and look
         finally:
             self._epoll.close()
 
@@ -105,27 +143,22 @@ class ReadSelector:
         poll: Callable[[float, int], list[tuple[int, int]]],
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
-    ) -> bool:
-        """Read rounds until a look finds nothing, up to the pass's bounds. True when the next
-        pass should look again after a plain checkpoint rather than wait for readiness: its
-        last look still found work, or it served more than one connection's read (their peers'
-        next requests are usually in by the time the loop's other tasks have run). A pass that
-        served one read and then found nothing is a lone request (a lock-step client waits for
-        its answer): a look after a checkpoint would cost a Trio pass and a poll to find nothing
-        again, so the selector waits for readiness at once."""
+    ) -> tuple[int, bool]:
+        """Read rounds until a look finds nothing, up to the pass's bounds: the events found,
+        and whether the last look still found some (the bounds ended the pass)."""
         start = clock()
         found = 0
         for left in range(ROUNDS_PER_PASS - 1, -1, -1):
             events = poll(0, MAX_EVENTS)
             if not events:
-                return found > 1
+                return found, False
             found += len(events)
             self._read_events(events)
             if not left or clock() - start > PASS_BUDGET_S:
-                return True
+                return found, True
             if flush is not None:
                 flush()  # the round's replies leave before the next look
-        return True
+        return found, True
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from remoting.selector import ROUNDS_PER_PASS, ReadSelector
+from remoting.selector import ROUNDS_PER_PASS, LoneLooks, ReadSelector
 
 pytestmark = pytest.mark.skipif(not ReadSelector.available(), reason="needs select.epoll")
 
@@ -69,6 +69,17 @@ def _selector() -> tuple[ReadSelector, CountingEpoll]:
     return selector, counting
 
 
+def test_lone_looks_stop_when_they_find_nothing_and_probe_now_and_then() -> None:
+    looks = LoneLooks()
+    assert looks.look_again()  # until a look has missed
+    looks.looked(False)
+    pattern = [looks.look_again() for _ in range(3 * LoneLooks.PROBE_EVERY)]
+    assert pattern.count(True) == 3
+    assert pattern[LoneLooks.PROBE_EVERY - 1]
+    looks.looked(True)  # a probe that found the next request: looks again every time
+    assert all(looks.look_again() for _ in range(LoneLooks.PROBE_EVERY + 1))
+
+
 async def test_a_lone_request_costs_one_look_after_its_answer() -> None:
     selector, epoll = _selector()
     server_side, client_side = socket.socketpair()
@@ -84,8 +95,9 @@ async def test_a_lone_request_costs_one_look_after_its_answer() -> None:
             assert await client.recv(16) == bytes([i])
         nursery.cancel_scope.cancel()
     # Each request: the look that finds it and the one after its answer, which finds nothing;
-    # then the selector waits for readiness (no checkpoint and a third look).
-    assert epoll.looks <= 2 * requests + 1
+    # then the selector waits for readiness: a third look, after a checkpoint, only as a probe
+    # (this client's next request cannot be in before the selector yields).
+    assert epoll.looks <= 2 * requests + requests // LoneLooks.PROBE_EVERY + 2
     assert b"".join(echo.read) == bytes(range(requests))
     server_side.close()
     client.close()
