@@ -76,17 +76,25 @@ def put_message_group(
         results.append(result)
         index += 1
     if requests:
-        last = requests[-1]
-        store.stats.on_put(len(requests), sum(r.msg_size for r in requests))
-        if store.put_listener is not None:
-            store.put_listener()
-        if not caught_up:
-            store.reput.wake()
-        elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
-            store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
+        _stored(store, requests, sum(r.msg_size for r in requests), caught_up)
     # Java times each putMessage; a message of the group took its share of the pass.
     store.stats.on_put_times((perf_counter_ns() - started) // len(msgs), len(msgs))
     return results
+
+
+def _stored(
+    store: DefaultMessageStore, requests: list[DispatchRequest], size: int, caught_up: bool
+) -> None:
+    """A group's bookkeeping once its records are appended: stats, the put listener, and
+    dispatch here when reput was caught up before the group (else reput is woken for it)."""
+    store.stats.on_put(len(requests), size)
+    if store.put_listener is not None:
+        store.put_listener()
+    if not caught_up:
+        store.reput.wake()
+    elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
+        last = requests[-1]
+        store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
 
 
 def _append_run(
@@ -165,14 +173,7 @@ def put_plain_run(
     if requests:
         mapped.wrote_position = position
         log.warmer.wrote(mapped)
-        last = requests[-1]
-        store.stats.on_put(len(requests), position - wrote_from)
-        if store.put_listener is not None:
-            store.put_listener()
-        if not caught_up:
-            store.reput.wake()
-        elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
-            store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
+        _stored(store, requests, position - wrote_from, caught_up)
         store.stats.on_put_times((perf_counter_ns() - started) // len(requests), len(requests))
     return replies, totals
 
