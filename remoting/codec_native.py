@@ -27,6 +27,7 @@ NAMES = (
     "json_frame_head",
     "split_frames",
     "plain_send_rows",
+    "scan_send_command",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

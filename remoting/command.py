@@ -42,6 +42,7 @@ _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # Java int
 _JSON, _ROCKETMQ = int(SerializeType.JSON), int(SerializeType.ROCKETMQ)
 
 _plain_command = None if native is None else native.plain_command
+_scan_send = None if native is None else native.scan_send_command
 _json_frame_head = None if native is None else native.json_frame_head
 
 _opaque_counter = itertools.count()
@@ -95,6 +96,8 @@ class RemotingCommand:
     ext_fields: dict[str, str] | None = None
     body: BodyType = b""
     serialize_type: int = SerializeType.JSON
+    # SendMessageRequestHeader's values when the JSON header was scanned (ScannedCommand)
+    send_values = None
 
     @classmethod
     def request(
@@ -163,6 +166,22 @@ def decode_command(frame: Frame) -> RemotingCommand:
 
 
 def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
+    if _scan_send is not None:
+        # A plain send's header, read from its bytes with no dict (remoting/native/codec/
+        # send_scan.c); anything else, or a scan's extFields when asked for, is parsed below.
+        scanned = _scan_send(header)
+        if scanned is not None:
+            code, language, version, opaque, flag, remark, values = scanned
+            command = ScannedCommand(
+                code, language, version, opaque, flag, remark, _LAZY, body, _JSON
+            )
+            command.send_values = values
+            command.header = header
+            return command
+    return _parse_json_header(header, body)
+
+
+def _parse_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     try:
         data = _json_loads(header)
         lenient = False
@@ -176,6 +195,32 @@ def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
             code, language, version, opaque, flag, remark, ext = plain
             return RemotingCommand(code, language, version, opaque, flag, remark, ext, body, _JSON)
     return _checked_json_header(data, lenient, header, body)
+
+
+_LAZY: Any = object()  # a ScannedCommand's extFields not parsed yet
+_ext_slot = RemotingCommand.__dict__["ext_fields"]  # the slot's descriptor, under the property
+_get_ext, _set_ext = _ext_slot.__get__, _ext_slot.__set__
+
+
+class ScannedCommand(RemotingCommand):
+    """A plain send whose JSON header was scanned from its bytes (``send_values``: the
+    SendMessageRequestHeader's values, the topics not yet checked valid). Its ``ext_fields``
+    is made from ``header`` by the orjson path, only when something asks for them (ACL, the
+    reference handler, logging): the dict every other command has from the start."""
+
+    __slots__ = ("header", "send_values")
+
+    @property  # type: ignore[override]
+    def ext_fields(self) -> dict[str, str] | None:
+        ext = _get_ext(self)
+        if ext is _LAZY:
+            ext = _parse_json_header(self.header).ext_fields
+            _set_ext(self, ext)
+        return ext  # type: ignore[no-any-return]
+
+    @ext_fields.setter
+    def ext_fields(self, value: dict[str, str] | None) -> None:
+        _set_ext(self, value)
 
 
 def _checked_json_header(

@@ -10,10 +10,18 @@ both answer every input alike.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from remoting.codec_native import native
+from remoting.codes import RequestCode
 from remoting.header_codec import decode_header
 from remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.names import valid_topics
+
+if TYPE_CHECKING:
+    from remoting.command import RemotingCommand
+
+_SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 
 
 def python_decode_send_header(
@@ -36,3 +44,13 @@ def _native_decode_send_header(
 
 
 decode_send_header = python_decode_send_header if native is None else _native_decode_send_header
+
+
+def request_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
+    """A send request's header: from the values its JSON header was scanned into
+    (remoting/command.py ScannedCommand) when its topics are known valid, as the C decoder
+    requires them, else decoded from its extFields."""
+    values = request.send_values
+    if values is not None and values[1] in valid_topics and values[2] in valid_topics:
+        return SendMessageRequestHeader(*values)
+    return decode_send_header(request.ext_fields, request.code != _SEND_MESSAGE)

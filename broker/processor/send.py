@@ -25,7 +25,7 @@ from remoting.command import RemotingCommand
 from remoting.errors import RequestError
 from remoting.headers import SendMessageRequestHeader
 from remoting.message import MessageConst
-from remoting.send_header import decode_send_header
+from remoting.send_header import request_send_header
 from remoting.wire_types import INT_MAX, INT_MIN, show
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------------ checks
 
     def header(self, request: RemotingCommand) -> SendMessageRequestHeader:
-        return decode_send_header(request.ext_fields, request.code != _SEND_MESSAGE)
+        return request_send_header(request)
 
     def check(self, header: SendMessageRequestHeader, connection: Connection) -> Any:
         """Java's msgCheck: broker and topic permissions, auto-creation, the queue id (the

@@ -143,7 +143,8 @@ def python_plain_rows(
 ) -> list[tuple[Any, ...]] | None:
     """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
     timestamp, born host, reconsume times, opaque), or None when one is not plain: another
-    code or serialization, a header the native decoder leaves to the reference, a queue id
+    code or serialization, a header the native decoder leaves to the reference (a scanned
+    command's ``send_values``, remoting/command.py ScannedCommand, stand for its decode), a queue id
     not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
     ``specials``. ``hosts``: the born host of every request, or a list of each one's (as
     long as ``requests``). The reference of remoting/native/codec/plain_send.c."""
@@ -154,16 +155,21 @@ def python_plain_rows(
     for index, request in enumerate(requests):
         host = hosts[index] if type(hosts) is list else hosts
         code = request.code
-        fields = request.ext_fields
         if (
             type(code) is not int
             or (code != _V2 and code != _V1)
             or request.serialize_type != _JSON
-            or type(fields) is not dict
         ):
             return None
-        values = _decode(fields, code == _V2, topics)  # type: ignore[misc]
+        values = getattr(request, "send_values", None)
         if values is None:
+            fields = request.ext_fields
+            if type(fields) is not dict:
+                return None
+            values = _decode(fields, code == _V2, topics)  # type: ignore[misc]
+            if values is None:
+                return None
+        elif values[1] not in topics or values[2] not in topics:  # as _decode checks them
             return None
         (_, topic, _, _, queue_id, sys_flag, born_ts, flag, text, reconsume, *_) = values
         bound = bounds.get(topic)

@@ -38,6 +38,9 @@ static PyMethodDef methods[] = {
      "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,
      "Plain sends' append values, else None (broker/processor/send_plain.py)."},
+    {"scan_send_command", scan_send_command, METH_O,
+     "A SEND_MESSAGE(_V2) JSON header's command and send header values read from its bytes "
+     "in their strict plain form, else None (remoting.command)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,

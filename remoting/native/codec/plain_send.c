@@ -19,9 +19,9 @@
 #define TRANSACTION_TYPE_BITS 0xC /* MessageSysFlag TRANSACTION_ROLLBACK_TYPE: both type bits */
 #define ROW_FIELDS 10
 
-enum { A_CODE, A_SERIALIZE, A_EXT, A_BODY, A_OPAQUE, A_CLUSTER, A_WAIT, A_NAMES };
+enum { A_CODE, A_SERIALIZE, A_EXT, A_BODY, A_OPAQUE, A_CLUSTER, A_WAIT, A_SCANNED, A_NAMES };
 static const char *const attr_names[A_NAMES] = {
-    "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT",
+    "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT", "send_values",
 };
 static PyObject *names[A_NAMES];
 
@@ -89,6 +89,35 @@ typedef struct {
     PyObject *topics, *bounds, *bound_of, *specials, *cluster, *host;
 } PlainContext;
 
+/* A scanned request's send header values (remoting/command.py ScannedCommand, send_scan.c)
+ * into *values: a new reference to them, Py_None (new) when a topic is not known valid (what
+ * decode_send_header answers then), NULL when the request was not scanned. -1 on error. */
+static int scanned_values(PyObject *request, PyObject *topics, PyObject **values) {
+    PyObject *v = PyObject_GetAttr(request, names[A_SCANNED]);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear(); /* a command-like object of a test's or a caller's own */
+        *values = NULL;
+        return 0;
+    }
+    if (!PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) != 14) {
+        Py_DECREF(v);
+        *values = NULL;
+        return 0;
+    }
+    for (int i = 1; i <= 2; i++) { /* topic, defaultTopic */
+        int known = PySet_Contains(topics, PyTuple_GET_ITEM(v, i));
+        if (known <= 0) {
+            Py_DECREF(v);
+            if (known < 0) return -1;
+            *values = Py_NewRef(Py_None);
+            return 0;
+        }
+    }
+    *values = v;
+    return 0;
+}
+
 /* One request's row; Py_None (new reference) when it is not plain, NULL on error. */
 static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     int ok_code, ok_serialize;
@@ -98,13 +127,21 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     if (!ok_code || !ok_serialize || serialize != SERIALIZE_JSON ||
         (code != SEND_MESSAGE && code != SEND_MESSAGE_V2))
         Py_RETURN_NONE;
-    PyObject *ext = PyObject_GetAttr(request, names[A_EXT]);
-    if (ext == NULL) return NULL;
     PyObject *values = NULL, *props = NULL, *row = NULL;
-    if (!PyDict_CheckExact(ext)) goto not_plain;
-    PyObject *decode_args[3] = {ext, code == SEND_MESSAGE_V2 ? Py_True : Py_False, ctx->topics};
-    values = decode_send_header(NULL, decode_args, 3);
-    if (values == NULL) goto done;
+    if (scanned_values(request, ctx->topics, &values) < 0) return NULL;
+    if (values == NULL) { /* not scanned: the extFields dict, as decode_send_header reads it */
+        PyObject *ext = PyObject_GetAttr(request, names[A_EXT]);
+        if (ext == NULL) return NULL;
+        if (PyDict_CheckExact(ext)) {
+            PyObject *decode_args[3] = {ext, code == SEND_MESSAGE_V2 ? Py_True : Py_False,
+                                        ctx->topics};
+            values = decode_send_header(NULL, decode_args, 3);
+        } else {
+            values = Py_NewRef(Py_None);
+        }
+        Py_DECREF(ext);
+        if (values == NULL) return NULL;
+    }
     if (values == Py_None) goto not_plain;
     /* SendMessageRequestHeader's order: producer_group, topic, default_topic,
      * default_topic_queue_nums, queue_id, sys_flag, born_timestamp, flag, properties,
@@ -150,7 +187,6 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
 not_plain:
     row = Py_NewRef(Py_None);
 done:
-    Py_DECREF(ext);
     Py_XDECREF(values);
     Py_XDECREF(props);
     return row;

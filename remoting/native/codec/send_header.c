@@ -54,8 +54,13 @@ static int make_keys(void) {
  * decoder then judges it: int() also takes spaces, underscores and non-ASCII digits). */
 int plain_integer(PyObject *s, long long low, long long high, long long *out) {
     if (!PyUnicode_IS_ASCII(s)) return 0;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
+    return plain_integer_bytes((const char *)PyUnicode_1BYTE_DATA(s), PyUnicode_GET_LENGTH(s),
+                               low, high, out);
+}
+
+/* plain_integer on n ASCII bytes (send_scan.c reads them from the header itself). */
+int plain_integer_bytes(const char *p, Py_ssize_t n, long long low, long long high,
+                        long long *out) {
     Py_ssize_t i = 0;
     int negative = 0;
     if (n > 0 && (p[0] == '-' || p[0] == '+')) {
