@@ -28,6 +28,7 @@ NAMES = (
     "split_frames",
     "plain_send_rows",
     "scan_send_command",
+    "configure_send_scan",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

@@ -167,17 +167,11 @@ def decode_command(frame: Frame) -> RemotingCommand:
 
 def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     if _scan_send is not None:
-        # A plain send's header, read from its bytes with no dict (remoting/native/codec/
-        # send_scan.c); anything else, or a scan's extFields when asked for, is parsed below.
-        scanned = _scan_send(header)
+        # A plain send's header, read from its bytes into a ScannedCommand with no dict
+        # (remoting/native/codec/send_scan.c); anything else is parsed below.
+        scanned = _scan_send(header, body)
         if scanned is not None:
-            code, language, version, opaque, flag, remark, values = scanned
-            command = ScannedCommand(
-                code, language, version, opaque, flag, remark, _LAZY, body, _JSON
-            )
-            command.send_values = values
-            command.header = header
-            return command
+            return scanned  # type: ignore[no-any-return]
     return _parse_json_header(header, body)
 
 
@@ -221,6 +215,15 @@ class ScannedCommand(RemotingCommand):
     @ext_fields.setter
     def ext_fields(self, value: dict[str, str] | None) -> None:
         _set_ext(self, value)
+
+
+_SCANNED_SLOTS = (
+    *(RemotingCommand.__dict__[name] for name in attrs.fields_dict(RemotingCommand)),
+    ScannedCommand.__dict__["header"],
+    ScannedCommand.__dict__["send_values"],
+)  # the order send_scan.c fills them in: the attrs fields', then the scan's own
+if _scan_send is not None:
+    native.configure_send_scan(ScannedCommand, _SCANNED_SLOTS, _LAZY)
 
 
 def _checked_json_header(

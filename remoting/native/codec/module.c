@@ -38,9 +38,11 @@ static PyMethodDef methods[] = {
      "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,
      "Plain sends' append values, else None (broker/processor/send_plain.py)."},
-    {"scan_send_command", scan_send_command, METH_O,
-     "A SEND_MESSAGE(_V2) JSON header's command and send header values read from its bytes "
-     "in their strict plain form, else None (remoting.command)."},
+    {"configure_send_scan", configure_send_scan, METH_VARARGS,
+     "The ScannedCommand class, its slots and the lazy extFields scan_send_command fills."},
+    {"scan_send_command", (PyCFunction)(void (*)(void))scan_send_command, METH_FASTCALL,
+     "A SEND_MESSAGE(_V2) JSON header read from its bytes in its strict plain form into a "
+     "ScannedCommand, else None (remoting.command)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,

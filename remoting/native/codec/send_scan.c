@@ -20,7 +20,8 @@
  * Topics are not checked against the valid-topic set here: plain_send_rows does that as
  * decode_send_header does. tests/unit/remoting/test_send_scan.py holds the scan to the reference
  * on real clients' frames and their mutations. */
-#include "codec.h"
+#include "json_scan.h"
+#include <structmember.h> /* T_OBJECT_EX */
 #include <limits.h>
 #include <string.h>
 
@@ -30,8 +31,6 @@
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
 typedef enum { F_STR, F_TOPIC, F_INT, F_SYSFLAG, F_LONG, F_BOOL } FieldType;
-typedef enum { J_NONE, J_STR, J_INT, J_TRUE, J_FALSE, J_NULL } JsonKind;
-
 /* SendMessageRequestHeader's fields in its order (send_header.c send_fields, held equal by the
  * tests through decode_send_header's results). */
 static const struct {
@@ -47,151 +46,6 @@ static const struct {
     {"unitMode", "k", F_BOOL, 0},      {"batch", "m", F_BOOL, 0},
     {"maxReconsumeTimes", "l", F_INT, 0}, {"bname", "n", F_STR, 0},
 };
-
-/* A scanned value: a string's bytes between its quotes, or an integer's digits. */
-typedef struct {
-    const unsigned char *at;
-    Py_ssize_t len;
-    JsonKind kind;
-    int escaped;
-} Span;
-
-typedef struct {
-    const unsigned char *p, *end;
-} Cursor;
-
-static void skip_ws(Cursor *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
-        c->p++;
-}
-
-static int hex_value(unsigned char h) {
-    if (h >= '0' && h <= '9') return h - '0';
-    if (h >= 'a' && h <= 'f') return h - 'a' + 10;
-    if (h >= 'A' && h <= 'F') return h - 'A' + 10;
-    return -1;
-}
-
-/* The \uXXXX at p (p[0] == 'u', 4 bytes checked present) as one ASCII byte, else -1. */
-static int ascii_escape(const unsigned char *p) {
-    int a = hex_value(p[1]), b = hex_value(p[2]), x = hex_value(p[3]), y = hex_value(p[4]);
-    if (a != 0 || b != 0 || x < 0 || x > 7 || y < 0) return -1;
-    return x * 16 + y;
-}
-
-static int simple_escape(unsigned char e) {
-    switch (e) {
-    case '"': return '"';
-    case '\\': return '\\';
-    case '/': return '/';
-    case 'b': return '\b';
-    case 'f': return '\f';
-    case 'n': return '\n';
-    case 'r': return '\r';
-    case 't': return '\t';
-    default: return -1;
-    }
-}
-
-/* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form. */
-static int scan_string(Cursor *c, Span *s) {
-    const unsigned char *p = c->p + 1, *end = c->end;
-    s->at = p;
-    s->kind = J_STR;
-    s->escaped = 0;
-    while (p < end) {
-        unsigned char ch = *p;
-        if (ch == '"') {
-            s->len = p - s->at;
-            c->p = p + 1;
-            return 1;
-        }
-        if (ch < 0x20 || ch > 0x7E) return 0;
-        if (ch == '\\') {
-            if (end - p < 2) return 0;
-            s->escaped = 1;
-            if (p[1] == 'u') {
-                if (end - p < 6 || ascii_escape(p + 1) < 0) return 0;
-                p += 6;
-            } else {
-                if (simple_escape(p[1]) < 0) return 0;
-                p += 2;
-            }
-            continue;
-        }
-        p++;
-    }
-    return 0;
-}
-
-/* An integer at the cursor: -?(0|[1-9][0-9]*) of at most max_digits digits, followed by
- * neither a fraction nor an exponent; 0 when not one. */
-static int scan_integer(Cursor *c, Span *s, int allow_sign, int max_digits) {
-    const unsigned char *p = c->p, *end = c->end;
-    s->at = p;
-    s->kind = J_INT;
-    s->escaped = 0;
-    if (p < end && *p == '-') {
-        if (!allow_sign) return 0;
-        p++;
-    }
-    const unsigned char *digits = p;
-    while (p < end && *p >= '0' && *p <= '9') p++;
-    Py_ssize_t n = p - digits;
-    if (n == 0 || n > max_digits || (n > 1 && digits[0] == '0')) return 0;
-    if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
-    s->len = p - s->at;
-    c->p = p;
-    return 1;
-}
-
-static int scan_literal(Cursor *c, const char *word, JsonKind kind, Span *s) {
-    size_t n = strlen(word);
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0) return 0;
-    s->at = c->p;
-    s->len = (Py_ssize_t)n;
-    s->kind = kind;
-    s->escaped = 0;
-    c->p += n;
-    return 1;
-}
-
-/* A value of the kinds the scan knows (string, integer, true, false, null). */
-static int scan_value(Cursor *c, Span *s, int max_digits) {
-    if (c->p >= c->end) return 0;
-    switch (*c->p) {
-    case '"': return scan_string(c, s);
-    case 't': return scan_literal(c, "true", J_TRUE, s);
-    case 'f': return scan_literal(c, "false", J_FALSE, s);
-    case 'n': return scan_literal(c, "null", J_NULL, s);
-    default: return scan_integer(c, s, 1, max_digits);
-    }
-}
-
-/* `"key" :` at the cursor, the key unescaped; 0 when not one. */
-static int scan_key(Cursor *c, Span *key) {
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != '"' || !scan_string(c, key) || key->escaped) return 0;
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != ':') return 0;
-    c->p++;
-    skip_ws(c);
-    return 1;
-}
-
-/* After a member: 1 at ',' (consumed), 2 at '}' (consumed), 0 otherwise. */
-static int member_end(Cursor *c) {
-    skip_ws(c);
-    if (c->p >= c->end) return 0;
-    unsigned char ch = *c->p++;
-    return ch == ',' ? 1 : ch == '}' ? 2 : 0;
-}
-
-static int key_is(const Span *key, const char *name) {
-    /* the first byte first: names differ there mostly, and a name ends at its NUL */
-    return key->len > 0 && key->at[0] == (unsigned char)name[0] &&
-           strncmp((const char *)key->at, name, (size_t)key->len) == 0 && name[key->len] == 0;
-}
 
 /* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2
  * (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
@@ -234,58 +88,6 @@ static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS]) {
         if (next == 0) return 0;
         if (next == 2) return 1;
     }
-}
-
-/* A new ASCII str of a string span, its escapes decoded. */
-static PyObject *span_str(const Span *s) {
-    if (!s->escaped) {
-        PyObject *out = PyUnicode_New(s->len, 127);
-        if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), s->at, (size_t)s->len);
-        return out;
-    }
-    Py_ssize_t n = 0;
-    for (Py_ssize_t i = 0; i < s->len; i++, n++)
-        if (s->at[i] == '\\') i += s->at[i + 1] == 'u' ? 5 : 1;
-    PyObject *out = PyUnicode_New(n, 127);
-    if (out == NULL) return NULL;
-    Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
-    for (Py_ssize_t i = 0; i < s->len; i++) {
-        const unsigned char *p = s->at + i;
-        if (*p != '\\') {
-            *w++ = *p;
-        } else if (p[1] == 'u') {
-            *w++ = (Py_UCS1)ascii_escape(p + 1);
-            i += 5;
-        } else {
-            *w++ = (Py_UCS1)simple_escape(p[1]);
-            i += 1;
-        }
-    }
-    return out;
-}
-
-/* The last few strings made for one field, kept: a producer group, topic or language repeats
- * from request to request, and a kept str is not allocated again and keeps its hash (the
- * valid-topic set and the topic table look it up). */
-#define KEPT 4
-typedef struct {
-    PyObject *strs[KEPT];
-    int next;
-} Kept;
-
-static PyObject *kept_str(Kept *kept, const Span *s) {
-    if (s->escaped) return span_str(s);
-    for (int i = 0; i < KEPT; i++) {
-        PyObject *k = kept->strs[i];
-        if (k != NULL && PyUnicode_GET_LENGTH(k) == s->len &&
-            memcmp(PyUnicode_1BYTE_DATA(k), s->at, (size_t)s->len) == 0)
-            return Py_NewRef(k);
-    }
-    PyObject *out = span_str(s);
-    if (out == NULL) return NULL;
-    Py_XSETREF(kept->strs[kept->next], Py_NewRef(out));
-    kept->next = (kept->next + 1) % KEPT;
-    return out;
 }
 
 static Kept kept_language, kept_fields[SEND_FIELDS];
@@ -382,8 +184,44 @@ static long top_int(const Span *s) {
     return n > INT32_MAX ? -1 : (long)n;
 }
 
-/* The command's values from the scanned spans, Py_None when one is not plain. */
-static PyObject *command_values(Span top[T_KEYS], Span ext[2][SEND_FIELDS]) {
+/* The command the scan makes: an instance of remoting/command.py ScannedCommand, whose slots
+ * configure_send_scan was handed once as member descriptors (the attrs class's own), filled
+ * here as its __init__ would fill them. */
+enum { S_CODE, S_LANGUAGE, S_VERSION, S_OPAQUE, S_FLAG, S_REMARK, S_EXT, S_BODY, S_SERIALIZE,
+       S_HEADER, S_VALUES, S_SLOTS };
+static PyTypeObject *command_type;
+static Py_ssize_t slot_offset[S_SLOTS];
+static PyObject *lazy_ext; /* the extFields slot's value until they are asked for */
+
+/* configure_send_scan(ScannedCommand, (descriptor, ...), lazy): the slots in S_ order. */
+PyObject *configure_send_scan(PyObject *self, PyObject *args) {
+    PyObject *type, *descriptors, *lazy;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &type, &PyTuple_Type, &descriptors, &lazy))
+        return NULL;
+    if (PyTuple_GET_SIZE(descriptors) != S_SLOTS || ((PyTypeObject *)type)->tp_itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "configure_send_scan: a slotted class, 11 slots");
+        return NULL;
+    }
+    Py_ssize_t offsets[S_SLOTS];
+    for (int i = 0; i < S_SLOTS; i++) {
+        PyObject *d = PyTuple_GET_ITEM(descriptors, i);
+        if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            !PyType_IsSubtype((PyTypeObject *)type, PyDescr_TYPE(d)) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            PyErr_SetString(PyExc_TypeError, "configure_send_scan: slots of the class only");
+            return NULL;
+        }
+        offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    memcpy(slot_offset, offsets, sizeof offsets);
+    Py_XSETREF(lazy_ext, Py_NewRef(lazy));
+    Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
+/* The command from the scanned spans, Py_None when one is not plain. */
+static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS], PyObject *header,
+                                 PyObject *body) {
     long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
     long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
     if (top[T_CODE].kind == J_NONE || top[T_EXT].kind == J_NONE || opaque < 0 || flag < 0 ||
@@ -391,32 +229,47 @@ static PyObject *command_values(Span top[T_KEYS], Span ext[2][SEND_FIELDS]) {
         Py_RETURN_NONE;
     PyObject *values = send_values(ext[code == SEND_MESSAGE_V2]);
     if (values == NULL || values == Py_None) return values;
-    PyObject *language = top[T_LANGUAGE].kind == J_NONE
-                             ? Py_NewRef(java)
-                             : kept_str(&kept_language, &top[T_LANGUAGE]);
-    PyObject *remark = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK])
-                                                   : Py_NewRef(Py_None);
-    PyObject *out = PyTuple_New(7);
-    PyObject *items[7] = {
-        PyLong_FromLong(code), language, PyLong_FromLong(version), PyLong_FromLong(opaque),
-        PyLong_FromLong(flag), remark, values,
+    PyObject *items[S_SLOTS] = {
+        [S_CODE] = PyLong_FromLong(code),
+        [S_LANGUAGE] = top[T_LANGUAGE].kind == J_NONE ? Py_NewRef(java)
+                                                      : kept_str(&kept_language, &top[T_LANGUAGE]),
+        [S_VERSION] = PyLong_FromLong(version),
+        [S_OPAQUE] = PyLong_FromLong(opaque),
+        [S_FLAG] = PyLong_FromLong(flag),
+        [S_REMARK] = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK]) : Py_NewRef(Py_None),
+        [S_EXT] = Py_NewRef(lazy_ext),
+        [S_BODY] = Py_NewRef(body),
+        [S_SERIALIZE] = PyLong_FromLong(0), /* SerializeType.JSON */
+        [S_HEADER] = Py_NewRef(header),
+        [S_VALUES] = values,
     };
-    int ok = out != NULL;
-    for (int i = 0; i < 7; i++) {
+    PyObject *command = command_type->tp_alloc(command_type, 0);
+    int ok = command != NULL;
+    for (int i = 0; i < S_SLOTS; i++) {
         if (items[i] == NULL) ok = 0;
-        if (out != NULL) PyTuple_SET_ITEM(out, i, items[i]);
-        else Py_XDECREF(items[i]);
+        if (command != NULL) /* the new object's slots are NULL: set, nothing to release */
+            *(PyObject **)((char *)command + slot_offset[i]) = items[i];
+        else
+            Py_XDECREF(items[i]);
     }
     if (!ok) {
-        Py_XDECREF(out);
+        Py_XDECREF(command);
         return NULL;
     }
-    return out;
+    return command;
 }
 
-/* scan_send_command(header: bytes) -> (code, language, version, opaque, flag, remark,
- * send_values) | None */
-PyObject *scan_send_command(PyObject *self, PyObject *header) {
+/* scan_send_command(header: bytes, body) -> ScannedCommand | None */
+PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "scan_send_command(header, body)");
+        return NULL;
+    }
+    if (command_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_send_scan was not called");
+        return NULL;
+    }
+    PyObject *header = args[0];
     if (!PyBytes_CheckExact(header)) Py_RETURN_NONE;
     if (java == NULL && (java = PyUnicode_InternFromString("JAVA")) == NULL) return NULL;
     Cursor c = {(const unsigned char *)PyBytes_AS_STRING(header), NULL};
@@ -444,5 +297,5 @@ PyObject *scan_send_command(PyObject *self, PyObject *header) {
     }
     skip_ws(&c);
     if (c.p != c.end) Py_RETURN_NONE;
-    return command_values(top, ext);
+    return scanned_command(top, ext, header, args[1]);
 }

@@ -133,7 +133,7 @@ def test_extfields_are_made_only_when_asked_for() -> None:
 
 def test_other_requests_are_not_scanned() -> None:
     pull = _header(encode_command_bytes(RemotingCommand.request(11, {"topic": "T"})))
-    assert native.scan_send_command(pull) is None
+    assert native.scan_send_command(pull, b"") is None
     assert type(command._decode_json_header(pull, b"")) is RemotingCommand
 
 
@@ -370,3 +370,15 @@ def test_request_send_header_from_the_scan() -> None:
     cmd = command._decode_json_header(BASES[0], b"")
     assert request_send_header(cmd) == decode_send_header(cmd.ext_fields, True)
     assert cmd.code == RequestCode.SEND_MESSAGE_V2
+
+
+def test_the_scan_fills_only_slots_it_was_handed() -> None:
+    slots = command._SCANNED_SLOTS
+    for bad in (
+        (ScannedCommand, slots[:-1], command._LAZY),
+        (ScannedCommand, (*slots[:-1], ScannedCommand.ext_fields), command._LAZY),
+        (RemotingCommand, slots, command._LAZY),  # header and send_values are not its slots
+    ):
+        with pytest.raises(TypeError):
+            native.configure_send_scan(*bad)
+    native.configure_send_scan(ScannedCommand, slots, command._LAZY)
