@@ -29,6 +29,7 @@ NAMES = (
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",
+    "configure_header_scan",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

@@ -96,8 +96,8 @@ class RemotingCommand:
     ext_fields: dict[str, str] | None = None
     body: BodyType = b""
     serialize_type: int = SerializeType.JSON
-    # SendMessageRequestHeader's values when the JSON header was scanned (ScannedCommand)
-    send_values = None
+    # The custom header's values when the JSON header was scanned (ScannedCommand)
+    header_values = None
 
     @classmethod
     def request(
@@ -197,12 +197,13 @@ _get_ext, _set_ext = _ext_slot.__get__, _ext_slot.__set__
 
 
 class ScannedCommand(RemotingCommand):
-    """A plain send whose JSON header was scanned from its bytes (``send_values``: the
-    SendMessageRequestHeader's values, the topics not yet checked valid). Its ``ext_fields``
+    """A request whose JSON header was scanned from its bytes: a plain send (``header_values``:
+    SendMessageRequestHeader's values, the topics not yet checked valid) or a request of a
+    code registered by ``header_codec.request_decoder`` (its class's values). Its ``ext_fields``
     is made from ``header`` by the orjson path, only when something asks for them (ACL, the
     reference handler, logging): the dict every other command has from the start."""
 
-    __slots__ = ("header", "send_values")
+    __slots__ = ("header", "header_values")
 
     @property  # type: ignore[override]
     def ext_fields(self) -> dict[str, str] | None:
@@ -220,7 +221,7 @@ class ScannedCommand(RemotingCommand):
 _SCANNED_SLOTS = (
     *(RemotingCommand.__dict__[name] for name in attrs.fields_dict(RemotingCommand)),
     ScannedCommand.__dict__["header"],
-    ScannedCommand.__dict__["send_values"],
+    ScannedCommand.__dict__["header_values"],
 )  # the order send_scan.c fills them in: the attrs fields', then the scan's own
 if _scan_send is not None:
     native.configure_send_scan(ScannedCommand, _SCANNED_SLOTS, _LAZY)

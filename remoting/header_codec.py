@@ -228,6 +228,25 @@ def plain_decoder(cls: type[T]) -> Callable[[dict[str, str] | None], T]:
     return decode
 
 
+def request_decoder(cls: type[T], code: int) -> Callable[[Any], T]:
+    """``plain_decoder`` for requests of ``code``: the values the C scanned straight from a
+    request's JSON header (remoting/command.py ScannedCommand, registered here for ``code``)
+    when it could, else the request's extFields decoded."""
+    decode = plain_decoder(cls)
+    fields = plain_fields(cls)
+    if native is None or fields is None:
+        return lambda request: decode(request.ext_fields)
+    native.configure_header_scan(int(code), fields)
+
+    def decode_request(request: Any) -> T:
+        values = request.header_values
+        if values is not None:
+            return cls(*values)
+        return decode(request.ext_fields)
+
+    return decode_request
+
+
 # ------------------------------------------------------------------------------- encoding
 
 _RENDER = {str: "_v", bool: "('true' if _v else 'false')", int: "str(_v)", float: "repr(_v)"}

@@ -50,7 +50,7 @@ def request_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     """A send request's header: from the values its JSON header was scanned into
     (remoting/command.py ScannedCommand) when its topics are known valid, as the C decoder
     requires them, else decoded from its extFields."""
-    values = request.send_values
+    values = request.header_values
     if values is not None and values[1] in valid_topics and values[2] in valid_topics:
         return SendMessageRequestHeader(*values)
     return decode_send_header(request.ext_fields, request.code != _SEND_MESSAGE)

@@ -28,10 +28,10 @@ from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus
 from remoting import constants as K
 from remoting.body import MessageModel, TopicConfig
-from remoting.codes import ResponseCode, SerializeType
+from remoting.codes import RequestCode, ResponseCode, SerializeType
 from remoting.command import EncodedReply, Gather, RemotingCommand
 from remoting.errors import RequestError
-from remoting.header_codec import plain_decoder
+from remoting.header_codec import request_decoder
 from remoting.headers import PullMessageRequestHeader
 
 if TYPE_CHECKING:
@@ -44,8 +44,9 @@ FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 
-# The header's plain form in C, anything else judged by remoting.header_codec.decode_header
-_decode_header = plain_decoder(PullMessageRequestHeader)
+# The header's plain form in C (scanned from the JSON header's bytes, or from its extFields),
+# anything else judged by remoting.header_codec.decode_header
+_decode_header = request_decoder(PullMessageRequestHeader, RequestCode.PULL_MESSAGE)
 
 S = GetMessageStatus
 # Bound once: an IntEnum member read from its class costs ~70 ns, and this runs per pull.
@@ -75,7 +76,7 @@ class PullMessageProcessor:
         self.broker = broker
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
-        header = _decode_header(request.ext_fields)
+        header = _decode_header(request)
         return self.process(connection, request, header, allow_suspend=True)
 
     def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> Any:

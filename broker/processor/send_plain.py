@@ -144,7 +144,7 @@ def python_plain_rows(
     """Each request's append values (topic, queue id, sysFlag, properties, body, flag, born
     timestamp, born host, reconsume times, opaque), or None when one is not plain: another
     code or serialization, a header the native decoder leaves to the reference (a scanned
-    command's ``send_values``, remoting/command.py ScannedCommand, stand for its decode), a queue id
+    command's ``header_values``, remoting/command.py ScannedCommand, stand for its decode), a queue id
     not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
     ``specials``. ``hosts``: the born host of every request, or a list of each one's (as
     long as ``requests``). The reference of remoting/native/codec/plain_send.c."""
@@ -161,7 +161,7 @@ def python_plain_rows(
             or request.serialize_type != _JSON
         ):
             return None
-        values = getattr(request, "send_values", None)
+        values = getattr(request, "header_values", None)
         if values is None:
             fields = request.ext_fields
             if type(fields) is not dict:

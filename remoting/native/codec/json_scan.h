@@ -53,4 +53,20 @@ typedef struct {
 } Kept;
 PyObject *kept_str(Kept *kept, const Span *s);
 
+/* What a field's value is when the reference must judge it (None is a value). */
+#define NOT_PLAIN Py_NotImplemented
+
+/* extFields' members as they came, for a header class other than the send's (header_scan.c);
+ * more than MAX_MEMBERS leaves that class to the orjson path. */
+#define MAX_MEMBERS 32
+typedef struct {
+    Span keys[MAX_MEMBERS], values[MAX_MEMBERS];
+    int count, overflow;
+} Members;
+
+/* header_scan.c: the slot of a registered code, -1 for none; its values from the members in
+ * its fields' order, Py_None when one is not plain. */
+int header_scan_index(long code);
+PyObject *header_scan_values(int at, const Members *m);
+
 #endif

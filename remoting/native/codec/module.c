@@ -40,6 +40,8 @@ static PyMethodDef methods[] = {
      "Plain sends' append values, else None (broker/processor/send_plain.py)."},
     {"configure_send_scan", configure_send_scan, METH_VARARGS,
      "The ScannedCommand class, its slots and the lazy extFields scan_send_command fills."},
+    {"configure_header_scan", configure_header_scan, METH_VARARGS,
+     "A request code whose header scan_send_command reads too, with its plain_fields."},
     {"scan_send_command", (PyCFunction)(void (*)(void))scan_send_command, METH_FASTCALL,
      "A SEND_MESSAGE(_V2) JSON header read from its bytes in its strict plain form into a "
      "ScannedCommand, else None (remoting.command)."},

@@ -21,7 +21,7 @@
 
 enum { A_CODE, A_SERIALIZE, A_EXT, A_BODY, A_OPAQUE, A_CLUSTER, A_WAIT, A_SCANNED, A_NAMES };
 static const char *const attr_names[A_NAMES] = {
-    "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT", "send_values",
+    "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT", "header_values",
 };
 static PyObject *names[A_NAMES];
 

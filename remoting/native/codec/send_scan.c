@@ -67,8 +67,9 @@ static int field_index(const Span *key, int *table) {
     return -1;
 }
 
-/* extFields' object at the cursor (on '{') into the two tables of spans; 0 when not plain. */
-static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS]) {
+/* extFields' object at the cursor (on '{') into the send header's two tables of spans and the
+ * members' list; 0 when not plain. */
+static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS], Members *members) {
     c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
@@ -79,6 +80,12 @@ static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS]) {
         Span key, value;
         if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS)) return 0;
         if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
+        if (members->count < MAX_MEMBERS) {
+            members->keys[members->count] = key;
+            members->values[members->count++] = value;
+        } else {
+            members->overflow = 1;
+        }
         int table, i = field_index(&key, &table);
         if (i >= 0) {
             if (ext[table][i].kind != J_NONE) return 0; /* a duplicate: the last one wins */
@@ -92,9 +99,6 @@ static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS]) {
 
 static Kept kept_language, kept_fields[SEND_FIELDS];
 static PyObject *java; /* the language when absent */
-
-/* What field_value gives for a value the reference must judge (None is a value). */
-#define NOT_PLAIN Py_NotImplemented
 
 /* The value of a send header field from its span (the reference's result for it), NOT_PLAIN
  * (a new reference) when the reference would not take it plainly, NULL on error. */
@@ -157,7 +161,8 @@ static const char *const top_names[T_KEYS] = {
 };
 
 /* One top-level member's value at the cursor; 0 when not plain. */
-static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS]) {
+static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS],
+                          Members *members) {
     if (c->p >= c->end) return 0;
     switch (which) {
     case T_CODE:
@@ -172,7 +177,7 @@ static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS
         return *c->p == '"' ? scan_string(c, s) : scan_literal(c, "null", J_NULL, s);
     default: /* T_EXT */
         s->kind = J_STR; /* seen */
-        return *c->p == '{' && scan_ext(c, ext);
+        return *c->p == '{' && scan_ext(c, ext, members);
     }
 }
 
@@ -220,14 +225,15 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
 }
 
 /* The command from the scanned spans, Py_None when one is not plain. */
-static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS], PyObject *header,
-                                 PyObject *body) {
+static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
+                                 const Members *members, PyObject *header, PyObject *body) {
     long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
     long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
+    int send = code == SEND_MESSAGE || code == SEND_MESSAGE_V2, at = header_scan_index(code);
     if (top[T_CODE].kind == J_NONE || top[T_EXT].kind == J_NONE || opaque < 0 || flag < 0 ||
-        version < 0 || (code != SEND_MESSAGE && code != SEND_MESSAGE_V2))
+        version < 0 || (!send && at < 0))
         Py_RETURN_NONE;
-    PyObject *values = send_values(ext[code == SEND_MESSAGE_V2]);
+    PyObject *values = send ? send_values(ext[code == SEND_MESSAGE_V2]) : header_scan_values(at, members);
     if (values == NULL || values == Py_None) return values;
     PyObject *items[S_SLOTS] = {
         [S_CODE] = PyLong_FromLong(code),
@@ -275,8 +281,10 @@ PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t na
     Cursor c = {(const unsigned char *)PyBytes_AS_STRING(header), NULL};
     c.end = c.p + PyBytes_GET_SIZE(header);
     Span top[T_KEYS], ext[2][SEND_FIELDS];
+    Members members;
     memset(top, 0, sizeof top);
     memset(ext, 0, sizeof ext);
+    members.count = members.overflow = 0;
     skip_ws(&c);
     if (c.p >= c.end || *c.p != '{') Py_RETURN_NONE;
     c.p++;
@@ -286,10 +294,11 @@ PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t na
         int which = 0;
         while (which < T_KEYS && !key_is(&key, top_names[which])) which++;
         if (which == T_KEYS || top[which].kind != J_NONE) Py_RETURN_NONE;
-        if (!scan_top_value(&c, which, &top[which], ext)) Py_RETURN_NONE;
+        if (!scan_top_value(&c, which, &top[which], ext, &members)) Py_RETURN_NONE;
         if (which == T_CODE) { /* every other request leaves here (Java writes code first) */
             long code = top_int(&top[T_CODE]);
-            if (code != SEND_MESSAGE && code != SEND_MESSAGE_V2) Py_RETURN_NONE;
+            if (code != SEND_MESSAGE && code != SEND_MESSAGE_V2 && header_scan_index(code) < 0)
+                Py_RETURN_NONE;
         }
         int next = member_end(&c);
         if (next == 0) Py_RETURN_NONE;
@@ -297,5 +306,5 @@ PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     skip_ws(&c);
     if (c.p != c.end) Py_RETURN_NONE;
-    return scanned_command(top, ext, header, args[1]);
+    return scanned_command(top, ext, &members, header, args[1]);
 }

@@ -82,7 +82,7 @@ def scanned(header: bytes) -> Any:
         cmd = command._decode_json_header(header, b"body")
     except RemoteProtocolError as exc:
         return ("refused", str(exc)), None
-    values = cmd.send_values
+    values = cmd.header_values
     fields = (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark,
               cmd.ext_fields, cmd.serialize_type)  # fmt: skip
     return fields, values
@@ -119,7 +119,7 @@ def test_real_and_our_clients_sends_are_scanned() -> None:
         assert check(header), header
         cmd = command._decode_json_header(header, b"")
         assert type(cmd) is ScannedCommand
-        assert cmd.send_values is not None
+        assert cmd.header_values is not None
 
 
 def test_extfields_are_made_only_when_asked_for() -> None:
@@ -166,7 +166,7 @@ def _edit(header: bytes, ops: list[tuple[str, float, bytes]]) -> bytes:
     return header
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(base=st.sampled_from(BASES), ops=edits)
 def test_byte_mutations_agree(base: bytes, ops: list[tuple[str, float, bytes]]) -> None:
     check(_edit(base, ops))
@@ -207,7 +207,7 @@ TOP_VALUES = st.one_of(
 )
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(
     base=st.sampled_from(BASES),
     changes=st.lists(st.tuples(st.integers(0, 20), VALUES), max_size=2),
@@ -377,7 +377,7 @@ def test_the_scan_fills_only_slots_it_was_handed() -> None:
     for bad in (
         (ScannedCommand, slots[:-1], command._LAZY),
         (ScannedCommand, (*slots[:-1], ScannedCommand.ext_fields), command._LAZY),
-        (RemotingCommand, slots, command._LAZY),  # header and send_values are not its slots
+        (RemotingCommand, slots, command._LAZY),  # header and header_values are not its slots
     ):
         with pytest.raises(TypeError):
             native.configure_send_scan(*bad)
