@@ -12,7 +12,10 @@
  *
  * The seam: buffers and plain values in, new objects out. Nothing here reads an attribute of a
  * Python object or calls back into Python; the two tuple types it fills (RecordScan,
- * BatchEntry) are handed to it, and their field orders are exported for the import-time check.
+ * BatchEntry) are handed to it, and their field orders are exported for the import-time check;
+ * so is the command class the header scan fills (remoting/command.py ScannedCommand, its slots
+ * handed as their member descriptors). plain_send_rows, the exception, reads its requests'
+ * attributes and asks the caller's bound_of.
  * Every write is bounds-checked against the buffer before anything is written. They run with
  * the GIL held: each call is a few microseconds, less than a thread hop. */
 #include "codec.h"
