@@ -5,8 +5,9 @@
  * Each row goes through the cursor's own put (append.c), so a record, its refusals and the
  * cursor's bookkeeping are exactly a lone put's. What this adds is the loop without a Python
  * frame per message: the store timestamp from the CommitLog's clock, the write position moved
- * on, the dispatch requests collected, per-topic totals for the stats, and each message's reply
- * frame filled into the template its caller owns (broker/processor/send_reply.py REPLY_PIECES),
+ * on, what dispatch needs packed (plain_dispatch.c: no DispatchRequest kept), per-topic totals
+ * for the stats, and each message's reply frame filled into the template its caller owns
+ * (broker/processor/send_reply.py REPLY_PIECES),
  * so this file knows no JSON. The run stops at the first row the put does not take (it does
  * not fit the segment, or it is refused, or anything raised): the caller hands that row and
  * the rest to the reference, which answers each as a lone put would. */
@@ -83,10 +84,35 @@ static int count_topic(PyObject *totals, PyObject *topic, Py_ssize_t size) {
     return 0;
 }
 
+/* 1 when the KEYS and UNIQ_KEY the packed dispatch hashes are str (or absent), as the wire
+ * gives them; 0 stops the run at the row (the reference decides); -1 on an error. A row whose
+ * properties are not a dict is left to the put, which refuses it. */
+static int index_keys_are_text(PyObject *properties) {
+    static PyObject *names[2];
+    if (names[0] == NULL) {
+        names[0] = PyUnicode_InternFromString("KEYS");
+        names[1] = PyUnicode_InternFromString("UNIQ_KEY");
+        if (names[0] == NULL || names[1] == NULL) {
+            Py_CLEAR(names[0]);
+            Py_CLEAR(names[1]);
+            return -1;
+        }
+    }
+    if (!PyDict_CheckExact(properties)) return 1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *value = PyDict_GetItemWithError(properties, names[i]); /* borrowed */
+        if (value == NULL && PyErr_Occurred()) return -1;
+        if (value != NULL && !PyUnicode_Check(value)) return 0;
+    }
+    return 1;
+}
+
 /* The row's put, or NULL with nothing raised when the run stops at this row. */
 static PyObject *put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row,
                          Py_ssize_t position, PyObject *clock) {
     PyObject *args[PUT_ARGS];
+    int text = index_keys_are_text(PyTuple_GET_ITEM(row, 3));
+    if (text <= 0) return NULL;
     PyObject *store_ts = PyObject_CallNoArgs(clock);
     PyObject *at = store_ts == NULL ? NULL : PyLong_FromSsize_t(position);
     if (at == NULL) {
@@ -113,15 +139,16 @@ static PyObject *put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row
     return put;
 }
 
-/* One stored row: its request and reply appended, its topic counted; the record's size. */
+/* One stored row: its request packed for dispatch, its reply appended, its topic counted; the
+ * record's size. */
 static Py_ssize_t stored(PyObject *put, PyObject *row, PyObject *const *pieces,
-                         PyObject *requests, PyObject *replies, PyObject *totals) {
+                         PlainPack *pack, PyObject *replies, PyObject *totals) {
     PyObject *msg_id = PyTuple_GET_ITEM(put, 0), *request = PyTuple_GET_ITEM(put, 1);
     Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(request, DR_SIZE));
     long long queue_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_QUEUE_OFFSET));
     long long queue_id = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 1));
     long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
-    if (PyErr_Occurred() || PyList_Append(requests, request) < 0 ||
+    if (PyErr_Occurred() || plain_pack_add(pack, request) < 0 ||
         count_topic(totals, PyTuple_GET_ITEM(row, 0), size) < 0)
         return -1;
     PyObject *reply = reply_frame(pieces, msg_id, queue_id, queue_offset, opaque);
@@ -132,10 +159,10 @@ static Py_ssize_t stored(PyObject *put, PyObject *row, PyObject *const *pieces,
 }
 
 /* put_rows(cursor, mm, position, start_offset, clock, max_body, rows, pieces)
- *   -> (position, dispatch requests, reply frames, {topic: [count, bytes]})
+ *   -> (position, what dispatch needs packed, reply frames, {topic: [count, bytes]})
  * rows: tuples of ROW_FIELDS; pieces: the REPLY_PIECES bytes of the reply's header around its
- * four values. The position is where the next record goes; fewer requests than rows: the run
- * stopped at that row. An error is raised only for bad arguments or no memory, and then the
+ * four values. The position is where the next record goes; fewer replies than rows: the run
+ * stopped at that row. The packed dispatch is plain_dispatch.py's AppendedRows. An error is raised only for bad arguments or no memory, and then the
  * records packed so far stay past the write position the caller still holds. */
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyObject_TypeCheck(args[0], &AppendCursorType) ||
@@ -156,8 +183,9 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *zero = PyLong_FromLong(0);
     PyObject *fixed[4] = {args[1], args[3], args[5], zero}; /* mm, start, max_body, prepared */
     PyObject *rows = args[6], *clock = args[4];
-    PyObject *requests = PyList_New(0), *replies = PyList_New(0), *totals = PyDict_New();
-    if (zero == NULL || requests == NULL || replies == NULL || totals == NULL) goto fail;
+    PlainPack *pack = plain_pack_new();
+    PyObject *replies = PyList_New(0), *totals = PyDict_New(), *appended = NULL;
+    if (zero == NULL || pack == NULL || replies == NULL || totals == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
@@ -171,17 +199,24 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             if (PyErr_Occurred()) goto fail;
             break;
         }
-        Py_ssize_t size = stored(put, row, pieces, requests, replies, totals);
+        Py_ssize_t size = stored(put, row, pieces, pack, replies, totals);
         Py_DECREF(put);
         Py_DECREF(row);
         if (size < 0) goto fail;
         position += size;
     }
     Py_DECREF(zero);
-    return Py_BuildValue("(nNNN)", position, requests, replies, totals);
+    appended = plain_pack_finish(pack);
+    plain_pack_free(pack);
+    if (appended == NULL) {
+        Py_DECREF(replies);
+        Py_DECREF(totals);
+        return NULL;
+    }
+    return Py_BuildValue("(nNNN)", position, appended, replies, totals);
 fail:
     Py_XDECREF(zero);
-    Py_XDECREF(requests);
+    plain_pack_free(pack);
     Py_XDECREF(replies);
     Py_XDECREF(totals);
     return NULL;

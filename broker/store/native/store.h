@@ -22,6 +22,8 @@
 /* The sys flag bit of the two transaction types that take no queue offset: a prepared half
  * (0x4) and a rolled-back one (0xC). */
 #define TRANSACTION_NOT_QUEUED_BIT 0x4
+/* The sys flag bits of a rolled-back half, which has no index entries either. */
+#define TRANSACTION_ROLLBACK_TYPE 0xC
 /* An index entry of a batch put's packed dispatch: key hash int32, phys offset int64. */
 #define BATCH_KEY_SIZE 12
 /* The distinct tags a batch's wake-ups are collected for in a fixed table (then a dict). */
@@ -144,5 +146,15 @@ PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
+typedef struct PlainPack PlainPack;
+PlainPack *plain_pack_new(void);
+/* Add a DispatchRequest (log order); -1 with an error set. */
+int plain_pack_add(PlainPack *p, PyObject *request);
+/* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
+PyObject *plain_pack_finish(PlainPack *p);
+void plain_pack_free(PlainPack *p);
+PyObject *plain_dispatch(PyObject *self, PyObject *requests);
 
 #endif
