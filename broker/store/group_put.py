@@ -171,8 +171,10 @@ def put_plain_run(
     """The plain sends' pass (broker/processor/send_plain.py): ``rows`` are the values of plain
     single messages (topic, queue id, sysFlag, properties, body, flag, born timestamp, born
     host, reconsume times, the request's opaque), appended in order as ``put_message_group``
-    appends them, in one ``put_rows`` call: the reply frames of the stored ones (``pieces`` the
-    reply header around its values) and {topic: [messages, bytes]}. It stops at the first row
+    appends them, in one ``put_rows`` call, and dispatched from what it packed
+    (``dispatch_rows``, the same work as ``dispatch_many`` without an object per message): the
+    reply frames of the stored ones (``pieces`` the reply header around its values) and
+    {topic: [messages, bytes]}. It stops at the first row
     the append passes on (the caller gives it and the rest to the reference); None when the
     store refuses every put now."""
     if store._refuse() is not None:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from broker.processor.send_reply import REPLY_PIECES, stored_reply_frame
 from broker.store.append_cursor import PythonAppendCursor
-from broker.store.group_put import python_put_rows, reply_frame
+from broker.store.group_put import put_plain_run, python_put_rows, reply_frame
 from broker.store.plain_dispatch import python_plain_dispatch
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from tests.kits.nativekit import needs_store_native
-from tests.unit.store.conftest import StoreFactory
+from tests.unit.store.conftest import StoreFactory, message
 
 PREFIX = "0A00000700002A9F"
 STORE = b"\x0a\x00\x00\x07"
@@ -206,3 +206,37 @@ def _queue_files(root) -> dict[str, bytes]:
         for p in sorted((root / "consumequeue").rglob("*"))
         if p.is_file()
     }
+
+
+def test_a_run_put_while_reput_is_behind_is_left_to_reput(stores: StoreFactory) -> None:
+    """put_plain_run dispatches its own records only when reput was caught up before it; when
+    not, the packed dispatch is dropped and reput, woken, builds the same queues and index from
+    the log as the caught-up store's dispatch_rows did."""
+    host = (b"\x7f\x00\x00\x01", 40000)
+    rows = [
+        ("T" if n % 3 else "U", n % 4, 0, {"UNIQ_KEY": f"U{n}", "TAGS": f"t{n % 2}", "KEYS": "k"},
+         b"b" * n, 0, 1_700_000_000_000, host, 0, n)
+        for n in range(40)
+    ]  # fmt: skip
+    opened = {}
+    for name in ("behind", "caught up"):
+        store = StoreFactory(stores.root / name).open()
+        store.commit_log.clock = itertools.count(1_700_000_000_000, 400).__next__
+        assert store.put_message(message("T", 0, b"first")).ok  # the first segment
+        store.commit_log.put_message(message("U", 1, b"undispatched"))  # reput behind
+        opened[name] = store
+    behind, caught_up = opened["behind"], opened["caught up"]
+    caught_up.reput.do_reput(100)
+    for store in opened.values():
+        replies, _ = put_plain_run(store, rows, REPLY_PIECES)
+        assert len(replies) == len(rows)
+    assert caught_up.reput.caught_up() and not behind.reput.caught_up()
+    assert behind.find_consume_queue("T", 1) is None  # nothing of the run dispatched
+    behind.reput.do_reput(100)
+    assert behind.reput.reput_from_offset == caught_up.reput.reput_from_offset
+    assert _queue_files(stores.root / "behind") == _queue_files(stores.root / "caught up")
+    assert [bytes(f.file.mmap) for f in behind.index_service.files] == [
+        bytes(f.file.mmap) for f in caught_up.index_service.files
+    ]
+    for store in opened.values():
+        store.shutdown()
