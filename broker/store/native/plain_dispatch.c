@@ -3,19 +3,40 @@
  * why): per run of consecutive queue offsets of one queue its ConsumeQueue units and its
  * wake-ups, the index entries in chunks of one store timestamp, the last store timestamp.
  *
- * Each record is added from the DispatchRequest the cursor's put returned, so this file reads
- * only what a request holds. A queue's newest run is found through a small open-addressing
- * table keyed by (topic, queue id); a run's wake-ups through a short scan, then a dict once a
- * run has more than PLAIN_WAKE_SCAN tags codes: a hostile read of many queues or tags stays
- * linear. Everything is bounded by the rows of one call. */
+ * Each record is added as the values the cursor's put packed (plain_rows.c; plain_dispatch, for
+ * the tests, takes DispatchRequests), and a wake-up keeps the objects the arrival listener is
+ * handed, so nothing is built per record but the bytes. A queue's newest run is found through
+ * a small open-addressing table keyed by (topic, queue id); a run's wake-ups through a short
+ * scan, then a dict once a run has more than PLAIN_WAKE_SCAN tags codes: a hostile read of
+ * many queues or tags stays linear. Everything is bounded by the rows of one call. */
 #include "store.h"
 
 #define PLAIN_WAKE_SCAN 8
 
+/* The newest record of a run carrying a tags code: the arrival listener's arguments. */
 typedef struct {
-    long long tags;
-    PyObject *request; /* the newest record carrying this tags code */
+    long long tags, queue_offset;
+    PyObject *topic, *queue_id, *tags_obj, *store_ts, *properties;
 } Wake;
+
+static void clear_wake(Wake *w) {
+    Py_CLEAR(w->topic);
+    Py_CLEAR(w->queue_id);
+    Py_CLEAR(w->tags_obj);
+    Py_CLEAR(w->store_ts);
+    Py_CLEAR(w->properties);
+}
+
+static void set_wake(Wake *w, const PlainRecord *r) {
+    clear_wake(w);
+    w->tags = r->tags_code;
+    w->queue_offset = r->queue_offset;
+    w->topic = Py_NewRef(r->topic);
+    w->queue_id = Py_NewRef(r->queue_id);
+    w->tags_obj = Py_NewRef(r->tags);
+    w->store_ts = Py_NewRef(r->store_ts);
+    w->properties = Py_NewRef(r->properties);
+}
 
 typedef struct {
     PyObject *topic, *queue_id; /* of the run's first record */
@@ -60,7 +81,7 @@ void plain_pack_free(PlainPack *p) {
         Py_XDECREF(r->topic);
         Py_XDECREF(r->queue_id);
         Py_XDECREF(r->units);
-        for (Py_ssize_t w = 0; w < r->wake_count; w++) Py_XDECREF(r->wakes[w].request);
+        for (Py_ssize_t w = 0; w < r->wake_count; w++) clear_wake(&r->wakes[w]);
         PyMem_Free(r->wakes);
         Py_XDECREF(r->wake_index);
     }
@@ -122,8 +143,9 @@ static int grow(PlainPack *p) {
 
 /* The run a queued record of (topic, queue) at `queue_offset` goes to: the queue's newest run
  * when the record follows it, else a new one (queue_runs' rule). -1 on an error. */
-static Py_ssize_t run_of(PlainPack *p, PyObject *request, long long queue, long long offset) {
-    PyObject *topic = PyTuple_GET_ITEM(request, DR_TOPIC);
+static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
+    PyObject *topic = record->topic;
+    long long queue = record->queue, offset = record->queue_offset;
     if (p->last >= 0) {
         Run *r = &p->runs[p->last];
         int same = r->next == offset ? same_queue(r, topic, queue) : 0;
@@ -139,7 +161,7 @@ static Py_ssize_t run_of(PlainPack *p, PyObject *request, long long queue, long 
     Run *r = &p->runs[i];
     memset(r, 0, sizeof *r);
     r->topic = Py_NewRef(topic);
-    r->queue_id = Py_NewRef(PyTuple_GET_ITEM(request, DR_QUEUE_ID));
+    r->queue_id = Py_NewRef(record->queue_id);
     r->queue = queue;
     r->first = r->next = offset;
     r->later = -1;
@@ -170,18 +192,18 @@ static int add_unit(Run *r, long long phys, long long size, long long tags) {
 }
 
 /* The record as its tags code's newest in its run: the code's place kept, its record moved on. */
-static int add_wake(Run *r, PyObject *request, long long tags) {
+static int add_wake(Run *r, const PlainRecord *record) {
     Py_ssize_t found = -1;
     if (r->wake_index == NULL) {
         for (Py_ssize_t w = 0; w < r->wake_count && found < 0; w++)
-            if (r->wakes[w].tags == tags) found = w;
+            if (r->wakes[w].tags == record->tags_code) found = w;
     } else {
-        PyObject *at = PyDict_GetItemWithError(r->wake_index, PyTuple_GET_ITEM(request, DR_TAGS_CODE));
+        PyObject *at = PyDict_GetItemWithError(r->wake_index, record->tags);
         if (at == NULL && PyErr_Occurred()) return -1;
         if (at != NULL) found = PyLong_AsSsize_t(at);
     }
     if (found >= 0) {
-        Py_SETREF(r->wakes[found].request, Py_NewRef(request));
+        set_wake(&r->wakes[found], record);
         return 0;
     }
     if (r->wake_count == r->wake_room) {
@@ -194,7 +216,7 @@ static int add_wake(Run *r, PyObject *request, long long tags) {
     if (r->wake_count == PLAIN_WAKE_SCAN) { /* many tags in one run: look them up from here */
         if ((r->wake_index = PyDict_New()) == NULL) return -1;
         for (Py_ssize_t w = 0; w < r->wake_count; w++) {
-            PyObject *code = PyTuple_GET_ITEM(r->wakes[w].request, DR_TAGS_CODE);
+            PyObject *code = r->wakes[w].tags_obj;
             PyObject *at = PyLong_FromSsize_t(w);
             int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, code, at);
             Py_XDECREF(at);
@@ -203,14 +225,13 @@ static int add_wake(Run *r, PyObject *request, long long tags) {
     }
     if (r->wake_index != NULL) {
         PyObject *at = PyLong_FromSsize_t(r->wake_count);
-        int set = at == NULL ? -1
-                             : PyDict_SetItem(r->wake_index,
-                                              PyTuple_GET_ITEM(request, DR_TAGS_CODE), at);
+        int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, record->tags, at);
         Py_XDECREF(at);
         if (set < 0) return -1;
     }
-    r->wakes[r->wake_count].tags = tags;
-    r->wakes[r->wake_count++].request = Py_NewRef(request);
+    Wake *w = &r->wakes[r->wake_count++];
+    memset(w, 0, sizeof *w);
+    set_wake(w, record);
     return 0;
 }
 
@@ -252,7 +273,22 @@ static int add_key(void *ctx, uint32_t hash) {
     return 0;
 }
 
-int plain_pack_add(PlainPack *p, PyObject *request) {
+int plain_pack_add(PlainPack *p, const PlainRecord *record) {
+    if (!(record->sys_flag & TRANSACTION_NOT_QUEUED_BIT)) {
+        Py_ssize_t i = run_of(p, record);
+        if (i < 0 || add_unit(&p->runs[i], record->phys, record->size, record->tags_code) < 0 ||
+            add_wake(&p->runs[i], record) < 0)
+            return -1;
+    }
+    p->last_ts = record->ts;
+    if ((record->sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE) return 0;
+    KeySink sink = {p, record->phys, record->ts};
+    return each_key_hash(31u * unsigned_java_hash(record->topic) + '#', record->keys,
+                         record->uniq, add_key, &sink);
+}
+
+/* A DispatchRequest as the packer takes it; -1 with TypeError when it is not one. */
+static int record_of(PyObject *request, PlainRecord *r) {
     if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) != DR_FIELDS ||
         !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_TOPIC)) ||
         !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_KEYS)) ||
@@ -260,45 +296,36 @@ int plain_pack_add(PlainPack *p, PyObject *request) {
         PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
         return -1;
     }
-    long long v[6];
-    static const int fields[6] = {DR_QUEUE_ID, DR_PHYS_OFFSET, DR_SIZE, DR_TAGS_CODE,
-                                  DR_STORE_TIMESTAMP, DR_QUEUE_OFFSET};
-    for (int i = 0; i < 6; i++)
-        if ((v[i] = as_long_long(PyTuple_GET_ITEM(request, fields[i]))) == -1 && PyErr_Occurred())
+    static const int fields[7] = {DR_QUEUE_ID, DR_PHYS_OFFSET, DR_SIZE, DR_TAGS_CODE,
+                                  DR_STORE_TIMESTAMP, DR_QUEUE_OFFSET, DR_SYS_FLAG};
+    long long *values[7] = {&r->queue, &r->phys, &r->size, &r->tags_code,
+                            &r->ts, &r->queue_offset, &r->sys_flag};
+    for (int i = 0; i < 7; i++)
+        if ((*values[i] = as_long_long(PyTuple_GET_ITEM(request, fields[i]))) == -1 &&
+            PyErr_Occurred())
             return -1;
-    long long sys_flag = as_long_long(PyTuple_GET_ITEM(request, DR_SYS_FLAG));
-    if (sys_flag == -1 && PyErr_Occurred()) return -1;
-    long long queue = v[0], phys = v[1], size = v[2], tags = v[3], ts = v[4], offset = v[5];
-    if (!(sys_flag & TRANSACTION_NOT_QUEUED_BIT)) {
-        Py_ssize_t i = run_of(p, request, queue, offset);
-        if (i < 0 || add_unit(&p->runs[i], phys, size, tags) < 0 ||
-            add_wake(&p->runs[i], request, tags) < 0)
-            return -1;
-    }
-    p->last_ts = ts;
-    if ((sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE) return 0;
-    PyObject *topic = PyTuple_GET_ITEM(request, DR_TOPIC);
-    KeySink sink = {p, phys, ts};
-    return each_key_hash(31u * unsigned_java_hash(topic) + '#', PyTuple_GET_ITEM(request, DR_KEYS),
-                         PyTuple_GET_ITEM(request, DR_UNIQ_KEY), add_key, &sink);
+    r->topic = PyTuple_GET_ITEM(request, DR_TOPIC);
+    r->queue_id = PyTuple_GET_ITEM(request, DR_QUEUE_ID);
+    r->tags = PyTuple_GET_ITEM(request, DR_TAGS_CODE);
+    r->store_ts = PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP);
+    r->keys = PyTuple_GET_ITEM(request, DR_KEYS);
+    r->uniq = PyTuple_GET_ITEM(request, DR_UNIQ_KEY);
+    r->properties = PyTuple_GET_ITEM(request, DR_PROPERTIES);
+    return 0;
 }
 
 /* A run's wake-ups: the arrival listener's arguments, once per tags code. */
 static PyObject *wake_list(const Run *r) {
     PyObject *list = PyList_New(r->wake_count);
-    for (Py_ssize_t w = 0; list != NULL && w < r->wake_count; w++) {
-        PyObject *q = r->wakes[w].request;
-        PyObject *next = PyLong_FromLongLong(
-            as_long_long(PyTuple_GET_ITEM(q, DR_QUEUE_OFFSET)) + 1); /* checked when added */
+    for (Py_ssize_t i = 0; list != NULL && i < r->wake_count; i++) {
+        const Wake *w = &r->wakes[i];
+        PyObject *next = PyLong_FromLongLong(w->queue_offset + 1);
         PyObject *wake = next == NULL ? NULL
-                                      : PyTuple_Pack(6, PyTuple_GET_ITEM(q, DR_TOPIC),
-                                                     PyTuple_GET_ITEM(q, DR_QUEUE_ID), next,
-                                                     PyTuple_GET_ITEM(q, DR_TAGS_CODE),
-                                                     PyTuple_GET_ITEM(q, DR_STORE_TIMESTAMP),
-                                                     PyTuple_GET_ITEM(q, DR_PROPERTIES));
+                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, w->tags_obj,
+                                                     w->store_ts, w->properties);
         Py_XDECREF(next);
         if (wake == NULL) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, w, wake);
+        else PyList_SET_ITEM(list, i, wake);
     }
     return list;
 }
@@ -341,7 +368,8 @@ PyObject *plain_dispatch(PyObject *self, PyObject *requests) {
     if (p == NULL) return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
         PyObject *request = Py_NewRef(PyList_GET_ITEM(requests, i));
-        int added = plain_pack_add(p, request);
+        PlainRecord record;
+        int added = record_of(request, &record) < 0 ? -1 : plain_pack_add(p, &record);
         Py_DECREF(request);
         if (added < 0) goto done;
     }

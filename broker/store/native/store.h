@@ -78,8 +78,17 @@ PyObject *message_id(PyObject *prefix, long long phys_offset);
 /* The exception a message the CommitLog does not take raises: RecordRefused(status, remark). */
 extern PyObject *RecordRefused;
 extern PyTypeObject AppendCursorType;
-/* AppendCursor.put for the other C files: `cursor` must be an AppendCursor. */
-PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs);
+/* What AppendCursor.put returns of a record, as values: no msg id string, no DispatchRequest. */
+typedef struct {
+    long long phys, queue_offset;
+    Py_ssize_t size;
+    PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
+} PutValues;
+/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's): 1 the
+ * record is packed and the cursor moved on (`out` filled), 0 it does not fit (nothing
+ * changed), -1 with an error set (RecordRefused or another; nothing changed). */
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -149,9 +158,14 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
 typedef struct PlainPack PlainPack;
+/* One record as the packer takes it: the objects a wake-up passes on (borrowed), the numbers. */
+typedef struct {
+    PyObject *topic, *queue_id, *tags, *store_ts, *keys, *uniq, *properties;
+    long long queue, phys, size, tags_code, ts, queue_offset, sys_flag;
+} PlainRecord;
 PlainPack *plain_pack_new(void);
-/* Add a DispatchRequest (log order); -1 with an error set. */
-int plain_pack_add(PlainPack *p, PyObject *request);
+/* Add a record (log order): its topic, KEYS and UNIQ_KEY str; -1 with an error set. */
+int plain_pack_add(PlainPack *p, const PlainRecord *record);
 /* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
 PyObject *plain_pack_finish(PlainPack *p);
 void plain_pack_free(PlainPack *p);
