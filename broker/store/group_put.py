@@ -174,9 +174,8 @@ def put_plain_run(
     appends them, in one ``put_rows`` call, and dispatched from what it packed
     (``dispatch_rows``, the same work as ``dispatch_many`` without an object per message): the
     reply frames of the stored ones (``pieces`` the reply header around its values) and
-    {topic: [messages, bytes]}. It stops at the first row
-    the append passes on (the caller gives it and the rest to the reference); None when the
-    store refuses every put now."""
+    {topic: [messages, bytes]}. It stops at the first row the append passes on (the caller
+    gives it and the rest to the reference); None when the store refuses every put now."""
     if store._refuse() is not None:
         return None
     log = store.commit_log

@@ -149,7 +149,7 @@ class Requests:
 
 
 @needs_store_native
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(records)
 def test_native_plain_dispatch_is_the_reference(drawn) -> None:
     requests = Requests().make(drawn)
@@ -171,7 +171,7 @@ def test_the_packed_dispatch_leaves_what_dispatch_many_leaves(tmp_path) -> None:
     log = Requests()
 
     @settings(
-        max_examples=150,
+        max_examples=80,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
