@@ -4,19 +4,23 @@ CommitLogDispatchers do (docs/spec/store-format.md §8): its ConsumeQueue unit
 the long-polling wake-up.
 
 A put dispatches its own records when dispatch is caught up (``DefaultMessageStore.put_message``
-and, from what the append packed, ``put_messages``); reput, recovery and slaves dispatch records read back from the log, in
-log order (``dispatch_many``).
+and, from what the append packed, ``put_messages`` and ``put_plain_run``); reput, recovery and
+slaves dispatch records read back from the log, in log order (``dispatch_many``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_service import IndexService
 from broker.store.types import AppendedBatch, DispatchRequest
 from remoting import message as codec
+
+if TYPE_CHECKING:
+    from broker.store.plain_dispatch import AppendedRows
 
 # (topic, queue id, next queue offset, tags code, store timestamp, properties)
 ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
@@ -83,17 +87,38 @@ class CommitLogDispatcher:
         if not requests:
             return
         wake = notify and self.arrival_listener is not None
-        for (topic, queue_id), queue_runs in _queue_runs(requests).items():
+        for (topic, queue_id), runs in queue_runs(requests).items():
             queue = self.consume_queues.find_or_create(topic, queue_id)
             if queue is None:  # a topic that cannot be a directory
                 continue
-            for run in queue_runs:
+            for run in runs:
                 queue.put_batch(run)
                 if wake:
                     self._notify_newest(run)
         if self.config.message_index_enable:
             self.index_service.build_index_runs(requests)
         self.last_dispatched_timestamp = requests[-1].store_timestamp
+
+    def dispatch_rows(self, appended: AppendedRows, *, notify: bool = True) -> None:
+        """``dispatch_many`` for the records one ``put_rows`` call appended, from what it
+        packed (broker/store/plain_dispatch.py): per queue run its units in one copy and its
+        wake-ups, then the index entries in a pass per store timestamp; nothing per record."""
+        runs, key_chunks, last_timestamp = appended
+        listener = self.arrival_listener if notify else None
+        find_or_create = self.consume_queues.find_or_create
+        for topic, queue_id, queue_offset, units, wakes in runs:
+            queue = find_or_create(topic, queue_id)
+            if queue is None:  # a topic that cannot be a directory
+                continue
+            queue.put_units(units, queue_offset)
+            if listener is not None:
+                for wake in wakes:
+                    listener(*wake)
+        if self.config.message_index_enable:
+            build = self.index_service.build_index_keys
+            for store_timestamp, keys in key_chunks:
+                build(0, store_timestamp, keys)  # 0: no rolled-back half has entries here
+        self.last_dispatched_timestamp = last_timestamp
 
     def _notify_newest(self, requests: list[DispatchRequest]) -> None:
         """Once per tag, with the newest offset carrying it: the same wake-ups as a call per
@@ -116,7 +141,7 @@ class CommitLogDispatcher:
         )
 
 
-def _queue_runs(
+def queue_runs(
     requests: list[DispatchRequest],
 ) -> dict[tuple[str, int], list[list[DispatchRequest]]]:
     """The records that take a unit, by queue, in runs of consecutive queue offsets (a gap: a

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from broker.store.plain_dispatch import AppendedRows, python_plain_dispatch
 from broker.store.store_native import native
 from broker.store.types import (
     AppendMessageResult,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 _PUT_OK = PutMessageStatus.PUT_OK
 _DELAY = MessageConst.DELAY
+_KEYS, _UNIQ_KEY = MessageConst.KEYS, MessageConst.UNIQ_KEY
 
 
 def put_message_group(
@@ -76,25 +78,42 @@ def put_message_group(
         results.append(result)
         index += 1
     if requests:
-        _stored(store, requests, sum(r.msg_size for r in requests), caught_up)
+        last = requests[-1]
+        end = last.commit_log_offset + last.msg_size
+        dispatch = store.dispatcher.dispatch_many
+        _stored(
+            store,
+            len(requests),
+            sum(r.msg_size for r in requests),
+            caught_up,
+            end,
+            dispatch,
+            requests,
+        )
     # Java times each putMessage; a message of the group took its share of the pass.
     store.stats.on_put_times((perf_counter_ns() - started) // len(msgs), len(msgs))
     return results
 
 
 def _stored(
-    store: DefaultMessageStore, requests: list[DispatchRequest], size: int, caught_up: bool
+    store: DefaultMessageStore,
+    count: int,
+    size: int,
+    caught_up: bool,
+    end_offset: int,
+    dispatch: Callable[[Any], None],
+    dispatched: Any,
 ) -> None:
-    """A group's bookkeeping once its records are appended: stats, the put listener, and
-    dispatch here when reput was caught up before the group (else reput is woken for it)."""
-    store.stats.on_put(len(requests), size)
+    """A group's bookkeeping once its ``count`` records (``size`` bytes, up to the phys offset
+    ``end_offset``) are appended: stats, the put listener, and ``dispatch(dispatched)`` here when
+    reput was caught up before the group (else reput is woken for it)."""
+    store.stats.on_put(count, size)
     if store.put_listener is not None:
         store.put_listener()
     if not caught_up:
         store.reput.wake()
-    elif store._dispatch_ok(store.dispatcher.dispatch_many, requests):
-        last = requests[-1]
-        store.reput.dispatched_to(last.commit_log_offset + last.msg_size)
+    elif store._dispatch_ok(dispatch, dispatched):
+        store.reput.dispatched_to(end_offset)
 
 
 def _append_run(
@@ -152,10 +171,11 @@ def put_plain_run(
     """The plain sends' pass (broker/processor/send_plain.py): ``rows`` are the values of plain
     single messages (topic, queue id, sysFlag, properties, body, flag, born timestamp, born
     host, reconsume times, the request's opaque), appended in order as ``put_message_group``
-    appends them, in one ``put_rows`` call: the reply frames of the stored ones (``pieces`` the
-    reply header around its values) and {topic: [messages, bytes]}. It stops at the first row
-    the append passes on (the caller gives it and the rest to the reference); None when the
-    store refuses every put now."""
+    appends them, in one ``put_rows`` call, and dispatched from what it packed
+    (``dispatch_rows``, the same work as ``dispatch_many`` without an object per message): the
+    reply frames of the stored ones (``pieces`` the reply header around its values) and
+    {topic: [messages, bytes]}. It stops at the first row the append passes on (the caller
+    gives it and the rest to the reference); None when the store refuses every put now."""
     if store._refuse() is not None:
         return None
     log = store.commit_log
@@ -166,15 +186,18 @@ def put_plain_run(
     caught_up = store.reput.caught_up()
     mapped = files[-1]
     wrote_from = mapped.wrote_position
-    position, requests, replies, totals = put_rows(
+    position, appended, replies, totals = put_rows(
         log.cursor, mapped.mmap, wrote_from, mapped.start_offset, log.clock,
         log.config.max_message_size, rows, pieces,
     )  # fmt: skip
-    if requests:
+    count = len(replies)
+    if count:
         mapped.wrote_position = position
         log.warmer.wrote(mapped)
-        _stored(store, requests, position - wrote_from, caught_up)
-        store.stats.on_put_times((perf_counter_ns() - started) // len(requests), len(requests))
+        end = mapped.start_offset + position
+        dispatch = store.dispatcher.dispatch_rows
+        _stored(store, count, position - wrote_from, caught_up, end, dispatch, appended)
+        store.stats.on_put_times((perf_counter_ns() - started) // count, count)
     return replies, totals
 
 
@@ -187,14 +210,16 @@ def python_put_rows(
     max_body: int,
     rows: list[tuple[Any, ...]],
     pieces: tuple[bytes, ...],
-) -> tuple[int, list[DispatchRequest], list[bytes], dict[str, list[int]]]:
+) -> tuple[int, AppendedRows, list[bytes], dict[str, list[int]]]:
     """Each row through ``cursor.put`` at the next position until one is not taken: (the next
-    position, the dispatch requests, the reply frames, {topic: [messages, bytes]}). The
-    reference of broker/store/native/plain_rows.c."""
+    position, what dispatch needs of the records packed (plain_dispatch.py), the reply frames,
+    {topic: [messages, bytes]}). The reference of broker/store/native/plain_rows.c."""
     requests: list[DispatchRequest] = []
     replies: list[bytes] = []
     totals: dict[str, list[int]] = {}
     for topic, queue_id, sys_flag, properties, body, flag, born_ts, host, reconsume, opaque in rows:
+        if not _index_keys_are_text(properties):
+            break
         try:
             put = cursor.put(
                 mm, position, start_offset, clock(), max_body, topic, queue_id, sys_flag,
@@ -212,7 +237,16 @@ def python_put_rows(
         pair[0] += 1
         pair[1] += size
         replies.append(reply_frame(pieces, msg_id, queue_id, request.consume_queue_offset, opaque))
-    return position, requests, replies, totals
+    return position, python_plain_dispatch(requests), replies, totals
+
+
+def _index_keys_are_text(properties: Any) -> bool:
+    """Whether what the packed dispatch hashes (KEYS, UNIQ_KEY) is text, as the wire gives it
+    (a row of other values stops the run: the reference decides)."""
+    if type(properties) is not dict:
+        return True  # the put refuses it
+    keys, uniq_key = properties.get(_KEYS, ""), properties.get(_UNIQ_KEY, "")
+    return isinstance(keys, str) and isinstance(uniq_key, str)
 
 
 def reply_frame(

@@ -12,10 +12,10 @@ from __future__ import annotations
 from broker.store import layout
 from broker.store.types import DispatchRequest
 from remoting import record_layout
-from remoting.message import TRANSACTION_NOT_QUEUED_BIT
+from remoting.message import TRANSACTION_NOT_QUEUED_BIT, TRANSACTION_ROLLBACK_TYPE
 from remoting.native_loader import load
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -30,6 +30,7 @@ NAMES = (
     "populate_write",
     "scan_runs",
     "put_rows",
+    "plain_dispatch",
     "scan_units",
     "sync_range",
 )
@@ -44,6 +45,7 @@ CONSTANTS = {
     "MAX_TOPIC_BYTES": layout.MAX_TOPIC_BYTES,
     "MAX_PROPERTIES_BYTES": layout.MAX_PROPERTIES_BYTES,
     "TRANSACTION_NOT_QUEUED_BIT": TRANSACTION_NOT_QUEUED_BIT,
+    "TRANSACTION_ROLLBACK_TYPE": TRANSACTION_ROLLBACK_TYPE,
     "INDEX_REQUEST_MAX_KEYS": layout.INDEX_REQUEST_MAX_KEYS,
     "BATCH_KEY_SIZE": layout.BATCH_KEY.size,
     "MESSAGE_MAGIC_CODE": record_layout.MESSAGE_MAGIC_CODE,

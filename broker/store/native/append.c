@@ -102,20 +102,34 @@ static void release_inputs(PutInputs *in) {
     Py_XDECREF(in->key);
 }
 
-/* The message id and dispatch request of a record just packed; the cursor moved on. */
-static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *in, int queued,
-                             long long phys, Py_ssize_t size, long long queue_offset,
-                             long long store_ts) {
-    PyObject *msg_id = message_id(c->prefix, phys);
+/* A record just packed: where it is and which queue offset it took. */
+typedef struct {
+    long long phys, queue_offset, store_ts;
+    Py_ssize_t size;
+    int queued;
+} Packed;
+
+/* The cursor moved on past a record packed: its queue's next offset, the last put's time. */
+static int commit(AppendCursor *c, PutInputs *in, const Packed *p) {
+    if (p->queued && set_next(c, in->key, p->queue_offset + 1) < 0) return -1;
+    c->last_put_timestamp = p->store_ts;
+    return 0;
+}
+
+/* The message id and dispatch request of a record just packed; the cursor moved on once
+ * they are built. */
+static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *in,
+                             const Packed *p) {
+    PyObject *msg_id = message_id(c->prefix, p->phys);
     if (msg_id == NULL) return NULL;
     PyObject *items[DR_FIELDS] = {
         Py_NewRef(args[P_TOPIC]),
         Py_NewRef(args[P_QUEUE_ID]),
-        PyLong_FromLongLong(phys),
-        PyLong_FromSsize_t(size),
+        PyLong_FromLongLong(p->phys),
+        PyLong_FromSsize_t(p->size),
         Py_NewRef(PyTuple_GET_ITEM(in->fields, 1)),
         Py_NewRef(args[P_STORE_TS]),
-        PyLong_FromLongLong(queue_offset),
+        PyLong_FromLongLong(p->queue_offset),
         Py_NewRef(PyTuple_GET_ITEM(in->fields, 2)),
         Py_NewRef(PyTuple_GET_ITEM(in->fields, 3)),
         Py_NewRef(args[P_SYS_FLAG]),
@@ -125,12 +139,7 @@ static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *
     PyObject *result = request == NULL ? NULL : PyTuple_Pack(2, msg_id, request);
     Py_DECREF(msg_id);
     Py_XDECREF(request);
-    if (result == NULL) return NULL;
-    if (queued && set_next(c, in->key, queue_offset + 1) < 0) {
-        Py_DECREF(result);
-        return NULL;
-    }
-    c->last_put_timestamp = store_ts;
+    if (result != NULL && commit(c, in, p) < 0) Py_CLEAR(result);
     return result;
 }
 
@@ -202,6 +211,51 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
     write_record((unsigned char *)in->mm.buf + n->position, &f);
 }
 
+/* One message's record packed at its position, the cursor not moved yet: 1 packed (`p` says
+ * where), 0 it does not fit with the 8-byte BLANK filler (p->size), -1 with RecordRefused for
+ * a message over the CommitLog's limits (checked in Java's order) or another error set. `in`
+ * holds what the caller releases. */
+static int pack_message(AppendCursor *c, PyObject *const *args, PutInputs *in, Packed *p) {
+    PutNumbers n;
+    Py_ssize_t topic_len;
+    long long born_port;
+    if (put_numbers(args, &n) < 0) return -1;
+    if (!PyUnicode_Check(args[P_TOPIC])) {
+        PyErr_SetString(PyExc_TypeError, "the topic is a str");
+        return -1;
+    }
+    const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
+    if (topic == NULL || (in->fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
+        PyObject_GetBuffer(args[P_BODY], &in->body, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in->fields, 0));
+    if (check_limits(topic_len, props_len, in->body.len, n.max_body) < 0 ||
+        born_host_of(args[P_BORN_HOST], &in->born, &born_port) < 0)
+        return -1;
+    if (in->born.len != 4 && in->born.len != 16) {
+        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
+        return -1;
+    }
+    if (PyObject_GetBuffer(args[P_MM], &in->mm, PyBUF_WRITABLE) < 0) return -1;
+    p->size = record_size(in->body.len, topic_len, props_len, in->born.len,
+                          PyBytes_GET_SIZE(c->store_address));
+    if (n.position < 0 || n.position > in->mm.len) {
+        PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", n.position,
+                     in->mm.len);
+        return -1;
+    }
+    if (p->size + END_FILE_MIN_BLANK_LENGTH > in->mm.len - n.position) return 0;
+    p->queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
+    p->queue_offset = 0;
+    if ((in->key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
+        (p->queued && next_queue_offset(c, in->key, &p->queue_offset) < 0))
+        return -1;
+    pack_one(c, in, &n, born_port, topic, topic_len, p->size, p->queue_offset);
+    p->phys = n.start + n.position;
+    p->store_ts = n.store_ts;
+    return 1;
+}
+
 /* put(mm, position, start_offset, store_timestamp, max_body, topic, queue_id, sys_flag,
  *     properties, body, flag, born_timestamp, born_host, reconsume_times,
  *     prepared_transaction_offset) -> (msg_id, DispatchRequest) | int
@@ -214,55 +268,31 @@ static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssi
         PyErr_Format(PyExc_TypeError, "put takes %d arguments", P_ARGS);
         return NULL;
     }
-    PutNumbers n;
     PutInputs in = {0};
+    Packed p;
     PyObject *result = NULL;
-    Py_ssize_t topic_len;
-    long long born_port, queue_offset = 0;
-    if (put_numbers(args, &n) < 0) return NULL;
-    if (!PyUnicode_Check(args[P_TOPIC])) {
-        PyErr_SetString(PyExc_TypeError, "the topic is a str");
-        return NULL;
-    }
-    const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
-    if (topic == NULL || (in.fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
-        PyObject_GetBuffer(args[P_BODY], &in.body, PyBUF_SIMPLE) < 0)
-        goto done;
-    Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in.fields, 0));
-    if (check_limits(topic_len, props_len, in.body.len, n.max_body) < 0 ||
-        born_host_of(args[P_BORN_HOST], &in.born, &born_port) < 0)
-        goto done;
-    if (in.born.len != 4 && in.born.len != 16) {
-        PyErr_SetString(PyExc_ValueError, "host addresses are 4 or 16 bytes");
-        goto done;
-    }
-    if (PyObject_GetBuffer(args[P_MM], &in.mm, PyBUF_WRITABLE) < 0) goto done;
-    Py_ssize_t size = record_size(in.body.len, topic_len, props_len, in.born.len,
-                                  PyBytes_GET_SIZE(c->store_address));
-    if (n.position < 0 || n.position > in.mm.len) {
-        PyErr_Format(PyExc_IndexError, "position %zd outside a %zd-byte segment", n.position,
-                     in.mm.len);
-        goto done;
-    }
-    if (size + END_FILE_MIN_BLANK_LENGTH > in.mm.len - n.position) {
-        result = PyLong_FromSsize_t(size);
-        goto done;
-    }
-    int queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
-    if ((in.key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
-        (queued && next_queue_offset(c, in.key, &queue_offset) < 0))
-        goto done;
-    pack_one(c, &in, &n, born_port, topic, topic_len, size, queue_offset);
-    result = put_outcome(c, args, &in, queued, n.start + n.position, size, queue_offset,
-                         n.store_ts);
-done:
+    int packed = pack_message(c, args, &in, &p);
+    if (packed == 0) result = PyLong_FromSsize_t(p.size);
+    else if (packed == 1) result = put_outcome(c, args, &in, &p);
     release_inputs(&in);
     return result;
 }
 
-/* put for the other C files (plain_rows.c): `cursor` is an AppendCursor. */
-PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs) {
-    return AppendCursor_put((AppendCursor *)cursor, args, nargs);
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out) {
+    AppendCursor *c = (AppendCursor *)cursor;
+    PutInputs in = {0};
+    Packed p;
+    int packed = pack_message(c, args, &in, &p);
+    if (packed == 1 && commit(c, &in, &p) < 0) packed = -1;
+    if (packed == 1) {
+        out->phys = p.phys;
+        out->queue_offset = p.queue_offset;
+        out->size = p.size;
+        out->fields = Py_NewRef(in.fields);
+        out->msg_prefix = c->prefix;
+    }
+    release_inputs(&in);
+    return packed;
 }
 
 /* ------------------------------------------------------------------ a batch */

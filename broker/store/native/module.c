@@ -81,6 +81,8 @@ static PyMethodDef methods[] = {
      "scan_units, adjacent records joined into one slice (a pull's reply body)."},
     {"put_rows", (PyCFunction)(void (*)(void))put_rows, METH_FASTCALL,
      "Plain sends appended and answered in one call (broker/store/group_put.py)."},
+    {"plain_dispatch", plain_dispatch, METH_O,
+     "Dispatch requests packed as put_rows packs its own (broker/store/plain_dispatch.py)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -105,6 +107,7 @@ static int add_constants(PyObject *m) {
         {"TRANSACTION_NOT_QUEUED_BIT", TRANSACTION_NOT_QUEUED_BIT},
         {"INDEX_REQUEST_MAX_KEYS", INDEX_REQUEST_MAX_KEYS},
         {"BATCH_KEY_SIZE", BATCH_KEY_SIZE},
+        {"TRANSACTION_ROLLBACK_TYPE", TRANSACTION_ROLLBACK_TYPE},
     };
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) return -1;

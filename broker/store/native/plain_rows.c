@@ -2,12 +2,13 @@
  * twin is broker/store/group_put.py python_put_rows, which tests/unit/store/test_put_rows.py
  * holds this to: same bytes, results, cursor state and stopping point).
  *
- * Each row goes through the cursor's own put (append.c), so a record, its refusals and the
- * cursor's bookkeeping are exactly a lone put's. What this adds is the loop without a Python
- * frame per message: the store timestamp from the CommitLog's clock, the write position moved
- * on, the dispatch requests collected, per-topic totals for the stats, and each message's reply
- * frame filled into the template its caller owns (broker/processor/send_reply.py REPLY_PIECES),
- * so this file knows no JSON. The run stops at the first row the put does not take (it does
+ * Each row goes through the cursor's own put (append.c, as values: no msg id string and no
+ * DispatchRequest), so a record, its refusals and the cursor's bookkeeping are exactly a lone
+ * put's. What this adds is the loop without a Python frame per message: the store timestamp
+ * from the CommitLog's clock, the write position moved on, what dispatch needs packed
+ * (plain_dispatch.c), per-topic totals for the stats, and each message's reply frame (its msg
+ * id written in place) filled into the template its caller owns
+ * (broker/processor/send_reply.py REPLY_PIECES), so this file knows no JSON. The run stops at the first row the put does not take (it does
  * not fit the segment, or it is refused, or anything raised): the caller hands that row and
  * the rest to the reference, which answers each as a lone put would. */
 #include "store.h"
@@ -21,17 +22,28 @@
 
 /* One reply frame: the 8-byte frame prefix, then pieces[0] msg_id pieces[1] queue_id
  * pieces[2] queue_offset pieces[3] opaque pieces[4]. */
-static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_id, long long queue_id,
-                             long long queue_offset, long long opaque) {
+static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_prefix, long long phys,
+                             long long queue_id, long long queue_offset, long long opaque) {
     char numbers[3][NUMBER_CHARS];
     int lengths[3] = {
         snprintf(numbers[0], NUMBER_CHARS, "%lld", queue_id),
         snprintf(numbers[1], NUMBER_CHARS, "%lld", queue_offset),
         snprintf(numbers[2], NUMBER_CHARS, "%lld", opaque),
     };
-    Py_ssize_t id_len;
-    const char *id = PyUnicode_AsUTF8AndSize(msg_id, &id_len);
-    if (id == NULL) return NULL;
+    /* the msg id: the cursor's prefix, then the phys offset in 16 hex digits (message_id) */
+    static const char hex[] = "0123456789ABCDEF";
+    Py_ssize_t prefix_len;
+    const char *prefix = PyUnicode_AsUTF8AndSize(msg_prefix, &prefix_len);
+    if (prefix == NULL) return NULL;
+    if (prefix_len > 64) {
+        PyErr_SetString(PyExc_ValueError, "a msg id prefix is at most 64 characters");
+        return NULL;
+    }
+    char id[64 + 16];
+    Py_ssize_t id_len = prefix_len + 16;
+    memcpy(id, prefix, (size_t)prefix_len);
+    unsigned long long u = (unsigned long long)phys;
+    for (int d = 15; d >= 0; d--, u >>= 4) id[prefix_len + d] = hex[u & 0xF];
     Py_ssize_t header = id_len + lengths[0] + lengths[1] + lengths[2];
     for (int i = 0; i < REPLY_PIECES; i++) header += PyBytes_GET_SIZE(pieces[i]);
     if (header > INT32_MAX - 4) {
@@ -83,60 +95,98 @@ static int count_topic(PyObject *totals, PyObject *topic, Py_ssize_t size) {
     return 0;
 }
 
-/* The row's put, or NULL with nothing raised when the run stops at this row. */
-static PyObject *put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row,
-                         Py_ssize_t position, PyObject *clock) {
+/* 1 when the KEYS and UNIQ_KEY the packed dispatch hashes are str (or absent), as the wire
+ * gives them; 0 stops the run at the row (the reference decides); -1 on an error. A row whose
+ * properties are not a dict is left to the put, which refuses it. */
+static int index_keys_are_text(PyObject *properties) {
+    static PyObject *names[2];
+    if (names[0] == NULL) {
+        names[0] = PyUnicode_InternFromString("KEYS");
+        names[1] = PyUnicode_InternFromString("UNIQ_KEY");
+        if (names[0] == NULL || names[1] == NULL) {
+            Py_CLEAR(names[0]);
+            Py_CLEAR(names[1]);
+            return -1;
+        }
+    }
+    if (!PyDict_CheckExact(properties)) return 1;
+    for (int i = 0; i < 2; i++) {
+        PyObject *value = PyDict_GetItemWithError(properties, names[i]); /* borrowed */
+        if (value == NULL && PyErr_Occurred()) return -1;
+        if (value != NULL && !PyUnicode_Check(value)) return 0;
+    }
+    return 1;
+}
+
+/* The row's put: 1 stored (`put` filled, `*store_ts` the clock's time, a new reference), 0 the
+ * run stops at this row (nothing raised), -1 an error. */
+static int put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row, Py_ssize_t position,
+                   PyObject *clock, PutValues *put, PyObject **store_ts) {
     PyObject *args[PUT_ARGS];
-    PyObject *store_ts = PyObject_CallNoArgs(clock);
-    PyObject *at = store_ts == NULL ? NULL : PyLong_FromSsize_t(position);
+    int text = index_keys_are_text(PyTuple_GET_ITEM(row, 3));
+    if (text <= 0) return text;
+    PyObject *ts = PyObject_CallNoArgs(clock);
+    PyObject *at = ts == NULL ? NULL : PyLong_FromSsize_t(position);
     if (at == NULL) {
-        Py_XDECREF(store_ts);
-        return NULL;
+        Py_XDECREF(ts);
+        return -1;
     }
     /* mm, position, start_offset, store_timestamp, max_body, then the row's first nine
      * (topic .. reconsume times), prepared_transaction_offset 0 */
-    args[0] = fixed[0], args[1] = at, args[2] = fixed[1], args[3] = store_ts, args[4] = fixed[2];
+    args[0] = fixed[0], args[1] = at, args[2] = fixed[1], args[3] = ts, args[4] = fixed[2];
     for (int i = 0; i < ROW_FIELDS - 1; i++) args[5 + i] = PyTuple_GET_ITEM(row, i);
     args[PUT_ARGS - 1] = fixed[3];
-    PyObject *put = append_cursor_put(cursor, args, PUT_ARGS);
+    int packed = append_cursor_put_values(cursor, args, put);
     Py_DECREF(at);
-    Py_DECREF(store_ts);
-    if (put == NULL) {
-        /* as the twin's `except Exception`: the reference puts it again and says why */
-        if (PyErr_ExceptionMatches(PyExc_Exception)) PyErr_Clear();
-        return NULL;
+    if (packed == 1) {
+        *store_ts = ts;
+        return 1;
     }
-    if (!PyTuple_Check(put)) { /* its size: it does not fit this segment */
-        Py_DECREF(put);
-        return NULL;
-    }
-    return put;
+    Py_DECREF(ts);
+    /* as the twin's `except Exception`: the reference puts it again and says why; 0: it does
+     * not fit this segment */
+    if (packed < 0 && PyErr_ExceptionMatches(PyExc_Exception)) PyErr_Clear();
+    return PyErr_Occurred() ? -1 : 0;
 }
 
-/* One stored row: its request and reply appended, its topic counted; the record's size. */
-static Py_ssize_t stored(PyObject *put, PyObject *row, PyObject *const *pieces,
-                         PyObject *requests, PyObject *replies, PyObject *totals) {
-    PyObject *msg_id = PyTuple_GET_ITEM(put, 0), *request = PyTuple_GET_ITEM(put, 1);
-    Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(request, DR_SIZE));
-    long long queue_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(request, DR_QUEUE_OFFSET));
-    long long queue_id = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 1));
+/* One stored row: packed for dispatch, its reply appended, its topic counted; -1 on an error. */
+static int stored(const PutValues *put, PyObject *store_ts, PyObject *row,
+                  PyObject *const *pieces, PlainPack *pack, PyObject *replies,
+                  PyObject *totals) {
+    PlainRecord record = {
+        .topic = PyTuple_GET_ITEM(row, 0), .queue_id = PyTuple_GET_ITEM(row, 1),
+        .tags = PyTuple_GET_ITEM(put->fields, 1), .store_ts = store_ts,
+        .keys = PyTuple_GET_ITEM(put->fields, 2), .uniq = PyTuple_GET_ITEM(put->fields, 3),
+        .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys, .size = put->size,
+        .queue_offset = put->queue_offset,
+    };
     long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
-    if (PyErr_Occurred() || PyList_Append(requests, request) < 0 ||
-        count_topic(totals, PyTuple_GET_ITEM(row, 0), size) < 0)
+    record.queue = PyLong_AsLongLong(record.queue_id);
+    record.sys_flag = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 2));
+    record.tags_code = as_long_long(record.tags);
+    record.ts = as_long_long(store_ts);
+    /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
+    if (PyErr_Occurred() || !PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
         return -1;
-    PyObject *reply = reply_frame(pieces, msg_id, queue_id, queue_offset, opaque);
+    }
+    if (plain_pack_add(pack, &record) < 0 || count_topic(totals, record.topic, put->size) < 0)
+        return -1;
+    PyObject *reply = reply_frame(pieces, put->msg_prefix, put->phys, record.queue,
+                                  put->queue_offset, opaque);
     if (reply == NULL) return -1;
     int r = PyList_Append(replies, reply);
     Py_DECREF(reply);
-    return r < 0 ? -1 : size;
+    return r;
 }
 
 /* put_rows(cursor, mm, position, start_offset, clock, max_body, rows, pieces)
- *   -> (position, dispatch requests, reply frames, {topic: [count, bytes]})
+ *   -> (position, what dispatch needs packed, reply frames, {topic: [count, bytes]})
  * rows: tuples of ROW_FIELDS; pieces: the REPLY_PIECES bytes of the reply's header around its
- * four values. The position is where the next record goes; fewer requests than rows: the run
- * stopped at that row. An error is raised only for bad arguments or no memory, and then the
- * records packed so far stay past the write position the caller still holds. */
+ * four values. The position is where the next record goes; fewer replies than rows: the run
+ * stopped at that row. The packed dispatch is plain_dispatch.py's AppendedRows. An error is
+ * raised only for bad arguments or no memory, and then the records packed so far stay past the
+ * write position the caller still holds. */
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8 || !PyObject_TypeCheck(args[0], &AppendCursorType) ||
         !PyList_CheckExact(args[6]) || !PyTuple_CheckExact(args[7]) ||
@@ -156,8 +206,9 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *zero = PyLong_FromLong(0);
     PyObject *fixed[4] = {args[1], args[3], args[5], zero}; /* mm, start, max_body, prepared */
     PyObject *rows = args[6], *clock = args[4];
-    PyObject *requests = PyList_New(0), *replies = PyList_New(0), *totals = PyDict_New();
-    if (zero == NULL || requests == NULL || replies == NULL || totals == NULL) goto fail;
+    PlainPack *pack = plain_pack_new();
+    PyObject *replies = PyList_New(0), *totals = PyDict_New(), *appended = NULL;
+    if (zero == NULL || pack == NULL || replies == NULL || totals == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
@@ -165,23 +216,33 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             goto fail;
         }
         Py_INCREF(row); /* the put may run Python (the clock): keep the row alive */
-        PyObject *put = put_row(args[0], fixed, row, position, clock);
-        if (put == NULL) {
+        PutValues put;
+        PyObject *store_ts = NULL;
+        int took = put_row(args[0], fixed, row, position, clock, &put, &store_ts);
+        if (took <= 0) {
             Py_DECREF(row);
-            if (PyErr_Occurred()) goto fail;
+            if (took < 0) goto fail;
             break;
         }
-        Py_ssize_t size = stored(put, row, pieces, requests, replies, totals);
-        Py_DECREF(put);
+        int done = stored(&put, store_ts, row, pieces, pack, replies, totals);
+        Py_DECREF(put.fields);
+        Py_DECREF(store_ts);
         Py_DECREF(row);
-        if (size < 0) goto fail;
-        position += size;
+        if (done < 0) goto fail;
+        position += put.size;
     }
     Py_DECREF(zero);
-    return Py_BuildValue("(nNNN)", position, requests, replies, totals);
+    appended = plain_pack_finish(pack);
+    plain_pack_free(pack);
+    if (appended == NULL) {
+        Py_DECREF(replies);
+        Py_DECREF(totals);
+        return NULL;
+    }
+    return Py_BuildValue("(nNNN)", position, appended, replies, totals);
 fail:
     Py_XDECREF(zero);
-    Py_XDECREF(requests);
+    plain_pack_free(pack);
     Py_XDECREF(replies);
     Py_XDECREF(totals);
     return NULL;

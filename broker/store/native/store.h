@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 5
+#define STORE_ABI_VERSION 6
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -22,6 +22,8 @@
 /* The sys flag bit of the two transaction types that take no queue offset: a prepared half
  * (0x4) and a rolled-back one (0xC). */
 #define TRANSACTION_NOT_QUEUED_BIT 0x4
+/* The sys flag bits of a rolled-back half, which has no index entries either. */
+#define TRANSACTION_ROLLBACK_TYPE 0xC
 /* An index entry of a batch put's packed dispatch: key hash int32, phys offset int64. */
 #define BATCH_KEY_SIZE 12
 /* The distinct tags a batch's wake-ups are collected for in a fixed table (then a dict). */
@@ -76,8 +78,17 @@ PyObject *message_id(PyObject *prefix, long long phys_offset);
 /* The exception a message the CommitLog does not take raises: RecordRefused(status, remark). */
 extern PyObject *RecordRefused;
 extern PyTypeObject AppendCursorType;
-/* AppendCursor.put for the other C files: `cursor` must be an AppendCursor. */
-PyObject *append_cursor_put(PyObject *cursor, PyObject *const *args, Py_ssize_t nargs);
+/* What AppendCursor.put returns of a record, as values: no msg id string, no DispatchRequest. */
+typedef struct {
+    long long phys, queue_offset;
+    Py_ssize_t size;
+    PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
+} PutValues;
+/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's): 1 the
+ * record is packed and the cursor moved on (`out` filled), 0 it does not fit (nothing
+ * changed), -1 with an error set (RecordRefused or another; nothing changed). */
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -144,5 +155,20 @@ PyObject *sync_range(PyObject *self, PyObject *args);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
+typedef struct PlainPack PlainPack;
+/* One record as the packer takes it: the objects a wake-up passes on (borrowed), the numbers. */
+typedef struct {
+    PyObject *topic, *queue_id, *tags, *store_ts, *keys, *uniq, *properties;
+    long long queue, phys, size, tags_code, ts, queue_offset, sys_flag;
+} PlainRecord;
+PlainPack *plain_pack_new(void);
+/* Add a record (log order): its topic, KEYS and UNIQ_KEY str; -1 with an error set. */
+int plain_pack_add(PlainPack *p, const PlainRecord *record);
+/* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
+PyObject *plain_pack_finish(PlainPack *p);
+void plain_pack_free(PlainPack *p);
+PyObject *plain_dispatch(PyObject *self, PyObject *requests);
 
 #endif

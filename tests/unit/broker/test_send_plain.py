@@ -1,7 +1,8 @@
 """Property: the plain sends' single pass (broker/processor/send_plain.py, through
 ``SendMessageProcessor.handle_group``) and the reference (``reference_group``) leave the same
-CommitLog bytes and ConsumeQueue units and give the same replies, byte for byte, for groups of
-pipelined sends with hostile header values and properties.
+CommitLog, ConsumeQueue and IndexFile bytes, make the same arrival-listener calls, leave
+dispatch at the same place and give the same replies, byte for byte, for groups of pipelined
+sends with hostile header values and properties.
 
 Two brokers (controllers built in this process, stores loaded, same injected store clock) take
 the same groups of the same request objects, one through each path; after every group their
@@ -141,12 +142,15 @@ def broker(root: Path, **overrides: str) -> BrokerController:
             "autoCreateTopicEnable": "false",
             "maxMessageSize": "2500",  # some bodies drawn are refused
             "mappedFileSizeConsumeQueue": str(20 * 1000),
+            "maxHashSlotNum": "16",  # index files that roll
+            "maxIndexNum": "64",
             **overrides,
         }
     )
     controller = BrokerController(config, store_config)
     controller.store.load()
     controller.store.commit_log.clock = lambda: STORE_TS
+    controller.store.dispatcher.arrival_listener = Arrivals()
     controller.topics.update(TopicConfig(topic_name="T", read_queue_nums=4, write_queue_nums=3))
     controller.topics.update(
         TopicConfig(topic_name="RO", read_queue_nums=4, write_queue_nums=4, perm=PERM_READ)
@@ -154,6 +158,16 @@ def broker(root: Path, **overrides: str) -> BrokerController:
     for name in ("T", "RO", "%RETRY%G", "SCHEDULE_TOPIC_XXXX", "TBW102"):
         topic_problem(name)  # known valid, as after a first send: the native decoder takes it
     return controller
+
+
+class Arrivals(dict):
+    """What the arrival listener was told: the newest offset per (topic, queue id, tags code).
+    The calls themselves differ (a wake-up per tags code per dispatch, and the plain pass
+    dispatches apart what it hands the reference), but a held pull must learn the same."""
+
+    def __call__(self, topic: str, queue_id: int, next_offset: int, tags: int, *_: Any) -> None:
+        key = (topic, queue_id, tags)
+        self[key] = max(self.get(key, 0), next_offset)
 
 
 def build(
@@ -190,12 +204,16 @@ def frames(results: list[Any], requests: list[RemotingCommand]) -> list[Any]:
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {
+    """The CommitLog and ConsumeQueue files by name, the IndexFiles in order (they are named
+    by the wall clock)."""
+    found = {
         str(p.relative_to(root)): p.read_bytes()
         for sub in ("commitlog", "consumequeue")
         for p in sorted((root / sub).rglob("*"))
         if p.is_file()
     }
+    index = sorted((root / "index").glob("*"))
+    return found | {f"index {n}": p.read_bytes() for n, p in enumerate(index)}
 
 
 def assert_same(
@@ -213,6 +231,10 @@ def assert_same(
     want = frames(reference.send.reference_group(peer, requests), requests)
     assert got == want
     assert files(root / "plain") == files(root / "reference")
+    assert plain.store.dispatcher.arrival_listener == reference.store.dispatcher.arrival_listener
+    for dispatched in (lambda c: c.store.dispatcher.last_dispatched_timestamp,
+                       lambda c: c.store.reput.reput_from_offset):  # fmt: skip
+        assert dispatched(plain) == dispatched(reference)
 
 
 def close(*controllers: BrokerController) -> None:

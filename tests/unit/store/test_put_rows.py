@@ -9,15 +9,17 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.processor.send_reply import REPLY_PIECES, stored_reply_frame
 from broker.store.append_cursor import PythonAppendCursor
-from broker.store.group_put import python_put_rows, reply_frame
+from broker.store.group_put import put_plain_run, python_put_rows, reply_frame
+from broker.store.plain_dispatch import python_plain_dispatch
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from tests.kits.nativekit import needs_store_native
+from tests.unit.store.conftest import StoreFactory, message
 
 PREFIX = "0A00000700002A9F"
 STORE = b"\x0a\x00\x00\x07"
@@ -93,3 +95,148 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(TypeError):
         native.put_rows(object(), buffer, 0, START, clock, 40, [], REPLY_PIECES)
     assert bytes(buffer) == bytes(1000)
+
+
+# ---------------------------------------------------------------- the packed dispatch
+
+TOPICS = ["T", "U", "é"]
+# (topic, queue id, tags code, KEYS, UNIQ_KEY, sys flag, store timestamp step, restart the
+# queue at offset 0: a topic deleted and created again)
+records = st.lists(
+    st.tuples(
+        st.sampled_from(TOPICS),
+        st.integers(0, 2),
+        st.sampled_from([0, 0, 7, -(2**40), 2**62]),
+        st.sampled_from(["", "", "a", "a b", " a  b ", "é k"]),
+        st.sampled_from(["", "U1", "U2"]),
+        st.sampled_from([0, 0, 0, 4, 8, 12]),
+        st.sampled_from([0, 0, 1, 1500]),
+        st.sampled_from([False] * 7 + [True]),
+    ),
+    max_size=24,
+)
+
+
+class Requests:
+    """DispatchRequests as a log would hold them, across draws: phys offsets back to back,
+    each queue's offsets following on (unless a draw restarts it), store timestamps rising."""
+
+    def __init__(self) -> None:
+        self.phys, self.store_ts = START, 1_700_000_000_000
+        self.next: dict[tuple[str, int], int] = {}
+
+    def make(self, drawn) -> list[DispatchRequest]:
+        out = []
+        for n, (topic, queue_id, tags, keys, uniq, sys_flag, step, restart) in enumerate(drawn):
+            key = (topic, queue_id)
+            if restart:
+                self.next[key] = 0
+            queued = not sys_flag & 4
+            queue_offset = self.next.get(key, 0) if queued else 0
+            if queued:
+                self.next[key] = queue_offset + 1
+            size = 90 + n % 7
+            self.store_ts += step
+            properties = {"KEYS": keys, "n": str(n)}
+            out.append(
+                DispatchRequest(
+                    topic, queue_id, self.phys, size, tags, self.store_ts, queue_offset, keys,
+                    uniq, sys_flag, properties,
+                )
+            )  # fmt: skip
+            self.phys += size
+        return out
+
+
+@needs_store_native
+@settings(max_examples=200, deadline=None)
+@given(records)
+def test_native_plain_dispatch_is_the_reference(drawn) -> None:
+    requests = Requests().make(drawn)
+    assert native.plain_dispatch(requests) == python_plain_dispatch(requests)
+
+
+def test_the_packed_dispatch_leaves_what_dispatch_many_leaves(tmp_path) -> None:
+    """dispatch_rows of the packed form against dispatch_many of the requests, on two stores
+    fed the same draws in turn: the same ConsumeQueue and IndexFile bytes (small index files
+    that roll), the same arrival-listener calls in the same order, the same last dispatched
+    timestamp. Queues restarted at 0 (a topic deleted and created again) are the gap rule."""
+    pack = python_plain_dispatch if native is None else native.plain_dispatch
+    calls: dict[str, list[tuple]] = {"many": [], "rows": []}
+    opened = {}
+    for name in calls:
+        store = StoreFactory(tmp_path / name).open(max_hash_slot_num=8, max_index_num=24)
+        store.dispatcher.arrival_listener = lambda *args, name=name: calls[name].append(args)
+        opened[name] = store
+    log = Requests()
+
+    @settings(
+        max_examples=80,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+    @given(records)
+    def check(drawn) -> None:
+        requests = log.make(drawn)
+        if not requests:
+            return
+        opened["many"].dispatcher.dispatch_many(requests)
+        opened["rows"].dispatcher.dispatch_rows(pack(requests))
+        assert calls["rows"] == calls["many"]
+        many, rows = (opened[n] for n in ("many", "rows"))
+        assert (
+            rows.dispatcher.last_dispatched_timestamp == many.dispatcher.last_dispatched_timestamp
+        )
+        assert _queue_files(tmp_path / "rows") == _queue_files(tmp_path / "many")
+        assert [bytes(f.file.mmap) for f in rows.index_service.files] == [
+            bytes(f.file.mmap) for f in many.index_service.files
+        ]
+
+    try:
+        check()
+        assert len(opened["rows"].index_service.files) > 2  # the index rolled
+    finally:
+        for store in opened.values():
+            store.shutdown()
+
+
+def _queue_files(root) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted((root / "consumequeue").rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_run_put_while_reput_is_behind_is_left_to_reput(stores: StoreFactory) -> None:
+    """put_plain_run dispatches its own records only when reput was caught up before it; when
+    not, the packed dispatch is dropped and reput, woken, builds the same queues and index from
+    the log as the caught-up store's dispatch_rows did."""
+    host = (b"\x7f\x00\x00\x01", 40000)
+    rows = [
+        ("T" if n % 3 else "U", n % 4, 0, {"UNIQ_KEY": f"U{n}", "TAGS": f"t{n % 2}", "KEYS": "k"},
+         b"b" * n, 0, 1_700_000_000_000, host, 0, n)
+        for n in range(40)
+    ]  # fmt: skip
+    opened = {}
+    for name in ("behind", "caught up"):
+        store = StoreFactory(stores.root / name).open()
+        store.commit_log.clock = itertools.count(1_700_000_000_000, 400).__next__
+        assert store.put_message(message("T", 0, b"first")).ok  # the first segment
+        store.commit_log.put_message(message("U", 1, b"undispatched"))  # reput behind
+        opened[name] = store
+    behind, caught_up = opened["behind"], opened["caught up"]
+    caught_up.reput.do_reput(100)
+    for store in opened.values():
+        replies, _ = put_plain_run(store, rows, REPLY_PIECES)
+        assert len(replies) == len(rows)
+    assert caught_up.reput.caught_up() and not behind.reput.caught_up()
+    assert behind.find_consume_queue("T", 1) is None  # nothing of the run dispatched
+    behind.reput.do_reput(100)
+    assert behind.reput.reput_from_offset == caught_up.reput.reput_from_offset
+    assert _queue_files(stores.root / "behind") == _queue_files(stores.root / "caught up")
+    assert [bytes(f.file.mmap) for f in behind.index_service.files] == [
+        bytes(f.file.mmap) for f in caught_up.index_service.files
+    ]
+    for store in opened.values():
+        store.shutdown()

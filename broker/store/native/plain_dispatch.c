@@ -1,0 +1,380 @@
+/* What a run of plain single puts hands dispatch, packed as put_rows (plain_rows.c) appends
+ * them (broker/store/plain_dispatch.py python_plain_dispatch, the reference, says what and
+ * why): per run of consecutive queue offsets of one queue its ConsumeQueue units and its
+ * wake-ups, the index entries in chunks of one store timestamp, the last store timestamp.
+ *
+ * Each record is added as the values the cursor's put packed (plain_rows.c; plain_dispatch, for
+ * the tests, takes DispatchRequests), and a wake-up keeps the objects the arrival listener is
+ * handed, so nothing is built per record but the bytes. A queue's newest run is found through
+ * a small open-addressing table keyed by (topic, queue id); a run's wake-ups through a short
+ * scan, then a dict once a run has more than PLAIN_WAKE_SCAN tags codes: a hostile read of
+ * many queues or tags stays linear. Everything is bounded by the rows of one call. */
+#include "store.h"
+
+#define PLAIN_WAKE_SCAN 8
+
+/* The newest record of a run carrying a tags code: the arrival listener's arguments. */
+typedef struct {
+    long long tags, queue_offset;
+    PyObject *topic, *queue_id, *tags_obj, *store_ts, *properties;
+} Wake;
+
+static void clear_wake(Wake *w) {
+    Py_CLEAR(w->topic);
+    Py_CLEAR(w->queue_id);
+    Py_CLEAR(w->tags_obj);
+    Py_CLEAR(w->store_ts);
+    Py_CLEAR(w->properties);
+}
+
+static void set_wake(Wake *w, const PlainRecord *r) {
+    clear_wake(w);
+    w->tags = r->tags_code;
+    w->queue_offset = r->queue_offset;
+    w->topic = Py_NewRef(r->topic);
+    w->queue_id = Py_NewRef(r->queue_id);
+    w->tags_obj = Py_NewRef(r->tags);
+    w->store_ts = Py_NewRef(r->store_ts);
+    w->properties = Py_NewRef(r->properties);
+}
+
+typedef struct {
+    PyObject *topic, *queue_id; /* of the run's first record */
+    long long queue, first, next; /* queue id, first and next queue offsets */
+    PyObject *units;              /* bytes grown by doubling, cut to length at the end */
+    Py_ssize_t used;
+    Wake *wakes;
+    Py_ssize_t wake_count, wake_room;
+    PyObject *wake_index; /* tags code -> index in wakes, once past PLAIN_WAKE_SCAN */
+    Py_ssize_t later;     /* the next run of the same queue, or -1 */
+    int first_of_queue;
+} Run;
+
+struct PlainPack {
+    Run *runs;
+    Py_ssize_t count, room;
+    Py_ssize_t *slots; /* the newest run of each queue, -1 empty; a power of two in size */
+    Py_ssize_t slot_mask;
+    Py_ssize_t last; /* the run the previous record went to */
+    PyObject *chunks; /* [(store timestamp, entries)] */
+    PyObject *keys;   /* the open chunk's entries (BATCH_KEY_SIZE each) */
+    Py_ssize_t keys_used;
+    long long keys_ts, last_ts;
+};
+
+PlainPack *plain_pack_new(void) {
+    PlainPack *p = PyMem_Calloc(1, sizeof *p);
+    if (p == NULL) return (PlainPack *)PyErr_NoMemory();
+    p->last = -1;
+    p->chunks = PyList_New(0);
+    if (p->chunks == NULL) {
+        PyMem_Free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void plain_pack_free(PlainPack *p) {
+    if (p == NULL) return;
+    for (Py_ssize_t i = 0; i < p->count; i++) {
+        Run *r = &p->runs[i];
+        Py_XDECREF(r->topic);
+        Py_XDECREF(r->queue_id);
+        Py_XDECREF(r->units);
+        for (Py_ssize_t w = 0; w < r->wake_count; w++) clear_wake(&r->wakes[w]);
+        PyMem_Free(r->wakes);
+        Py_XDECREF(r->wake_index);
+    }
+    PyMem_Free(p->runs);
+    PyMem_Free(p->slots);
+    Py_XDECREF(p->chunks);
+    Py_XDECREF(p->keys);
+    PyMem_Free(p);
+}
+
+static Py_hash_t queue_hash(PyObject *topic, long long queue) {
+    Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
+    return h == -1 ? -1 : (Py_hash_t)((Py_uhash_t)h * 1000003u ^ (Py_uhash_t)queue);
+}
+
+/* 1 when run `r` is of (topic, queue), 0 when not, -1 on an error. */
+static int same_queue(const Run *r, PyObject *topic, long long queue) {
+    if (r->queue != queue) return 0;
+    if (r->topic == topic) return 1;
+    return PyUnicode_Compare(r->topic, topic) == 0 ? 1 : (PyErr_Occurred() ? -1 : 0);
+}
+
+/* The slot of (topic, queue): holding its newest run, or empty. -1 on an error. */
+static Py_ssize_t find_slot(const PlainPack *p, PyObject *topic, long long queue,
+                            Py_hash_t hash) {
+    for (Py_ssize_t s = (Py_ssize_t)((Py_uhash_t)hash & (Py_uhash_t)p->slot_mask);;
+         s = (s + 1) & p->slot_mask) {
+        Py_ssize_t run = p->slots[s];
+        if (run < 0) return s;
+        int same = same_queue(&p->runs[run], topic, queue);
+        if (same != 0) return same < 0 ? -1 : s;
+    }
+}
+
+/* Room for one more run, the table at most half full. */
+static int grow(PlainPack *p) {
+    if (p->count < p->room) return 0;
+    Py_ssize_t room = p->room ? p->room * 2 : 8;
+    Run *runs = PyMem_Realloc(p->runs, (size_t)room * sizeof *runs);
+    if (runs == NULL) return PyErr_NoMemory(), -1;
+    p->runs = runs;
+    p->room = room;
+    Py_ssize_t *slots = PyMem_Malloc((size_t)room * 2 * sizeof *slots);
+    if (slots == NULL) return PyErr_NoMemory(), -1;
+    PyMem_Free(p->slots);
+    p->slots = slots;
+    p->slot_mask = room * 2 - 1;
+    for (Py_ssize_t s = 0; s <= p->slot_mask; s++) slots[s] = -1;
+    for (Py_ssize_t i = 0; i < p->count; i++) { /* each queue's newest run */
+        Run *r = &runs[i];
+        if (r->later >= 0) continue;
+        Py_hash_t h = queue_hash(r->topic, r->queue);
+        Py_ssize_t s = h == -1 ? -1 : find_slot(p, r->topic, r->queue, h);
+        if (s < 0) return -1;
+        slots[s] = i;
+    }
+    return 0;
+}
+
+/* The run a queued record of (topic, queue) at `queue_offset` goes to: the queue's newest run
+ * when the record follows it, else a new one (queue_runs' rule). -1 on an error. */
+static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
+    PyObject *topic = record->topic;
+    long long queue = record->queue, offset = record->queue_offset;
+    if (p->last >= 0) {
+        Run *r = &p->runs[p->last];
+        int same = r->next == offset ? same_queue(r, topic, queue) : 0;
+        if (same != 0) return same < 0 ? -1 : p->last;
+    }
+    if (grow(p) < 0) return -1;
+    Py_hash_t h = queue_hash(topic, queue);
+    Py_ssize_t s = h == -1 ? -1 : find_slot(p, topic, queue, h);
+    if (s < 0) return -1;
+    Py_ssize_t newest = p->slots[s];
+    if (newest >= 0 && p->runs[newest].next == offset) return p->last = newest;
+    Py_ssize_t i = p->count;
+    Run *r = &p->runs[i];
+    memset(r, 0, sizeof *r);
+    r->topic = Py_NewRef(topic);
+    r->queue_id = Py_NewRef(record->queue_id);
+    r->queue = queue;
+    r->first = r->next = offset;
+    r->later = -1;
+    r->first_of_queue = newest < 0;
+    p->count++;
+    if (newest >= 0) p->runs[newest].later = i;
+    p->slots[s] = i;
+    return p->last = i;
+}
+
+/* The record's unit onto its run's units. */
+static int add_unit(Run *r, long long phys, long long size, long long tags) {
+    Py_ssize_t have = r->units == NULL ? 0 : PyBytes_GET_SIZE(r->units);
+    if (r->used + CQ_UNIT_SIZE > have) {
+        if (r->units == NULL) {
+            if ((r->units = PyBytes_FromStringAndSize(NULL, 4 * CQ_UNIT_SIZE)) == NULL) return -1;
+        } else if (_PyBytes_Resize(&r->units, have * 2) < 0) {
+            return -1;
+        }
+    }
+    unsigned char *unit = (unsigned char *)PyBytes_AS_STRING(r->units) + r->used;
+    put_i64(unit, phys);
+    put_i32(unit + 8, (int32_t)size);
+    put_i64(unit + 12, tags);
+    r->used += CQ_UNIT_SIZE;
+    r->next += 1;
+    return 0;
+}
+
+/* The record as its tags code's newest in its run: the code's place kept, its record moved on. */
+static int add_wake(Run *r, const PlainRecord *record) {
+    Py_ssize_t found = -1;
+    if (r->wake_index == NULL) {
+        for (Py_ssize_t w = 0; w < r->wake_count && found < 0; w++)
+            if (r->wakes[w].tags == record->tags_code) found = w;
+    } else {
+        PyObject *at = PyDict_GetItemWithError(r->wake_index, record->tags);
+        if (at == NULL && PyErr_Occurred()) return -1;
+        if (at != NULL) found = PyLong_AsSsize_t(at);
+    }
+    if (found >= 0) {
+        set_wake(&r->wakes[found], record);
+        return 0;
+    }
+    if (r->wake_count == r->wake_room) {
+        Py_ssize_t room = r->wake_room ? r->wake_room * 2 : 2;
+        Wake *wakes = PyMem_Realloc(r->wakes, (size_t)room * sizeof *wakes);
+        if (wakes == NULL) return PyErr_NoMemory(), -1;
+        r->wakes = wakes;
+        r->wake_room = room;
+    }
+    if (r->wake_count == PLAIN_WAKE_SCAN) { /* many tags in one run: look them up from here */
+        if ((r->wake_index = PyDict_New()) == NULL) return -1;
+        for (Py_ssize_t w = 0; w < r->wake_count; w++) {
+            PyObject *code = r->wakes[w].tags_obj;
+            PyObject *at = PyLong_FromSsize_t(w);
+            int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, code, at);
+            Py_XDECREF(at);
+            if (set < 0) return -1;
+        }
+    }
+    if (r->wake_index != NULL) {
+        PyObject *at = PyLong_FromSsize_t(r->wake_count);
+        int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, record->tags, at);
+        Py_XDECREF(at);
+        if (set < 0) return -1;
+    }
+    Wake *w = &r->wakes[r->wake_count++];
+    memset(w, 0, sizeof *w);
+    set_wake(w, record);
+    return 0;
+}
+
+/* Close the open chunk of index entries onto the chunk list. */
+static int close_chunk(PlainPack *p) {
+    if (p->keys == NULL) return 0;
+    PyObject *chunk = NULL;
+    if (_PyBytes_Resize(&p->keys, p->keys_used) == 0)
+        chunk = Py_BuildValue("(LN)", p->keys_ts, p->keys);
+    else
+        chunk = NULL;
+    p->keys = NULL;
+    int appended = chunk == NULL ? -1 : PyList_Append(p->chunks, chunk);
+    Py_XDECREF(chunk);
+    return appended;
+}
+
+typedef struct {
+    PlainPack *p;
+    long long phys, ts;
+} KeySink;
+
+static int add_key(void *ctx, uint32_t hash) {
+    KeySink *k = ctx;
+    PlainPack *p = k->p;
+    if (p->keys != NULL && p->keys_ts != k->ts && close_chunk(p) < 0) return -1;
+    if (p->keys == NULL) {
+        if ((p->keys = PyBytes_FromStringAndSize(NULL, 16 * BATCH_KEY_SIZE)) == NULL) return -1;
+        p->keys_used = 0;
+        p->keys_ts = k->ts;
+    }
+    Py_ssize_t have = PyBytes_GET_SIZE(p->keys);
+    if (p->keys_used + BATCH_KEY_SIZE > have && _PyBytes_Resize(&p->keys, have * 2) < 0)
+        return -1;
+    unsigned char *entry = (unsigned char *)PyBytes_AS_STRING(p->keys) + p->keys_used;
+    put_i32(entry, (int32_t)hash);
+    put_i64(entry + 4, k->phys);
+    p->keys_used += BATCH_KEY_SIZE;
+    return 0;
+}
+
+int plain_pack_add(PlainPack *p, const PlainRecord *record) {
+    if (!(record->sys_flag & TRANSACTION_NOT_QUEUED_BIT)) {
+        Py_ssize_t i = run_of(p, record);
+        if (i < 0 || add_unit(&p->runs[i], record->phys, record->size, record->tags_code) < 0 ||
+            add_wake(&p->runs[i], record) < 0)
+            return -1;
+    }
+    p->last_ts = record->ts;
+    if ((record->sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE) return 0;
+    KeySink sink = {p, record->phys, record->ts};
+    return each_key_hash(31u * unsigned_java_hash(record->topic) + '#', record->keys,
+                         record->uniq, add_key, &sink);
+}
+
+/* A DispatchRequest as the packer takes it; -1 with TypeError when it is not one. */
+static int record_of(PyObject *request, PlainRecord *r) {
+    if (!PyTuple_Check(request) || PyTuple_GET_SIZE(request) != DR_FIELDS ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_TOPIC)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_KEYS)) ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(request, DR_UNIQ_KEY))) {
+        PyErr_SetString(PyExc_TypeError, "a request is a DispatchRequest");
+        return -1;
+    }
+    static const int fields[7] = {DR_QUEUE_ID, DR_PHYS_OFFSET, DR_SIZE, DR_TAGS_CODE,
+                                  DR_STORE_TIMESTAMP, DR_QUEUE_OFFSET, DR_SYS_FLAG};
+    long long *values[7] = {&r->queue, &r->phys, &r->size, &r->tags_code,
+                            &r->ts, &r->queue_offset, &r->sys_flag};
+    for (int i = 0; i < 7; i++)
+        if ((*values[i] = as_long_long(PyTuple_GET_ITEM(request, fields[i]))) == -1 &&
+            PyErr_Occurred())
+            return -1;
+    r->topic = PyTuple_GET_ITEM(request, DR_TOPIC);
+    r->queue_id = PyTuple_GET_ITEM(request, DR_QUEUE_ID);
+    r->tags = PyTuple_GET_ITEM(request, DR_TAGS_CODE);
+    r->store_ts = PyTuple_GET_ITEM(request, DR_STORE_TIMESTAMP);
+    r->keys = PyTuple_GET_ITEM(request, DR_KEYS);
+    r->uniq = PyTuple_GET_ITEM(request, DR_UNIQ_KEY);
+    r->properties = PyTuple_GET_ITEM(request, DR_PROPERTIES);
+    return 0;
+}
+
+/* A run's wake-ups: the arrival listener's arguments, once per tags code. */
+static PyObject *wake_list(const Run *r) {
+    PyObject *list = PyList_New(r->wake_count);
+    for (Py_ssize_t i = 0; list != NULL && i < r->wake_count; i++) {
+        const Wake *w = &r->wakes[i];
+        PyObject *next = PyLong_FromLongLong(w->queue_offset + 1);
+        PyObject *wake = next == NULL ? NULL
+                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, w->tags_obj,
+                                                     w->store_ts, w->properties);
+        Py_XDECREF(next);
+        if (wake == NULL) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, wake);
+    }
+    return list;
+}
+
+static PyObject *run_tuple(Run *r) {
+    if (_PyBytes_Resize(&r->units, r->used) < 0) return NULL;
+    PyObject *wakes = wake_list(r);
+    if (wakes == NULL) return NULL;
+    return Py_BuildValue("(OOLON)", r->topic, r->queue_id, r->first, r->units, wakes);
+}
+
+PyObject *plain_pack_finish(PlainPack *p) {
+    if (close_chunk(p) < 0) return NULL;
+    PyObject *runs = PyList_New(0);
+    if (runs == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < p->count; i++) { /* each queue as it first appears, its runs */
+        if (!p->runs[i].first_of_queue) continue;
+        for (Py_ssize_t j = i; j >= 0; j = p->runs[j].later) {
+            PyObject *run = run_tuple(&p->runs[j]);
+            int appended = run == NULL ? -1 : PyList_Append(runs, run);
+            Py_XDECREF(run);
+            if (appended < 0) {
+                Py_DECREF(runs);
+                return NULL;
+            }
+        }
+    }
+    return Py_BuildValue("(NOL)", runs, p->chunks, p->last_ts);
+}
+
+/* plain_dispatch(requests) -> (runs, index entry chunks, last store timestamp): the twin of
+ * plain_dispatch.py python_plain_dispatch, for the tests (put_rows packs as it appends). */
+PyObject *plain_dispatch(PyObject *self, PyObject *requests) {
+    if (!PyList_CheckExact(requests)) {
+        PyErr_SetString(PyExc_TypeError, "plain_dispatch(requests list)");
+        return NULL;
+    }
+    PlainPack *p = plain_pack_new();
+    PyObject *result = NULL;
+    if (p == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
+        PyObject *request = Py_NewRef(PyList_GET_ITEM(requests, i));
+        PlainRecord record;
+        int added = record_of(request, &record) < 0 ? -1 : plain_pack_add(p, &record);
+        Py_DECREF(request);
+        if (added < 0) goto done;
+    }
+    result = plain_pack_finish(p);
+done:
+    plain_pack_free(p);
+    return result;
+}
