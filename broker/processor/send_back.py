@@ -41,6 +41,12 @@ def _host(text: str) -> tuple[bytes, int]:
 LAYOUT_SYS_FLAG_BITS = codec.BORNHOST_V6_FLAG | codec.STOREHOSTADDRESS_V6_FLAG
 
 
+def _java_int(value: int) -> int:
+    """Java's int arithmetic: a stored reconsumeTimes of 2^31 - 1 comes back as -2^31, as
+    Java's ``getReconsumeTimes() + 1`` gives (the record field is an int)."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
 def _derived_topic(topic: str) -> str:
     """A retry or dead-letter topic built from a (valid) group: one directory of the store."""
     problem = names.topic_problem(topic)
@@ -96,7 +102,7 @@ class SendBackProcessor:
             topic = _derived_topic(K.retry_topic(header.group))
             config = broker.topics.create_in_send_back(topic, group.retry_queue_nums, perm=RW)
             if delay_level == 0:
-                delay_level = 3 + original.reconsume_times
+                delay_level = _java_int(3 + original.reconsume_times)
             properties[MessageConst.DELAY] = str(delay_level)
         if not K.is_writeable(config.perm):
             raise RequestError(
@@ -114,7 +120,7 @@ class SendBackProcessor:
             sys_flag=original.sys_flag & ~LAYOUT_SYS_FLAG_BITS,  # this store's addresses decide
             born_timestamp=original.born_timestamp,
             born_host=_host(original.born_host),
-            reconsume_times=original.reconsume_times + 1,
+            reconsume_times=_java_int(original.reconsume_times + 1),
         )
         result = broker.store.put_message(msg)
         if result.status is PutMessageStatus.PUT_OK:

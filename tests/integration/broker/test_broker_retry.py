@@ -67,3 +67,16 @@ async def test_send_back_retries_then_dead_letters(processes, tmp_path) -> None:
             {"statsName": "SNDBCK_PUT_NUMS", "statsKey": "Work@G"},
         )
         assert (await call(client, broker.addr, stats)).code == 0
+
+
+async def test_a_count_at_java_int_max_wraps_as_java_does(processes, tmp_path) -> None:
+    # Java adds one to an int: 2^31 - 1 retries become -2^31 in the dead-letter record, where
+    # a Python int would not fit the record's field and the request would fail.
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        request = send_request("Worn", b"old", reconsume_times=2**31 - 1)
+        sent = await call(client, broker.addr, request)
+        offset = codec.decode_offset_msg_id(sent.ext("msgId")).phys_offset
+        assert (await call(client, broker.addr, send_back(offset, "G"))).code == 0
+        (dead,) = await wait_for_messages(client, broker.addr, "%DLQ%G", 1)
+        assert dead.body == b"old" and dead.reconsume_times == -(2**31)
