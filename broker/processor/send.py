@@ -12,7 +12,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
-from broker.processor.send_plain import born_host, plain_sends
+from broker.processor.send_plain import born_host, plain_send_reply, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -206,8 +206,10 @@ class SendMessageProcessor:
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
         if request.code == _SEND_BATCH_MESSAGE:
             reply = plain_batch_reply(self, connection, request)
-            if reply is not None:
-                return reply
+        else:
+            reply = plain_send_reply(self, connection, request)
+        if reply is not None:
+            return reply
         msg, batch, wait = self.prepare(connection, request)
         return self._store_one(request, msg, batch, wait)
 

@@ -26,6 +26,7 @@ from remoting import constants as K
 from remoting import message as codec
 from remoting.codec_native import native
 from remoting.codes import RequestCode, SerializeType
+from remoting.command import EncodedReply
 from remoting.message import TRANSACTION_ROLLBACK_TYPE, MessageConst
 from remoting.names import valid_topics
 
@@ -94,6 +95,38 @@ def plain_sends(
     if not broker_takes_plain(processor):
         return None
     hosts = born_host(connection) if connections is None else [born_host(c) for c in connections]
+    replies = _store_plain(processor, hosts, requests)
+    if replies is None:
+        return None
+    done = len(replies)
+    results: list[Any] = replies
+    if done < len(requests):
+        # One the single-pass append did not take (a segment to roll, a refusal): the rest go
+        # to the reference in order, after the ones stored.
+        rest = None if connections is None else connections[done:]
+        results += processor.reference_group(connection, requests[done:], rest)
+    return results
+
+
+def plain_send_reply(
+    processor: SendMessageProcessor, connection: Connection, request: RemotingCommand
+) -> EncodedReply | None:
+    """A lone plain send (a sync send arrives alone in its read) through the same pass: its
+    reply, or None, with nothing stored, for the caller's reference path."""
+    if not broker_takes_plain(processor):
+        return None
+    replies = _store_plain(processor, born_host(connection), [request])
+    return EncodedReply(0, replies) if replies else None
+
+
+def _store_plain(
+    processor: SendMessageProcessor,
+    hosts: tuple[bytes, int] | list[tuple[bytes, int]],
+    requests: list[RemotingCommand],
+) -> list[Any] | None:
+    """The reply frames of the requests the single pass stored, in order (it stops at the
+    first one the append passes on); None when one request is not plain or the store refuses
+    every put now."""
     rows = _plain_rows(processor, hosts, requests)
     if rows is None:
         return None
@@ -105,14 +138,7 @@ def plain_sends(
     cluster = broker.config.broker_cluster_name
     for topic, (count, size) in totals.items():
         broker.stats.on_put(topic, cluster, count, size)
-    done = len(replies)
-    results: list[Any] = replies
-    if done < len(requests):
-        # One the single-pass append did not take (a segment to roll, a refusal): the rest go
-        # to the reference in order, after the ones stored.
-        rest = None if connections is None else connections[done:]
-        results += processor.reference_group(connection, requests[done:], rest)
-    return results
+    return replies
 
 
 def _plain_rows(

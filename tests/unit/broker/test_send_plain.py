@@ -26,7 +26,7 @@ from remoting import message as codec
 from remoting.body import TopicConfig
 from remoting.codec_native import native
 from remoting.codes import RequestCode
-from remoting.command import RemotingCommand, decode_command, encode_command_bytes
+from remoting.command import EncodedReply, RemotingCommand, decode_command, encode_command_bytes
 from remoting.constants import PERM_READ
 from remoting.errors import RequestError
 from remoting.frame import FrameDecoder
@@ -320,6 +320,47 @@ def test_a_plain_group_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     assert all(m.properties["CLUSTER"] == controller.config.broker_cluster_name for m in stored)
     assert all("WAIT" not in m.properties for m in stored)
     close(controller)
+
+
+def lone_reference(controller: BrokerController, peer: Peer, request: RemotingCommand) -> Any:
+    """What ``handle`` answered a lone send before the plain pass took it: Java's checks and
+    one ``put_message``."""
+    try:
+        return controller.send._store_one(request, *controller.send.prepare(peer, request))
+    except RequestError as exc:
+        return exc
+
+
+def test_a_lone_plain_send_takes_the_pass_and_answers_as_before(tmp_path: Path) -> None:
+    """A sync send arrives alone in its read: ``handle`` stores a plain one by the single pass
+    (its reply a frame), any other as before, with the same replies and files either way."""
+    plain, reference = broker(tmp_path / "plain"), broker(tmp_path / "reference")
+    peer = Peer()
+    try:
+        sends = [build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)]
+        for n, (extra, fields) in enumerate(ODD, start=1):
+            sends += [build(RequestCode.SEND_MESSAGE_V2, n % 4, 60, [], {}, n),
+                      build(RequestCode.SEND_MESSAGE, 1, 30, [], {}, n),
+                      build(RequestCode.SEND_MESSAGE_V2, 0, 40, extra, fields, n)]  # fmt: skip
+        took_pass = []
+        for request in sends:
+            random.seed(7)  # a negative queue id picks a random queue: the same one on both
+            try:
+                got = plain.send.handle(peer, request)
+            except RequestError as exc:  # answered as before: the connection sends its code
+                got = exc
+            took_pass.append(type(got) is EncodedReply)
+            if type(got) is EncodedReply:
+                got = b"".join(got.buffers)
+            random.seed(7)
+            assert frames([got], [request]) == frames(
+                [lone_reference(reference, peer, request)], [request]
+            )
+        assert files(tmp_path / "plain") == files(tmp_path / "reference")
+        # every plain send after the first segment, and none of the odd ones
+        assert took_pass == [False] + [True, True, False] * len(ODD)
+    finally:
+        close(plain, reference)
 
 
 BOUNDS = {"T": 4, "RO": 0, "%RETRY%G": 0}
