@@ -67,6 +67,21 @@ class FrameDecoder:
         """Drop what is buffered: the connection is gone, and its partial frame with it."""
         self._buffer, self._pos = b"", 0
 
+    def whole_frame(self, data: bytes) -> Frame | None:
+        """``data`` as a frame when nothing is buffered and it is exactly one complete frame
+        that parses (a lone request's read): nothing is buffered for it. None: anything else,
+        for ``receive_data`` and ``take_frames`` to judge, the decoder untouched."""
+        size = len(data)
+        if size < 8 or self._pos < len(self._buffer):
+            return None
+        length, mark = PREFIX.unpack_from(data)
+        header_end = 8 + (mark & _HEADER_LENGTH_MASK)
+        if length + 4 != size or header_end > size or mark >> 24 > 1:
+            return None
+        if length > self._max_frame_bytes:
+            return None
+        return Frame(mark >> 24, data[8:header_end], data[header_end:])
+
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos

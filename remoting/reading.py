@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.command import RemotingCommand, decode_command
+from remoting.command import RPC_RESPONSE, RemotingCommand, decode_command
 from remoting.errors import RemoteProtocolError
 from remoting.frame import Frame, FrameDecoder
 from remoting.memory import trim
@@ -55,6 +55,7 @@ class ReadBatches:
     _budget: PartialFrameBudget | None
     _held: int
     _last_io: float
+    _ios: int
     _in_read_batch: bool
 
     if TYPE_CHECKING:
@@ -63,14 +64,54 @@ class ReadBatches:
         def close_soon(self, reason: str) -> None: ...
         def warn_peer(self, message: str, *args: Any) -> None: ...
         def _on_command(self, command: RemotingCommand) -> None: ...
+        def _dispatch(self, request: RemotingCommand) -> None: ...
         def _on_commands(self, commands: list[RemotingCommand]) -> None: ...
         def _answer_group(self, requests: list[RemotingCommand], results: list[Any]) -> None: ...
 
     def on_readable(self) -> bool:
         """The selector found the socket readable. False: take it out of the selector (the
-        connection is finished, or reading pauses until its queued replies drain)."""
-        if self.closed or self._read_once() is None:
+        connection is finished, or reading pauses until its queued replies drain).
+
+        A read that is exactly one whole frame with nothing buffered before it (every lone
+        request: a sync send, a pull) is decoded, handled and its read batch ended here,
+        without the decoder's buffer, the lists of a batch or the partial-frame budget (it
+        leaves no partial frame); anything else takes ``_received``."""
+        if self.closed:
             return False
+        try:
+            data = self._sock.recv(READ_CHUNK)
+        except BlockingIOError:
+            return self._keep_reading()
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
+            return False
+        if not data:
+            self._mark_closed("peer closed the connection")
+            return False
+        frame = self._decoder.whole_frame(data)
+        if frame is None:
+            if self._received(data) is None:
+                return False
+            return self._keep_reading()
+        self._ios += 1
+        self._in_read_batch = True
+        try:
+            command = decode_command(frame)
+        except RemoteProtocolError as exc:
+            self._end_read(str(exc), data)
+            return False
+        except BaseException:
+            self._end_read(None, data)
+            raise
+        try:
+            if command.flag & RPC_RESPONSE:
+                self._on_command(command)
+            else:
+                self._dispatch(command)
+        finally:
+            self._in_read_batch = False
+            if not self.closed:
+                self._writes.flush()
         return self._keep_reading()
 
     def stage_read(self) -> list[RemotingCommand] | bool:

@@ -79,3 +79,35 @@ def test_frames_are_frame_tuples() -> None:
     first, second = decoder.frames()
     assert type(first) is frame_module.Frame
     assert (first.serialize_type, first.header, first.body) == (0, b"{}", b"body") == second
+
+
+@given(
+    data=streams,
+    held=st.binary(max_size=6),
+    max_frame=st.sampled_from([16 * 1024 * 1024, 64, 4]),
+)
+@example(data=encode_frame(1, b"h" * 3, b"b" * 5), held=b"", max_frame=16 * 1024 * 1024)
+@example(data=encode_frame(0, b"h" * 70, b""), held=b"", max_frame=64)
+def test_a_read_of_one_whole_frame_is_that_frame_and_nothing_else_is(
+    data: bytes, held: bytes, max_frame: int
+) -> None:
+    """``whole_frame`` (a lone request's read) gives a frame only where the decoder would
+    have split exactly that one frame out of the read, leaving nothing held; else None, the
+    decoder untouched."""
+    decoder = FrameDecoder(max_frame)
+    decoder.receive_data(held)
+    reference: list[Any] = []
+    if held:
+        assert decoder.whole_frame(data) is None
+        return
+    got = decoder.whole_frame(data)
+    assert decoder.buffered_bytes == 0
+    decoder.receive_data(data)
+    try:
+        decoder.take_frames(reference)
+    except RemoteProtocolError:
+        reference = []
+    if len(reference) == 1 and decoder.buffered_bytes == 0:
+        assert got is not None and tuple(got) == tuple(reference[0])
+    else:
+        assert got is None
