@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.command import RPC_RESPONSE, RemotingCommand, decode_command
+from remoting.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand, decode_command
 from remoting.errors import RemoteProtocolError
 from remoting.frame import Frame, FrameDecoder
 from remoting.memory import trim
@@ -126,7 +126,11 @@ class ReadBatches:
             return False
         if not data:
             return self._keep_reading()
-        commands, problem = self._take_commands(data)
+        frame = self._decoder.whole_frame(data)
+        if frame is None:
+            commands, problem = self._take_commands(data)
+        else:
+            commands, problem = self._take_lone(frame, data)
         if problem is None and commands and self.group_handler and self.request_handler:
             for command in commands:
                 if command.is_response:
@@ -148,7 +152,13 @@ class ReadBatches:
             reading = self._handle_read(requests, None, b"")
         else:
             try:
-                self._answer_group(requests, results)
+                # A lone request's reply frame, encoded by the round's handler (a plain send):
+                # what _answer_group and send_many_nowait would queue, without their lists.
+                if len(results) == 1 and type(results[0]) is bytes and not self.closed:
+                    if not requests[0].flag & RPC_ONEWAY:
+                        self._writes.queue(results)  # type: ignore[arg-type]
+                else:
+                    self._answer_group(requests, results)
             finally:
                 reading = self._end_read(None, b"")
         if reading is None:
@@ -228,6 +238,19 @@ class ReadBatches:
             self._end_read(None, data)
             raise
         return commands, None
+
+    def _take_lone(self, frame: Frame, data: bytes) -> tuple[list[RemotingCommand], str | None]:
+        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_frame``):
+        nothing was buffered, and nothing is left to report to the budget."""
+        self._ios += 1
+        self._in_read_batch = True
+        try:
+            return [decode_command(frame)], None
+        except RemoteProtocolError as exc:
+            return [], str(exc)
+        except BaseException:
+            self._end_read(None, data)
+            raise
 
     def _handle_read(
         self, commands: list[RemotingCommand], problem: str | None, data: bytes
