@@ -26,6 +26,7 @@ NAMES = (
     "plain_command",
     "json_frame_head",
     "split_frames",
+    "whole_frame",
     "plain_send_rows",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition

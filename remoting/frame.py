@@ -71,16 +71,9 @@ class FrameDecoder:
         """``data`` as a frame when nothing is buffered and it is exactly one complete frame
         that parses (a lone request's read): nothing is buffered for it. None: anything else,
         for ``receive_data`` and ``take_frames`` to judge, the decoder untouched."""
-        size = len(data)
-        if size < 8 or self._pos < len(self._buffer):
+        if self._pos < len(self._buffer):
             return None
-        length, mark = PREFIX.unpack_from(data)
-        header_end = 8 + (mark & _HEADER_LENGTH_MASK)
-        if length + 4 != size or header_end > size or mark >> 24 > 1:
-            return None
-        if length > self._max_frame_bytes:
-            return None
-        return Frame(mark >> 24, data[8:header_end], data[header_end:])
+        return _whole_frame(Frame, data, self._max_frame_bytes)
 
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
@@ -137,7 +130,23 @@ class FrameDecoder:
             out.append(frame)
 
 
+def whole_frame_reference(
+    frame_type: type[Frame], data: bytes, max_frame_bytes: int
+) -> Frame | None:
+    """``FrameDecoder.whole_frame``'s judgement of the read itself (remoting/native/codec/
+    frames.c has its twin): a frame only where ``take_frames`` would cut exactly that one."""
+    size = len(data)
+    if size < 8:
+        return None
+    length, mark = PREFIX.unpack_from(data)
+    header_end = 8 + (mark & _HEADER_LENGTH_MASK)
+    if length + 4 != size or length > max_frame_bytes or header_end > size or mark >> 24 > 1:
+        return None
+    return frame_type(mark >> 24, data[8:header_end], data[header_end:])
+
+
 _split_frames = None if native is None else native.split_frames
+_whole_frame = whole_frame_reference if native is None else native.whole_frame
 
 
 def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:

@@ -111,3 +111,35 @@ def test_a_read_of_one_whole_frame_is_that_frame_and_nothing_else_is(
         assert got is not None and tuple(got) == tuple(reference[0])
     else:
         assert got is None
+
+
+@needs_codec
+@given(
+    data=st.one_of(streams, good, bad),
+    max_frame=st.sampled_from([16 * 1024 * 1024, 64, 4, 0]),
+)
+@example(data=struct.pack(">iI", 4, 0), max_frame=4)
+@example(data=struct.pack(">iI", -8, 0), max_frame=16)
+@example(data=struct.pack(">iI", 8, 0x01000004) + b"hhhh", max_frame=16)
+def test_the_c_whole_frame_is_the_pythons(data: bytes, max_frame: int) -> None:
+    """remoting/native/codec/frames.c's whole_frame against its reference on any read."""
+    native = frame_module.native
+    assert native is not None
+    want = frame_module.whole_frame_reference(frame_module.Frame, data, max_frame)
+    got = native.whole_frame(frame_module.Frame, data, max_frame)
+    assert (None if got is None else tuple(got)) == (None if want is None else tuple(want))
+    assert got is None or type(got) is frame_module.Frame
+
+
+@needs_codec
+def test_the_c_whole_frame_refuses_what_is_not_bytes() -> None:
+    native = frame_module.native
+    assert native is not None
+    frame = encode_frame(0, b"h", b"b")
+    for args in [
+        (frame_module.Frame, bytearray(frame), 64),
+        (dict, frame, 64),
+        (frame_module.Frame, frame),
+    ]:
+        with pytest.raises(TypeError):
+            native.whole_frame(*args)
