@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand, decode_command
+from remoting.command import (
+    RPC_ONEWAY,
+    RPC_RESPONSE,
+    EncodedReply,
+    RemotingCommand,
+    decode_command,
+    encode_command,
+)
 from remoting.errors import RemoteProtocolError
 from remoting.frame import Frame, FrameDecoder
 from remoting.memory import trim
@@ -64,7 +71,9 @@ class ReadBatches:
         def close_soon(self, reason: str) -> None: ...
         def warn_peer(self, message: str, *args: Any) -> None: ...
         def _on_command(self, command: RemotingCommand) -> None: ...
-        def _dispatch(self, request: RemotingCommand) -> None: ...
+        def _complete(self, request: RemotingCommand, result: Any) -> None: ...
+        def _failure_response(self, request: RemotingCommand, exc: Exception) -> Any: ...
+        def send_nowait(self, command: Any) -> None: ...
         def _on_commands(self, commands: list[RemotingCommand]) -> None: ...
         def _answer_group(self, requests: list[RemotingCommand], results: list[Any]) -> None: ...
 
@@ -93,6 +102,12 @@ class ReadBatches:
             if self._received(data) is None:
                 return False
             return self._keep_reading()
+        return self._answer_lone(frame, data)
+
+    def _answer_lone(self, frame: Frame, data: bytes) -> bool:
+        """A read of one whole frame, straight through: decode it, run its handler, queue the
+        reply (``_dispatch`` and ``send_nowait``, inline), end the read batch. ``on_readable``'s
+        answer."""
         self._ios += 1
         self._in_read_batch = True
         try:
@@ -103,16 +118,34 @@ class ReadBatches:
         except BaseException:
             self._end_read(None, data)
             raise
+        handler = self.request_handler
         try:
-            if command.flag & RPC_RESPONSE:
+            if command.flag & RPC_RESPONSE or handler is None:
                 self._on_command(command)
             else:
-                self._dispatch(command)
+                try:
+                    result = handler(self, command)
+                except Exception as exc:
+                    result = self._failure_response(command, exc)
+                kind = type(result)
+                if kind is RemotingCommand or kind is EncodedReply:  # ready at once
+                    if command.flag & RPC_ONEWAY:
+                        pass
+                    elif self.closed:
+                        self.send_nowait(result)  # dropped, as send_nowait logs it
+                    else:
+                        self._writes.queue(
+                            encode_command(result) if kind is RemotingCommand else result.buffers  # type: ignore[union-attr]
+                        )
+                else:
+                    self._complete(command, result)
         finally:
             self._in_read_batch = False
             if not self.closed:
                 self._writes.flush()
-        return self._keep_reading()
+        if self._in_flight.full or not self._writes.drained.is_set():
+            return self._keep_reading()
+        return True
 
     def stage_read(self) -> list[RemotingCommand] | bool:
         """``on_readable`` for a selector round of several connections: when the read holds
