@@ -68,10 +68,11 @@ class FrameDecoder:
         self._buffer, self._pos = b"", 0
 
     def whole_frame(self, data: bytes) -> Frame | None:
-        """``data`` as a frame when nothing is buffered and it is exactly one complete frame
-        that parses (a lone request's read): nothing is buffered for it. None: anything else,
-        for ``receive_data`` and ``take_frames`` to judge, the decoder untouched."""
-        if self._pos < len(self._buffer):
+        """``data`` as a frame when the decoder holds no buffer (``take_frames`` drops one it
+        has used up) and it is exactly one complete frame that parses (a lone request's
+        read): nothing is buffered for it. None: anything else, for ``receive_data`` and
+        ``take_frames`` to judge, the decoder untouched."""
+        if self._buffer:
             return None
         return _whole_frame(Frame, data, self._max_frame_bytes)
 
@@ -128,6 +129,10 @@ class FrameDecoder:
             out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
+        if self._pos >= len(self._buffer):
+            # Nothing held: the read (or a big frame's bytearray) goes now, not at the next
+            # read, which may be a lone frame that never touches the buffer (whole_frame).
+            self._buffer, self._pos = b"", 0
 
 
 def whole_frame_reference(

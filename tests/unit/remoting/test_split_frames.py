@@ -6,6 +6,7 @@ held)."""
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -143,3 +144,26 @@ def test_the_c_whole_frame_refuses_what_is_not_bytes() -> None:
     ]:
         with pytest.raises(TypeError):
             native.whole_frame(*args)
+
+
+def test_a_big_frame_is_not_held_once_split_while_lone_frames_follow() -> None:
+    """A 4 MiB frame arrives in 64 KiB reads (held in a growing bytearray), then only lone
+    frames, which never touch the buffer: the big frame's memory goes when it is split, not
+    whenever a read next needs the buffer."""
+    small = encode_frame(0, b"h" * 40, b"b" * 200)
+    big = encode_frame(0, b"h" * 40, b"b" * (4 << 20))
+    decoder = FrameDecoder()
+    tracemalloc.start()
+    try:
+        out: list[Any] = []
+        for start in range(0, len(big), 64 * 1024):
+            decoder.receive_data(big[start : start + 64 * 1024])
+            decoder.take_frames(out)
+        assert len(out) == 1
+        out.clear()
+        for _ in range(3):
+            assert decoder.whole_frame(small) is not None
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 1 << 20, f"{held} bytes still allocated"
