@@ -26,6 +26,7 @@ NAMES = (
     "plain_command",
     "json_frame_head",
     "split_frames",
+    "whole_frame",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

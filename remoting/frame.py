@@ -67,6 +67,15 @@ class FrameDecoder:
         """Drop what is buffered: the connection is gone, and its partial frame with it."""
         self._buffer, self._pos = b"", 0
 
+    def whole_frame(self, data: bytes) -> Frame | None:
+        """``data`` as a frame when the decoder holds no buffer (``take_frames`` drops one it
+        has used up) and it is exactly one complete frame that parses (a lone request's
+        read): nothing is buffered for it. None: anything else, for ``receive_data`` and
+        ``take_frames`` to judge, the decoder untouched."""
+        if self._buffer:
+            return None
+        return _whole_frame(Frame, data, self._max_frame_bytes)
+
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos
@@ -120,9 +129,29 @@ class FrameDecoder:
             out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
+        if self._pos >= len(self._buffer):
+            # Nothing held: the read (or a big frame's bytearray) goes now, not at the next
+            # read, which may be a lone frame that never touches the buffer (whole_frame).
+            self._buffer, self._pos = b"", 0
+
+
+def whole_frame_reference(
+    frame_type: type[Frame], data: bytes, max_frame_bytes: int
+) -> Frame | None:
+    """``FrameDecoder.whole_frame``'s judgement of the read itself (remoting/native/codec/
+    frames.c has its twin): a frame only where ``take_frames`` would cut exactly that one."""
+    size = len(data)
+    if size < 8:
+        return None
+    length, mark = PREFIX.unpack_from(data)
+    header_end = 8 + (mark & _HEADER_LENGTH_MASK)
+    if length + 4 != size or length > max_frame_bytes or header_end > size or mark >> 24 > 1:
+        return None
+    return frame_type(mark >> 24, data[8:header_end], data[header_end:])
 
 
 _split_frames = None if native is None else native.split_frames
+_whole_frame = whole_frame_reference if native is None else native.whole_frame
 
 
 def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.command import RemotingCommand, decode_command
+from remoting.command import (
+    RPC_ONEWAY,
+    RPC_RESPONSE,
+    EncodedReply,
+    RemotingCommand,
+    decode_command,
+    encode_command,
+)
 from remoting.errors import RemoteProtocolError
 from remoting.frame import Frame, FrameDecoder
 from remoting.memory import trim
@@ -55,6 +62,7 @@ class ReadBatches:
     _budget: PartialFrameBudget | None
     _held: int
     _last_io: float
+    _ios: int
     _in_read_batch: bool
 
     if TYPE_CHECKING:
@@ -63,15 +71,81 @@ class ReadBatches:
         def close_soon(self, reason: str) -> None: ...
         def warn_peer(self, message: str, *args: Any) -> None: ...
         def _on_command(self, command: RemotingCommand) -> None: ...
+        def _complete(self, request: RemotingCommand, result: Any) -> None: ...
+        def _failure_response(self, request: RemotingCommand, exc: Exception) -> Any: ...
+        def send_nowait(self, command: Any) -> None: ...
         def _on_commands(self, commands: list[RemotingCommand]) -> None: ...
         def _answer_group(self, requests: list[RemotingCommand], results: list[Any]) -> None: ...
 
     def on_readable(self) -> bool:
         """The selector found the socket readable. False: take it out of the selector (the
-        connection is finished, or reading pauses until its queued replies drain)."""
-        if self.closed or self._read_once() is None:
+        connection is finished, or reading pauses until its queued replies drain).
+
+        A read that is exactly one whole frame with nothing buffered before it (every lone
+        request: a sync send, a pull) is decoded, handled and its read batch ended here,
+        without the decoder's buffer, the lists of a batch or the partial-frame budget (it
+        leaves no partial frame); anything else takes ``_received``."""
+        if self.closed:
             return False
-        return self._keep_reading()
+        try:
+            data = self._sock.recv(READ_CHUNK)
+        except BlockingIOError:
+            return self._keep_reading()
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
+            return False
+        if not data:
+            self._mark_closed("peer closed the connection")
+            return False
+        frame = self._decoder.whole_frame(data)
+        if frame is None:
+            if self._received(data) is None:
+                return False
+            return self._keep_reading()
+        return self._answer_lone(frame, data)
+
+    def _answer_lone(self, frame: Frame, data: bytes) -> bool:
+        """A read of one whole frame, straight through: decode it, run its handler, queue the
+        reply (``_dispatch`` and ``send_nowait``, inline), end the read batch. ``on_readable``'s
+        answer."""
+        self._ios += 1
+        self._in_read_batch = True
+        try:
+            command = decode_command(frame)
+        except RemoteProtocolError as exc:
+            self._end_read(str(exc), data)
+            return False
+        except BaseException:
+            self._end_read(None, data)
+            raise
+        handler = self.request_handler
+        try:
+            if command.flag & RPC_RESPONSE or handler is None:
+                self._on_command(command)
+            else:
+                try:
+                    result = handler(self, command)
+                except Exception as exc:
+                    result = self._failure_response(command, exc)
+                kind = type(result)
+                if kind is RemotingCommand or kind is EncodedReply:  # ready at once
+                    if command.flag & RPC_ONEWAY:
+                        pass
+                    elif self.closed:
+                        self.send_nowait(result)  # dropped, as send_nowait logs it
+                    else:
+                        self._writes.queue(
+                            encode_command(result) if kind is RemotingCommand else result.buffers  # type: ignore[union-attr]
+                        )
+                else:
+                    self._complete(command, result)
+        finally:
+            self._in_read_batch = False
+            if not self.closed:
+                self._writes.flush()
+        if self._in_flight.full or not self._writes.drained.is_set():
+            return self._keep_reading()
+        return True
 
     def stage_read(self) -> list[RemotingCommand] | bool:
         """``on_readable`` for a selector round of several connections: when the read holds
@@ -85,7 +159,11 @@ class ReadBatches:
             return False
         if not data:
             return self._keep_reading()
-        commands, problem = self._take_commands(data)
+        frame = self._decoder.whole_frame(data)
+        if frame is None:
+            commands, problem = self._take_commands(data)
+        else:
+            commands, problem = self._take_lone(frame, data)
         if problem is None and commands and self.group_handler and self.request_handler:
             for command in commands:
                 if command.is_response:
@@ -107,7 +185,13 @@ class ReadBatches:
             reading = self._handle_read(requests, None, b"")
         else:
             try:
-                self._answer_group(requests, results)
+                # A lone request's reply frame, encoded by the round's handler (a plain send):
+                # what _answer_group and send_many_nowait would queue, without their lists.
+                if len(results) == 1 and type(results[0]) is bytes and not self.closed:
+                    if not requests[0].flag & RPC_ONEWAY:
+                        self._writes.queue(results)  # type: ignore[arg-type]
+                else:
+                    self._answer_group(requests, results)
             finally:
                 reading = self._end_read(None, b"")
         if reading is None:
@@ -187,6 +271,19 @@ class ReadBatches:
             self._end_read(None, data)
             raise
         return commands, None
+
+    def _take_lone(self, frame: Frame, data: bytes) -> tuple[list[RemotingCommand], str | None]:
+        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_frame``):
+        nothing was buffered, and nothing is left to report to the budget."""
+        self._ios += 1
+        self._in_read_batch = True
+        try:
+            return [decode_command(frame)], None
+        except RemoteProtocolError as exc:
+            return [], str(exc)
+        except BaseException:
+            self._end_read(None, data)
+            raise
 
     def _handle_read(
         self, commands: list[RemotingCommand], problem: str | None, data: bytes

@@ -173,8 +173,15 @@ class ReadSelector:
         connections = self._connections
         for fd, _ in events:
             connection = connections.get(fd)
-            if connection is not None:
-                self._read(connection)
+            if connection is None:
+                continue
+            try:  # a call per read less than a method of its own (a lone request's path)
+                reading = connection.on_readable()
+            except Exception:
+                self._failed(connection)
+                reading = False
+            if not reading:
+                self.remove(connection)
 
     def _read_round(self, events: list[tuple[int, int]]) -> None:
         """Read every ready connection, then hand the requests they staged to the round
@@ -220,15 +227,6 @@ class ReadSelector:
     ) -> None:
         try:
             reading = connection.finish_staged(requests, results)
-        except Exception:
-            self._failed(connection)
-            reading = False
-        if not reading:
-            self.remove(connection)
-
-    def _read(self, connection: Connection) -> None:
-        try:
-            reading = connection.on_readable()
         except Exception:
             self._failed(connection)
             reading = False

@@ -32,7 +32,7 @@ import trio
 from remoting.native_loader import load
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 ABI_VERSION = 1
 SWITCH = "ROCKETMQ_TRIO_NO_SENDER"
@@ -65,6 +65,9 @@ class OutboundSender:
         self._native = native.Sender()
         self._watching: dict[int, DrainListener] = {}
         self.add = self._native.add
+        # send(handle, buffers) -> the bytes the connection has queued now; OSError once a
+        # write of it failed. Bound straight to the native call: it runs for every reply.
+        self.send: Callable[[int, Sequence[Any]], int] = self._native.send
         self.pending = self._native.pending
         self.write_now = self._native.write_now
         self.kick = self._native.kick
@@ -72,11 +75,6 @@ class OutboundSender:
     @staticmethod
     def available() -> bool:
         return native_sender() is not None
-
-    def send(self, handle: int, buffers: Sequence[Any]) -> int:
-        """Queue ``buffers`` for the connection; the bytes it has queued now. OSError once a
-        write of it failed."""
-        return self._native.send(handle, buffers)
 
     def watch(self, handle: int, level: int, listener: DrainListener) -> bool:
         """Call ``listener.on_drained()`` once the connection's queued bytes are <= ``level``

@@ -18,6 +18,7 @@ PyObject *string_to_properties(PyObject *self, PyObject *text);
 PyObject *plain_command(PyObject *self, PyObject *data);
 PyObject *json_frame_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *split_frames(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *whole_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *decode_plain_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* An ASCII [+-]digits str within [low, high] into *out: 1, else 0 (send_header.c). */

@@ -252,6 +252,54 @@ async def test_requests_of_connections_ready_in_one_round_go_to_the_group_proces
         assert mine == [r.ext("v", "") for r in sent[index] if "secret" not in r.ext("v", "")]
 
 
+def _echo_v(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+    return request.make_response(ext_fields={"v": request.ext("v", "")})
+
+
+@pytest.mark.parametrize(
+    "native_sender", [False, pytest.param(True, marks=needs_sender)], ids=["loop", "thread"]
+)
+async def test_lone_requests_of_a_round_get_the_reply_frames_their_group_encoded(
+    nursery: trio.Nursery, native_sender: bool
+) -> None:
+    """Sync senders on many connections: each ready connection brought one request, and the
+    group processor answered with reply frames it encoded itself (bytes, as the broker's plain
+    sends do). Each connection gets its own frame; a oneway request gets none."""
+    rounds: list[int] = []
+
+    def group(
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | bytes | Exception]:
+        rounds.append(len(requests))
+        return [encode_command_bytes(_echo_v(connection, r)) for r in requests]
+
+    server = RemotingServer("127.0.0.1", 0, read_selector=True, native_sender=native_sender)
+    server.register(GROUPED, _echo_v)
+    server.register_group(GROUPED, group)
+    port = await nursery.start(server.run)
+    socks = await _ready_clients(port, 4)
+    rounds.clear()
+    try:
+        for step in range(8):
+            sent = []
+            for index, sock in enumerate(socks):
+                oneway = index == 3 and step % 2 == 0
+                request = RemotingCommand.request(GROUPED, {"v": f"c{index}-{step}"}, oneway=oneway)
+                sock.sendall(encode_command_bytes(request))
+                sent.append(None if oneway else request)
+            for sock, request in zip(socks, sent, strict=True):
+                if request is None:
+                    continue
+                (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+                assert (answer.opaque, answer.ext("v", "")) == (request.opaque, request.ext("v"))
+    finally:
+        for sock in socks:
+            sock.close()
+    assert any(size > 1 for size in rounds), rounds  # some rounds held several connections
+
+
 @pytest.mark.parametrize(
     "native_sender", [False, pytest.param(True, marks=needs_sender)], ids=["loop", "thread"]
 )
