@@ -8,15 +8,24 @@ never asserted; docs/scaling.md records what it gave."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import statistics
+import struct
 import sys
 import tempfile
 from pathlib import Path
 
 from bench import loadgen
-from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
+from bench.bench_broker import QUEUES, Broker, frame, pull_frame, send_frame
+from remoting.body import ConsumerData, HeartbeatData, SubscriptionData
+from remoting.codes import RequestCode
+from remoting.command import RemotingCommand
+from remoting.headers import PullMessageRequestHeader, UpdateConsumerOffsetRequestHeader
+from remoting.java_hash import tags_code
+from remoting.serde import encode_body, encode_header_fields
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
@@ -35,6 +44,91 @@ def tree_broker(tree: Path, root: Path, port: int) -> Broker:
     return broker
 
 
+# A push consumer's pulls (Java's DefaultMQPushConsumerImpl.pullMessage): FLAG_COMMIT_OFFSET once
+# it has an offset in memory, FLAG_SUSPEND always, FLAG_SUBSCRIPTION only with
+# postSubscriptionWhenPull (false by default in Java; the broker then takes the subscription
+# its heartbeat registered); suspendTimeoutMillis 15000, the subscription's subVersion.
+CONSUMER_GROUP = "BenchConsumer"
+SUB_VERSION = 1700000000000
+COMMIT, SUSPEND, SUBSCRIPTION = 0x1, 0x2, 0x4
+
+
+def consume_frame(queue_id: int, commit_offset: int, *, posted: bool) -> bytes:
+    """A push consumer's PULL_MESSAGE of 32 from PullTopic's ``queue_id`` (its first 32, found
+    every time: it never suspends), committing ``commit_offset``; ``posted``: the
+    subscription sent with it (FLAG_SUBSCRIPTION, as the C++ and Go clients' option)."""
+    header = PullMessageRequestHeader(
+        consumer_group=CONSUMER_GROUP,
+        topic="PullTopic",
+        queue_id=queue_id,
+        queue_offset=0,
+        max_msg_nums=32,
+        sys_flag=COMMIT | SUSPEND | (SUBSCRIPTION if posted else 0),
+        commit_offset=commit_offset,
+        suspend_timeout_millis=15000,
+        sub_version=SUB_VERSION,
+        subscription="TagA" if posted else None,
+        expression_type="TAG",
+    )
+    return frame(RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header)))
+
+
+def offset_frame(queue_id: int, commit_offset: int) -> bytes:
+    """UPDATE_CONSUMER_OFFSET as a consumer's offset store persists (answered: the load
+    generator waits for every reply; Java's periodic persist sends it oneway)."""
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=CONSUMER_GROUP,
+        topic="PullTopic",
+        queue_id=queue_id,
+        commit_offset=commit_offset,
+    )
+    code = RequestCode.UPDATE_CONSUMER_OFFSET
+    return frame(RemotingCommand.request(code, encode_header_fields(header)))
+
+
+def consumer_heartbeat(broker: Broker) -> socket.socket:
+    """Registers the consumer group's subscription (PullTopic, tag TagA) on a connection kept
+    open for the run: the group's consumer data lives while one of its channels does."""
+    data = HeartbeatData(
+        client_id="127.0.0.1@bench",
+        consumer_data_set=[
+            ConsumerData(
+                group_name=CONSUMER_GROUP,
+                subscription_data_set=[
+                    SubscriptionData(
+                        topic="PullTopic",
+                        sub_string="TagA",
+                        tags_set={"TagA"},
+                        code_set={tags_code("TagA")},
+                        sub_version=SUB_VERSION,
+                    )
+                ],
+            )
+        ],
+    )
+    sock = socket.create_connection(broker.addr)
+    sock.sendall(frame(RemotingCommand.request(RequestCode.HEART_BEAT, {}, encode_body(data))))
+    while True:  # the broker may ask first (NOTIFY_CONSUMER_IDS_CHANGED, a request: flag 0)
+        (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
+        data = _recv_exactly(sock, length)
+        header = json.loads(data[4 : 4 + (int.from_bytes(data[:4], "big") & 0xFFFFFF)])
+        if header.get("flag", 0) & 1:
+            break
+    if header["code"] != 0:
+        raise SystemExit(f"the consumer's heartbeat was refused ({header})")
+    return sock
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise SystemExit("the broker closed the consumer's heartbeat connection")
+        data += chunk
+    return data
+
+
 def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
     """name -> (frames per connection, messages per request, requests in flight)."""
     return {
@@ -48,6 +142,18 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
         "batch32": ([[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]], 32, 1),
         "batch32x8": ([[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32, 1),
         "pull32": ([[pull_frame("PullTopic", q, 0) for q in range(QUEUES)]], 32, 1),
+        # commitOffset moves on between the pulls of a queue, as a consumer's does
+        "consume32": (
+            [[consume_frame(q, 1 + k, posted=False) for k in range(4) for q in range(QUEUES)]],
+            32,
+            1,
+        ),
+        "consume32s": (
+            [[consume_frame(q, 1 + k, posted=True) for k in range(4) for q in range(QUEUES)]],
+            32,
+            1,
+        ),
+        "offsets": ([[offset_frame(q, 1 + k) for k in range(4) for q in range(QUEUES)]], 1, 1),
         "pull32mixed": ([[pull_frame("MixedTopic", q, 0) for q in range(QUEUES)]], 32, 1),
         "pull32x4": (
             [
@@ -88,12 +194,14 @@ def main(argv: list[str]) -> None:
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     brokers: dict[str, Broker] = {}
+    held: list[socket.socket] = []
     try:
         brokers["this"] = tree_broker(HERE, root, PORT)
         brokers["other"] = tree_broker(other, root, PORT + 10)
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
             fill_pull_topic(broker)
+            held.append(consumer_heartbeat(broker))
         print(f"this tree {HERE}, other {other}; {SLICES} slices of {SLICE_S} s each", flush=True)
         for name in wanted:
             frames, per, window = shapes()[name]
@@ -111,6 +219,8 @@ def main(argv: list[str]) -> None:
                 flush=True,
             )
     finally:
+        for sock in held:
+            sock.close()
         for broker in brokers.values():
             broker.stop()
         shutil.rmtree(root, ignore_errors=True)
