@@ -8,24 +8,24 @@ never asserted; docs/scaling.md records what it gave."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import statistics
-import struct
 import sys
 import tempfile
 from pathlib import Path
 
 from bench import loadgen
-from bench.bench_broker import QUEUES, Broker, frame, pull_frame, send_frame
-from remoting.body import ConsumerData, HeartbeatData, SubscriptionData
-from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
-from remoting.headers import PullMessageRequestHeader, UpdateConsumerOffsetRequestHeader
-from remoting.java_hash import tags_code
-from remoting.serde import encode_body, encode_header_fields
+from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
+from bench.consumer_frames import (
+    LIVE_MESSAGES,
+    consume_frame,
+    consumer_heartbeat,
+    create_live_topic,
+    live_consume,
+    offset_frame,
+)
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
@@ -33,6 +33,7 @@ SLICES = int(os.environ.get("BENCH_SLICES", "8"))
 # machine give each run its own.
 PORT = int(os.environ.get("BENCH_AB_PORT", "32471"))
 HERE = Path(__file__).resolve().parent.parent
+LIVE_STORED: dict[tuple[str, int], int] = {}  # per broker: messages in the live queue
 
 
 def tree_broker(tree: Path, root: Path, port: int) -> Broker:
@@ -42,91 +43,6 @@ def tree_broker(tree: Path, root: Path, port: int) -> Broker:
     if broker.proc.poll() is not None:
         raise SystemExit(f"the broker of {tree} on port {port} did not start")
     return broker
-
-
-# A push consumer's pulls (Java's DefaultMQPushConsumerImpl.pullMessage): FLAG_COMMIT_OFFSET once
-# it has an offset in memory, FLAG_SUSPEND always, FLAG_SUBSCRIPTION only with
-# postSubscriptionWhenPull (false by default in Java; the broker then takes the subscription
-# its heartbeat registered); suspendTimeoutMillis 15000, the subscription's subVersion.
-CONSUMER_GROUP = "BenchConsumer"
-SUB_VERSION = 1700000000000
-COMMIT, SUSPEND, SUBSCRIPTION = 0x1, 0x2, 0x4
-
-
-def consume_frame(queue_id: int, commit_offset: int, *, posted: bool) -> bytes:
-    """A push consumer's PULL_MESSAGE of 32 from PullTopic's ``queue_id`` (its first 32, found
-    every time: it never suspends), committing ``commit_offset``; ``posted``: the
-    subscription sent with it (FLAG_SUBSCRIPTION, as the C++ and Go clients' option)."""
-    header = PullMessageRequestHeader(
-        consumer_group=CONSUMER_GROUP,
-        topic="PullTopic",
-        queue_id=queue_id,
-        queue_offset=0,
-        max_msg_nums=32,
-        sys_flag=COMMIT | SUSPEND | (SUBSCRIPTION if posted else 0),
-        commit_offset=commit_offset,
-        suspend_timeout_millis=15000,
-        sub_version=SUB_VERSION,
-        subscription="TagA" if posted else None,
-        expression_type="TAG",
-    )
-    return frame(RemotingCommand.request(RequestCode.PULL_MESSAGE, encode_header_fields(header)))
-
-
-def offset_frame(queue_id: int, commit_offset: int) -> bytes:
-    """UPDATE_CONSUMER_OFFSET as a consumer's offset store persists (answered: the load
-    generator waits for every reply; Java's periodic persist sends it oneway)."""
-    header = UpdateConsumerOffsetRequestHeader(
-        consumer_group=CONSUMER_GROUP,
-        topic="PullTopic",
-        queue_id=queue_id,
-        commit_offset=commit_offset,
-    )
-    code = RequestCode.UPDATE_CONSUMER_OFFSET
-    return frame(RemotingCommand.request(code, encode_header_fields(header)))
-
-
-def consumer_heartbeat(broker: Broker) -> socket.socket:
-    """Registers the consumer group's subscription (PullTopic, tag TagA) on a connection kept
-    open for the run: the group's consumer data lives while one of its channels does."""
-    data = HeartbeatData(
-        client_id="127.0.0.1@bench",
-        consumer_data_set=[
-            ConsumerData(
-                group_name=CONSUMER_GROUP,
-                subscription_data_set=[
-                    SubscriptionData(
-                        topic="PullTopic",
-                        sub_string="TagA",
-                        tags_set={"TagA"},
-                        code_set={tags_code("TagA")},
-                        sub_version=SUB_VERSION,
-                    )
-                ],
-            )
-        ],
-    )
-    sock = socket.create_connection(broker.addr)
-    sock.sendall(frame(RemotingCommand.request(RequestCode.HEART_BEAT, {}, encode_body(data))))
-    while True:  # the broker may ask first (NOTIFY_CONSUMER_IDS_CHANGED, a request: flag 0)
-        (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
-        data = _recv_exactly(sock, length)
-        header = json.loads(data[4 : 4 + (int.from_bytes(data[:4], "big") & 0xFFFFFF)])
-        if header.get("flag", 0) & 1:
-            break
-    if header["code"] != 0:
-        raise SystemExit(f"the consumer's heartbeat was refused ({header})")
-    return sock
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise SystemExit("the broker closed the consumer's heartbeat connection")
-        data += chunk
-    return data
 
 
 def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
@@ -154,6 +70,9 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
             1,
         ),
         "offsets": ([[offset_frame(q, 1 + k) for k in range(4) for q in range(QUEUES)]], 1, 1),
+        # sync sends to one queue while a push consumer, caught up, long-polls it (per 0:
+        # bench.consumer_frames.live_consume runs it)
+        "live": ([], 0, 1),
         "pull32mixed": ([[pull_frame("MixedTopic", q, 0) for q in range(QUEUES)]], 32, 1),
         "pull32x4": (
             [
@@ -168,6 +87,11 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
 
 def one_slice(broker: Broker, frames: list[list[bytes]], per: int, window: int) -> tuple:
     cpu0 = broker.cpu_s()
+    if per == 0:  # the live consume: CPU per message sent and consumed
+        start = LIVE_STORED[broker.addr]
+        LIVE_STORED[broker.addr] = start + LIVE_MESSAGES
+        consumed, wall = live_consume(broker, start)
+        return (broker.cpu_s() - cpu0) / max(consumed, 1) * 1e6, consumed / wall
     results = loadgen.run(broker.addr, frames, duration_s=SLICE_S, window=window)
     cpu = broker.cpu_s() - cpu0
     messages = sum(r.requests - r.errors for r in results) * per
@@ -202,6 +126,7 @@ def main(argv: list[str]) -> None:
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
             fill_pull_topic(broker)
             held.append(consumer_heartbeat(broker))
+            LIVE_STORED[broker.addr] = create_live_topic(broker)
         print(f"this tree {HERE}, other {other}; {SLICES} slices of {SLICE_S} s each", flush=True)
         for name in wanted:
             frames, per, window = shapes()[name]
@@ -213,7 +138,7 @@ def main(argv: list[str]) -> None:
             ratios = [a[0] / b[0] for a, b in zip(got["this"], got["other"], strict=True)]
             med = {k: [statistics.median(x[i] for x in v) for i in (0, 1)] for k, v in got.items()}
             print(
-                f"{name:<10} server us/msg this {med['this'][0]:6.1f} other {med['other'][0]:6.1f}"
+                f"{name:<10} server us/msg this {med['this'][0]:6.2f} other {med['other'][0]:6.2f}"
                 f"  ratio {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
                 f"  msg/s this {med['this'][1]:9,.0f} other {med['other'][1]:9,.0f}",
                 flush=True,
