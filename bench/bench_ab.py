@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
@@ -20,8 +19,8 @@ from bench import loadgen
 from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
 from bench.consumer_frames import (
     LIVE_MESSAGES,
+    HeldConsumer,
     consume_frame,
-    consumer_heartbeat,
     create_live_topic,
     live_consume,
     offset_frame,
@@ -118,14 +117,14 @@ def main(argv: list[str]) -> None:
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     brokers: dict[str, Broker] = {}
-    held: list[socket.socket] = []
+    held: list[HeldConsumer] = []
     try:
         brokers["this"] = tree_broker(HERE, root, PORT)
         brokers["other"] = tree_broker(other, root, PORT + 10)
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
             fill_pull_topic(broker)
-            held.append(consumer_heartbeat(broker))
+            held.append(HeldConsumer(broker))
             LIVE_STORED[broker.addr] = create_live_topic(broker)
         print(f"this tree {HERE}, other {other}; {SLICES} slices of {SLICE_S} s each", flush=True)
         for name in wanted:
@@ -144,8 +143,8 @@ def main(argv: list[str]) -> None:
                 flush=True,
             )
     finally:
-        for sock in held:
-            sock.close()
+        for consumer in held:
+            consumer.close()
         for broker in brokers.values():
             broker.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -13,7 +13,7 @@ from typing import Any
 from bench import loadgen
 from bench.bench_broker import Broker, frame, send_frame
 from remoting.body import ConsumerData, HeartbeatData, SubscriptionData
-from remoting.codes import RequestCode
+from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
 from remoting.headers import PullMessageRequestHeader, UpdateConsumerOffsetRequestHeader
 from remoting.java_hash import tags_code
@@ -68,38 +68,56 @@ def offset_frame(queue_id: int, commit_offset: int) -> bytes:
     return frame(RemotingCommand.request(code, encode_header_fields(header)))
 
 
-def consumer_heartbeat(broker: Broker) -> socket.socket:
-    """Registers the consumer group's subscription (PullTopic, tag TagA) on a connection kept
-    open for the run: the group's consumer data lives while one of its channels does."""
-    data = HeartbeatData(
-        client_id="127.0.0.1@bench",
-        consumer_data_set=[
-            ConsumerData(
-                group_name=CONSUMER_GROUP,
-                subscription_data_set=[
-                    SubscriptionData(
-                        topic=topic,
-                        sub_string="TagA",
-                        tags_set={"TagA"},
-                        code_set={tags_code("TagA")},
-                        sub_version=SUB_VERSION,
-                    )
-                    for topic in ("PullTopic", LIVE_TOPIC)
-                ],
+HEARTBEAT_S = 20.0  # a broker drops a client not heard from for 120 s (Java's clients: 30 s)
+
+
+class HeldConsumer:
+    """The consumer group's subscription (PullTopic and the live topic, tag TagA) registered by
+    heartbeats on a connection kept open for the run, every ``HEARTBEAT_S`` as a client's: the
+    group's consumer data lives while one of its channels is heard from."""
+
+    def __init__(self, broker: Broker) -> None:
+        sub = [
+            SubscriptionData(
+                topic=topic,
+                sub_string="TagA",
+                tags_set={"TagA"},
+                code_set={tags_code("TagA")},
+                sub_version=SUB_VERSION,
             )
-        ],
-    )
-    sock = socket.create_connection(broker.addr)
-    sock.sendall(frame(RemotingCommand.request(RequestCode.HEART_BEAT, {}, encode_body(data))))
-    while True:  # the broker may ask first (NOTIFY_CONSUMER_IDS_CHANGED, a request: flag 0)
-        (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
-        data = _recv_exactly(sock, length)
-        header = json.loads(data[4 : 4 + (int.from_bytes(data[:4], "big") & 0xFFFFFF)])
-        if header.get("flag", 0) & 1:
-            break
-    if header["code"] != 0:
-        raise SystemExit(f"the consumer's heartbeat was refused ({header})")
-    return sock
+            for topic in ("PullTopic", LIVE_TOPIC)
+        ]
+        data = HeartbeatData(
+            client_id="127.0.0.1@bench",
+            consumer_data_set=[ConsumerData(group_name=CONSUMER_GROUP, subscription_data_set=sub)],
+        )
+        self._heartbeat = encode_body(data)
+        self._sock = socket.create_connection(broker.addr)
+        self._stop = threading.Event()
+        self.beat()
+        self._thread = threading.Thread(target=self._beating, daemon=True)
+        self._thread.start()
+
+    def beat(self) -> None:
+        request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, self._heartbeat)
+        self._sock.sendall(frame(request))
+        while True:  # the broker may ask first (NOTIFY_CONSUMER_IDS_CHANGED, a request: flag 0)
+            (length,) = struct.unpack(">i", _recv_exactly(self._sock, 4))
+            data = _recv_exactly(self._sock, length)
+            header = json.loads(data[4 : 4 + (int.from_bytes(data[:4], "big") & 0xFFFFFF)])
+            if header.get("flag", 0) & 1:
+                break
+        if header["code"] != 0:
+            raise SystemExit(f"the consumer's heartbeat was refused ({header})")
+
+    def _beating(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            self.beat()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sock.close()
 
 
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
@@ -116,6 +134,8 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
 # it as a push consumer does (each pull found nothing suspends until the next arrival wakes it).
 LIVE_TOPIC = "LiveTopic"
 LIVE_MESSAGES = 20_000  # per slice: sent, then all consumed
+# the same offset again: PULL_NOT_FOUND (the suspend timed out), PULL_RETRY_IMMEDIATELY
+_PULL_AGAIN = (int(ResponseCode.PULL_NOT_FOUND), int(ResponseCode.PULL_RETRY_IMMEDIATELY))
 
 
 def create_live_topic(broker: Broker) -> int:
@@ -129,11 +149,14 @@ def live_consume(broker: Broker, start: int) -> tuple[int, float]:
     """``LIVE_MESSAGES`` sent to the live queue (its offsets from ``start``) on one connection
     while a second one consumes them; (messages consumed, wall seconds of the slice)."""
     target = start + LIVE_MESSAGES
-    state = {"offset": start}
+    state = {"offset": start, "refused": 0}
 
     def next_pull(code: int, body: Any) -> bytes | None:
-        if code == 0:  # else PULL_NOT_FOUND after the suspend timeout: the same offset again
+        if code == 0:
             state["offset"] += loadgen.count_records(body)
+        elif code not in _PULL_AGAIN:
+            state["refused"] = code
+            return None
         if state["offset"] >= target:
             return None
         offset = state["offset"]
@@ -151,6 +174,8 @@ def live_consume(broker: Broker, start: int) -> tuple[int, float]:
         broker.addr, [[send_frame(LIVE_TOPIC, 0)]], duration_s=120, max_requests=LIVE_MESSAGES
     )
     consumer.join()
+    if consumed[0].records < LIVE_MESSAGES:
+        raise SystemExit(f"live consume: {consumed[0].records} consumed (a pull got {state})")
     if sent[0].errors or sent[0].requests != LIVE_MESSAGES:
         raise SystemExit(f"live consume: the sends failed ({sent[0]})")
     return consumed[0].records, max(consumed[0].elapsed_s, sent[0].elapsed_s)
