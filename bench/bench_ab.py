@@ -17,6 +17,14 @@ from pathlib import Path
 
 from bench import loadgen
 from bench.bench_broker import QUEUES, Broker, pull_frame, send_frame
+from bench.consumer_frames import (
+    LIVE_MESSAGES,
+    HeldConsumer,
+    consume_frame,
+    create_live_topic,
+    live_consume,
+    offset_frame,
+)
 
 SLICE_S = float(os.environ.get("BENCH_SLICE_SECONDS", "1.5"))
 SLICES = int(os.environ.get("BENCH_SLICES", "8"))
@@ -24,6 +32,7 @@ SLICES = int(os.environ.get("BENCH_SLICES", "8"))
 # machine give each run its own.
 PORT = int(os.environ.get("BENCH_AB_PORT", "32471"))
 HERE = Path(__file__).resolve().parent.parent
+LIVE_STORED: dict[tuple[str, int], int] = {}  # per broker: messages in the live queue
 
 
 def tree_broker(tree: Path, root: Path, port: int) -> Broker:
@@ -48,6 +57,21 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
         "batch32": ([[send_frame("BatchTopic", q, batch=32) for q in range(QUEUES)]], 32, 1),
         "batch32x8": ([[send_frame("BatchTopic", w % QUEUES, batch=32)] for w in range(8)], 32, 1),
         "pull32": ([[pull_frame("PullTopic", q, 0) for q in range(QUEUES)]], 32, 1),
+        # commitOffset moves on between the pulls of a queue, as a consumer's does
+        "consume32": (
+            [[consume_frame(q, 1 + k, posted=False) for k in range(4) for q in range(QUEUES)]],
+            32,
+            1,
+        ),
+        "consume32s": (
+            [[consume_frame(q, 1 + k, posted=True) for k in range(4) for q in range(QUEUES)]],
+            32,
+            1,
+        ),
+        "offsets": ([[offset_frame(q, 1 + k) for k in range(4) for q in range(QUEUES)]], 1, 1),
+        # sync sends to one queue while a push consumer, caught up, long-polls it (per 0:
+        # bench.consumer_frames.live_consume runs it)
+        "live": ([], 0, 1),
         "pull32mixed": ([[pull_frame("MixedTopic", q, 0) for q in range(QUEUES)]], 32, 1),
         "pull32x4": (
             [
@@ -62,6 +86,11 @@ def shapes() -> dict[str, tuple[list[list[bytes]], int, int]]:
 
 def one_slice(broker: Broker, frames: list[list[bytes]], per: int, window: int) -> tuple:
     cpu0 = broker.cpu_s()
+    if per == 0:  # the live consume: CPU per message sent and consumed
+        start = LIVE_STORED[broker.addr]
+        LIVE_STORED[broker.addr] = start + LIVE_MESSAGES
+        consumed, wall = live_consume(broker, start)
+        return (broker.cpu_s() - cpu0) / max(consumed, 1) * 1e6, consumed / wall
     results = loadgen.run(broker.addr, frames, duration_s=SLICE_S, window=window)
     cpu = broker.cpu_s() - cpu0
     messages = sum(r.requests - r.errors for r in results) * per
@@ -88,12 +117,15 @@ def main(argv: list[str]) -> None:
     wanted = argv[1:] or list(shapes())
     root = Path(tempfile.mkdtemp(prefix="bench-ab-"))
     brokers: dict[str, Broker] = {}
+    held: list[HeldConsumer] = []
     try:
         brokers["this"] = tree_broker(HERE, root, PORT)
         brokers["other"] = tree_broker(other, root, PORT + 10)
         for broker in brokers.values():
             loadgen.run(broker.addr, shapes()["sync1"][0], duration_s=1)
             fill_pull_topic(broker)
+            held.append(HeldConsumer(broker))
+            LIVE_STORED[broker.addr] = create_live_topic(broker)
         print(f"this tree {HERE}, other {other}; {SLICES} slices of {SLICE_S} s each", flush=True)
         for name in wanted:
             frames, per, window = shapes()[name]
@@ -105,12 +137,14 @@ def main(argv: list[str]) -> None:
             ratios = [a[0] / b[0] for a, b in zip(got["this"], got["other"], strict=True)]
             med = {k: [statistics.median(x[i] for x in v) for i in (0, 1)] for k, v in got.items()}
             print(
-                f"{name:<10} server us/msg this {med['this'][0]:6.1f} other {med['other'][0]:6.1f}"
+                f"{name:<10} server us/msg this {med['this'][0]:6.2f} other {med['other'][0]:6.2f}"
                 f"  ratio {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
                 f"  msg/s this {med['this'][1]:9,.0f} other {med['other'][1]:9,.0f}",
                 flush=True,
             )
     finally:
+        for consumer in held:
+            consumer.close()
         for broker in brokers.values():
             broker.stop()
         shutil.rmtree(root, ignore_errors=True)

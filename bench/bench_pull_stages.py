@@ -16,10 +16,12 @@ from pathlib import Path
 import trio
 
 from bench.bench_broker import pull_frame
+from bench.consumer_frames import CONSUMER_GROUP, SUB_VERSION, consume_frame
+from broker.client_manager import ClientChannelInfo
 from broker.config import load_broker_config
 from broker.controller import BrokerController
 from broker.store.types import MessageExtBrokerInner
-from remoting.body import TopicConfig
+from remoting.body import ConsumerData, SubscriptionData, TopicConfig
 from remoting.command import RemotingCommand, decode_command, encode_command
 from remoting.frame import FrameDecoder
 
@@ -65,9 +67,31 @@ def controller(root: Path) -> BrokerController:
     return broker
 
 
+def consumer_pull(broker: BrokerController) -> RemotingCommand:
+    """A Java push consumer's pull (commit and suspend flags, the subscription its heartbeat
+    registered, bench_ab's consume32), its group registered as a heartbeat does."""
+    channel = _Connection()
+    info = ClientChannelInfo(
+        channel=channel, client_id="127.0.0.1@bench", language="JAVA", version=409, last_update=0
+    )
+    sub = SubscriptionData(topic="PullTopic", sub_version=SUB_VERSION)
+    broker.clients.register_consumer(
+        info, ConsumerData(group_name=CONSUMER_GROUP, subscription_data_set=[sub])
+    )
+    decoder = FrameDecoder()
+    decoder.receive_data(consume_frame(0, 5, posted=False) * 2)
+    request = decode_command(decoder.next_frame())
+    response = broker.pull_processor.handle(channel, request)  # the names seen valid
+    assert response.code == 0, response
+    return decode_command(decoder.next_frame())  # scanned as the broker's would be
+
+
 class _Connection:
     peer = "127.0.0.1:40000"
     attributes: dict = {}
+
+    def send_nowait(self, request: object) -> None:
+        pass  # the consumer group's change notice
 
 
 def main() -> None:
@@ -89,9 +113,14 @@ async def _main(root: Path) -> None:
     encoded = not isinstance(response, RemotingCommand)  # the handler's own frame
     size = sum(map(len, response.buffers[1:])) if encoded else len(response.body)
     assert response.code == 0 and size > 32 * 1024, response
+    consumer = consumer_pull(broker)
     rows = [
         ("JSON command header (decode_command)", per_call_us(lambda: decode_command(frame))),
         ("PullMessageProcessor.handle", per_call_us(lambda: handle(connection, request))),
+        (
+            "the same, a push consumer's pull (commit)",
+            per_call_us(lambda: handle(connection, consumer)),
+        ),
     ]
     if not encoded:
         rows.append(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.client_manager import ClientChannelInfo
 from broker.processor.message_filter import TAG_TYPES, expression_problem
+from broker.processor.pull_reply import success_reply
 from remoting import constants as K
 from remoting import names
 from remoting.body import (
@@ -19,9 +20,10 @@ from remoting.body import (
     LockBatchRequestBody,
     LockBatchResponseBody,
 )
-from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand
+from remoting.codes import RequestCode, ResponseCode, SerializeType
+from remoting.command import EncodedReply, RemotingCommand
 from remoting.errors import RequestError
+from remoting.header_codec import request_decoder
 from remoting.headers import (
     GetConsumerListByGroupRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -37,6 +39,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RW = K.PERM_READ | K.PERM_WRITE
+_JSON = int(SerializeType.JSON)
+# A consumer commits each queue's offset every few seconds (Java's persistConsumerOffset
+# interval, 5 s): its header is scanned from the JSON bytes as PULL_MESSAGE's is
+_decode_update_offset = request_decoder(
+    UpdateConsumerOffsetRequestHeader, RequestCode.UPDATE_CONSUMER_OFFSET
+)
 
 
 class ClientManageProcessor:
@@ -162,11 +170,15 @@ class ClientManageProcessor:
             offset = 0
         return request.make_response(ext_fields={"offset": str(offset)})
 
-    def update_offset(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        header = decode_header(UpdateConsumerOffsetRequestHeader, request.ext_fields)
+    def update_offset(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand | EncodedReply:
+        header = _decode_update_offset(request)
         self.broker.offsets.commit(
             header.consumer_group, header.topic, header.queue_id, header.commit_offset
         )
+        if request.serialize_type == _JSON:
+            return success_reply(request.opaque)  # make_response's bytes, encoded once
         return request.make_response()
 
     def lock_batch(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:

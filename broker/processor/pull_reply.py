@@ -1,5 +1,6 @@
-"""The reply to a pull that found messages, as its encoded frame (issue 27): one bytes format
-instead of a response command, its extFields dict and the encoder per pull.
+"""The reply to a pull that found messages, and the plain SUCCESS reply a consumer's offset
+commit gets, as their encoded frames (issue 27): one bytes format instead of a response
+command, its extFields dict and the encoder per request.
 
 ``make_response`` followed by ``encode_command`` is the reference: for a SUCCESS reply (remark
 FOUND, the status's name, as Java sets it) to a request with a JSON header the bytes are the same (tests/unit/broker/test_pull_reply.py holds
@@ -23,6 +24,10 @@ _HEADER = (
     b'"remark":"FOUND","serializeTypeCurrentRPC":"JSON","version":' + b"%d}" % CURRENT_VERSION
 )
 _pack = PREFIX.pack
+_OK_HEADER = (
+    b'{"code":0,"flag":1,"language":"JAVA","opaque":%d,"serializeTypeCurrentRPC":"JSON",'
+    b'"version":' + b"%d}" % CURRENT_VERSION
+)
 
 
 def found_reply(
@@ -41,3 +46,10 @@ def found_reply(
     )  # fmt: skip
     length = len(header)
     return EncodedReply(_SUCCESS, [_pack(4 + length + size, length) + header, *buffers])
+
+
+def success_reply(opaque: int) -> EncodedReply:
+    """The SUCCESS reply with no fields, remark or body (UPDATE_CONSUMER_OFFSET's) to a
+    request with a JSON header."""
+    header = _OK_HEADER % opaque
+    return EncodedReply(_SUCCESS, [_pack(4 + len(header), len(header)) + header])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import trio
 
 from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode, ResponseCode
 from remoting.command import RemotingCommand
+from tests.conftest import INTEROP_FRAMES
 from tests.kits.brokerkit import (
     broker_conf,
     call,
@@ -152,9 +155,10 @@ async def test_consumer_offsets_survive_a_restart_and_a_new_group_starts_at_zero
     conf = broker_conf(tmp_path)
     broker = start_broker(processes, conf)
 
-    def query(group: str) -> RemotingCommand:
+    def query(group: str, topic: str = "T", queue_id: int = 0) -> RemotingCommand:
         return RemotingCommand.request(
-            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": "T", "queueId": 0}
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            {"consumerGroup": group, "topic": topic, "queueId": queue_id},
         )
 
     async with RemotingClient.open() as client:
@@ -167,6 +171,18 @@ async def test_consumer_offsets_survive_a_restart_and_a_new_group_starts_at_zero
             {"consumerGroup": "G", "topic": "T", "queueId": 0, "commitOffset": "3"},
         )
         assert (await call(client, broker.addr, update)).code == 0
+        # Java's periodic persist commits oneway; the C++ client two-way, queueId a JSON number
+        oneway = RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G", "topic": "T", "queueId": "1", "commitOffset": "2"},
+            oneway=True,
+        )
+        await client.invoke_oneway(broker.addr, oneway)
+        one = await call(client, broker.addr, query("G", queue_id=1))
+        assert (one.code, one.ext("offset")) == (0, "2")
+        assert await cpp_commit(broker.addr) == 0
+        cpp = await call(client, broker.addr, query("GCap", "TopicCap"))
+        assert (cpp.code, cpp.ext("offset")) == (0, "1")
         # A pull carrying commitOffset commits too (piggyback).
         await call(client, broker.addr, pull_request("T", 0, 4, group="G2", commit_offset=4))
     assert broker.terminate() == 0
@@ -176,6 +192,23 @@ async def test_consumer_offsets_survive_a_restart_and_a_new_group_starts_at_zero
         assert (await call(client, broker.addr, query("G2"))).ext("offset") == "4"
         pulled = await pull_all(client, broker.addr, "T", 0)
         assert len(pulled) == 5
+
+
+async def cpp_commit(addr: str) -> int:
+    """The C++ client's captured UPDATE_CONSUMER_OFFSET (GCap, TopicCap, queue 0, offset 1)
+    sent as its bytes; the reply's code."""
+    frame = (INTEROP_FRAMES / "cpp/fake-produce-then-consume/111-c2-in-15.bin").read_bytes()
+    host, port = addr.rsplit(":", 1)
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        await stream.send_all(frame)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk = await stream.receive_some()
+            assert chunk, "the broker closed the connection"
+            data += chunk
+    header_length = int.from_bytes(data[4:8], "big") & 0xFFFFFF
+    return int(json.loads(data[8 : 8 + header_length])["code"])
 
 
 async def test_kill_9_keeps_acknowledged_messages_and_auto_created_topics(
