@@ -26,10 +26,39 @@ STORE = b"\x0a\x00\x00\x07"
 START = 1 << 30
 
 _VALUES = st.text(alphabet="ab \x01é", max_size=6)
-properties = st.dictionaries(
-    st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "", "é"]),
-    st.one_of(_VALUES, st.integers(-3, 3)),
-    max_size=4,
+properties = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "", "é"]),
+        st.one_of(_VALUES, st.integers(-3, 3)),
+        max_size=4,
+    ),
+    # a plain send's record properties, already encoded (send_plain.py): the names dispatch
+    # reads repeated or empty, separators anywhere, bytes that are not UTF-8
+    st.lists(
+        st.sampled_from(
+            [
+                b"TAGS",
+                b"KEYS",
+                b"UNIQ_KEY",
+                b"DELAY",
+                b"\x01",
+                b"\x02",
+                b"a",
+                b" ",
+                b"\xc3\xa9",
+                b"\xff",
+                b"\xed\xa0\x80",
+            ]
+        ),
+        max_size=12,
+    ).map(b"".join),
+    st.lists(
+        st.tuples(
+            st.sampled_from([b"TAGS", b"KEYS", b"UNIQ_KEY", b"DELAY", b"X", b""]),
+            st.sampled_from([b"", b"a", b"a b", b"\xc3\xa9 k", b"\xff", b"x\x01y"]),
+        ),
+        max_size=5,
+    ).map(lambda pairs: b"\x02".join(name + b"\x01" + value for name, value in pairs)),
 )
 rows = st.lists(
     st.tuples(
