@@ -71,7 +71,7 @@ rows = st.lists(
         st.integers(-(2**63), 2**63 - 1),  # born timestamp
         st.sampled_from([(b"\x7f\x00\x00\x01", 40000)] * 4 + [(bytes(range(16)), 1), (b"x", 1)]),
         st.integers(0, 16),  # reconsume times
-        st.integers(0, 2**31 - 1),  # opaque
+        st.integers(-(2**31), 2**31 - 1),  # opaque (a Java int)
     ),
     max_size=8,
 )
