@@ -269,3 +269,42 @@ def test_a_run_put_while_reput_is_behind_is_left_to_reput(stores: StoreFactory) 
     ]
     for store in opened.values():
         store.shutdown()
+
+
+@needs_store_native
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["put", "put", "put", "remove", "set", "clear"]),
+            st.sampled_from(["T", "U", "é", "T" + "x" * 3]),
+            # ids 16 apart share a slot of the cache whatever the topic's hash
+            st.sampled_from([0, 1, 2, 16, 17, 18, 33, 49, -1, -17]),
+        ),
+        max_size=60,
+    )
+)
+def test_the_cursor_keeps_each_queue_offset_across_many_queues(steps) -> None:
+    """The native cursor's cache of recent queue keys (more queues than it holds, queues
+    removed, set and cleared between puts) leaves every queue's offsets as the reference's."""
+    states = []
+    for kind in (native.AppendCursor, PythonAppendCursor):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        buffer = bytearray(64 * 1024)
+        position, offsets = 0, []
+        for step, topic, queue_id in steps:
+            if step == "put":
+                put = cursor.put(
+                    buffer, position, START, 1, 40, topic, queue_id, 0, {}, b"b", 0, 0,
+                    (b"\x7f\x00\x00\x01", 1), 0, 0,
+                )  # fmt: skip
+                position += put[1].msg_size
+                offsets.append(put[1].consume_queue_offset)
+            elif step == "remove":
+                cursor.remove_queue(topic, queue_id)
+            elif step == "set":
+                cursor.set_queue_offset(topic, queue_id, 7)
+            else:
+                cursor.clear_queue_offsets()
+        states.append((offsets, dict(cursor.queue_offsets), bytes(buffer)))
+    assert states[0] == states[1]
