@@ -484,7 +484,7 @@ texts = st.one_of(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(texts, st.sampled_from(["C1", "", "\u00e9\x02", "c\ud800"]))
 def test_a_row_carries_the_bytes_the_dict_path_writes(text, cluster) -> None:
     """The row's properties (C and twin alike): the record's bytes, exactly what the dict path
