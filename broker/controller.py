@@ -270,7 +270,7 @@ class BrokerController:
         max_offset: int,
         tags_code: int,
         store_ts: int,
-        properties: dict[str, str],
+        properties: dict[str, str] | bytes,
     ) -> None:
         if topic == K.SCHEDULE_TOPIC:
             self.schedule.notify_arrival(queue_id)

@@ -173,7 +173,9 @@ def python_plain_rows(
     command's ``header_values``, remoting/command.py ScannedCommand, stand for its decode), a queue id
     not under ``bound_of(topic)`` (asked once per topic), a transaction type, a property in
     ``specials``. ``hosts``: the born host of every request, or a list of each one's (as
-    long as ``requests``). The reference of remoting/native/codec/plain_send.c."""
+    long as ``requests``). The properties are the record's bytes made from the sent string
+    (``row_properties``), so the append does not encode a dict again. The reference of
+    remoting/native/codec/plain_send.c."""
     if type(hosts) is list and len(hosts) != len(requests):
         raise TypeError("plain_send_rows: one born host per request")
     bounds: dict[str, int] = {}
@@ -203,12 +205,9 @@ def python_plain_rows(
             bound = bounds[topic] = bound_of(topic)
         if not 0 <= queue_id < bound or sys_flag & TRANSACTION_ROLLBACK_TYPE:
             return None
-        properties = _to_properties(text)  # type: ignore[misc]
-        if not specials.isdisjoint(properties):
+        properties = row_properties(text, specials, cluster)
+        if properties is None:
             return None
-        # As the reference: WAIT is not stored with a single message, CLUSTER is
-        properties[_CLUSTER] = cluster
-        properties.pop(_WAIT, None)
         rows.append(
             (topic, queue_id, sys_flag, properties, request.body, flag, born_ts, host,
              reconsume or 0, request.opaque)
@@ -217,6 +216,69 @@ def python_plain_rows(
 
 
 plain_rows = python_plain_rows if native is None else native.plain_send_rows
+
+# python_property_bytes' bounds: past them the dict path takes the row (as plain_send.c)
+_MAX_SEGMENTS = 32
+_MAX_SPECIALS = 8
+_SKIP = object()  # python_property_bytes: the dict path takes this row
+
+
+def row_properties(
+    text: Any, specials: frozenset[str], cluster: str
+) -> bytes | dict[str, str] | None:
+    """A plain row's properties: the record's bytes (``python_property_bytes``), else the dict
+    path's dict; None when a name is special."""
+    encoded = python_property_bytes(text, specials, cluster)
+    if encoded is not _SKIP:
+        return encoded  # type: ignore[return-value]
+    properties = _to_properties(text)  # type: ignore[misc]
+    if not specials.isdisjoint(properties):
+        return None
+    # As the reference: WAIT is not stored with a single message, CLUSTER is
+    properties[_CLUSTER] = cluster
+    properties.pop(_WAIT, None)
+    return properties
+
+
+def python_property_bytes(text: Any, specials: frozenset[str], cluster: str) -> Any:
+    """The record's property bytes straight from the sent string, byte for byte what the dict
+    path's record holds (``properties_to_string`` of ``string_to_properties(text)`` with
+    CLUSTER set and WAIT dropped): the segments the parse keeps, in order, WAIT's left out,
+    CLUSTER's value replaced (CLUSTER last when not sent), joined by \x02. None when a name is
+    special; ``_SKIP`` for what the dict path takes (a duplicate name: the dict keeps the first
+    place and the last value; more than _MAX_SEGMENTS; text that is not UTF-8). The reference
+    of plain_send.c's property_bytes."""
+    if len(specials) > _MAX_SPECIALS or not all(type(s) is str for s in specials):
+        return _SKIP
+    try:
+        raw = b"" if text is None else text.encode() if isinstance(text, str) else None
+        cluster_raw = cluster.encode()
+        special_names = {s.encode() for s in specials}
+    except UnicodeEncodeError:
+        return _SKIP
+    if raw is None:
+        return _SKIP
+    kept: list[bytes] = []
+    names: set[bytes] = set()
+    clustered = False
+    for segment in raw.split(b"\x02"):
+        name, separator, value = segment.partition(b"\x01")
+        if not (name and separator and value):
+            continue
+        if name in special_names:
+            return None
+        if name in names or len(names) == _MAX_SEGMENTS:
+            return _SKIP
+        names.add(name)
+        if name == b"CLUSTER":
+            clustered = True
+            segment = b"CLUSTER\x01" + cluster_raw
+        elif name == b"WAIT":
+            continue
+        kept.append(segment)
+    if not clustered:
+        kept.append(b"CLUSTER\x01" + cluster_raw)
+    return b"\x02".join(kept)
 
 
 def _queue_bound(config: Any, topic: str) -> int:

@@ -43,10 +43,14 @@ class PythonRecordRefused(Exception):
 RecordRefused: type[Exception] = native.RecordRefused if native is not None else PythonRecordRefused
 
 
-def message_fields(properties: dict[str, str]) -> tuple[bytes, int, str, str]:
+def message_fields(properties: dict[str, str] | bytes) -> tuple[bytes, int, str, str]:
     """(encoded properties, tags code, KEYS, UNIQ_KEY) of a single message's properties: what
-    its record stores (None values left out) and what its dispatch needs. The reference of
-    broker/store/native/properties.c's message_fields_of."""
+    its record stores (None values left out) and what its dispatch needs. Bytes are the
+    record's properties already encoded (a plain send's, broker/processor/send_plain.py), read
+    as a record read back is. The reference of broker/store/native/properties.c's
+    message_fields_of."""
+    if type(properties) is bytes:
+        return _encoded_fields(properties)
     tags = properties.get(MessageConst.TAGS)
     if tags and not isinstance(tags, str):
         raise TypeError("the TAGS property must be a str")
@@ -56,6 +60,21 @@ def message_fields(properties: dict[str, str]) -> tuple[bytes, int, str, str]:
         properties.get(MessageConst.KEYS) or "",
         properties.get(MessageConst.UNIQ_KEY) or "",
     )
+
+
+_DISPATCH_NAMES = (b"TAGS", b"KEYS", b"UNIQ_KEY", b"DELAY")
+
+
+def _encoded_fields(encoded: bytes) -> tuple[bytes, int, str, str]:
+    """``message_fields`` of encoded properties, read as dispatch_fields reads a record's (the
+    last non-empty value of a name wins; only the values it reads are decoded)."""
+    found: dict[bytes, bytes] = {}
+    for segment in encoded.split(b"\x02"):
+        name, separator, value = segment.partition(b"\x01")
+        if separator and value and name in _DISPATCH_NAMES:
+            found[name] = value
+    tags, keys, uniq_key, _ = (found.get(name, b"").decode() for name in _DISPATCH_NAMES)
+    return encoded, tags_code(tags), keys, uniq_key
 
 
 def record_problem(

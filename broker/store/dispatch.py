@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from broker.store.plain_dispatch import AppendedRows
 
 # (topic, queue id, next queue offset, tags code, store timestamp, properties)
-ArrivalListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+# (topic, queue id, next queue offset, tags code, store timestamp, properties: a dict, or a
+# plain send's record property bytes from dispatch_rows; the broker's listener reads none)
+ArrivalListener = Callable[[str, int, int, int, int, dict[str, str] | bytes], None]
 
 _NOT_QUEUED = codec.TRANSACTION_NOT_QUEUED_BIT  # a prepared (0x4) or rolled-back (0xC) half
 

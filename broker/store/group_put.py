@@ -169,8 +169,9 @@ def put_plain_run(
     store: DefaultMessageStore, rows: list[tuple[Any, ...]], pieces: tuple[bytes, ...]
 ) -> tuple[list[bytes], dict[str, list[int]]] | None:
     """The plain sends' pass (broker/processor/send_plain.py): ``rows`` are the values of plain
-    single messages (topic, queue id, sysFlag, properties, body, flag, born timestamp, born
-    host, reconsume times, the request's opaque), appended in order as ``put_message_group``
+    single messages (topic, queue id, sysFlag, properties: a dict or the record's property
+    bytes already encoded, body, flag, born timestamp, born host, reconsume times, the
+    request's opaque), appended in order as ``put_message_group``
     appends them, in one ``put_rows`` call, and dispatched from what it packed
     (``dispatch_rows``, the same work as ``dispatch_many`` without an object per message): the
     reply frames of the stored ones (``pieces`` the reply header around its values) and

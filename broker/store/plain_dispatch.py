@@ -29,8 +29,8 @@ from broker.store.types import DispatchRequest
 from remoting.message import TRANSACTION_ROLLBACK_TYPE
 
 # The arrival listener's arguments: (topic, queue id, next queue offset, tags code, store
-# timestamp, properties).
-Wake = tuple[str, int, int, int, int, dict[str, str]]
+# timestamp, properties: the row's, a plain send's record bytes or a dict).
+Wake = tuple[str, int, int, int, int, dict[str, str] | bytes]
 # (topic, queue id, the first unit's queue offset, the units, the wake-ups)
 PlainRun = tuple[str, int, int, bytes, list[Wake]]
 # (store timestamp, index entries: layout.BATCH_KEY each)

@@ -15,6 +15,8 @@
  * written lie past the write position, where the next append overwrites them). */
 #include "store.h"
 
+#define KEY_CACHE 16 /* a power of two */
+
 typedef struct {
     PyObject_HEAD
     PyObject *prefix;        /* str: the hex of the store host's address and port */
@@ -24,6 +26,10 @@ typedef struct {
     PyObject *queue_offsets; /* dict: (topic, queue id) -> next queue offset */
     PyObject *queue_offsets_view;
     long long last_put_timestamp;
+    /* recent (topic, queue id) keys: a put passes the table the very object it holds as the
+     * key, so the lookup and the store of the next offset match by identity instead of
+     * comparing a fresh tuple twice (~8% of a plain pass's user CPU in perf) */
+    PyObject *key_cache[KEY_CACHE];
 } AppendCursor;
 
 /* RecordRefused(status name, remark): a message the CommitLog does not take. */
@@ -51,6 +57,31 @@ static PyObject *queue_key(PyObject *topic, PyObject *queue_id) {
         return NULL;
     }
     return PyTuple_Pack(2, topic, queue_id);
+}
+
+/* queue_key through the cursor's cache of recent keys (exact str and int only: anything else
+ * is made afresh). The key is equal either way; only which object it is may differ. */
+static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *queue_id) {
+    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id))
+        return queue_key(topic, queue_id);
+    Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
+    if (h == -1) return NULL;
+    int overflow; /* a queue id past a long long only picks another slot */
+    long long q = PyLong_AsLongLongAndOverflow(queue_id, &overflow);
+    if (q == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t slot = (Py_ssize_t)(((Py_uhash_t)h ^ (Py_uhash_t)q) & (KEY_CACHE - 1));
+    PyObject *cached = c->key_cache[slot];
+    if (cached != NULL) {
+        PyObject *t = PyTuple_GET_ITEM(cached, 0);
+        int same = t == topic || PyUnicode_Compare(t, topic) == 0
+                       ? PyObject_RichCompareBool(PyTuple_GET_ITEM(cached, 1), queue_id, Py_EQ)
+                       : 0;
+        if (same < 0) return NULL;
+        if (same) return Py_NewRef(cached);
+    }
+    PyObject *key = queue_key(topic, queue_id);
+    if (key != NULL) Py_XSETREF(c->key_cache[slot], Py_NewRef(key));
+    return key;
 }
 
 /* The next queue offset of `key`: 0 for a queue not in the table. */
@@ -247,7 +278,7 @@ static int pack_message(AppendCursor *c, PyObject *const *args, PutInputs *in, P
     if (p->size + END_FILE_MIN_BLANK_LENGTH > in->mm.len - n.position) return 0;
     p->queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
     p->queue_offset = 0;
-    if ((in->key = queue_key(args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
+    if ((in->key = cached_queue_key(c, args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
         (p->queued && next_queue_offset(c, in->key, &p->queue_offset) < 0))
         return -1;
     pack_one(c, in, &n, born_port, topic, topic_len, p->size, p->queue_offset);
@@ -477,6 +508,7 @@ static void AppendCursor_dealloc(AppendCursor *c) {
     Py_XDECREF(c->request_type);
     Py_XDECREF(c->queue_offsets);
     Py_XDECREF(c->queue_offsets_view);
+    for (int i = 0; i < KEY_CACHE; i++) Py_XDECREF(c->key_cache[i]);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 

@@ -20,15 +20,31 @@
 /* a reply's numbers: queue id and opaque are Java ints, the queue offset a long */
 #define NUMBER_CHARS 24
 
+/* `value` in decimal ("%lld") into `out` (NUMBER_CHARS): its length. snprintf's format
+ * parsing was ~4% of a plain pass (perf, bench_send_group), three numbers a reply. */
+static int decimal(char *out, long long value) {
+    char digits[NUMBER_CHARS];
+    unsigned long long u = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    int length = 0;
+    if (value < 0) out[length++] = '-';
+    while (n > 0) out[length++] = digits[--n];
+    return length;
+}
+
 /* One reply frame: the 8-byte frame prefix, then pieces[0] msg_id pieces[1] queue_id
  * pieces[2] queue_offset pieces[3] opaque pieces[4]. */
 static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_prefix, long long phys,
                              long long queue_id, long long queue_offset, long long opaque) {
     char numbers[3][NUMBER_CHARS];
     int lengths[3] = {
-        snprintf(numbers[0], NUMBER_CHARS, "%lld", queue_id),
-        snprintf(numbers[1], NUMBER_CHARS, "%lld", queue_offset),
-        snprintf(numbers[2], NUMBER_CHARS, "%lld", opaque),
+        decimal(numbers[0], queue_id),
+        decimal(numbers[1], queue_offset),
+        decimal(numbers[2], opaque),
     };
     /* the msg id: the cursor's prefix, then the phys offset in 16 hex digits (message_id) */
     static const char hex[] = "0123456789ABCDEF";

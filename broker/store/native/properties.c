@@ -76,12 +76,25 @@ static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) 
     return text;
 }
 
+/* message_fields_of for a record's property bytes already encoded (a plain send's, made from
+ * its sent string: remoting/native/codec/plain_send.c): the bytes as they are, what dispatch
+ * needs read from them as a record read back is read. */
+static PyObject *encoded_fields_of(PyObject *encoded) {
+    PyObject *fields = dispatch_fields_of(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
+    if (fields == NULL) return NULL;
+    PyObject *out = PyTuple_Pack(4, encoded, PyTuple_GET_ITEM(fields, 0),
+                                 PyTuple_GET_ITEM(fields, 1), PyTuple_GET_ITEM(fields, 2));
+    Py_DECREF(fields);
+    return out;
+}
+
 /* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)
  * A single message's properties dict as its record stores it (name \x01 value, \x02-separated,
  * None values left out), with what dispatch needs of it: the TAGS value's String.hashCode (0
- * without one), KEYS and UNIQ_KEY ("" without). The reference: broker/store/append_cursor.py
- * message_fields. */
+ * without one), KEYS and UNIQ_KEY ("" without). Bytes are taken as the record's encoded
+ * properties (encoded_fields_of). The reference: broker/store/append_cursor.py message_fields. */
 PyObject *message_fields_of(PyObject *arg) {
+    if (PyBytes_CheckExact(arg)) return encoded_fields_of(arg);
     if (!PyDict_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "message_fields takes a dict");
         return NULL;

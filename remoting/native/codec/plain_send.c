@@ -3,10 +3,14 @@
  * tests/unit/broker/test_send_plain.py holds this to on hostile requests).
  *
  * Per request: the header through decode_send_header (send_header.c: the plain form only),
- * the property string through string_to_properties, then what the caller decides handed in
- * as values: the queue ids each topic may name (bound_of, asked once per topic of the call),
- * the property names that need the reference (specials), the CLUSTER value to add. WAIT is
- * dropped as the reference drops it from a single message. The first request that is not
+ * then what the caller decides handed in as values: the queue ids each topic may name
+ * (bound_of, asked once per topic of the call), the property names that need the reference
+ * (specials), the CLUSTER value to add. The property string is not parsed into a dict: one
+ * scan of its UTF-8 (property_bytes) finds a special name and writes the record's property
+ * bytes, WAIT dropped as the reference drops it from a single message and CLUSTER set, which
+ * the row carries; the store reads TAGS, KEYS and UNIQ_KEY from them (properties.c). An odd
+ * string (a duplicate name, ...) takes the dict path instead: string_to_properties, the row
+ * carrying the dict, the same record either way. The first request that is not
  * plain (another code, a ROCKETMQ-serialized header, a header the decoder leaves to Python, a
  * queue id out of bounds, a transaction type in sysFlag, a special property) makes the whole
  * answer None, so the reference takes the group. */
@@ -18,6 +22,9 @@
 #define SERIALIZE_JSON 0
 #define TRANSACTION_TYPE_BITS 0xC /* MessageSysFlag TRANSACTION_ROLLBACK_TYPE: both type bits */
 #define ROW_FIELDS 10
+/* property_bytes' bounds: past them (never in practice) the dict path takes the row */
+#define PLAIN_MAX_SEGMENTS 32
+#define PLAIN_MAX_SPECIALS 8
 
 enum { A_CODE, A_SERIALIZE, A_EXT, A_BODY, A_OPAQUE, A_CLUSTER, A_WAIT, A_SCANNED, A_NAMES };
 static const char *const attr_names[A_NAMES] = {
@@ -59,7 +66,8 @@ static long topic_bound(PyObject *bounds, PyObject *bound_of, PyObject *topic) {
 }
 
 /* The properties of a plain message: parsed, CLUSTER set, WAIT dropped; Py_None (a new
- * reference) when one is special. */
+ * reference) when one is special. The dict path: property_bytes leaves to it what it does not
+ * take. */
 static PyObject *plain_properties(PyObject *text, PyObject *specials, PyObject *cluster) {
     PyObject *props = string_to_properties(NULL, text);
     if (props == NULL) return NULL;
@@ -86,8 +94,137 @@ static PyObject *plain_properties(PyObject *text, PyObject *specials, PyObject *
 }
 
 typedef struct {
+    const char *at;
+    Py_ssize_t len;
+} Span;
+
+typedef struct {
     PyObject *topics, *bounds, *bound_of, *specials, *cluster, *host;
+    /* for property_bytes: the specials' and the cluster's UTF-8; special_count -1 when the
+     * dict path takes every row (a special not a str, more than PLAIN_MAX_SPECIALS, a cluster
+     * name that is not UTF-8) */
+    PyObject *special_refs[PLAIN_MAX_SPECIALS];
+    Span special_names[PLAIN_MAX_SPECIALS], cluster_utf8;
+    int special_count;
 } PlainContext;
+
+/* The specials' names as UTF-8, each held by the context (bound_of may run Python and change
+ * a set handed in). -1 on an error. */
+static int context_names(PlainContext *ctx) {
+    ctx->special_count = -1;
+    ctx->cluster_utf8.at = PyUnicode_AsUTF8AndSize(ctx->cluster, &ctx->cluster_utf8.len);
+    if (ctx->cluster_utf8.at == NULL) {
+        PyErr_Clear(); /* the dict path meets it, as before */
+        return 0;
+    }
+    if (PySet_GET_SIZE(ctx->specials) > PLAIN_MAX_SPECIALS) return 0;
+    PyObject *items = PySequence_List(ctx->specials);
+    if (items == NULL) return -1;
+    int count = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items) && i < PLAIN_MAX_SPECIALS; i++) {
+        PyObject *name = PyList_GET_ITEM(items, i);
+        Span *span = &ctx->special_names[count];
+        if (!PyUnicode_CheckExact(name) ||
+            (span->at = PyUnicode_AsUTF8AndSize(name, &span->len)) == NULL) {
+            PyErr_Clear();
+            count = -1;
+            break;
+        }
+        ctx->special_refs[count++] = Py_NewRef(name);
+    }
+    Py_DECREF(items);
+    if (count < 0) {
+        for (int i = 0; i < PLAIN_MAX_SPECIALS; i++) Py_CLEAR(ctx->special_refs[i]);
+        return 0;
+    }
+    ctx->special_count = count;
+    return 0;
+}
+
+static void release_names(PlainContext *ctx) {
+    for (int i = 0; i < PLAIN_MAX_SPECIALS; i++) Py_CLEAR(ctx->special_refs[i]);
+}
+
+static int same_name(Span a, const char *b, Py_ssize_t b_len) {
+    return a.len == b_len && memcmp(a.at, b, (size_t)b_len) == 0;
+}
+
+/* The record's property bytes straight from the sent string, what the dict path writes: the
+ * segments string_to_properties keeps (a name up to the segment's first \x01, neither name nor
+ * value empty), in their order, WAIT's left out, CLUSTER's value the cluster's (CLUSTER last
+ * when not sent), joined by \x02 with none at the end. A new bytes object; Py_None (new) when a
+ * name is special; NULL without an error for a row the dict path takes: a duplicate name (the
+ * dict keeps the first place and the last value), more than PLAIN_MAX_SEGMENTS, a string that
+ * is not UTF-8. \x01 and \x02 are never inside a multibyte UTF-8 sequence, so splitting the
+ * bytes splits the string. The twin: send_plain.py python_property_bytes. */
+static PyObject *property_bytes(PlainContext *ctx, PyObject *text) {
+    if (ctx->special_count < 0) return NULL;
+    Py_ssize_t n = 0;
+    const char *s = "";
+    if (text != Py_None) {
+        if (!PyUnicode_Check(text)) return NULL;
+        if ((s = PyUnicode_AsUTF8AndSize(text, &n)) == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    Span kept[PLAIN_MAX_SEGMENTS];
+    Py_ssize_t names_len[PLAIN_MAX_SEGMENTS];
+    int count = 0, cluster_at = -1;
+    const char *p = s, *end = s + n;
+    while (p < end) {
+        const char *segment_end = memchr(p, '\x02', (size_t)(end - p));
+        if (segment_end == NULL) segment_end = end;
+        const char *sep = memchr(p, '\x01', (size_t)(segment_end - p));
+        if (sep != NULL && sep > p && sep + 1 < segment_end) {
+            Py_ssize_t name_len = sep - p;
+            for (int i = 0; i < ctx->special_count; i++)
+                if (same_name(ctx->special_names[i], p, name_len)) Py_RETURN_NONE;
+            for (int i = 0; i < count; i++)
+                if (names_len[i] == name_len && memcmp(kept[i].at, p, (size_t)name_len) == 0)
+                    return NULL;
+            if (count == PLAIN_MAX_SEGMENTS) return NULL;
+            if (name_len == 7 && memcmp(p, "CLUSTER", 7) == 0) cluster_at = count;
+            names_len[count] = name_len;
+            kept[count++] = (Span){p, segment_end - p};
+        }
+        p = segment_end + 1;
+    }
+    Span cluster = ctx->cluster_utf8;
+    Py_ssize_t total = cluster_at < 0 ? 8 + cluster.len : 0; /* "CLUSTER\x01" + the name */
+    int parts = cluster_at < 0;
+    for (int i = 0; i < count; i++) {
+        if (names_len[i] == 4 && memcmp(kept[i].at, "WAIT", 4) == 0) continue;
+        total += i == cluster_at ? 8 + cluster.len : kept[i].len;
+        parts++;
+    }
+    total += parts > 1 ? parts - 1 : 0;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL) return NULL;
+    char *w = PyBytes_AS_STRING(out);
+    for (int i = 0; i <= count; i++) {
+        if (i < count && names_len[i] == 4 && memcmp(kept[i].at, "WAIT", 4) == 0) continue;
+        if (i == count && cluster_at >= 0) break;
+        if (w != PyBytes_AS_STRING(out)) *w++ = '\x02';
+        if (i == cluster_at || i == count) {
+            memcpy(w, "CLUSTER\x01", 8);
+            memcpy(w + 8, cluster.at, (size_t)cluster.len);
+            w += 8 + cluster.len;
+        } else {
+            memcpy(w, kept[i].at, (size_t)kept[i].len);
+            w += kept[i].len;
+        }
+    }
+    return out;
+}
+
+/* The row's properties: the record's bytes (property_bytes), else the dict path's dict;
+ * Py_None (new) when a name is special, NULL on an error. */
+static PyObject *row_properties(PlainContext *ctx, PyObject *text) {
+    PyObject *encoded = property_bytes(ctx, text);
+    if (encoded != NULL || PyErr_Occurred()) return encoded;
+    return plain_properties(text, ctx->specials, ctx->cluster);
+}
 
 /* A scanned request's send header values (remoting/command.py ScannedCommand, send_scan.c)
  * into *values: a new reference to them, Py_None (new) when a topic is not known valid (what
@@ -153,7 +290,7 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     long q = PyLong_AsLong(queue_id), flags = PyLong_AsLong(sys_flag);
     if (PyErr_Occurred()) goto done;
     if (q < 0 || q >= bound || (flags & TRANSACTION_TYPE_BITS)) goto not_plain;
-    props = plain_properties(PyTuple_GET_ITEM(values, 8), ctx->specials, ctx->cluster);
+    props = row_properties(ctx, PyTuple_GET_ITEM(values, 8));
     if (props == NULL) goto done;
     if (props == Py_None) goto not_plain;
     PyObject *body = PyObject_GetAttr(request, names[A_BODY]);
@@ -203,15 +340,16 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     if (make_names() < 0) return NULL;
-    PlainContext ctx = {args[1], PyDict_New(), args[2], args[3], args[4], args[5]};
+    PlainContext ctx = {args[1], NULL, args[2], args[3], args[4], args[5]};
     PyObject *requests = args[0], *hosts = PyList_CheckExact(args[5]) ? args[5] : NULL;
     if (hosts != NULL && PyList_GET_SIZE(hosts) != PyList_GET_SIZE(requests)) {
-        Py_XDECREF(ctx.bounds);
         PyErr_SetString(PyExc_TypeError, "plain_send_rows: one born host per request");
         return NULL;
     }
-    PyObject *rows = ctx.bounds == NULL ? NULL : PyList_New(0);
-    if (rows == NULL) goto fail;
+    PyObject *rows = NULL;
+    if (context_names(&ctx) < 0 || (ctx.bounds = PyDict_New()) == NULL ||
+        (rows = PyList_New(0)) == NULL)
+        goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
         /* bound_of may run Python: both lists are checked again before each read */
         if (hosts != NULL && i >= PyList_GET_SIZE(hosts)) {
@@ -226,18 +364,19 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_XDECREF(host);
         if (row == NULL) goto fail;
         if (row == Py_None) {
-            Py_DECREF(rows);
-            Py_DECREF(ctx.bounds);
-            return row;
+            Py_SETREF(rows, row);
+            break;
         }
         int r = PyList_Append(rows, row);
         Py_DECREF(row);
         if (r < 0) goto fail;
     }
     Py_DECREF(ctx.bounds);
+    release_names(&ctx);
     return rows;
 fail:
     Py_XDECREF(rows);
     Py_XDECREF(ctx.bounds);
+    release_names(&ctx);
     return NULL;
 }

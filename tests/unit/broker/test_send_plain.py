@@ -69,13 +69,40 @@ hostile = st.lists(
     max_size=2,
 ).map(dict)
 codes = st.sampled_from([RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_MESSAGE])
+# Property strings as no well-behaved client writes them, none special: names repeated (the
+# dict keeps the first place, the last value), WAIT and CLUSTER or not, separators at the ends
+# and doubled, empty names and values, a \x01 inside a value, non-ASCII.
+_pieces = st.sampled_from(
+    ["\x01", "\x02", "\x02", "WAIT", "CLUSTER", "TAGS", "KEYS", "UNIQ_KEY", "a", "b c", "\u00e9",
+     "\u4e2d", "\U0001f600", "X"]
+)  # fmt: skip
+_pair_names = st.sampled_from(["WAIT", "CLUSTER", "TAGS", "KEYS", "UNIQ_KEY", "X", "\u00e9", ""])
+_pair_values = st.sampled_from(["", "true", "a", "a b", "\u4e2d", "x\x01y", "U1"])
+odd_strings = st.one_of(
+    st.lists(_pieces, max_size=12).map("".join),
+    st.tuples(
+        st.sampled_from(["", "\x02"]),
+        st.lists(st.tuples(_pair_names, _pair_values), max_size=6),
+        st.sampled_from(["", "\x02", "\x02\x02"]),
+    ).map(lambda t: t[0] + "\x02".join(f"{k}\x01{v}" for k, v in t[1]) + t[2]),
+)
 # (code, queue id, body size, properties beside UNIQ_KEY, WAIT and TAGS, header values)
-plain_sends = st.tuples(
-    codes,
-    st.integers(0, 3),
-    st.integers(0, 3000),
-    st.lists(st.tuples(st.sampled_from(["KEYS", "X", "TAGS"]), prop_values), max_size=2),
-    st.just({}),
+plain_sends = st.one_of(
+    st.tuples(
+        codes,
+        st.integers(0, 3),
+        st.integers(0, 3000),
+        st.lists(st.tuples(st.sampled_from(["KEYS", "X", "TAGS"]), prop_values), max_size=2),
+        st.just({}),
+    ),
+    # the whole property string sent as drawn
+    st.tuples(
+        codes,
+        st.integers(0, 3),
+        st.integers(0, 200),
+        st.just([]),
+        odd_strings.map(lambda text: {"i": text}),
+    ),
 )
 special_sends = st.tuples(
     codes,
@@ -426,3 +453,54 @@ def test_what_a_real_client_sends_is_plain() -> None:
     rows = native.plain_send_rows(sends, *args)
     assert rows is not None and len(rows) == len(sends)
     assert rows == send_plain.python_plain_rows(sends, *args)
+
+
+def dict_path(text: Any, cluster: str) -> dict[str, str] | None:
+    """What the row held before the string path: the string parsed into a dict, CLUSTER set,
+    WAIT dropped (None: a special name)."""
+    properties = codec.string_to_properties(text)
+    if not send_plain._SPECIAL.isdisjoint(properties):
+        return None
+    properties["CLUSTER"] = cluster
+    properties.pop("WAIT", None)
+    return properties
+
+
+def with_properties(request: RemotingCommand, text: Any) -> RemotingCommand:
+    """``request`` (a V2 send) with ``text`` as its sent property string, however decoded."""
+    values = getattr(request, "header_values", None)
+    if values is not None:
+        request.header_values = (*values[:8], text, *values[9:])
+    else:
+        request.ext_fields["i"] = text
+    return request
+
+
+texts = st.one_of(
+    odd_strings,
+    odd_strings.map(lambda text: text + "\x02DELAY\x013"),  # special behind a duplicate
+    st.text(alphabet="\x01\x02WAITCLUSTERKYS\u00e9\ud800", max_size=16),  # not UTF-8 too
+    st.none(),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts, st.sampled_from(["C1", "", "\u00e9\x02", "c\ud800"]))
+def test_a_row_carries_the_bytes_the_dict_path_writes(text, cluster) -> None:
+    """The row's properties (C and twin alike): the record's bytes, exactly what the dict path
+    encodes, or the dict path's own dict for what the string path leaves to it; no row when a
+    name is special."""
+    request = with_properties(build(RequestCode.SEND_MESSAGE_V2, 1, 10, [], {}, 0), text)
+    args = ({"T", "TBW102"}, lambda topic: 4, send_plain._SPECIAL, cluster, HOST)
+    rows = native.plain_send_rows([request], *args)
+    assert rows == send_plain.python_plain_rows([request], *args)
+    want = dict_path(text, cluster)
+    if want is None:
+        assert rows is None
+        return
+    properties = rows[0][3]
+    if type(properties) is not dict:  # the string path: only for what encodes
+        assert properties == codec.properties_to_string(want).encode()
+    else:
+        assert properties == want
+        assert list(properties) == list(want)  # the same order
