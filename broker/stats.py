@@ -64,6 +64,9 @@ class BrokerStatsManager:
         # on_get's (topic, group, cluster) -> its GROUP_GET_NUMS, GROUP_GET_SIZE and
         # BROKER_GET_NUMS items (of ``items``, which never drops one)
         self._get_items: dict[tuple[str, str, str], tuple[StatsItem, StatsItem, StatsItem]] = {}
+        # on_put's (topic, cluster) -> its TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS
+        # items, as on_get's
+        self._put_items: dict[tuple[str, str], tuple[StatsItem, StatsItem, StatsItem]] = {}
         self._last_sampled = {name: clock() for name in WINDOWS}
 
     def add(self, name: str, key: str, value: int, times: int = 1) -> None:
@@ -74,9 +77,24 @@ class BrokerStatsManager:
 
     def on_put(self, topic: str, cluster: str, count: int, size: int) -> None:
         """A send stored ``count`` messages of ``size`` bytes in all on ``topic``."""
-        self.add(TOPIC_PUT_NUMS, topic, count)
-        self.add(TOPIC_PUT_SIZE, topic, size)
-        self.add(BROKER_PUT_NUMS, cluster, count)
+        # Per send (a lone sync send is a call each): one lookup, counted in place
+        items = self._put_items.get((topic, cluster))
+        if items is None:
+            self.add(TOPIC_PUT_NUMS, topic, 0, 0)
+            self.add(TOPIC_PUT_SIZE, topic, 0, 0)
+            self.add(BROKER_PUT_NUMS, cluster, 0, 0)
+            items = self._put_items[topic, cluster] = (
+                self.items[TOPIC_PUT_NUMS, topic],
+                self.items[TOPIC_PUT_SIZE, topic],
+                self.items[BROKER_PUT_NUMS, cluster],
+            )
+        nums, sizes, broker_nums = items
+        nums.value += count
+        nums.times += 1
+        sizes.value += size
+        sizes.times += 1
+        broker_nums.value += count
+        broker_nums.times += 1
 
     def on_get(self, topic: str, group: str, cluster: str, count: int, size: int) -> None:
         """A pull of ``group`` found ``count`` messages of ``size`` bytes on ``topic``."""

@@ -36,6 +36,21 @@ def test_a_topics_puts_over_the_last_minute() -> None:
     assert stats.get(BROKER_PUT_NUMS, "East").snapshot("minute").sum == 60
 
 
+def test_puts_count_per_topic_and_per_broker() -> None:
+    """Each send counts its messages, bytes and one call per topic, and for the broker's
+    cluster across its topics (the items a send finds once are the same ``get`` returns)."""
+    stats = BrokerStatsManager(Clock())
+    stats.on_put("T", "East", 4, 4096)
+    stats.on_put("U", "East", 1, 100)
+    stats.on_put("T", "East", 2, 2048)
+    stats.on_put("T", "West", 1, 10)
+    nums, sizes = stats.get(TOPIC_PUT_NUMS, "T"), stats.get(TOPIC_PUT_SIZE, "T")
+    assert (nums.value, nums.times, sizes.value, sizes.times) == (7, 3, 6154, 3)
+    assert (stats.get(TOPIC_PUT_NUMS, "U").value, stats.get(TOPIC_PUT_SIZE, "U").value) == (1, 100)
+    east, west = stats.get(BROKER_PUT_NUMS, "East"), stats.get(BROKER_PUT_NUMS, "West")
+    assert (east.value, east.times, west.value, west.times) == (7, 3, 1, 1)
+
+
 def test_pulls_count_per_group_and_per_broker() -> None:
     """Each found pull counts its messages, bytes and one call (avgpt is per pull), per
     topic@group and for the broker's cluster, another group on the same topic apart."""
