@@ -155,19 +155,17 @@ class ConsumeQueue:
         if not count:
             return
         mapped = self.queue.last
-        first_phys, first_size, _ = CQ_UNIT.unpack_from(units, 0)
-        if (
-            mapped is not None
-            and first_phys + first_size > self.max_phys_offset
-            and mapped.start_offset + mapped.wrote_position == queue_offset * UNIT
-            and mapped.wrote_position + count * UNIT <= mapped.file_size
-        ):
+        phys, size, _ = CQ_UNIT.unpack_from(units, 0)
+        if mapped is not None and phys + size > self.max_phys_offset:
             position = mapped.wrote_position
-            mapped.mmap[position : position + count * UNIT] = units
-            mapped.wrote_position = position + count * UNIT
-            last_phys, last_size, _ = CQ_UNIT.unpack_from(units, (count - 1) * UNIT)
-            self.max_phys_offset = last_phys + last_size
-            return
+            end = position + count * UNIT
+            if mapped.start_offset + position == queue_offset * UNIT and end <= mapped.file_size:
+                mapped.mmap[position:end] = units
+                mapped.wrote_position = end
+                if count > 1:  # a lone send's unit is its own last (one unpack, per send)
+                    phys, size, _ = CQ_UNIT.unpack_from(units, (count - 1) * UNIT)
+                self.max_phys_offset = phys + size
+                return
         for phys_offset, size, tags_code in CQ_UNIT.iter_unpack(units):
             self.put(phys_offset, size, tags_code, queue_offset)
             queue_offset += 1

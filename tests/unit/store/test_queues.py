@@ -165,3 +165,28 @@ def test_dispatching_read_back_records_in_runs_matches_one_at_a_time(stores: Sto
     assert [bytes(f.file.mmap) for f in alone.index_service.files] == [
         bytes(f.file.mmap) for f in in_runs.index_service.files
     ]
+
+
+def test_packed_units_move_the_queues_end_to_their_last_record(tmp_path) -> None:
+    """``put_units`` of a run, then of a lone unit, moves the queue's end (what a slave's
+    truncation reads) to its last unit's record; a re-dispatch of those units adds nothing,
+    and the next record's unit follows."""
+    from broker.store.consume_queue import ConsumeQueue
+
+    queue = ConsumeQueue("T", 0, tmp_path, 20 * CQ_UNIT.size)
+    queue.queue.load()
+    units = [(1000 * n, 100 + n, n) for n in range(5)]
+    queue.put(*units[0], 0)  # the file made; then the packed units' copy into it
+    queue.put_units(b"".join(CQ_UNIT.pack(*u) for u in units[1:4]), 1)
+    assert queue.max_phys_offset == 3103
+    queue.put_units(CQ_UNIT.pack(*units[4]), 4)
+    assert queue.max_phys_offset == 4104
+    for offset, unit in enumerate(units):  # reput going over what the puts dispatched
+        queue.put(*unit, offset)
+    queue.put(5000, 50, 7, 5)
+    written = bytes(queue.queue.files[0].mmap[: 7 * CQ_UNIT.size])
+    assert [CQ_UNIT.unpack_from(written, n * CQ_UNIT.size) for n in range(7)] == [
+        *units,
+        (5000, 50, 7),
+        (0, 0, 0),
+    ]
