@@ -184,21 +184,28 @@ def put_plain_run(
     if not files or files[-1].wrote_position >= files[-1].file_size:
         return [], {}  # the reference makes the next segment
     started = perf_counter_ns()
-    caught_up = store.reput.caught_up()
     mapped = files[-1]
-    wrote_from = mapped.wrote_position
+    wrote_from, start_offset = mapped.wrote_position, mapped.start_offset
+    # reput.caught_up() without its three calls: the log's end is this segment's written end
+    caught_up = store.reput.reput_from_offset == start_offset + wrote_from
     position, appended, replies, totals = put_rows(
-        log.cursor, mapped.mmap, wrote_from, mapped.start_offset, log.clock,
+        log.cursor, mapped.mmap, wrote_from, start_offset, log.clock,
         log.config.max_message_size, rows, pieces,
     )  # fmt: skip
     count = len(replies)
     if count:
         mapped.wrote_position = position
         log.warmer.wrote(mapped)
-        end = mapped.start_offset + position
-        dispatch = store.dispatcher.dispatch_rows
-        _stored(store, count, position - wrote_from, caught_up, end, dispatch, appended)
-        store.stats.on_put_times((perf_counter_ns() - started) // count, count)
+        # _stored's bookkeeping inline: a lone sync send pays this per message
+        stats = store.stats
+        stats.on_put(count, position - wrote_from)
+        if store.put_listener is not None:
+            store.put_listener()
+        if not caught_up:
+            store.reput.wake()
+        elif store._dispatch_ok(store.dispatcher.dispatch_rows, appended):
+            store.reput.dispatched_to(start_offset + position)
+        stats.on_put_times((perf_counter_ns() - started) // count, count)
     return replies, totals
 
 
