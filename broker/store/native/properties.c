@@ -19,10 +19,9 @@ PyObject *dispatch_fields(PyObject *self, PyObject *arg) {
     return dispatch_fields_of(text, len);
 }
 
-/* dispatch_fields over the UTF-8 bytes of a properties string. */
-PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
-    /* [start, end) of the last non-empty value of each name */
-    const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+/* [start, end) of the last non-empty value of TAGS, KEYS, UNIQ_KEY and DELAY (NULL: none) in
+ * a properties string's UTF-8 bytes. */
+static void scan_dispatch_fields(const char *text, Py_ssize_t len, const char *found[4][2]) {
     static const char *names[4] = {"TAGS", "KEYS", "UNIQ_KEY", "DELAY"};
     static const Py_ssize_t name_lengths[4] = {4, 4, 8, 5};
     const char *p = text, *end = text + len;
@@ -42,26 +41,59 @@ PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
         }
         p = segment_end + 1;
     }
-    PyObject *values[4] = {NULL, NULL, NULL, NULL};
-    long tags_code = 0;
-    for (int i = 0; i < 4; i++) {
-        if (found[i][0] != NULL) {
-            values[i] = PyUnicode_DecodeUTF8(found[i][0], found[i][1] - found[i][0], NULL);
-        } else if (i == 1 || i == 2) {
-            values[i] = PyUnicode_New(0, 0);
-        } else {
-            values[i] = Py_None;
-            Py_INCREF(Py_None);
-        }
-        if (values[i] == NULL) {
-            for (int j = 0; j < i; j++) Py_DECREF(values[j]);
-            return NULL;
-        }
+}
+
+/* The TAGS value's String.hashCode (0 without one) into *code; -1 when it is not UTF-8. An
+ * ASCII value (the usual tag) is hashed from its bytes, which are its UTF-16 units, with no
+ * str made for it (one per plain send otherwise). */
+static int tags_code_of(const char *start, const char *end, long *code) {
+    *code = 0;
+    if (start == NULL) return 0;
+    uint32_t h = 0;
+    const unsigned char *p = (const unsigned char *)start;
+    for (; p < (const unsigned char *)end; p++) {
+        if (*p >= 0x80) break;
+        h = 31u * h + *p;
     }
-    if (values[0] != Py_None) tags_code = (long)(int32_t)unsigned_java_hash(values[0]);
-    PyObject *result = Py_BuildValue("lNNN", tags_code, values[1], values[2], values[3]);
-    Py_DECREF(values[0]);
-    return result;
+    if (p == (const unsigned char *)end) {
+        *code = (long)(int32_t)h;
+        return 0;
+    }
+    PyObject *tags = PyUnicode_DecodeUTF8(start, end - start, NULL);
+    if (tags == NULL) return -1;
+    *code = (long)(int32_t)unsigned_java_hash(tags);
+    Py_DECREF(tags);
+    return 0;
+}
+
+/* A found value as a str: "" (the shared empty str) when absent. */
+static PyObject *value_or_empty(const char *const found[2]) {
+    if (found[0] == NULL) return PyUnicode_New(0, 0);
+    return PyUnicode_DecodeUTF8(found[0], found[1] - found[0], NULL);
+}
+
+/* dispatch_fields over the UTF-8 bytes of a properties string. */
+PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
+    const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    scan_dispatch_fields(text, len, found);
+    long tags_code;
+    if (tags_code_of(found[0][0], found[0][1], &tags_code) < 0) return NULL;
+    PyObject *keys = value_or_empty(found[1]);
+    if (keys == NULL) return NULL;
+    PyObject *uniq = value_or_empty(found[2]);
+    if (uniq == NULL) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    PyObject *delay = found[3][0] == NULL
+                          ? Py_NewRef(Py_None)
+                          : PyUnicode_DecodeUTF8(found[3][0], found[3][1] - found[3][0], NULL);
+    if (delay == NULL) {
+        Py_DECREF(keys);
+        Py_DECREF(uniq);
+        return NULL;
+    }
+    return Py_BuildValue("lNNN", tags_code, keys, uniq, delay);
 }
 
 /* The UTF-8 of a key or value as f"{x}" formats it: a str as it is, anything else by str(). */
@@ -80,12 +112,29 @@ static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) 
  * its sent string: remoting/native/codec/plain_send.c): the bytes as they are, what dispatch
  * needs read from them as a record read back is read. */
 static PyObject *encoded_fields_of(PyObject *encoded) {
-    PyObject *fields = dispatch_fields_of(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
-    if (fields == NULL) return NULL;
-    PyObject *out = PyTuple_Pack(4, encoded, PyTuple_GET_ITEM(fields, 0),
-                                 PyTuple_GET_ITEM(fields, 1), PyTuple_GET_ITEM(fields, 2));
-    Py_DECREF(fields);
-    return out;
+    /* dispatch_fields_of's values straight into the result (no tuple between), DELAY only
+     * checked to be UTF-8 as there (a plain send carries none) */
+    const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    scan_dispatch_fields(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), found);
+    long tags_code;
+    if (tags_code_of(found[0][0], found[0][1], &tags_code) < 0) return NULL;
+    PyObject *keys = value_or_empty(found[1]);
+    if (keys == NULL) return NULL;
+    PyObject *uniq = value_or_empty(found[2]);
+    if (uniq == NULL) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    if (found[3][0] != NULL) {
+        PyObject *delay = PyUnicode_DecodeUTF8(found[3][0], found[3][1] - found[3][0], NULL);
+        if (delay == NULL) {
+            Py_DECREF(keys);
+            Py_DECREF(uniq);
+            return NULL;
+        }
+        Py_DECREF(delay);
+    }
+    return Py_BuildValue("OlNN", encoded, tags_code, keys, uniq);
 }
 
 /* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)

@@ -55,7 +55,10 @@ properties = st.one_of(
     st.lists(
         st.tuples(
             st.sampled_from([b"TAGS", b"KEYS", b"UNIQ_KEY", b"DELAY", b"X", b""]),
-            st.sampled_from([b"", b"a", b"a b", b"\xc3\xa9 k", b"\xff", b"x\x01y"]),
+            # a long ASCII tag: its hash (from the bytes, no str) wraps
+            st.sampled_from(
+                [b"", b"a", b"a b", b"\xc3\xa9 k", b"\xff", b"x\x01y", b"TagA-0123456789~"]
+            ),
         ),
         max_size=5,
     ).map(lambda pairs: b"\x02".join(name + b"\x01" + value for name, value in pairs)),
@@ -98,6 +101,28 @@ def test_native_put_rows_is_the_reference(drawn, size: int, position: int) -> No
         got = _run(put_rows, cursor, buffer, drawn, position)
         results.append((got, bytes(buffer), dict(cursor.queue_offsets), cursor.last_put_timestamp))
     assert results[0] == results[1]
+
+
+@needs_store_native
+@pytest.mark.parametrize(
+    "tags",
+    [b"TagA", b"TagA-0123456789~", b"\x7f" * 9, "é-tag".encode(), "\U0001f600".encode(), b"\xff"],
+)
+def test_a_sent_tags_code_is_javas_hash_of_the_tag(tags: bytes) -> None:
+    """A plain send's TAGS (its record's property bytes) gets the String.hashCode the
+    reference gives it, in its ConsumeQueue unit and wake-up: an ASCII tag hashed from its
+    bytes (long enough to wrap), the others through their str (a surrogate pair), a tag that
+    is not UTF-8 stopping the run as there."""
+    row = ("T", 0, 0, b"KEYS\x01k\x02TAGS\x01" + tags, b"x", 0, 0, (b"\x7f\0\0\x01", 1), 0, 1)
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        results.append(_run(put_rows, cursor, bytearray(1500), [row], 0))
+    assert results[0] == results[1]
+    assert len(results[0][2]) == (0 if tags == b"\xff" else 1)
 
 
 @given(
