@@ -12,7 +12,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
-from broker.processor.send_plain import born_host, plain_send_reply, plain_sends
+from broker.processor.send_plain import QueueBounds, born_host, plain_send_reply, plain_sends
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -113,6 +113,7 @@ class SendMessageProcessor:
         store_config = broker.store_config
         self.sync_flush = store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.sync_master = store_config.broker_role is BrokerRole.SYNC_MASTER
+        self.queue_bounds = QueueBounds(broker.topics.table)  # the plain pass's queue check
 
     def register(self, server: Any) -> None:
         for code in (

@@ -148,11 +148,10 @@ def _plain_rows(
 ) -> list[tuple[Any, ...]] | None:
     """Each request's append values, or None when one is not plain (``plain_rows``)."""
     broker = processor.broker
-    table = broker.topics.table
     return plain_rows(
         requests,
         valid_topics,
-        lambda topic: _queue_bound(table.get(topic), topic),
+        processor.queue_bounds,
         _SPECIAL,
         broker.config.broker_cluster_name,
         hosts,
@@ -279,6 +278,31 @@ def python_property_bytes(text: Any, specials: frozenset[str], cluster: str) -> 
     if not clustered:
         kept.append(b"CLUSTER\x01" + cluster_raw)
     return b"\x02".join(kept)
+
+
+class QueueBounds:
+    """``bound_of`` for ``plain_rows``, made once per processor (a lone send asked a lambda made
+    per call): a topic's bound kept with the TopicConfig it came from. A config is frozen (an
+    update puts a new one in the table), so the bound holds while the table holds that very
+    object. Only topics the table has are kept: a client naming others adds nothing."""
+
+    __slots__ = ("_bounds", "_table")
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self._table = table
+        self._bounds: dict[str, tuple[Any, int]] = {}
+
+    def __call__(self, topic: str) -> int:
+        config = self._table.get(topic)
+        kept = self._bounds.get(topic)
+        if kept is not None and kept[0] is config:
+            return kept[1]
+        bound = _queue_bound(config, topic)
+        if config is None:
+            self._bounds.pop(topic, None)  # deleted: forgotten
+        else:
+            self._bounds[topic] = (config, bound)
+        return bound
 
 
 def _queue_bound(config: Any, topic: str) -> int:

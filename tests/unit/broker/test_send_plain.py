@@ -504,3 +504,19 @@ def test_a_row_carries_the_bytes_the_dict_path_writes(text, cluster) -> None:
     else:
         assert properties == want
         assert list(properties) == list(want)  # the same order
+
+
+def test_a_topics_queue_bound_follows_its_config() -> None:
+    """The plain pass's kept bound is the one the topic's current config gives: an update
+    (a new frozen config) or a delete is seen by the next send, and only topics the table
+    has are kept."""
+    table = {"T": TopicConfig(topic_name="T", read_queue_nums=4, write_queue_nums=3)}
+    bounds = send_plain.QueueBounds(table)
+    assert bounds("T") == bounds("T") == 4
+    table["T"] = TopicConfig(topic_name="T", read_queue_nums=2, write_queue_nums=2)
+    assert bounds("T") == 2
+    table["T"] = TopicConfig(topic_name="T", perm=PERM_READ)
+    assert bounds("T") == 0
+    del table["T"]
+    assert bounds("T") == 0 and bounds("Nobody") == 0
+    assert not bounds._bounds
