@@ -7,7 +7,7 @@ touches a socket, a clock or a logger; garbage raises :class:`RemoteProtocolErro
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from remoting.codec_native import native
 from remoting.errors import RemoteProtocolError
@@ -129,6 +129,28 @@ class FrameDecoder:
             out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
+        self._drop_used()
+
+    def take_commands(self, out: list[Any]) -> bool:
+        """``take_frames``, with each JSON frame's header scanned to its command in the same
+        native call where the scan takes it (remoting/command.py ``decode_command``'s fast
+        path, whose result it is): ``out`` gets those commands and, for every other frame, its
+        Frame for ``decode_command``. True when every item appended is a command. Pure mode
+        (and a big frame's bytearray): ``take_frames``, all Frames."""
+        buffer = self._buffer
+        if _split_commands is None or type(buffer) is not bytes:
+            start = len(out)
+            self.take_frames(out)
+            return len(out) == start
+        items, self._pos, frames = _split_commands(Frame, buffer, self._pos, self._max_frame_bytes)
+        out += items
+        while (frame := self.next_frame()) is not None:  # judges where the split stopped
+            out.append(frame)
+            frames += 1
+        self._drop_used()
+        return not frames
+
+    def _drop_used(self) -> None:
         if self._pos >= len(self._buffer):
             # Nothing held: the read (or a big frame's bytearray) goes now, not at the next
             # read, which may be a lone frame that never touches the buffer (whole_frame).
@@ -151,6 +173,7 @@ def whole_frame_reference(
 
 
 _split_frames = None if native is None else native.split_frames
+_split_commands = None if native is None else native.split_commands
 _whole_frame = whole_frame_reference if native is None else native.whole_frame
 
 

@@ -45,6 +45,26 @@ log = logging.getLogger("remoting.connection")
 READ_CHUNK = 64 * 1024
 
 
+def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:
+    """Append every command the decoder holds complete (``FrameDecoder.take_commands``: the
+    plain sends' and registered requests' scanned in its split, the other frames decoded
+    here). A frame that does not parse raises RemoteProtocolError, the commands before it
+    appended (they are still handled)."""
+    scanned = False
+    items: list[Any] = commands  # commands, and Frames until decoded in place below
+    try:
+        scanned = decoder.take_commands(items)
+    finally:
+        if not scanned:
+            for i, item in enumerate(items):
+                if type(item) is Frame:
+                    try:
+                        items[i] = decode_command(item)
+                    except BaseException:
+                        del items[i:]
+                        raise
+
+
 class ReadBatches:
     """Connection's reading side; the attributes are the connection's."""
 
@@ -257,14 +277,9 @@ class ReadBatches:
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
-        frames: list[Frame] = []
-        commands = []
+        commands: list[RemotingCommand] = []
         try:
-            try:
-                self._decoder.take_frames(frames)
-            finally:  # the frames before one that does not parse are still handled
-                for frame in frames:
-                    commands.append(decode_command(frame))
+            take_commands(self._decoder, commands)
         except RemoteProtocolError as exc:
             return commands, str(exc)
         except BaseException:

@@ -26,6 +26,18 @@ int plain_integer(PyObject *s, long long low, long long high, long long *out);
 int plain_integer_bytes(const char *p, Py_ssize_t n, long long low, long long high,
                         long long *out);
 PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* A JSON header's bytes to scan, and the header and body objects when the caller has them
+ * (else NULL: made from the spans for a command only). */
+typedef struct {
+    const unsigned char *at;
+    Py_ssize_t len;
+    PyObject *header;
+    const unsigned char *body_at;
+    Py_ssize_t body_len;
+    PyObject *body;
+} ScanInput;
+PyObject *scan_command_at(const ScanInput *in);
+PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -39,6 +39,8 @@ static PyMethodDef methods[] = {
      "(remoting.command.encode_command)."},
     {"split_frames", (PyCFunction)(void (*)(void))split_frames, METH_FASTCALL,
      "The complete plain frames at the front of a read (remoting.frame.FrameDecoder)."},
+    {"split_commands", (PyCFunction)(void (*)(void))split_commands, METH_FASTCALL,
+     "A read's complete plain frames, JSON headers scanned to commands (remoting.frame)."},
     {"whole_frame", (PyCFunction)(void (*)(void))whole_frame, METH_FASTCALL,
      "A read that is exactly one plain frame as that frame, else None (remoting.frame)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,
