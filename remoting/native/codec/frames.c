@@ -61,15 +61,15 @@ static PyObject *split(PyObject *const *args, Py_ssize_t nargs, int scan, const 
         uint32_t serialize_type = mark >> 24, header_length = mark & 0x00FFFFFF;
         if (serialize_type > 1 || (Py_ssize_t)header_length > (Py_ssize_t)length - 4) break;
         Py_ssize_t header_end = pos + 8 + header_length, frame_end = pos + 4 + length;
-        PyObject *item = Py_None;
+        PyObject *item = NULL;
         if (scan && serialize_type == 0) {
             ScanInput in = {data + pos + 8, header_length, NULL, data + header_end,
                             frame_end - header_end, NULL};
             item = scan_command_at(&in);
             if (item == NULL) goto error;
+            if (item == Py_None) Py_CLEAR(item); /* the scan's new reference: not plain */
         }
-        if (item == Py_None) {
-            Py_DECREF(item); /* immortal or not: the scan's new reference */
+        if (item == NULL) {
             item = new_frame(type, serialize_type, data, pos, header_end, frame_end);
             if (item == NULL) goto error;
             frames++;
