@@ -27,6 +27,8 @@ NAMES = (
     "json_frame_head",
     "split_frames",
     "whole_frame",
+    "split_commands",
+    "whole_command",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

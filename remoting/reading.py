@@ -24,10 +24,11 @@ from remoting.command import (
     EncodedReply,
     RemotingCommand,
     decode_command,
+    decode_declined,
     encode_command,
 )
 from remoting.errors import RemoteProtocolError
-from remoting.frame import Frame, FrameDecoder
+from remoting.frame import COMMANDS, DECLINED, FRAMES, Frame, FrameDecoder
 from remoting.memory import trim
 
 if TYPE_CHECKING:
@@ -50,16 +51,17 @@ def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> Non
     plain sends' and registered requests' scanned in its split, the other frames decoded
     here). A frame that does not parse raises RemoteProtocolError, the commands before it
     appended (they are still handled)."""
-    scanned = False
+    kind = FRAMES  # what the Frames need when the split raised: decode_command judges all
     items: list[Any] = commands  # commands, and Frames until decoded in place below
     try:
-        scanned = decoder.take_commands(items)
+        kind = decoder.take_commands(items)
     finally:
-        if not scanned:
+        if kind != COMMANDS:
+            decode = decode_declined if kind == DECLINED else decode_command
             for i, item in enumerate(items):
                 if type(item) is Frame:
                     try:
-                        items[i] = decode_command(item)
+                        items[i] = decode(item)
                     except BaseException:
                         del items[i:]
                         raise
@@ -117,21 +119,21 @@ class ReadBatches:
         if not data:
             self._mark_closed("peer closed the connection")
             return False
-        frame = self._decoder.whole_frame(data)
+        frame = self._decoder.whole_command(data)
         if frame is None:
             if self._received(data) is None:
                 return False
             return self._keep_reading()
         return self._answer_lone(frame, data)
 
-    def _answer_lone(self, frame: Frame, data: bytes) -> bool:
-        """A read of one whole frame, straight through: decode it, run its handler, queue the
-        reply (``_dispatch`` and ``send_nowait``, inline), end the read batch. ``on_readable``'s
-        answer."""
+    def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
+        """A read of one whole frame (or its command, scanned as it was split: ``whole_command``),
+        straight through: decode it, run its handler, queue the reply (``_dispatch`` and
+        ``send_nowait``, inline), end the read batch. ``on_readable``'s answer."""
         self._ios += 1
         self._in_read_batch = True
         try:
-            command = decode_command(frame)
+            command = decode_declined(frame) if type(frame) is Frame else frame
         except RemoteProtocolError as exc:
             self._end_read(str(exc), data)
             return False
@@ -179,7 +181,7 @@ class ReadBatches:
             return False
         if not data:
             return self._keep_reading()
-        frame = self._decoder.whole_frame(data)
+        frame = self._decoder.whole_command(data)
         if frame is None:
             commands, problem = self._take_commands(data)
         else:
@@ -287,13 +289,16 @@ class ReadBatches:
             raise
         return commands, None
 
-    def _take_lone(self, frame: Frame, data: bytes) -> tuple[list[RemotingCommand], str | None]:
-        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_frame``):
-        nothing was buffered, and nothing is left to report to the budget."""
+    def _take_lone(
+        self, frame: Frame | RemotingCommand, data: bytes
+    ) -> tuple[list[RemotingCommand], str | None]:
+        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_command``:
+        the frame, or its command): nothing was buffered, and nothing is left to report to the
+        budget."""
         self._ios += 1
         self._in_read_batch = True
         try:
-            return [decode_command(frame)], None
+            return [decode_declined(frame) if type(frame) is Frame else frame], None  # type: ignore[arg-type,list-item]
         except RemoteProtocolError as exc:
             return [], str(exc)
         except BaseException:

@@ -102,12 +102,14 @@ PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 
 /* whole_frame(frame_type, data, max_frame_bytes) -> Frame or None: data as one frame when it
  * is exactly one complete frame that split_frames would cut (a lone request's read), else None
- * (remoting/frame.py FrameDecoder.whole_frame, the reference, says the same). */
-PyObject *whole_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+ * (remoting/frame.py FrameDecoder.whole_frame, the reference, says the same). whole_command:
+ * the same, a JSON frame's header scanned as split_commands scans it (its command, else the
+ * Frame). */
+static PyObject *whole(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
     if (nargs != 3 || !PyType_Check(args[0]) ||
         !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
         !PyBytes_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "whole_frame(frame_type, bytes, max_frame_bytes)");
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyTypeObject *type = (PyTypeObject *)args[0];
@@ -123,19 +125,19 @@ PyObject *whole_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (length < 4 || (Py_ssize_t)length != size - 4 || length > max_frame) Py_RETURN_NONE;
     if (serialize_type > 1 || (Py_ssize_t)header_length > (Py_ssize_t)length - 4) Py_RETURN_NONE;
     Py_ssize_t header_end = 8 + (Py_ssize_t)header_length;
-    PyObject *kind = PyLong_FromLong((long)serialize_type);
-    PyObject *header = PyBytes_FromStringAndSize((const char *)data + 8, header_length);
-    PyObject *body = PyBytes_FromStringAndSize((const char *)data + header_end, size - header_end);
-    PyObject *frame = type->tp_alloc(type, 3);
-    if (kind == NULL || header == NULL || body == NULL || frame == NULL) {
-        Py_XDECREF(kind);
-        Py_XDECREF(header);
-        Py_XDECREF(body);
-        Py_XDECREF(frame);
-        return NULL;
+    if (scan && serialize_type == 0) {
+        ScanInput in = {data + 8, header_length, NULL, data + header_end, size - header_end, NULL};
+        PyObject *command = scan_command_at(&in);
+        if (command != Py_None) return command; /* or NULL: an error */
+        Py_DECREF(command);
     }
-    PyTuple_SET_ITEM(frame, 0, kind);
-    PyTuple_SET_ITEM(frame, 1, header);
-    PyTuple_SET_ITEM(frame, 2, body);
-    return frame;
+    return new_frame(type, serialize_type, data, 0, header_end, size);
+}
+
+PyObject *whole_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return whole(args, nargs, 0, "whole_frame(frame_type, bytes, max_frame_bytes)");
+}
+
+PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return whole(args, nargs, 1, "whole_command(frame_type, bytes, max_frame_bytes)");
 }

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from remoting import frame as frame_module
-from remoting.command import RemotingCommand, encode_command_bytes
+from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.errors import RemoteProtocolError
 from remoting.frame import FrameDecoder, encode_frame
 from remoting.reading import take_commands
@@ -122,7 +122,7 @@ def test_plain_sends_and_pulls_come_out_scanned_with_their_own_bytes() -> None:
     decoder = FrameDecoder()
     decoder.receive_data(read)
     items: list[Any] = []
-    assert decoder.take_commands(items) is True
+    assert decoder.take_commands(items) == frame_module.COMMANDS
     assert [type(item).__name__ for item in items] == ["ScannedCommand"] * len(HEADERS)
     for index, (item, header) in enumerate(zip(items, HEADERS, strict=True)):
         assert type(item.header) is bytes and item.header == header
@@ -134,7 +134,7 @@ def test_other_frames_are_handed_back_as_frames() -> None:
     decoder = FrameDecoder()
     decoder.receive_data(encode_frame(0, HEADERS[0], b"") + HEARTBEAT)
     items: list[Any] = []
-    assert decoder.take_commands(items) is False
+    assert decoder.take_commands(items) == frame_module.DECLINED
     assert [type(item).__name__ for item in items] == ["ScannedCommand", "Frame"]
 
 
@@ -149,5 +149,37 @@ def test_the_c_split_refuses_what_it_cannot_split() -> None:
     ]:
         with pytest.raises(TypeError):
             native.split_commands(*args)
+    for args in [
+        (frame_module.Frame, bytearray(read), 64),
+        (dict, read, 64),
+        (frame_module.Frame, read),
+    ]:
+        with pytest.raises(TypeError):
+            native.whole_command(*args)
     with pytest.raises(ValueError):
         native.split_commands(frame_module.Frame, read, len(read) + 1, 1 << 24)
+
+
+def _decoded(item: Any) -> Any:
+    if item is None or type(item) is not frame_module.Frame:
+        return item if item is None else snapshot(item)
+    try:
+        return snapshot(decode_command(item))
+    except RemoteProtocolError as exc:
+        return ("refused", str(exc))
+
+
+@given(data=st.one_of(streams, frames), max_frame=st.sampled_from([16 << 20, 512, 64]))
+@example(data=encode_frame(0, HEADERS[0], b"b"), max_frame=16 << 20)
+@example(data=encode_frame(0, b"{", b"b"), max_frame=16 << 20)
+@example(data=HEARTBEAT, max_frame=16 << 20)
+def test_a_lone_reads_command_is_its_frames(data: bytes, max_frame: int) -> None:
+    """``whole_command`` (a lone request's read): None where ``whole_frame`` is None, else the
+    command ``decode_command`` makes of that frame (scanned, or the Frame handed back)."""
+    decoder = FrameDecoder(max_frame)
+    want = frame_module.whole_frame_reference(frame_module.Frame, data, max_frame)
+    got = decoder.whole_command(data)
+    assert _decoded(got) == _decoded(want)
+    if want is not None and want.serialize_type == 0 and want.header in HEADERS:
+        assert type(got).__name__ == "ScannedCommand"
+    assert decoder.buffered_bytes == 0
