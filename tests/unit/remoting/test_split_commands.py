@@ -95,7 +95,7 @@ def reference(stream: bytes, cuts: list[int], max_frame: int) -> list[Any]:
     cuts=st.lists(st.integers(0, 10**4), max_size=4),
     max_frame=st.sampled_from([16 * 1024 * 1024, 16 * 1024 * 1024, 512, 64]),
 )
-@settings(suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @example(stream=encode_frame(0, HEADERS[0], b"b") * 3, cuts=[], max_frame=16 << 20)
 @example(  # a header that does not parse between two sends: the first handled, then refused
     stream=encode_frame(0, HEADERS[0], b"1") + encode_frame(0, b"{", b"") + HEARTBEAT,
@@ -170,6 +170,7 @@ def _decoded(item: Any) -> Any:
 
 
 @given(data=st.one_of(streams, frames), max_frame=st.sampled_from([16 << 20, 512, 64]))
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @example(data=encode_frame(0, HEADERS[0], b"b"), max_frame=16 << 20)
 @example(data=encode_frame(0, b"{", b"b"), max_frame=16 << 20)
 @example(data=HEARTBEAT, max_frame=16 << 20)
