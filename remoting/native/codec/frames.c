@@ -5,7 +5,10 @@
  * split_frames(frame_type, buffer, pos, max_frame_bytes) -> (frames, pos): Frame tuples
  * (serialize_type, header, body) for each complete frame from pos whose length is within
  * [4, max_frame_bytes], serialize type 0 or 1 and header within the frame; it stops at the first
- * frame that is incomplete or not so, which the reference then waits for or refuses. */
+ * frame that is incomplete or not so, which the reference then waits for or refuses.
+ * split_commands and whole_command also scan each JSON frame's header in place (send_scan.c
+ * scan_command_at), so a pipelined read's plain sends come out as commands with no Frame, no
+ * header bytes for the scan and no Python call between them. */
 #include "codec.h"
 
 static uint32_t be32(const unsigned char *p) {
