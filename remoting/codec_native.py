@@ -12,7 +12,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -27,6 +27,8 @@ NAMES = (
     "json_frame_head",
     "split_frames",
     "whole_frame",
+    "split_commands",
+    "whole_command",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

@@ -165,6 +165,14 @@ def decode_command(frame: Frame) -> RemotingCommand:
     return _decode_rocketmq_header(frame.header, frame.body)
 
 
+def decode_declined(frame: Frame) -> RemotingCommand:
+    """``decode_command`` for a frame whose JSON header the native scan has declined already
+    (remoting/frame.py ``take_commands``, ``whole_command``): not scanned a second time."""
+    if frame.serialize_type == _JSON:
+        return _parse_json_header(frame.header, frame.body)
+    return _decode_rocketmq_header(frame.header, frame.body)
+
+
 def _decode_json_header(header: bytes, body: BodyType = b"") -> RemotingCommand:
     if _scan_send is not None:
         # A plain send's header, read from its bytes into a ScannedCommand with no dict

@@ -7,7 +7,7 @@ touches a socket, a clock or a logger; garbage raises :class:`RemoteProtocolErro
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from remoting.codec_native import native
 from remoting.errors import RemoteProtocolError
@@ -16,6 +16,10 @@ PREFIX = struct.Struct(">iI")  # frameLength, headerInfo (serializeType << 24 | 
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # Java's com.rocketmq.remoting.frameMaxLength default
 _HEADER_LENGTH_MASK = 0x00FFFFFF
 SMALL_REST = 64 * 1024
+
+
+# FrameDecoder.take_commands' answers: what the Frames among its items need.
+COMMANDS, DECLINED, FRAMES = 0, 1, 2
 
 
 class Frame(NamedTuple):
@@ -76,6 +80,14 @@ class FrameDecoder:
             return None
         return _whole_frame(Frame, data, self._max_frame_bytes)
 
+    def whole_command(self, data: bytes) -> Any:
+        """``whole_frame``, a JSON frame's header scanned to its command in the same native
+        call where the scan takes it (as ``take_commands`` does): that command, else the Frame
+        the scan declined (``decode_declined``), or None. Pure mode: ``whole_frame``."""
+        if self._buffer:
+            return None
+        return _whole_command(Frame, data, self._max_frame_bytes)
+
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
         buffer, pos = self._buffer, self._pos
@@ -129,6 +141,31 @@ class FrameDecoder:
             out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
+        self._drop_used()
+
+    def take_commands(self, out: list[Any]) -> int:
+        """``take_frames``, with each JSON frame's header scanned to its command in the same
+        native call where the scan takes it (remoting/command.py ``decode_command``'s fast
+        path, whose result it is): ``out`` gets those commands and, for every other frame, its
+        Frame. The answer says what the Frames need: ``COMMANDS`` none came, ``DECLINED`` the
+        scan has declined their JSON headers already (``decode_declined``), ``FRAMES`` none was
+        scanned (``decode_command``: pure mode, or a big frame's bytearray)."""
+        buffer = self._buffer
+        if _split_commands is None or type(buffer) is not bytes:
+            start = len(out)
+            self.take_frames(out)
+            return COMMANDS if len(out) == start else FRAMES
+        items, self._pos, frames = _split_commands(Frame, buffer, self._pos, self._max_frame_bytes)
+        out += items
+        # next_frame judges where the split stopped: it refuses or waits, as split_frames is
+        # held to it; a frame it cut would only lose the scan's fast path (DECLINED parses).
+        while (frame := self.next_frame()) is not None:
+            out.append(frame)
+            frames += 1
+        self._drop_used()
+        return DECLINED if frames else COMMANDS
+
+    def _drop_used(self) -> None:
         if self._pos >= len(self._buffer):
             # Nothing held: the read (or a big frame's bytearray) goes now, not at the next
             # read, which may be a lone frame that never touches the buffer (whole_frame).
@@ -151,7 +188,9 @@ def whole_frame_reference(
 
 
 _split_frames = None if native is None else native.split_frames
+_split_commands = None if native is None else native.split_commands
 _whole_frame = whole_frame_reference if native is None else native.whole_frame
+_whole_command = whole_frame_reference if native is None else native.whole_command
 
 
 def frame_prefix(serialize_type: int, header_length: int, body_length: int) -> bytes:

@@ -24,10 +24,11 @@ from remoting.command import (
     EncodedReply,
     RemotingCommand,
     decode_command,
+    decode_declined,
     encode_command,
 )
 from remoting.errors import RemoteProtocolError
-from remoting.frame import Frame, FrameDecoder
+from remoting.frame import COMMANDS, DECLINED, FRAMES, Frame, FrameDecoder
 from remoting.memory import trim
 
 if TYPE_CHECKING:
@@ -43,6 +44,27 @@ log = logging.getLogger("remoting.connection")
 # 64 KiB: recv(n) allocates n bytes first, and above ~128 KiB that allocation costs more than
 # the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
 READ_CHUNK = 64 * 1024
+
+
+def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:
+    """Append every command the decoder holds complete (``FrameDecoder.take_commands``: the
+    plain sends' and registered requests' scanned in its split, the other frames decoded
+    here). A frame that does not parse raises RemoteProtocolError, the commands before it
+    appended (they are still handled)."""
+    kind = FRAMES  # what the Frames need when the split raised: decode_command judges all
+    items: list[Any] = commands  # commands, and Frames until decoded in place below
+    try:
+        kind = decoder.take_commands(items)
+    finally:
+        if kind != COMMANDS:
+            decode = decode_declined if kind == DECLINED else decode_command
+            for i, item in enumerate(items):
+                if type(item) is Frame:
+                    try:
+                        items[i] = decode(item)
+                    except BaseException:
+                        del items[i:]
+                        raise
 
 
 class ReadBatches:
@@ -97,21 +119,21 @@ class ReadBatches:
         if not data:
             self._mark_closed("peer closed the connection")
             return False
-        frame = self._decoder.whole_frame(data)
+        frame = self._decoder.whole_command(data)
         if frame is None:
             if self._received(data) is None:
                 return False
             return self._keep_reading()
         return self._answer_lone(frame, data)
 
-    def _answer_lone(self, frame: Frame, data: bytes) -> bool:
-        """A read of one whole frame, straight through: decode it, run its handler, queue the
-        reply (``_dispatch`` and ``send_nowait``, inline), end the read batch. ``on_readable``'s
-        answer."""
+    def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
+        """A read of one whole frame (or its command, scanned as it was split: ``whole_command``),
+        straight through: decode it, run its handler, queue the reply (``_dispatch`` and
+        ``send_nowait``, inline), end the read batch. ``on_readable``'s answer."""
         self._ios += 1
         self._in_read_batch = True
         try:
-            command = decode_command(frame)
+            command = decode_declined(frame) if type(frame) is Frame else frame
         except RemoteProtocolError as exc:
             self._end_read(str(exc), data)
             return False
@@ -159,7 +181,7 @@ class ReadBatches:
             return False
         if not data:
             return self._keep_reading()
-        frame = self._decoder.whole_frame(data)
+        frame = self._decoder.whole_command(data)
         if frame is None:
             commands, problem = self._take_commands(data)
         else:
@@ -257,14 +279,9 @@ class ReadBatches:
         self._last_io = trio.current_time()
         self._decoder.receive_data(data)
         self._in_read_batch = True
-        frames: list[Frame] = []
-        commands = []
+        commands: list[RemotingCommand] = []
         try:
-            try:
-                self._decoder.take_frames(frames)
-            finally:  # the frames before one that does not parse are still handled
-                for frame in frames:
-                    commands.append(decode_command(frame))
+            take_commands(self._decoder, commands)
         except RemoteProtocolError as exc:
             return commands, str(exc)
         except BaseException:
@@ -272,13 +289,16 @@ class ReadBatches:
             raise
         return commands, None
 
-    def _take_lone(self, frame: Frame, data: bytes) -> tuple[list[RemotingCommand], str | None]:
-        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_frame``):
-        nothing was buffered, and nothing is left to report to the budget."""
+    def _take_lone(
+        self, frame: Frame | RemotingCommand, data: bytes
+    ) -> tuple[list[RemotingCommand], str | None]:
+        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_command``:
+        the frame, or its command): nothing was buffered, and nothing is left to report to the
+        budget."""
         self._ios += 1
         self._in_read_batch = True
         try:
-            return [decode_command(frame)], None
+            return [decode_declined(frame) if type(frame) is Frame else frame], None  # type: ignore[arg-type,list-item]
         except RemoteProtocolError as exc:
             return [], str(exc)
         except BaseException:

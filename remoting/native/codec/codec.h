@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 7
+#define CODEC_ABI_VERSION 8
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -26,6 +26,19 @@ int plain_integer(PyObject *s, long long low, long long high, long long *out);
 int plain_integer_bytes(const char *p, Py_ssize_t n, long long low, long long high,
                         long long *out);
 PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* A JSON header's bytes to scan, and the header and body objects when the caller has them
+ * (else NULL: made from the spans for a command only). */
+typedef struct {
+    const unsigned char *at;
+    Py_ssize_t len;
+    PyObject *header;
+    const unsigned char *body_at;
+    Py_ssize_t body_len;
+    PyObject *body;
+} ScanInput;
+PyObject *scan_command_at(const ScanInput *in);
+PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

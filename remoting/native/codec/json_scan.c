@@ -32,7 +32,8 @@ static int simple_escape(unsigned char e) {
     }
 }
 
-/* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form. */
+/* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form.
+ * s->escaped: how many bytes shorter its escapes decode (0: the bytes are the string). */
 int scan_string(Cursor *c, Span *s) {
     const unsigned char *p = c->p + 1, *end = c->end;
     s->at = p;
@@ -48,13 +49,14 @@ int scan_string(Cursor *c, Span *s) {
         if (ch < 0x20 || ch > 0x7E) return 0;
         if (ch == '\\') {
             if (end - p < 2) return 0;
-            s->escaped = 1;
             if (p[1] == 'u') {
                 if (end - p < 6 || ascii_escape(p + 1) < 0) return 0;
                 p += 6;
+                s->escaped += 5;
             } else {
                 if (simple_escape(p[1]) < 0) return 0;
                 p += 2;
+                s->escaped += 1;
             }
             continue;
         }
@@ -139,22 +141,22 @@ PyObject *span_str(const Span *s) {
         if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), s->at, (size_t)s->len);
         return out;
     }
-    Py_ssize_t n = 0;
-    for (Py_ssize_t i = 0; i < s->len; i++, n++)
-        if (s->at[i] == '\\') i += s->at[i + 1] == 'u' ? 5 : 1;
-    PyObject *out = PyUnicode_New(n, 127);
+    PyObject *out = PyUnicode_New(s->len - s->escaped, 127);
     if (out == NULL) return NULL;
     Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
-    for (Py_ssize_t i = 0; i < s->len; i++) {
-        const unsigned char *p = s->at + i;
-        if (*p != '\\') {
-            *w++ = *p;
-        } else if (p[1] == 'u') {
-            *w++ = (Py_UCS1)ascii_escape(p + 1);
-            i += 5;
+    const unsigned char *p = s->at, *end = s->at + s->len;
+    while (p < end) { /* the plain runs copied whole, each escape decoded */
+        const unsigned char *slash = memchr(p, '\\', (size_t)(end - p));
+        if (slash == NULL) slash = end;
+        memcpy(w, p, (size_t)(slash - p));
+        w += slash - p;
+        if (slash == end) break;
+        if (slash[1] == 'u') {
+            *w++ = (Py_UCS1)ascii_escape(slash + 1);
+            p = slash + 6;
         } else {
-            *w++ = (Py_UCS1)simple_escape(p[1]);
-            i += 1;
+            *w++ = (Py_UCS1)simple_escape(slash[1]);
+            p = slash + 2;
         }
     }
     return out;

@@ -226,7 +226,7 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
 
 /* The command from the scanned spans, Py_None when one is not plain. */
 static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
-                                 const Members *members, PyObject *header, PyObject *body) {
+                                 const Members *members, const ScanInput *in) {
     long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
     long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
     int send = code == SEND_MESSAGE || code == SEND_MESSAGE_V2, at = header_scan_index(code);
@@ -244,9 +244,13 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
         [S_FLAG] = PyLong_FromLong(flag),
         [S_REMARK] = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK]) : Py_NewRef(Py_None),
         [S_EXT] = Py_NewRef(lazy_ext),
-        [S_BODY] = Py_NewRef(body),
+        [S_BODY] = in->body != NULL ? Py_NewRef(in->body)
+                                    : PyBytes_FromStringAndSize((const char *)in->body_at,
+                                                                in->body_len),
         [S_SERIALIZE] = PyLong_FromLong(0), /* SerializeType.JSON */
-        [S_HEADER] = Py_NewRef(header),
+        [S_HEADER] = in->header != NULL ? Py_NewRef(in->header)
+                                        : PyBytes_FromStringAndSize((const char *)in->at,
+                                                                    in->len),
         [S_VALUES] = values,
     };
     PyObject *command = command_type->tp_alloc(command_type, 0);
@@ -265,21 +269,16 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
     return command;
 }
 
-/* scan_send_command(header: bytes, body) -> ScannedCommand | None */
-PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "scan_send_command(header, body)");
-        return NULL;
-    }
+/* The scan of a JSON header's bytes (in->at, in->len): the command, Py_None when not plain,
+ * NULL on error. The header's and body's bytes objects are made only for a command, from
+ * their spans, where the caller has none (split_commands: a read's frames). */
+PyObject *scan_command_at(const ScanInput *in) {
     if (command_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "configure_send_scan was not called");
         return NULL;
     }
-    PyObject *header = args[0];
-    if (!PyBytes_CheckExact(header)) Py_RETURN_NONE;
     if (java == NULL && (java = PyUnicode_InternFromString("JAVA")) == NULL) return NULL;
-    Cursor c = {(const unsigned char *)PyBytes_AS_STRING(header), NULL};
-    c.end = c.p + PyBytes_GET_SIZE(header);
+    Cursor c = {in->at, in->at + in->len};
     Span top[T_KEYS], ext[2][SEND_FIELDS];
     Members members;
     memset(top, 0, sizeof top);
@@ -306,5 +305,22 @@ PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     skip_ws(&c);
     if (c.p != c.end) Py_RETURN_NONE;
-    return scanned_command(top, ext, &members, header, args[1]);
+    return scanned_command(top, ext, &members, in);
+}
+
+/* scan_send_command(header: bytes, body) -> ScannedCommand | None */
+PyObject *scan_send_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "scan_send_command(header, body)");
+        return NULL;
+    }
+    PyObject *header = args[0];
+    if (command_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_send_scan was not called");
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(header)) Py_RETURN_NONE;
+    ScanInput in = {(const unsigned char *)PyBytes_AS_STRING(header), PyBytes_GET_SIZE(header),
+                    header, NULL, 0, args[1]};
+    return scan_command_at(&in);
 }
