@@ -284,6 +284,7 @@ class BrokerController:
 
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
+        self.pull_hold.drop(connection)
 
     @property
     def is_slave(self) -> bool:
@@ -381,6 +382,7 @@ class BrokerController:
                     await nursery.start(self.schedule.run)
                     await nursery.start(self.pop_revive.run)
                     await nursery.start(self.timer.run)
+                await nursery.start(self.pull_hold.run)  # held pulls' timeouts
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)

@@ -33,6 +33,7 @@ from remoting.command import EncodedReply, Gather, RemotingCommand
 from remoting.errors import RequestError
 from remoting.header_codec import request_decoder
 from remoting.headers import PullMessageRequestHeader
+from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -306,29 +307,95 @@ class PullMessageProcessor:
             "maxOffset": str(result.max_queue_offset),
         }
 
-    async def _suspended(
+    def _suspended(
         self,
         connection: Connection,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
         message_filter: Any,
         timeout_ms: int,
-    ) -> RemotingCommand:
-        deadline = trio.current_time() + max(0, timeout_ms) / 1000
+    ) -> RemotingCommand | EncodedReply | None:
+        """Hold the pull (None: answered later, from its wake) or, when the queue has grown
+        since the read, answer it now."""
+        held = _Held(self, connection, request, header, message_filter)
+        held.deadline = trio.current_time() + max(0, timeout_ms) / 1000
+        hold = self.broker.pull_hold
+        if hold.max_offset(header.topic, header.queue_id) <= header.queue_offset:
+            held.suspend()
+            connection.defer(request)
+            return None
+        response = held.run()
+        if response is None:
+            connection.defer(request)
+        return response
+
+
+class _Held:
+    """One held pull: what its wake runs again (Java's executeRequestWhenWakeup)."""
+
+    __slots__ = ("connection", "deadline", "header", "message_filter", "processor", "request")
+
+    def __init__(
+        self,
+        processor: PullMessageProcessor,
+        connection: Connection,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        message_filter: Any,
+    ) -> None:
+        self.processor = processor
+        self.connection = connection
+        self.request = request
+        self.header = header
+        self.message_filter = message_filter
+        self.deadline = 0.0
+
+    def suspend(self) -> None:
+        header = self.header
+        self.processor.broker.pull_hold.suspend(
+            header.topic,
+            header.queue_id,
+            header.queue_offset,
+            self.message_filter,
+            self.deadline,
+            self.wake,
+            self.connection,
+        )
+
+    def wake(self) -> None:
+        connection = self.connection
+        if connection.closed:
+            connection.answer_deferred(self.request, None)
+            return
+        response = self.run()
+        if response is not None:
+            connection.answer_deferred(self.request, response)
+
+    def run(self) -> RemotingCommand | EncodedReply | None:
+        """The pull once more, without suspension: its answer, or None when held again."""
+        request = self.request
         while True:
-            await self.broker.pull_hold.hold(
-                header.topic,
-                header.queue_id,
-                header.queue_offset,
-                message_filter,
-                max(0.0, deadline - trio.current_time()),
-            )
-            response = self.process(connection, request, header, allow_suspend=False)
+            try:
+                response = self.processor.process(
+                    self.connection, request, self.header, allow_suspend=False
+                )
+            except RequestError as exc:
+                return request.error_response(exc.code, exc.remark)
+            except Exception as exc:  # a bug: answered as a handler's raise is
+                log_limited(log, bug_tracebacks, ("held pull",), logging.ERROR,
+                            "held pull failed", exc_info=True)  # fmt: skip
+                return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
             if response.code != _RETRY_IMMEDIATELY:
                 return response
             # Woken by messages the filter refused on their records (SQL92 only decides there):
             # hold on past them, as Java's hold re-checks an arrival's properties first.
+            assert type(response) is RemotingCommand and response.ext_fields is not None
             next_offset = int(response.ext_fields["nextBeginOffset"])
-            if next_offset <= header.queue_offset or trio.current_time() >= deadline:
+            header = self.header
+            if next_offset <= header.queue_offset or trio.current_time() >= self.deadline:
                 return response
-            header = attrs.evolve(header, queue_offset=next_offset)
+            self.header = header = attrs.evolve(header, queue_offset=next_offset)
+            hold = self.processor.broker.pull_hold
+            if hold.max_offset(header.topic, header.queue_id) <= next_offset:
+                self.suspend()
+                return None
