@@ -2,8 +2,9 @@
 
 The response body is the stored records, never re-encoded nor copied: slices of the mapped
 CommitLog written one after another (``Gather``). Nothing to return
-and the client allowed suspension: the pull is held by the PullRequestHoldService and
-answered when a message arrives or the suspend timeout passes.
+and the client allowed suspension: the pull is held by the PullRequestHoldService (a record,
+no task: the handler returns None and the connection counts it in flight) and run again and
+answered from its wake, when a message arrives or the suspend timeout passes.
 """
 
 from __future__ import annotations
