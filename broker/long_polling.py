@@ -48,10 +48,17 @@ class HeldPull:
 
 class PullRequestHoldService:
     def __init__(
-        self, max_offset: Callable[[str, int], int], *, check_interval_s: float = 5.0
+        self,
+        max_offset: Callable[[str, int], int],
+        *,
+        check_interval_s: float | Callable[[], float] = 5.0,
     ) -> None:
+        """``check_interval_s`` may be a callable read at each check: the broker's depends on
+        its (runtime-updatable) longPollingEnable."""
         self.max_offset = max_offset
-        self.check_interval_s = check_interval_s
+        self._interval = (
+            check_interval_s if callable(check_interval_s) else lambda: check_interval_s
+        )
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
         self.held = 0
         self._deadlines: list[tuple[float, int, HeldPull]] = []
@@ -79,7 +86,7 @@ class PullRequestHoldService:
         else:
             held.append(pull)
         if not self.held:
-            self._next_check = trio.current_time() + self.check_interval_s
+            self._next_check = trio.current_time() + self._interval()
         self.held += 1
         deadlines = self._deadlines
         heapq.heappush(deadlines, (deadline, next(self._seq), pull))
@@ -142,7 +149,7 @@ class PullRequestHoldService:
             if pull.live:
                 due.append(pull)
         if now >= self._next_check:
-            self._next_check = now + self.check_interval_s
+            self._next_check = now + self._interval()
             for (topic, queue_id), held in self._held.items():
                 top = self.max_offset(topic, queue_id)
                 due.extend(p for p in held if p.live and top > p.offset and p.deadline > now)

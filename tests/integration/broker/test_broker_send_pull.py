@@ -119,6 +119,28 @@ async def test_held_pulls_of_one_connection_answer_together_and_a_closed_ones_dr
         await wait_until_held(client, broker.addr, count=0)
 
 
+async def test_short_polling_holds_past_an_arrival_until_its_check(processes, tmp_path) -> None:
+    # longPollingEnable=false, as Java's broker: the store calls no arrival listener, a held
+    # pull waits shortPollingTimeMills (not its own suspend timeout) and then finds the message.
+    conf = broker_conf(tmp_path, longPollingEnable="false", shortPollingTimeMills=2000)
+    broker = start_broker(processes, conf)
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request("Short", b"m0"))).code == 0
+        results: list[RemotingCommand] = []
+
+        async def pull() -> None:
+            request = pull_request("Short", 0, 1, suspend_ms=60_000)
+            results.append(await call(client, broker.addr, request, timeout_s=30))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pull)
+            await wait_until_held(client, broker.addr)
+            assert (await call(client, broker.addr, send_request("Short", b"m1"))).code == 0
+            await wait_until_held(client, broker.addr)  # the arrival did not answer it
+        assert results[0].code == ResponseCode.SUCCESS
+        assert [m.body for m in codec.decode_messages(results[0].body)] == [b"m1"]
+
+
 async def wait_until_held(client: RemotingClient, addr: str, count: int = 1) -> None:
     """Poll the broker's runtime info until it reports ``count`` held pulls (bounded)."""
     from remoting.body import KVTable

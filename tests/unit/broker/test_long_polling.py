@@ -184,3 +184,21 @@ async def test_shutdown_wakes_every_held_pull(autojump_clock) -> None:
         assert service.held == 3
         service.wake_all()
     assert woken.at == {"a": 4.0, "b": 4.0, "c": 4.0} and service.held == 0
+
+
+async def test_the_check_interval_is_read_at_each_check(autojump_clock) -> None:
+    # The broker's follows longPollingEnable (5 s, else shortPollingTimeMills), updatable live.
+    queue = Queue()
+    interval = [2.0]
+    service = PullRequestHoldService(queue, check_interval_s=lambda: interval[0])
+    woken = Woken()
+    async with running(service):
+        woken.hold(service, "a", 30.0)
+        queue.max_offset = 1
+        await trio.sleep(5)
+        interval[0] = 7.0
+        woken.hold(service, "b", 30.0, offset=1)
+        await trio.sleep(1)
+        queue.max_offset = 2
+        await trio.sleep(20)
+    assert woken.at == {"a": 2.0, "b": 12.0}
