@@ -12,6 +12,7 @@ so every ``check_interval_s`` the timer also wakes the held pulls whose queue ha
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 from collections.abc import Callable
 from itertools import count
@@ -19,10 +20,24 @@ from itertools import count
 import trio
 
 from broker.store.types import TagsFilter
+from remoting.log_limit import bug_tracebacks, log_limited
+
+log = logging.getLogger(__name__)
 
 # Deadlines of pulls already woken stay in the heap until popped; past this share the heap is
 # rebuilt from the live ones, so its size stays within twice the held pulls.
 _COMPACT_MIN = 64
+
+
+def _run_wakes(pulls: list[HeldPull]) -> None:
+    """Each wake once. A wake that raises (a bug) is logged and does not reach the store's
+    dispatch or the timer task that called it; the other pulls are still woken."""
+    for pull in pulls:
+        try:
+            pull.wake()
+        except Exception:
+            log_limited(log, bug_tracebacks, "pull wake", logging.ERROR,
+                        "waking a held pull failed", exc_info=True)  # fmt: skip
 
 
 class HeldPull:
@@ -127,8 +142,7 @@ class PullRequestHoldService:
             del self._held[key]
         self.held -= len(woken)
         # Released first: a wake may hold its pull again (on this same queue).
-        for pull in woken:
-            pull.wake()
+        _run_wakes(woken)
 
     def drop(self, owner: object) -> None:
         """The owner's connection closed: its held pulls go unanswered."""
@@ -172,8 +186,7 @@ class PullRequestHoldService:
     def _wake(self, pulls: list[HeldPull]) -> None:
         # All released first: a wake may hold its pull again (on the same queue).
         self._release(pulls)
-        for pull in pulls:
-            pull.wake()
+        _run_wakes(pulls)
 
     def _next_due(self) -> float:
         deadlines = self._deadlines

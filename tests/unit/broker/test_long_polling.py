@@ -202,3 +202,22 @@ async def test_the_check_interval_is_read_at_each_check(autojump_clock) -> None:
         queue.max_offset = 2
         await trio.sleep(20)
     assert woken.at == {"a": 2.0, "b": 12.0}
+
+
+async def test_a_wake_that_raises_leaves_the_others_woken(autojump_clock) -> None:
+    # A bug in one pull's answer must not reach the store's dispatch nor stop the timer.
+    service = PullRequestHoldService(Queue())
+    woken = Woken()
+
+    def broken() -> None:
+        raise RuntimeError("bug")
+
+    async with running(service):
+        deadline = trio.current_time() + 5.0
+        service.suspend("T", 0, 0, None, deadline, broken)
+        woken.hold(service, "a", 30.0)
+        service.notify_message_arriving("T", 0, max_offset=1)
+        service.suspend("T", 0, 1, None, deadline, broken)
+        woken.hold(service, "b", 10.0, offset=1)
+        await trio.sleep(20)
+    assert woken.at == {"a": 0.0, "b": 10.0} and service.held == 0
