@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from broker.filter import FilterSyntaxError
@@ -24,6 +23,7 @@ from broker.processor.message_filter import (
     is_retry_topic,
     tags_filter,
 )
+from broker.processor.pull_held import HeldPullRequest
 from broker.processor.pull_reply import found_reply
 from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus
@@ -34,7 +34,6 @@ from remoting.command import EncodedReply, Gather, RemotingCommand
 from remoting.errors import RequestError
 from remoting.header_codec import request_decoder
 from remoting.headers import PullMessageRequestHeader
-from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
     from broker.controller import BrokerController
@@ -318,7 +317,7 @@ class PullMessageProcessor:
     ) -> RemotingCommand | EncodedReply | None:
         """Hold the pull (None: answered later, from its wake) or, when the queue has grown
         since the read, answer it now."""
-        held = _Held(self, connection, request, header, message_filter)
+        held = HeldPullRequest(self, connection, request, header, message_filter)
         held.deadline = trio.current_time() + max(0, timeout_ms) / 1000
         hold = self.broker.pull_hold
         if hold.max_offset(header.topic, header.queue_id) <= header.queue_offset:
@@ -329,74 +328,3 @@ class PullMessageProcessor:
         if response is None:
             connection.defer(request)
         return response
-
-
-class _Held:
-    """One held pull: what its wake runs again (Java's executeRequestWhenWakeup)."""
-
-    __slots__ = ("connection", "deadline", "header", "message_filter", "processor", "request")
-
-    def __init__(
-        self,
-        processor: PullMessageProcessor,
-        connection: Connection,
-        request: RemotingCommand,
-        header: PullMessageRequestHeader,
-        message_filter: Any,
-    ) -> None:
-        self.processor = processor
-        self.connection = connection
-        self.request = request
-        self.header = header
-        self.message_filter = message_filter
-        self.deadline = 0.0
-
-    def suspend(self) -> None:
-        header = self.header
-        self.processor.broker.pull_hold.suspend(
-            header.topic,
-            header.queue_id,
-            header.queue_offset,
-            self.message_filter,
-            self.deadline,
-            self.wake,
-            self.connection,
-        )
-
-    def wake(self) -> None:
-        connection = self.connection
-        if connection.closed:
-            connection.answer_deferred(self.request, None)
-            return
-        response = self.run()
-        if response is not None:
-            connection.answer_deferred(self.request, response)
-
-    def run(self) -> RemotingCommand | EncodedReply | None:
-        """The pull once more, without suspension: its answer, or None when held again."""
-        request = self.request
-        while True:
-            try:
-                response = self.processor.process(
-                    self.connection, request, self.header, allow_suspend=False
-                )
-            except RequestError as exc:
-                return request.error_response(exc.code, exc.remark)
-            except Exception as exc:  # a bug: answered as a handler's raise is
-                log_limited(log, bug_tracebacks, ("held pull",), logging.ERROR,
-                            "held pull failed", exc_info=True)  # fmt: skip
-                return request.error_response(ResponseCode.SYSTEM_ERROR, repr(exc))
-            if response.code != _RETRY_IMMEDIATELY:
-                return response
-            # Woken by messages the filter refused on their records (SQL92 only decides there):
-            # hold on past them, as Java's hold re-checks an arrival's properties first.
-            assert type(response) is RemotingCommand and response.ext_fields is not None
-            next_offset = int(response.ext_fields["nextBeginOffset"])
-            header = self.header
-            if next_offset <= header.queue_offset or trio.current_time() >= self.deadline:
-                return response
-            self.header = header = attrs.evolve(header, queue_offset=next_offset)
-            hold = self.processor.broker.pull_hold
-            if hold.max_offset(header.topic, header.queue_id) <= next_offset:
-                self.suspend()
-                return None
