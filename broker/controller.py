@@ -113,7 +113,9 @@ class BrokerController:
             store_host=(config.broker_ip1, config.listen_port),
             arrival_listener=self._on_arrival,
         )
-        self.pull_hold = PullRequestHoldService(self.store.get_max_offset_in_queue)
+        self.pull_hold = PullRequestHoldService(
+            self.store.get_max_offset_in_queue, check_interval_s=self._hold_check_interval
+        )
         self.pop_polling = PopLongPollingService(config.max_pop_polling_size)
         self.pop_revive = PopReviveService(self, clock=clock)
         self.pop_orders = OrderInfoTable()  # orderly pops' batches in flight (in memory)
@@ -278,12 +280,23 @@ class BrokerController:
         if topic == TIMER_TOPIC:
             self.timer.notify_arrival()
             return
-        self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        # Java's store calls the arrival listener only with longPollingEnable: short polling
+        # answers at the hold's next check (every shortPollingTimeMills) or the timeout.
+        if self.config.long_polling_enable:
+            self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.pop_polling.waiting:
             self.pop_polling.notify(topic)
 
+    def _hold_check_interval(self) -> float:
+        """PullRequestHoldService's wait between checks in Java: 5 s with long polling, else
+        shortPollingTimeMills."""
+        if self.config.long_polling_enable:
+            return 5.0
+        return max(1, self.config.short_polling_time_mills) / 1000
+
     def _on_connection_closed(self, connection: object) -> None:
         self.clients.channel_closed(connection)
+        self.pull_hold.drop(connection)
 
     @property
     def is_slave(self) -> bool:
@@ -381,6 +394,7 @@ class BrokerController:
                     await nursery.start(self.schedule.run)
                     await nursery.start(self.pop_revive.run)
                     await nursery.start(self.timer.run)
+                await nursery.start(self.pull_hold.run)  # held pulls' timeouts
                 self.port = await nursery.start(self.server.run)
                 if self.vip_server is not None:
                     await nursery.start(self.vip_server.run)

@@ -138,6 +138,18 @@ class RequestHandling:
         if result is not None and not request.is_oneway:
             self.send_nowait(result)
 
+    def defer(self, request: RemotingCommand) -> None:
+        """A handler that returned None answers later, without a task (a held pull): counted
+        in flight, as an awaitable is, until ``answer_deferred``."""
+        self._in_flight.started(len(request.body))
+
+    def answer_deferred(
+        self, request: RemotingCommand, response: RemotingCommand | EncodedReply | None
+    ) -> None:
+        self._in_flight.finished(len(request.body))
+        if response is not None and not request.is_oneway and not self.closed:
+            self.send_nowait(response)
+
     async def _finish_request(
         self, request: RemotingCommand, awaitable: Awaitable[Any], size: int
     ) -> None:

@@ -2,8 +2,9 @@
 
 The response body is the stored records, never re-encoded nor copied: slices of the mapped
 CommitLog written one after another (``Gather``). Nothing to return
-and the client allowed suspension: the pull is held by the PullRequestHoldService and
-answered when a message arrives or the suspend timeout passes.
+and the client allowed suspension: the pull is held by the PullRequestHoldService (a record,
+no task: the handler returns None and the connection counts it in flight) and run again and
+answered from its wake, when a message arrives or the suspend timeout passes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import trio
 
 from broker.filter import FilterSyntaxError
@@ -23,6 +23,7 @@ from broker.processor.message_filter import (
     is_retry_topic,
     tags_filter,
 )
+from broker.processor.pull_held import HeldPullRequest
 from broker.processor.pull_reply import found_reply
 from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus
@@ -306,29 +307,24 @@ class PullMessageProcessor:
             "maxOffset": str(result.max_queue_offset),
         }
 
-    async def _suspended(
+    def _suspended(
         self,
         connection: Connection,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
         message_filter: Any,
         timeout_ms: int,
-    ) -> RemotingCommand:
-        deadline = trio.current_time() + max(0, timeout_ms) / 1000
-        while True:
-            await self.broker.pull_hold.hold(
-                header.topic,
-                header.queue_id,
-                header.queue_offset,
-                message_filter,
-                max(0.0, deadline - trio.current_time()),
-            )
-            response = self.process(connection, request, header, allow_suspend=False)
-            if response.code != _RETRY_IMMEDIATELY:
-                return response
-            # Woken by messages the filter refused on their records (SQL92 only decides there):
-            # hold on past them, as Java's hold re-checks an arrival's properties first.
-            next_offset = int(response.ext_fields["nextBeginOffset"])
-            if next_offset <= header.queue_offset or trio.current_time() >= deadline:
-                return response
-            header = attrs.evolve(header, queue_offset=next_offset)
+    ) -> RemotingCommand | EncodedReply | None:
+        """Hold the pull (None: answered later, from its wake) or, when the queue has grown
+        since the read, answer it now."""
+        held = HeldPullRequest(self, connection, request, header, message_filter)
+        held.deadline = trio.current_time() + max(0, timeout_ms) / 1000
+        hold = self.broker.pull_hold
+        if hold.max_offset(header.topic, header.queue_id) <= header.queue_offset:
+            held.suspend()
+            connection.defer(request)
+            return None
+        response = held.run()
+        if response is None:
+            connection.defer(request)
+        return response

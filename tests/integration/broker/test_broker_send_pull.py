@@ -87,8 +87,62 @@ async def test_long_poll_answers_when_a_message_arrives_and_at_the_timeout(
         assert timed_out.ext("nextBeginOffset") == "2"
 
 
-async def wait_until_held(client: RemotingClient, addr: str) -> None:
-    """Poll the broker's runtime info until it reports a held pull (bounded)."""
+async def test_held_pulls_of_one_connection_answer_together_and_a_closed_ones_drop(
+    processes, tmp_path
+) -> None:
+    # A held pull is a record, not a task: two on one connection are both answered from the
+    # arrival of one message, and a connection closed while its pull is held drops it.
+    broker = start_broker(processes, broker_conf(tmp_path))
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request("Poll", b"m0"))).code == 0
+        async with RemotingClient.open() as leaving, trio.open_nursery() as nursery:
+            nursery.start_soon(call, leaving, broker.addr,
+                               pull_request("Poll", 0, 1, suspend_ms=60_000), 70)  # fmt: skip
+            await wait_until_held(client, broker.addr)
+            nursery.cancel_scope.cancel()
+        await wait_until_held(client, broker.addr, count=0)
+        results: list[RemotingCommand] = []
+
+        async def pull(group: str) -> None:
+            request = pull_request("Poll", 0, 1, group=group, suspend_ms=20_000)
+            results.append(await call(client, broker.addr, request, timeout_s=30))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pull, "CG")
+            nursery.start_soon(pull, "CG2")
+            await wait_until_held(client, broker.addr, count=2)
+            assert (await call(client, broker.addr, send_request("Poll", b"m1"))).code == 0
+        assert [r.code for r in results] == [ResponseCode.SUCCESS] * 2
+        for response in results:
+            assert [m.body for m in codec.decode_messages(response.body)] == [b"m1"]
+            assert response.ext("nextBeginOffset") == "2"
+        await wait_until_held(client, broker.addr, count=0)
+
+
+async def test_short_polling_holds_past_an_arrival_until_its_check(processes, tmp_path) -> None:
+    # longPollingEnable=false, as Java's broker: the store calls no arrival listener, a held
+    # pull waits shortPollingTimeMills (not its own suspend timeout) and then finds the message.
+    conf = broker_conf(tmp_path, longPollingEnable="false", shortPollingTimeMills=2000)
+    broker = start_broker(processes, conf)
+    async with RemotingClient.open() as client:
+        assert (await call(client, broker.addr, send_request("Short", b"m0"))).code == 0
+        results: list[RemotingCommand] = []
+
+        async def pull() -> None:
+            request = pull_request("Short", 0, 1, suspend_ms=60_000)
+            results.append(await call(client, broker.addr, request, timeout_s=30))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pull)
+            await wait_until_held(client, broker.addr)
+            assert (await call(client, broker.addr, send_request("Short", b"m1"))).code == 0
+            await wait_until_held(client, broker.addr)  # the arrival did not answer it
+        assert results[0].code == ResponseCode.SUCCESS
+        assert [m.body for m in codec.decode_messages(results[0].body)] == [b"m1"]
+
+
+async def wait_until_held(client: RemotingClient, addr: str, count: int = 1) -> None:
+    """Poll the broker's runtime info until it reports ``count`` held pulls (bounded)."""
     from remoting.body import KVTable
     from remoting.serde import decode_body
 
@@ -97,7 +151,7 @@ async def wait_until_held(client: RemotingClient, addr: str) -> None:
             info = await call(
                 client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
             )
-            if decode_body(KVTable, info.body).table.get("pullHeldCount") == "1":
+            if decode_body(KVTable, info.body).table.get("pullHeldCount") == str(count):
                 return
             await trio.sleep(0.02)
 
