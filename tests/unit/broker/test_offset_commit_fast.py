@@ -16,30 +16,21 @@ from broker.processor.pull_reply import success_reply
 from remoting import command
 from remoting.codec_native import native
 from remoting.codes import RequestCode, ResponseCode
-from remoting.command import RemotingCommand, ScannedCommand, encode_command, encode_command_bytes
+from remoting.command import RemotingCommand, ScannedCommand, encode_command
 from remoting.errors import RemoteProtocolError, RequestError
 from remoting.header_codec import plain_fields
 from remoting.headers import UpdateConsumerOffsetRequestHeader
 from remoting.serde import decode_header
 from tests.conftest import INTEROP_FRAMES
 from tests.kits.nativekit import needs_codec
-from tests.unit.remoting.test_send_scan import _edit, _header, edits
+from tests.unit.remoting.test_send_scan import _edit, edited_ext, edits, header_bases
 
 CODE = int(RequestCode.UPDATE_CONSUMER_OFFSET)
 FIELDS = plain_fields(UpdateConsumerOffsetRequestHeader)
 OURS = {"consumerGroup": "G", "topic": "T", "queueId": "3", "commitOffset": "1024"}
 
 
-def _bases() -> list[bytes]:
-    headers = [_header(encode_command_bytes(RemotingCommand.request(CODE, OURS)))]
-    for path in sorted(INTEROP_FRAMES.glob("cpp/*/*-in-15.bin"))[:3]:
-        headers.append(_header(path.read_bytes()))
-    for header in headers:  # the names seen valid, as after a first commit
-        client._decode_update_offset(command._parse_json_header(header))
-    return headers
-
-
-BASES = _bases()
+BASES = header_bases(CODE, OURS, client._decode_update_offset)
 
 
 def reference(request: RemotingCommand) -> Any:
@@ -100,12 +91,7 @@ VALUES = st.one_of(
     dropped=st.lists(st.sampled_from(list(OURS)), max_size=1),
 )
 def test_json_mutations_agree(base: bytes, changes: list, dropped: list[str]) -> None:
-    data = json.loads(base)
-    ext = data["extFields"]
-    for key, value in changes:
-        ext[key] = value
-    for key in dropped:
-        ext.pop(key, None)
+    data = edited_ext(base, changes, dropped)
     check(json.dumps(data, separators=(",", ":")).encode())
 
 

@@ -22,7 +22,7 @@ from remoting.header_codec import plain_fields
 from remoting.headers import PullMessageRequestHeader
 from tests.conftest import INTEROP_FRAMES
 from tests.kits.nativekit import needs_codec
-from tests.unit.remoting.test_send_scan import _edit, _header, edits
+from tests.unit.remoting.test_send_scan import _edit, _header, edited_ext, edits, header_bases
 
 pytestmark = needs_codec
 
@@ -32,16 +32,7 @@ OURS = {"consumerGroup": "G", "topic": "T", "queueId": "1", "queueOffset": "100"
         "subVersion": "0", "subscription": "*", "expressionType": "TAG"}  # fmt: skip
 
 
-def _bases() -> list[bytes]:
-    headers = [_header(encode_command_bytes(RemotingCommand.request(11, OURS)))]
-    for path in sorted(INTEROP_FRAMES.glob("cpp/*/*-in-11.bin"))[:3]:
-        headers.append(_header(path.read_bytes()))
-    for header in headers:  # the names seen valid, as after a first pull
-        pull._decode_header(command._parse_json_header(header))
-    return headers
-
-
-BASES = _bases()
+BASES = header_bases(11, OURS, pull._decode_header)
 
 
 def check(header: bytes) -> bool:
@@ -103,12 +94,8 @@ def test_json_mutations_agree(
     duplicate: str | None,
     order: Any,
 ) -> None:
-    data = json.loads(base)
+    data = edited_ext(base, changes, dropped)
     ext = data["extFields"]
-    for key, value in changes:
-        ext[key] = value
-    for key in dropped:
-        ext.pop(key, None)
     items = list(ext.items())
     order.shuffle(items)
     data["extFields"] = dict(items)

@@ -41,6 +41,29 @@ def _header(frame_bytes: bytes) -> bytes:
     return decoder.next_frame().header
 
 
+def header_bases(code: int, fields: dict[str, str], decode: Any) -> list[bytes]:
+    """The JSON headers of our client's request of ``code`` with ``fields`` and of up to three
+    the C++ client sent (INTEROP_FRAMES), each first read by the full path through ``decode``
+    (the names seen valid, as after a first request)."""
+    headers = [_header(encode_command_bytes(RemotingCommand.request(code, fields)))]
+    for path in sorted(INTEROP_FRAMES.glob(f"cpp/*/*-in-{code}.bin"))[:3]:
+        headers.append(_header(path.read_bytes()))
+    for header in headers:
+        decode(command._parse_json_header(header))
+    return headers
+
+
+def edited_ext(base: bytes, changes: list[tuple[str, Any]], dropped: list[str]) -> dict:
+    """``base``'s header as JSON with extFields ``changes`` set and ``dropped`` removed."""
+    data = json.loads(base)
+    ext = data["extFields"]
+    for key, value in changes:
+        ext[key] = value
+    for key in dropped:
+        ext.pop(key, None)
+    return data
+
+
 def _ours(code: int, names: tuple[str, ...]) -> bytes:
     values = ["G", "T", "TBW102", "4", "1", "0", "1700000000000", "0",
               "TAGS\x01t\x02KEYS\x01k1 k2\x02WAIT\x01true\x02UNIQ_KEY\x01AB12\x02", "0",
