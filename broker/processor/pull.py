@@ -24,6 +24,7 @@ from broker.processor.message_filter import (
     tags_filter,
 )
 from broker.processor.pull_held import HeldPullRequest
+from broker.processor.pull_plain import plain_pull
 from broker.processor.pull_reply import found_reply
 from broker.store.config import BrokerRole
 from broker.store.types import GetMessageResult, GetMessageStatus
@@ -77,22 +78,46 @@ class PullMessageProcessor:
         self.broker = broker
 
     def handle(self, connection: Connection, request: RemotingCommand) -> Any:
+        values = request.header_values
+        if values is not None:  # scanned: the plain pass (pull_plain.py)
+            return plain_pull(self, connection, request, values)
         header = _decode_header(request)
         return self.process(connection, request, header, allow_suspend=True)
 
     def _filter(self, header: PullMessageRequestHeader, group_config: Any) -> Any:
+        return self.filter_of(
+            header.sys_flag,
+            header.consumer_group,
+            header.topic,
+            header.subscription,
+            header.expression_type,
+            header.sub_version,
+            group_config,
+        )
+
+    def filter_of(
+        self,
+        sys_flag: int,
+        consumer_group: str,
+        topic: str,
+        subscription: str | None,
+        expression_type: str | None,
+        sub_version: int,
+        group_config: Any,
+    ) -> Any:
         """The subscription of this pull (from the request, or the group's heartbeat) as a
-        filter; the checks and their order are PullMessageProcessor's."""
-        if header.sys_flag & FLAG_SUBSCRIPTION:
+        filter; the checks and their order are PullMessageProcessor's. The header's fields
+        one by one: the plain pass (pull_plain.py) has them as the scan's values."""
+        if sys_flag & FLAG_SUBSCRIPTION:
             return self.message_filter(
-                header.consumer_group,
-                header.topic,
-                header.subscription,
-                header.expression_type,
+                consumer_group,
+                topic,
+                subscription,
+                expression_type,
                 ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                 "parse the consumer's subscription failed",
             )
-        group = self.broker.clients.consumer_groups.get(header.consumer_group)
+        group = self.broker.clients.consumer_groups.get(consumer_group)
         if group is None:
             raise RequestError(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's group info not exist"
@@ -102,20 +127,20 @@ class PullMessageProcessor:
         ):
             raise RequestError(
                 ResponseCode.NO_PERMISSION,
-                f"the consumer group[{header.consumer_group}] can not consume by broadcast way",
+                f"the consumer group[{consumer_group}] can not consume by broadcast way",
             )
-        sub = group.subscriptions.get(header.topic)
+        sub = group.subscriptions.get(topic)
         if sub is None:
             raise RequestError(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
             )
-        if sub.sub_version < header.sub_version:
+        if sub.sub_version < sub_version:
             raise RequestError(
                 ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
             )
         return self.message_filter(
-            header.consumer_group,
-            header.topic,
+            consumer_group,
+            topic,
             sub.sub_string,
             sub.expression_type,
             ResponseCode.FILTER_DATA_NOT_EXIST,
@@ -228,6 +253,24 @@ class PullMessageProcessor:
             message_filter,
             runs=True,  # the body is written as it is: adjacent records in one slice
         )
+        return self.after_get(
+            connection, request, header, message_filter, result, group_config, allow_suspend
+        )
+
+    def after_get(
+        self,
+        connection: Connection,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        message_filter: Any,
+        result: GetMessageResult,
+        group_config: Any,
+        allow_suspend: bool,
+    ) -> Any:
+        """What follows the store's read: the code, the offset commit, the hold or the
+        reply (the plain pass, pull_plain.py, comes here for every status but FOUND)."""
+        broker = self.broker
+        queue_offset = header.queue_offset
         status = result.status
         # FOUND first: an Enum's hash is a Python call, the table is for the other statuses
         code = _SUCCESS if status is _FOUND else _CODES[status]
