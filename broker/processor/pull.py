@@ -5,6 +5,9 @@ CommitLog written one after another (``Gather``). Nothing to return
 and the client allowed suspension: the pull is held by the PullRequestHoldService (a record,
 no task: the handler returns None and the connection counts it in flight) and run again and
 answered from its wake, when a message arrives or the suspend timeout passes.
+
+A request whose header the C scanned takes the plain pass (pull_plain.py): the same rules from
+the scan's values, ``process`` and ``after_get`` deciding everything but a found pull.
 """
 
 from __future__ import annotations
