@@ -1,7 +1,9 @@
 """The pull path's stages in one process, without sockets: µs per PULL_MESSAGE of 32 stored
 1 KiB messages (the bench's pull 32) for the JSON command header, the processor's whole
-``handle`` (header, checks, filter, GetMessage, the reply) and the reply's encoding where the
-handler leaves it to the transport. The
+``handle`` (header, checks, filter, GetMessage, the reply; for a request decoded from extFields,
+and for one whose header the C scanned as the broker's read does: the plain pass,
+broker/processor/pull_plain.py) and the reply's encoding where the handler leaves it to the
+transport. The
 broker's CPU per request over loopback minus their sum is the I/O and the event loop
 (bench_ab's pull32; docs/scaling.md uses both)."""
 
@@ -22,8 +24,8 @@ from broker.config import load_broker_config
 from broker.controller import BrokerController
 from broker.store.types import MessageExtBrokerInner
 from remoting.body import ConsumerData, SubscriptionData, TopicConfig
-from remoting.command import RemotingCommand, decode_command, encode_command
-from remoting.frame import FrameDecoder
+from remoting.command import RemotingCommand, decode_command, decode_declined, encode_command
+from remoting.frame import Frame, FrameDecoder
 
 ROUNDS = 20_000
 
@@ -86,6 +88,15 @@ def consumer_pull(broker: BrokerController) -> RemotingCommand:
     return decode_command(decoder.next_frame())  # scanned as the broker's would be
 
 
+def _scanned(data: bytes) -> RemotingCommand:
+    """The command as the broker's read makes it (remoting/reading.py: ``whole_command``)."""
+    command = FrameDecoder().whole_command(data)
+    if type(command) is Frame:
+        command = decode_declined(command)
+    assert command.header_values is not None, "not scanned: the plain pass would not run"
+    return command
+
+
 class _Connection:
     peer = "127.0.0.1:40000"
     attributes: dict = {}
@@ -114,12 +125,22 @@ async def _main(root: Path) -> None:
     size = sum(map(len, response.buffers[1:])) if encoded else len(response.body)
     assert response.code == 0 and size > 32 * 1024, response
     consumer = consumer_pull(broker)
+    scanned = _scanned(pull_frame("PullTopic", 0, 0))  # the names seen valid by handle above
+    scanned_consumer = _scanned(consume_frame(0, 5, posted=False))
     rows = [
         ("JSON command header (decode_command)", per_call_us(lambda: decode_command(frame))),
         ("PullMessageProcessor.handle", per_call_us(lambda: handle(connection, request))),
         (
             "the same, a push consumer's pull (commit)",
             per_call_us(lambda: handle(connection, consumer)),
+        ),
+        (
+            "handle, header scanned (the plain pass)",
+            per_call_us(lambda: handle(connection, scanned)),
+        ),
+        (
+            "the same, a push consumer's pull",
+            per_call_us(lambda: handle(connection, scanned_consumer)),
         ),
     ]
     if not encoded:
