@@ -4,7 +4,7 @@ and the reply frame, without the frozen header, MessageExtBrokerInner, PutMessag
 the response command and its extFields per request.
 
 "Plain" is the form RocketMQ clients send for ``producer.send(list)``: a V2 JSON header with
-batch=true that the native decoder takes, a topic already in the table, writable, neither
+batch=true that the native scan (remoting/native/codec/send_scan.c) or decoder takes, a topic already in the table, writable, neither
 forbidden nor a retry topic (which a batch may not name), a queue id the topic has, no
 transaction type in sysFlag, no DELAY, timer or TRAN_MSG property in the header; on a broker
 that answers before durability and takes writes (``send_plain.broker_takes_plain``). Anything
@@ -48,17 +48,23 @@ def plain_batch(
     processor: SendMessageProcessor, connection: Connection, request: RemotingCommand
 ) -> bytes | None:
     """The reply frame of a plain batch, stored; None (nothing stored) for the reference."""
-    fields = request.ext_fields
     if (
         request.code != _BATCH
         or request.serialize_type != _JSON
-        or type(fields) is not dict
         or not broker_takes_plain(processor)
     ):
         return None
-    values = _decode(fields, True, valid_topics)  # type: ignore[misc]
-    if values is None:
-        return None
+    # The header's values as the C scan read them from its bytes (remoting/command.py
+    # ScannedCommand) when its topics are known valid; else decoded from the extFields dict (a
+    # header the scan left to the orjson path, a topic not seen yet: the decoder checks it)
+    values = request.header_values
+    if values is None or values[1] not in valid_topics or values[2] not in valid_topics:
+        fields = request.ext_fields
+        if type(fields) is not dict:
+            return None
+        values = _decode(fields, True, valid_topics)  # type: ignore[misc]
+        if values is None:
+            return None
     (_, topic, _, _, queue_id, sys_flag, born_ts, _, text, reconsume, _, batch, *_) = values
     broker = processor.broker
     if (

@@ -20,10 +20,17 @@ from hypothesis import strategies as st
 
 from broker.controller import BrokerController
 from broker.processor import send_batch_plain
+from remoting import command
 from remoting import message as codec
 from remoting.codec_native import native
 from remoting.codes import RequestCode
-from remoting.command import EncodedReply, RemotingCommand, decode_command, encode_command_bytes
+from remoting.command import (
+    EncodedReply,
+    RemotingCommand,
+    ScannedCommand,
+    decode_command,
+    encode_command_bytes,
+)
 from remoting.errors import RequestError
 from remoting.frame import FrameDecoder
 from tests.kits.brokerkit import send_request
@@ -214,8 +221,10 @@ def test_a_plain_batch_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     entry = [(0, 100, "TAGS\x01a\x02KEYS\x01k1"), (0, 200, "TAGS\x01b")]
     controller.send.reference_group(peer, [build(0, entry, None, "", {}, 0)])  # first segment
     request = build(1, entry * 3, None, "", {}, 1)
+    assert type(request) is ScannedCommand  # the header scanned from its bytes (send_scan.c)
     reply = send_batch_plain.plain_batch(controller.send, peer, request)
     assert type(reply) is bytes
+    assert command._get_ext(request) is command._LAZY  # the pass made no extFields dict
     response = decode_command(_frame_of(reply))
     assert response.code == 0 and response.ext_fields["queueId"] == "1"
     assert response.ext_fields["queueOffset"] == "0"
