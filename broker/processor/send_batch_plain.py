@@ -73,21 +73,51 @@ def plain_batch(
         or not 0 <= queue_id < _queue_bound(broker.topics.table.get(topic), topic)
     ):
         return None
-    properties = _to_properties(text)  # type: ignore[misc]
-    if not _SPECIAL.isdisjoint(properties):
+    encoded = _encoded.get((text, broker.config.broker_cluster_name))
+    if encoded is None:
+        encoded = kept_property_bytes(text, broker.config.broker_cluster_name)
+    if encoded is _REFUSED:
         return None
-    # As the reference: the batch's own properties, with CLUSTER, go with every entry (WAIT
-    # too: a batch keeps it)
-    properties[_CLUSTER] = broker.config.broker_cluster_name
     stored = put_plain_batch(
-        broker.store, topic, queue_id, sys_flag, properties_to_string(properties).encode(),
-        request.body, born_ts, born_host(connection), reconsume or 0,
+        broker.store, topic, queue_id, sys_flag, encoded, request.body, born_ts,
+        born_host(connection), reconsume or 0,
     )  # fmt: skip
     if stored is None:
         return None
     msg_id, queue_offset, count, size = stored
     broker.stats.on_put(topic, broker.config.broker_cluster_name, count, size)
     return stored_reply_frame(request.opaque, msg_id, queue_id, queue_offset)
+
+
+# A batch's own properties are the same string request after request (a producer's WAIT):
+# their record bytes are kept by (text, cluster), a few short ones, so a batch costs a lookup
+# instead of a dict, a join and an encode. Bounded: at most _ENCODED_MAX strings of at most
+# _ENCODED_TEXT_MAX characters, forgotten all at once when full.
+_ENCODED_MAX = 64
+_ENCODED_TEXT_MAX = 512
+_REFUSED = b"\x00refused"  # a special property: never a record's bytes (no \x00 in a name)
+_encoded: dict[tuple[str | None, str], bytes] = {}
+
+
+def batch_property_bytes(text: str | None, cluster: str) -> bytes:
+    """The bytes every entry of a batch carries after its own properties: the header's
+    properties parsed as the reference parses them, with CLUSTER set (WAIT kept: a batch keeps
+    it), encoded; ``_REFUSED`` when one asks for more than an append (``_SPECIAL``)."""
+    properties = _to_properties(text)  # type: ignore[misc]
+    if not _SPECIAL.isdisjoint(properties):
+        return _REFUSED
+    properties[_CLUSTER] = cluster
+    return properties_to_string(properties).encode()
+
+
+def kept_property_bytes(text: str | None, cluster: str) -> bytes:
+    """``batch_property_bytes``, kept for the next batch when short (``_encoded``)."""
+    encoded = batch_property_bytes(text, cluster)
+    if len(_encoded) >= _ENCODED_MAX:
+        _encoded.clear()
+    if text is None or len(text) <= _ENCODED_TEXT_MAX:
+        _encoded[text, cluster] = encoded
+    return encoded
 
 
 def plain_batch_reply(

@@ -314,3 +314,18 @@ def test_a_rounds_batches_from_several_connections_each_keep_their_born_host(
         f"127.0.0.1:{port}" for port in (40001, 40001, 40002, 40002, 40003, 40003)
     ]
     close(controller)
+
+
+def test_the_kept_batch_properties_are_bounded_and_the_same_bytes() -> None:
+    """The pass keeps a batch's encoded properties by string: what it keeps is what the parse
+    gives, and an abusive client's many or long strings do not grow it past its bound."""
+    kept = send_batch_plain._encoded
+    kept.clear()
+    for n in range(300):
+        text = f"WAIT\x01true\x02X\x01{n}" + ("y" * 600 if n % 2 else "")
+        want = {**codec.string_to_properties(text), "CLUSTER": "C"}
+        got = send_batch_plain.kept_property_bytes(text, "C")
+        assert got == codec.properties_to_string(want).encode()
+    assert send_batch_plain.kept_property_bytes("DELAY\x013", "C") is send_batch_plain._REFUSED
+    assert len(kept) <= send_batch_plain._ENCODED_MAX
+    assert kept and all(text is None or len(text) <= 512 for text, _ in kept)
