@@ -4,7 +4,7 @@ and the reply frame, without the frozen header, MessageExtBrokerInner, PutMessag
 the response command and its extFields per request.
 
 "Plain" is the form RocketMQ clients send for ``producer.send(list)``: a V2 JSON header with
-batch=true that the native decoder takes, a topic already in the table, writable, neither
+batch=true that the native scan (remoting/native/codec/send_scan.c) or decoder takes, a topic already in the table, writable, neither
 forbidden nor a retry topic (which a batch may not name), a queue id the topic has, no
 transaction type in sysFlag, no DELAY, timer or TRAN_MSG property in the header; on a broker
 that answers before durability and takes writes (``send_plain.broker_takes_plain``). Anything
@@ -48,17 +48,23 @@ def plain_batch(
     processor: SendMessageProcessor, connection: Connection, request: RemotingCommand
 ) -> bytes | None:
     """The reply frame of a plain batch, stored; None (nothing stored) for the reference."""
-    fields = request.ext_fields
     if (
         request.code != _BATCH
         or request.serialize_type != _JSON
-        or type(fields) is not dict
         or not broker_takes_plain(processor)
     ):
         return None
-    values = _decode(fields, True, valid_topics)  # type: ignore[misc]
-    if values is None:
-        return None
+    # The header's values as the C scan read them from its bytes (remoting/command.py
+    # ScannedCommand) when its topics are known valid; else decoded from the extFields dict (a
+    # header the scan left to the orjson path, a topic not seen yet: the decoder checks it)
+    values = request.header_values
+    if values is None or values[1] not in valid_topics or values[2] not in valid_topics:
+        fields = request.ext_fields
+        if type(fields) is not dict:
+            return None
+        values = _decode(fields, True, valid_topics)  # type: ignore[misc]
+        if values is None:
+            return None
     (_, topic, _, _, queue_id, sys_flag, born_ts, _, text, reconsume, _, batch, *_) = values
     broker = processor.broker
     if (
@@ -67,21 +73,51 @@ def plain_batch(
         or not 0 <= queue_id < _queue_bound(broker.topics.table.get(topic), topic)
     ):
         return None
-    properties = _to_properties(text)  # type: ignore[misc]
-    if not _SPECIAL.isdisjoint(properties):
+    encoded = _encoded.get((text, broker.config.broker_cluster_name))
+    if encoded is None:
+        encoded = kept_property_bytes(text, broker.config.broker_cluster_name)
+    if encoded is _REFUSED:
         return None
-    # As the reference: the batch's own properties, with CLUSTER, go with every entry (WAIT
-    # too: a batch keeps it)
-    properties[_CLUSTER] = broker.config.broker_cluster_name
     stored = put_plain_batch(
-        broker.store, topic, queue_id, sys_flag, properties_to_string(properties).encode(),
-        request.body, born_ts, born_host(connection), reconsume or 0,
+        broker.store, topic, queue_id, sys_flag, encoded, request.body, born_ts,
+        born_host(connection), reconsume or 0,
     )  # fmt: skip
     if stored is None:
         return None
     msg_id, queue_offset, count, size = stored
     broker.stats.on_put(topic, broker.config.broker_cluster_name, count, size)
     return stored_reply_frame(request.opaque, msg_id, queue_id, queue_offset)
+
+
+# A batch's own properties are the same string request after request (a producer's WAIT):
+# their record bytes are kept by (text, cluster), a few short ones, so a batch costs a lookup
+# instead of a dict, a join and an encode. Bounded: at most _ENCODED_MAX strings of at most
+# _ENCODED_TEXT_MAX characters, forgotten all at once when full.
+_ENCODED_MAX = 64
+_ENCODED_TEXT_MAX = 512
+_REFUSED = b"\x00refused"  # a special property: never a record's bytes (no \x00 in a name)
+_encoded: dict[tuple[str | None, str], bytes] = {}
+
+
+def batch_property_bytes(text: str | None, cluster: str) -> bytes:
+    """The bytes every entry of a batch carries after its own properties: the header's
+    properties parsed as the reference parses them, with CLUSTER set (WAIT kept: a batch keeps
+    it), encoded; ``_REFUSED`` when one asks for more than an append (``_SPECIAL``)."""
+    properties = _to_properties(text)  # type: ignore[misc]
+    if not _SPECIAL.isdisjoint(properties):
+        return _REFUSED
+    properties[_CLUSTER] = cluster
+    return properties_to_string(properties).encode()
+
+
+def kept_property_bytes(text: str | None, cluster: str) -> bytes:
+    """``batch_property_bytes``, kept for the next batch when short (``_encoded``)."""
+    encoded = batch_property_bytes(text, cluster)
+    if len(_encoded) >= _ENCODED_MAX:
+        _encoded.clear()
+    if text is None or len(text) <= _ENCODED_TEXT_MAX:
+        _encoded[text, cluster] = encoded
+    return encoded
 
 
 def plain_batch_reply(

@@ -81,6 +81,29 @@ static int add_entry(void *ctx, uint32_t hash) {
     return 0;
 }
 
+static uint32_t bytes_hash(uint32_t h, const char *start, const char *end) {
+    for (const unsigned char *p = (const unsigned char *)start; p < (const unsigned char *)end; p++)
+        h = 31u * h + *p;
+    return h;
+}
+
+/* each_key_hash (index.c) over ASCII values' bytes (dispatch_spans): UNIQ_KEY's hash, then each
+ * space-separated non-empty key of KEYS, in that order. */
+static int ascii_key_hashes(uint32_t base, const char *const keys[2], const char *const uniq[2],
+                            Entries *entries) {
+    if (uniq[0] != NULL && uniq[1] > uniq[0] &&
+        add_entry(entries, bytes_hash(base, uniq[0], uniq[1])) < 0)
+        return -1;
+    if (keys[0] == NULL) return 0;
+    const char *start = keys[0];
+    for (const char *at = keys[0]; at <= keys[1]; at++) {
+        if (at < keys[1] && *at != ' ') continue;
+        if (at > start && add_entry(entries, bytes_hash(base, start, at)) < 0) return -1;
+        start = at + 1;
+    }
+    return 0;
+}
+
 /* The wake-ups of a batch: once per tags code, with the newest queue offset carrying it, in
  * the order each code first appears (dispatch.py _notify_newest). A batch almost always has
  * one tag; past BATCH_WAKE_TAGS distinct ones they move to a dict (insertion-ordered, an update
@@ -165,16 +188,27 @@ PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, const unsigned char 
         Py_ssize_t props_length = plan[i].props_length + plan[i].separate + batch_props_length;
         /* a record's properties are its last field */
         const char *props = (const char *)records + size - props_length;
-        PyObject *fields = dispatch_fields_of(props, props_length);
-        if (fields == NULL) goto done;
-        long long tags = as_long_long(PyTuple_GET_ITEM(fields, 0));
+        /* ASCII KEYS and UNIQ_KEY (what producers send) are hashed from the record's bytes;
+         * any other value through its str, as before */
+        const char *keys[2], *uniq[2];
+        long tags_code;
+        int ascii = dispatch_spans(props, props_length, &tags_code, keys, uniq), hashed;
+        if (ascii < 0) goto done;
+        entries.phys = phys;
+        long long tags = tags_code;
+        if (ascii) {
+            hashed = ascii_key_hashes(base, keys, uniq, &entries);
+        } else {
+            PyObject *fields = dispatch_fields_of(props, props_length);
+            if (fields == NULL) goto done;
+            tags = as_long_long(PyTuple_GET_ITEM(fields, 0));
+            hashed = each_key_hash(base, PyTuple_GET_ITEM(fields, 1), PyTuple_GET_ITEM(fields, 2),
+                                   add_entry, &entries);
+            Py_DECREF(fields);
+        }
         put_i64(unit, phys);
         put_i32(unit + 8, (int32_t)size);
         put_i64(unit + 12, tags);
-        entries.phys = phys;
-        int hashed = each_key_hash(base, PyTuple_GET_ITEM(fields, 1), PyTuple_GET_ITEM(fields, 2),
-                                   add_entry, &entries);
-        Py_DECREF(fields);
         if (hashed < 0 || add_wake(&w, tags, queue_offset) < 0) goto done;
         records += size;
         phys += size;

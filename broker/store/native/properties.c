@@ -66,6 +66,31 @@ static int tags_code_of(const char *start, const char *end, long *code) {
     return 0;
 }
 
+static int ascii_span(const char *const found[2]) {
+    for (const char *p = found[0]; p != NULL && p < found[1]; p++)
+        if ((unsigned char)*p >= 0x80) return 0;
+    return 1;
+}
+
+/* dispatch_fields_of without its objects, for a batch's records (batch_dispatch.c): the tags
+ * code into *tags_code and the KEYS and UNIQ_KEY values' [start, end) into keys and uniq
+ * (NULL: absent), when each value dispatch_fields_of would decode (KEYS, UNIQ_KEY, DELAY) is
+ * ASCII, so its bytes are its str's UTF-16 units: 1. 0 when one is not (the caller takes
+ * dispatch_fields_of, which decodes and judges it); -1 with its error when TAGS is not UTF-8,
+ * as dispatch_fields_of fails first on it. */
+int dispatch_spans(const char *text, Py_ssize_t len, long *tags_code, const char *keys[2],
+                   const char *uniq[2]) {
+    const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+    scan_dispatch_fields(text, len, found);
+    if (tags_code_of(found[0][0], found[0][1], tags_code) < 0) return -1;
+    if (!ascii_span(found[1]) || !ascii_span(found[2]) || !ascii_span(found[3])) return 0;
+    keys[0] = found[1][0];
+    keys[1] = found[1][1];
+    uniq[0] = found[2][0];
+    uniq[1] = found[2][1];
+    return 1;
+}
+
 /* A found value as a str: "" (the shared empty str) when absent. */
 static PyObject *value_or_empty(const char *const found[2]) {
     if (found[0] == NULL) return PyUnicode_New(0, 0);

@@ -113,6 +113,8 @@ int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sin
 PyObject *message_fields_of(PyObject *properties);
 /* (tags code, KEYS, UNIQ_KEY, DELAY) of encoded properties in UTF-8 (properties.c). */
 PyObject *dispatch_fields_of(const char *text, Py_ssize_t len);
+int dispatch_spans(const char *text, Py_ssize_t len, long *tags_code, const char *keys[2],
+                   const char *uniq[2]);
 
 /* One entry of a batch plan (batch.c batch_plan): where its body and properties are in the
  * request's body, whether a \x02 goes between its properties and the batch's, its record's

@@ -1,5 +1,6 @@
-/* scan_send_command: a SEND_MESSAGE(_V2) request's JSON command header read straight from its
- * bytes into the command's values and SendMessageRequestHeader's, building no dict (issue 27).
+/* scan_send_command: a SEND_MESSAGE(_V2) or SEND_BATCH_MESSAGE request's JSON command header read
+ * straight from its bytes into the command's values and SendMessageRequestHeader's, building no
+ * dict (issue 27). A batch's header is the V2 one (Java's broker decodes code 320 as V2 only).
  *
  * A fast path, not a second decoder: the reference is remoting/command.py's orjson path
  * (orjson, plain_command, the Python checks) followed by decode_send_header (send_header.c) on
@@ -9,7 +10,7 @@
  * - top-level keys code, opaque, flag, version (integers in [0, 2^31), no sign, no leading
  *   zero, no fraction or exponent), language (a string), remark (a string or null),
  *   serializeTypeCurrentRPC (a string, ignored as the reference ignores it), extFields (an
- *   object); each at most once, code and extFields present, no other key; code 10 or 310;
+ *   object); each at most once, code and extFields present, no other key; code 10, 310 or 320;
  * - every string printable ASCII, escapes only \" \\ \/ \b \f \n \r \t and \u00XX below 0x80
  *   (what orjson decodes to the same one byte); a key with no escape at all;
  * - extFields' values strings, integers of at most 18 digits (C++ writes numbers; the
@@ -27,6 +28,7 @@
 
 #define SEND_MESSAGE 10
 #define SEND_MESSAGE_V2 310
+#define SEND_BATCH_MESSAGE 320
 #define SEND_FIELDS 14
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
@@ -47,8 +49,8 @@ static const struct {
     {"maxReconsumeTimes", "l", F_INT, 0}, {"bname", "n", F_STR, 0},
 };
 
-/* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2
- * (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
+/* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2 and
+ * SEND_BATCH_MESSAGE (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
 static int field_index(const Span *key, int *table) {
     if (key->len == 1) {
         for (int i = 0; i < SEND_FIELDS; i++)
@@ -181,6 +183,11 @@ static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS
     }
 }
 
+/* The codes whose extFields are SendMessageRequestHeader's. */
+static int is_send(long code) {
+    return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
+}
+
 /* A top-level integer span (digits only, at most 10) as a Java int, -1 past one. */
 static long top_int(const Span *s) {
     if (s->kind == J_NONE) return 0;
@@ -229,11 +236,11 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
                                  const Members *members, const ScanInput *in) {
     long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
     long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
-    int send = code == SEND_MESSAGE || code == SEND_MESSAGE_V2, at = header_scan_index(code);
+    int send = is_send(code), at = header_scan_index(code);
     if (top[T_CODE].kind == J_NONE || top[T_EXT].kind == J_NONE || opaque < 0 || flag < 0 ||
         version < 0 || (!send && at < 0))
         Py_RETURN_NONE;
-    PyObject *values = send ? send_values(ext[code == SEND_MESSAGE_V2]) : header_scan_values(at, members);
+    PyObject *values = send ? send_values(ext[code != SEND_MESSAGE]) : header_scan_values(at, members);
     if (values == NULL || values == Py_None) return values;
     PyObject *items[S_SLOTS] = {
         [S_CODE] = PyLong_FromLong(code),
@@ -296,7 +303,7 @@ PyObject *scan_command_at(const ScanInput *in) {
         if (!scan_top_value(&c, which, &top[which], ext, &members)) Py_RETURN_NONE;
         if (which == T_CODE) { /* every other request leaves here (Java writes code first) */
             long code = top_int(&top[T_CODE]);
-            if (code != SEND_MESSAGE && code != SEND_MESSAGE_V2 && header_scan_index(code) < 0)
+            if (!is_send(code) && header_scan_index(code) < 0)
                 Py_RETURN_NONE;
         }
         int next = member_end(&c);

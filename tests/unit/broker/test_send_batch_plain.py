@@ -20,10 +20,17 @@ from hypothesis import strategies as st
 
 from broker.controller import BrokerController
 from broker.processor import send_batch_plain
+from remoting import command
 from remoting import message as codec
 from remoting.codec_native import native
 from remoting.codes import RequestCode
-from remoting.command import EncodedReply, RemotingCommand, decode_command, encode_command_bytes
+from remoting.command import (
+    EncodedReply,
+    RemotingCommand,
+    ScannedCommand,
+    decode_command,
+    encode_command_bytes,
+)
 from remoting.errors import RequestError
 from remoting.frame import FrameDecoder
 from tests.kits.brokerkit import send_request
@@ -214,8 +221,10 @@ def test_a_plain_batch_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     entry = [(0, 100, "TAGS\x01a\x02KEYS\x01k1"), (0, 200, "TAGS\x01b")]
     controller.send.reference_group(peer, [build(0, entry, None, "", {}, 0)])  # first segment
     request = build(1, entry * 3, None, "", {}, 1)
+    assert type(request) is ScannedCommand  # the header scanned from its bytes (send_scan.c)
     reply = send_batch_plain.plain_batch(controller.send, peer, request)
     assert type(reply) is bytes
+    assert command._get_ext(request) is command._LAZY  # the pass made no extFields dict
     response = decode_command(_frame_of(reply))
     assert response.code == 0 and response.ext_fields["queueId"] == "1"
     assert response.ext_fields["queueOffset"] == "0"
@@ -305,3 +314,18 @@ def test_a_rounds_batches_from_several_connections_each_keep_their_born_host(
         f"127.0.0.1:{port}" for port in (40001, 40001, 40002, 40002, 40003, 40003)
     ]
     close(controller)
+
+
+def test_the_kept_batch_properties_are_bounded_and_the_same_bytes() -> None:
+    """The pass keeps a batch's encoded properties by string: what it keeps is what the parse
+    gives, and an abusive client's many or long strings do not grow it past its bound."""
+    kept = send_batch_plain._encoded
+    kept.clear()
+    for n in range(300):
+        text = f"WAIT\x01true\x02X\x01{n}" + ("y" * 600 if n % 2 else "")
+        want = {**codec.string_to_properties(text), "CLUSTER": "C"}
+        got = send_batch_plain.kept_property_bytes(text, "C")
+        assert got == codec.properties_to_string(want).encode()
+    assert send_batch_plain.kept_property_bytes("DELAY\x013", "C") is send_batch_plain._REFUSED
+    assert len(kept) <= send_batch_plain._ENCODED_MAX
+    assert kept and all(text is None or len(text) <= 512 for text, _ in kept)

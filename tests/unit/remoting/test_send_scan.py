@@ -3,7 +3,8 @@ remoting/command.py ScannedCommand) against the reference, today's orjson path: 
 header bytes, the same command fields, the same extFields when asked for, the same send header
 values as decode_send_header gives on those extFields, the same plain rows, or the same
 RemoteProtocolError. Inputs: the C++ client's real sends (tests/data/interop-frames), our
-client's V2 frames and Java-form V1 frames, and their mutations (reordered and duplicated keys,
+client's V2 frames and Java-form V1 frames, SEND_BATCH_MESSAGE headers as our client and the
+peers harness (Java 4.9's form: keys sorted) write them, and their mutations (reordered and duplicated keys,
 escapes, numbers for strings, big numbers, non-ASCII, whitespace, truncation, stray bytes)."""
 
 from __future__ import annotations
@@ -72,16 +73,42 @@ def _ours(code: int, names: tuple[str, ...]) -> bytes:
     return _header(encode_command_bytes(request))
 
 
+def _our_client_batch() -> bytes:
+    """The header client/producer.py sends a batch with (``Producer._request``, batch=True)."""
+    from remoting.header_codec import encode_header_fields
+    from remoting.send_header import SendMessageRequestHeaderV2
+
+    header = SendMessageRequestHeaderV2(
+        a="G", b="T", c="TBW102", d=4, e=2, f=0, g=1700000000000, h=0, i="WAIT\x01true", j=0,
+        k=False, m=True,
+    )  # fmt: skip
+    fields = encode_header_fields(header)
+    return _header(encode_command_bytes(RemotingCommand.request(320, fields, b"body")))
+
+
+def _java_batch() -> bytes:
+    """A batch's header as Java 4.9's fastjson writes it (keys sorted, compact), as the peers
+    harness sends it (/tmp/peers ours_bench.py Producer.batch)."""
+    ext = dict(zip(V2_KEYS, ["G", "T", "TBW102", "8", "3", "0", "1700000000123", "0",
+                             "WAIT\x01true", "0", "false", "true", "16", "broker-a"], strict=True))  # fmt: skip
+    data = {"code": 320, "extFields": ext, "flag": 0, "language": "JAVA", "opaque": 7,
+            "serializeTypeCurrentRPC": "JSON", "version": 409}  # fmt: skip
+    return json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+
+
 def _cpp_sends() -> list[bytes]:
     headers = []
     for path in sorted(INTEROP_FRAMES.glob("cpp/*/*-in-*.bin")):
         header = _header(path.read_bytes())
-        if json.loads(header)["code"] in (10, 310):
+        if json.loads(header)["code"] in SEND_CODES:
             headers.append(header)
     return headers
 
 
-BASES = [_ours(310, V2_KEYS), _ours(10, V1_KEYS), *_cpp_sends()[:4]]
+SEND_CODES = (10, 310, 320)
+BASES = [_ours(310, V2_KEYS), _ours(10, V1_KEYS), *_cpp_sends()[:4]]  # the first has opaque 0
+BATCHES = [_our_client_batch(), _java_batch()]
+BASES += BATCHES
 
 
 def reference(header: bytes) -> Any:
@@ -94,9 +121,10 @@ def reference(header: bytes) -> Any:
               cmd.ext_fields, cmd.serialize_type)  # fmt: skip
     ext = cmd.ext_fields
     values = None
-    if type(ext) is dict and cmd.code in (10, 310):
+    if type(ext) is dict and cmd.code in SEND_CODES:
+        # SEND_BATCH_MESSAGE's header is the V2 one, as Java's broker decodes it
         topics = {v for k, v in ext.items() if k in ("b", "c", "topic", "defaultTopic")}
-        values = native.decode_send_header(ext, cmd.code == 310, topics)
+        values = native.decode_send_header(ext, cmd.code != 10, topics)
     return fields, values
 
 
@@ -143,6 +171,18 @@ def test_real_and_our_clients_sends_are_scanned() -> None:
         cmd = command._decode_json_header(header, b"")
         assert type(cmd) is ScannedCommand
         assert cmd.header_values is not None
+
+
+def test_batches_are_scanned_as_v2_headers() -> None:
+    """SEND_BATCH_MESSAGE: the scan's values are the V2 decode's, batch=true among them; a
+    batch named in V1's keys is left to the reference (which refuses it, as Java's broker)."""
+    for header in BATCHES:
+        assert check(header), header
+        cmd = command._decode_json_header(header, b"")
+        assert cmd.code == RequestCode.SEND_BATCH_MESSAGE
+        assert cmd.header_values[1] == "T" and cmd.header_values[11] is True
+    v1_batch = _ours(10, V1_KEYS).replace(b'"code":10,', b'"code":320,')
+    assert not check(v1_batch)
 
 
 def test_extfields_are_made_only_when_asked_for() -> None:
@@ -226,7 +266,7 @@ VALUES = st.one_of(
 )
 TOP_VALUES = st.one_of(
     st.integers(-3, 2**32),
-    st.sampled_from([10, 310, 310, "310", 310.0, None, True, "JAVA", "CPP", "", "\u00e9"]),
+    st.sampled_from([10, 310, 310, 320, "310", 310.0, None, True, "JAVA", "CPP", "", "\u00e9"]),
 )
 
 

@@ -32,6 +32,12 @@ TAGS = [f"T{i}" for i in range(12)]  # more than the native table's 8 distinct t
 _PROPERTY = st.one_of(
     st.sampled_from(TAGS).map(lambda t: f"TAGS\x01{t}"),
     st.sampled_from(["KEYS\x01k é", "KEYS\x01 a  b ", "UNIQ_KEY\x01U😀", "UNIQ_KEY\x01", "X\x01"]),
+    # ASCII values, hashed from the record's bytes; a non-ASCII DELAY sends the entry the
+    # str way (batch_dispatch.c dispatch_spans)
+    st.sampled_from(
+        ["KEYS\x01k1", "KEYS\x01a b  c", "KEYS\x01 ", "UNIQ_KEY\x01AB12", "UNIQ_KEY\x01 x"]
+    ),
+    st.sampled_from(["DELAY\x013", "DELAY\x01é", "TAGS\x01é", "KEYS\x01\x7f~"]),
 )
 entries_strategy = st.lists(
     st.tuples(
