@@ -6,13 +6,12 @@ re-arm the socket: a fifth of a busy broker's event loop. Here the connections' 
 one level-triggered epoll of our own, the task waits for that epoll to become readable, and
 reads each ready connection in turn (``Connection.on_readable``). After a round that found
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
-rounds while the pass is short; after a pass it looks again after a plain checkpoint before
+rounds while the pass is short; a busy pass looks again after a plain checkpoint before
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
-own epoll_wait, deadlines and instruments) is ~5 us. Each of these looks is taken only while
-such looks have been finding work (``Looks``): clients that work between requests (a
-lock-step client waiting for its answer, eight Python senders) are not in yet, and the
-selector then waits for readiness at once. A connection with too many reply bytes queued
-leaves the epoll until they drain, so its peer is not read meanwhile.
+own epoll_wait, deadlines and instruments) is ~5 us. After a pass that answered one read and
+then found nothing (a lock-step client waiting for that answer) it looks again only while such
+looks have often been finding work (``LoneLooks``), else it waits for readiness at once. A connection with too many reply bytes queued leaves the
+epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
@@ -55,18 +54,18 @@ ROUNDS_PER_PASS = 4
 PASS_BUDGET_S = 0.001
 
 
-class Looks:
-    """Whether the selector takes a look (an ``epoll_wait(0)``) that may find nothing. A look
-    that finds the next requests saves a sleep and a wake-up; one that finds nothing costs a
-    system call, and after a checkpoint a Trio pass too. A load generator on the same host
-    answering at once had its next request in for ~40% of the looks after a lone pass, in
-    bursts, and looking every time was the cheaper for it; a Python client that works between
-    requests for ~0.4% (5 in 1,206), and a client across a network for none. Eight Python
-    clients (the peers' sync_c8) left ~5 looks per sleep, ~1.7 per request, most finding
-    nothing. So each kind of look keeps a running share of looks that found work (each new one
-    weighs 1/8) and is taken while it is at least 1/32 (about 26 misses in a row end them;
+class LoneLooks:
+    """Whether the selector looks again, after a plain checkpoint, when a pass served one read
+    and then found nothing (one client, one request at a time). A look that finds the next
+    request saves a sleep and a wake-up; one that finds nothing costs a Trio pass and an
+    epoll_wait. A load generator on the same host answering at once had its next request in
+    for ~40% of such looks, in bursts, and looking every time was the cheaper for it; a Python
+    client that works between requests for ~0.4% (5 in 1,206), and a client across a network
+    for none. So the selector keeps a running share of looks that found work (each new one
+    weighs 1/8) and looks while it is at least 1/32 (about 26 misses in a row end the looks;
     stopping at 1/8 or 1/4 stopped them for the fast client too, its misses come in runs);
-    below that one look in PROBE_EVERY is taken, so that clients turning fast are noticed."""
+    below that it tries one look every PROBE_EVERY lone passes, so that a client turning fast
+    is noticed."""
 
     PROBE_EVERY = 16
     # The share in 1/1024ths.
@@ -86,7 +85,7 @@ class Looks:
         return True
 
     def looked(self, found: bool) -> None:
-        """What a look taken found."""
+        """What the look after a lone pass found."""
         self._share += ((self._ONE if found else 0) - self._share) >> self._WEIGHT_SHIFT
 
 
@@ -125,29 +124,23 @@ class ReadSelector:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
-        # Whether each kind of look has been finding work: the one right after a round's
-        # replies left (in a pass), and the one after a checkpoint that follows a pass of one
-        # read or of several.
-        again, lone, several = Looks(), Looks(), Looks()
+        lone = LoneLooks()
         task_status.started()
         try:
-            look = lone_look = several_look = False
+            look = lone_look = False
             while True:
                 if look:
                     await checkpoint()
                 else:
                     await wait_readable(epoll_fd)
-                found, more = self._pass(poll, flush, clock, again)
+                found, more = self._pass(poll, flush, clock)
                 if lone_look:
                     lone.looked(found > 0)
-                elif several_look:
-                    several.looked(found > 0)
-                # The pass's own look found nothing (or was not worth taking): look again
-                # after the loop's other tasks only while such looks have been finding work.
-                ended = found > 0 and not more
-                lone_look = ended and found == 1 and lone.look_again()
-                several_look = ended and found > 1 and several.look_again()
-                look = more or lone_look or several_look
+                # Several reads: their peers' next requests are usually in once the loop's
+                # other tasks have run. One read: only if such looks have been finding them.
+                lone_look = found == 1 and not more
+                look = more or found > 1 or (lone_look and lone.look_again())
+                lone_look = lone_look and look
         finally:
             self._epoll.close()
 
@@ -156,31 +149,21 @@ class ReadSelector:
         poll: Callable[[float, int], list[tuple[int, int]]],
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
-        again: Looks,
     ) -> tuple[int, bool]:
         """Read rounds until a look finds nothing, up to the pass's bounds: the events found,
-        and whether the last look still found some (the bounds ended the pass). A round's
-        replies leave and the next look is taken only while such looks have been finding work
-        (``again``); else the pass ends and the loop's own wait looks."""
+        and whether the last look still found some (the bounds ended the pass)."""
         start = clock()
-        events = poll(0, MAX_EVENTS)
-        if not events:
-            return 0, False
-        found = len(events)
-        self._read_events(events)
-        for _ in range(ROUNDS_PER_PASS - 1):
-            if clock() - start > PASS_BUDGET_S:
-                return found, True
-            if not again.look_again():
-                return found, False
-            if flush is not None:
-                flush()  # the round's replies leave before the next look
+        found = 0
+        for left in range(ROUNDS_PER_PASS - 1, -1, -1):
             events = poll(0, MAX_EVENTS)
-            again.looked(bool(events))
             if not events:
                 return found, False
             found += len(events)
             self._read_events(events)
+            if not left or clock() - start > PASS_BUDGET_S:
+                return found, True
+            if flush is not None:
+                flush()  # the round's replies leave before the next look
         return found, True
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from remoting.selector import ROUNDS_PER_PASS, Looks, ReadSelector
+from remoting.selector import ROUNDS_PER_PASS, LoneLooks, ReadSelector
 
 pytestmark = pytest.mark.skipif(not ReadSelector.available(), reason="needs select.epoll")
 
@@ -71,7 +71,7 @@ def _selector() -> tuple[ReadSelector, CountingEpoll]:
 
 
 def test_lone_looks_go_on_while_some_find_work() -> None:
-    looks = Looks()
+    looks = LoneLooks()
     for _ in range(100):  # one in ten found the next request: worth looking every time
         for found in (True,) + (False,) * 9:
             assert looks.look_again()
@@ -79,17 +79,17 @@ def test_lone_looks_go_on_while_some_find_work() -> None:
 
 
 def test_lone_looks_stop_when_they_find_nothing_and_probe_now_and_then() -> None:
-    looks = Looks()
+    looks = LoneLooks()
     for _ in range(40):
         if looks.look_again():
             looks.looked(False)
-    pattern = [looks.look_again() for _ in range(3 * Looks.PROBE_EVERY)]
+    pattern = [looks.look_again() for _ in range(3 * LoneLooks.PROBE_EVERY)]
     probes = [i for i, look in enumerate(pattern) if look]
     assert len(probes) == 3
-    assert probes[1] - probes[0] == probes[2] - probes[1] == Looks.PROBE_EVERY
+    assert probes[1] - probes[0] == probes[2] - probes[1] == LoneLooks.PROBE_EVERY
     for _ in range(8):  # probes that find the next request bring the looks back
         looks.looked(True)
-    assert all(looks.look_again() for _ in range(Looks.PROBE_EVERY + 1))
+    assert all(looks.look_again() for _ in range(LoneLooks.PROBE_EVERY + 1))
 
 
 async def test_a_lone_request_costs_one_look_after_its_answer() -> None:
@@ -109,49 +109,14 @@ async def test_a_lone_request_costs_one_look_after_its_answer() -> None:
             await client.send(bytes([i]))
             assert await client.recv(16) == bytes([i])
         nursery.cancel_scope.cancel()
-    # Each request: the look that finds it and the one after its answer, which finds nothing
-    # (only until such looks have missed ~26 times, then as a probe); then the selector waits
-    # for readiness. A third look, after a checkpoint, only until the
+    # Each request: the look that finds it and the one after its answer, which finds nothing;
+    # then the selector waits for readiness. A third look, after a checkpoint, only until the
     # share of such looks finding work has fallen under 1/32 (26 misses), then as a probe
     # (this client's next request is never in before the selector has settled).
-    assert epoll.looks <= 2 * requests + 26 + requests // Looks.PROBE_EVERY + 1
+    assert epoll.looks <= 2 * requests + 26 + requests // LoneLooks.PROBE_EVERY + 1
     assert b"".join(echo.read) == bytes(range(requests))
     server_side.close()
     client.close()
-
-
-async def test_lock_step_clients_on_several_connections_stop_the_looks_that_find_nothing() -> None:
-    """Two connections ready together each time (a pass of several reads): once the looks
-    after the round's answers and after the pass have found nothing for a while, a pass costs
-    its one look (and a probe now and then), not three."""
-    selector, epoll = _selector()
-    pairs = [socket.socketpair() for _ in range(2)]
-    echoes = [Echo(server_side) for server_side, _ in pairs]
-    clients = [trio.socket.from_stdlib_socket(client_side) for _, client_side in pairs]
-    for server_side, client_side in pairs:
-        server_side.setblocking(False)
-        client_side.setblocking(False)
-    rounds = 100
-    async with trio.open_nursery() as nursery:
-        await nursery.start(selector.run)
-        for echo in echoes:
-            selector.add(echo)
-        for i in range(rounds):
-            await trio.testing.wait_all_tasks_blocked()
-            for _, client_side in pairs:  # both in before the selector wakes
-                client_side.send(bytes([i]))
-            for client in clients:
-                assert await client.recv(16) == bytes([i])
-        nursery.cancel_scope.cancel()
-    # Each pass: the look that finds both; the look after their answers and the one after a
-    # checkpoint only until each kind has missed ~26 times, then one in PROBE_EVERY (three
-    # looks a pass before).
-    assert epoll.looks <= rounds + 2 * 26 + 2 * (rounds // Looks.PROBE_EVERY + 1)
-    for echo in echoes:
-        assert b"".join(echo.read) == bytes(range(rounds))
-    for server_side, client_side in pairs:
-        server_side.close()
-        client_side.close()
 
 
 async def test_an_always_ready_connection_does_not_starve_the_loop() -> None:
