@@ -84,9 +84,14 @@ class PageWarmer:
         ``ahead`` bytes of the warm edge (one comparison on the append path otherwise).
         While the thread is at work on this segment it is not asked again: it goes on to
         ``2 * ahead`` past the writer, and every put until then would set the event (a lock
-        round trip, 5% of a single put when the thread waited for the GIL between chunks)."""
-        if mapped.wrote_position + self.ahead > mapped.warmed_position and (
-            not self._busy or mapped is not self._mapped
+        round trip, 5% of a single put when the thread waited for the GIL between chunks).
+        Nor once the segment is warm to its end: the writer's last ``ahead`` bytes of it would
+        otherwise wake the thread on every put to find nothing to do (a futex wake, a context
+        switch and a GIL hand-over per put; half of every put with 64 MiB segments)."""
+        if (
+            mapped.wrote_position + self.ahead > mapped.warmed_position
+            and mapped.warmed_position < mapped.file_size
+            and (not self._busy or mapped is not self._mapped)
         ):
             self.request(mapped)
 

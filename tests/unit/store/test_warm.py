@@ -79,3 +79,24 @@ async def test_a_flush_leaves_the_warmed_pages_ahead_of_the_writer_warm(
         active.mmap[position] = 0  # what it holds: never-written space stays zeros
     faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults
     assert faults < len(ahead) // 8, f"{faults} faults writing {len(ahead)} warmed pages"
+
+
+def test_a_segment_warm_to_its_end_is_not_asked_again(tmp_path: Path) -> None:
+    """Within ``ahead`` of a segment warmed to its end every put used to wake the thread (an
+    event set per put) only for it to find nothing left to warm."""
+    mapped = MappedFile(tmp_path / f"{0:020d}", 64 * OS_PAGE_SIZE, create=True)
+    warmer = PageWarmer(ahead=16 * OS_PAGE_SIZE, chunk=64 * OS_PAGE_SIZE)
+    warmer._mapped = mapped
+    mapped.wrote_position = 40 * OS_PAGE_SIZE
+    warmer._warm(mapped)
+    assert mapped.warmed_position == mapped.file_size
+    asked: list[MappedFile] = []
+    warmer.request = asked.append  # type: ignore[method-assign]
+    for step in range(8):  # the thread is idle: a put near the end must not wake it
+        mapped.wrote_position = (50 + step) * OS_PAGE_SIZE  # within ahead of the end
+        warmer.wrote(mapped)
+    assert asked == []
+    mapped.warmed_position = 60 * OS_PAGE_SIZE  # not yet at the end: asked as before
+    warmer.wrote(mapped)
+    assert asked == [mapped]
+    mapped.close()
