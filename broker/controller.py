@@ -145,6 +145,7 @@ class BrokerController:
             store=self.store,
             store_config=store_config,
             pull_hold=self.pull_hold,
+            pop_polling=self.pop_polling,
             ha=self.ha,
             ha_service=self.ha_service,
             ha_client=self.ha_client,
@@ -281,9 +282,12 @@ class BrokerController:
             self.timer.notify_arrival()
             return
         # Java's store calls the arrival listener only with longPollingEnable: short polling
-        # answers at the hold's next check (every shortPollingTimeMills) or the timeout.
-        if self.config.long_polling_enable:
-            self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        # answers a held pull at the hold's next check (every shortPollingTimeMills) or its
+        # timeout, and a waiting pop or notification at its pollTime (5.x's
+        # NotifyMessageArrivingListener wakes all three, so none is woken without it).
+        if not self.config.long_polling_enable:
+            return
+        self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.pop_polling.waiting:
             self.pop_polling.notify(topic)
 

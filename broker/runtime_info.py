@@ -1,8 +1,10 @@
 """GET_BROKER_RUNTIME_INFO's table (Java's AdminBrokerProcessor.prepareRuntimeInfo): the store's
-figures, the broker's version, role and start time, held pulls, and replication status.
+figures, the broker's version, role and start time, held pulls and waiting pops, and
+replication status.
 
 Keys are RocketMQ's where it has them (``mqadmin brokerStatus`` and ``clusterList`` read them);
-the ``ha*`` keys are ours (RocketMQ 4.x shows no replication status).
+the ``ha*`` keys, ``pullHeldCount`` and ``popPollingCount`` are ours (RocketMQ 4.x shows no
+replication status, nor how many requests wait).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from broker.ha.service import HAService
     from broker.long_polling import PullRequestHoldService
     from broker.namesrv_registrar import HaState
+    from broker.pop.polling import PopLongPollingService
     from broker.store.config import MessageStoreConfig
     from broker.store.message_store import DefaultMessageStore
 
@@ -30,6 +33,7 @@ class BrokerRuntimeInfo:
     store: DefaultMessageStore
     store_config: MessageStoreConfig
     pull_hold: PullRequestHoldService
+    pop_polling: PopLongPollingService
     ha: HaState
     ha_service: HAService | None
     ha_client: HAClient | None
@@ -51,6 +55,7 @@ class BrokerRuntimeInfo:
                 "msgPutTotalTodayNow": str(store.stats.put_message_times_total),
                 "msgGetTotalTodayNow": str(store.stats.get_message_transferred_msg_count),
                 "pullHeldCount": str(self.pull_hold.held),
+                "popPollingCount": str(self.pop_polling.waiting),
             }
         )
         info.update(self.ha_table())

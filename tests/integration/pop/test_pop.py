@@ -9,9 +9,11 @@ import trio
 
 from broker.pop import ck_info
 from remoting import message as codec
+from remoting.body import KVTable
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
+from remoting.serde import decode_body
 from tests.kits.brokerkit import (
     broker_conf,
     call,
@@ -27,6 +29,7 @@ from tests.kits.popkit import (
     pop,
     pop_request,
     pop_until,
+    receipts,
 )
 
 
@@ -179,6 +182,40 @@ async def test_pop_on_a_sync_flush_broker(processes, tmp_path) -> None:
             popped = await pop_until(client, broker.addr, "SyncPop", "PG6", 2)
         for p in popped:
             assert (await call(client, broker.addr, ack_request(p, "PG6"))).code == 0
+
+
+async def test_short_polling_leaves_a_waiting_pop_to_its_poll_time(processes, tmp_path) -> None:
+    """longPollingEnable=false, as 5.x's broker: the store calls no arrival listener, so a pop
+    waiting for a message is not woken by one; it looks again at its pollTime and takes it."""
+    broker = start_broker(processes, broker_conf(tmp_path, longPollingEnable="false"))
+    async with RemotingClient.open() as client:
+        await send(client, broker.addr, "ShortPop", 1, queues=1)
+        (p,) = await pop_until(client, broker.addr, "ShortPop", "PG9", 1)
+        assert (await call(client, broker.addr, ack_request(p, "PG9"))).code == 0
+        answer: list[RemotingCommand] = []
+
+        async def waiting_pop() -> None:
+            request = pop_request("ShortPop", "PG9", poll_ms=2_000)
+            answer.append(await call(client, broker.addr, request, timeout_s=30))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiting_pop)
+            await wait_until_polling(client, broker.addr, 1)
+            await send(client, broker.addr, "ShortPop", 1, queues=1)
+            await wait_until_polling(client, broker.addr, 1)  # the arrival did not answer it
+        assert [m.message.body for m in receipts(answer[0])] == [b"m0"]
+
+
+async def wait_until_polling(client: RemotingClient, addr: str, count: int) -> None:
+    """Poll the broker's runtime info until ``count`` pops wait for messages (bounded)."""
+    with trio.fail_after(10):
+        while True:
+            info = await call(
+                client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+            )
+            if decode_body(KVTable, info.body).table.get("popPollingCount") == str(count):
+                return
+            await trio.sleep(0.02)
 
 
 async def test_peek_changes_nothing(cluster) -> None:
