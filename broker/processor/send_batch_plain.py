@@ -4,10 +4,11 @@ and the reply frame, without the frozen header, MessageExtBrokerInner, PutMessag
 the response command and its extFields per request.
 
 "Plain" is the form RocketMQ clients send for ``producer.send(list)``: a V2 JSON header with
-batch=true that the native scan (remoting/native/codec/send_scan.c) or decoder takes, a topic already in the table, writable, neither
-forbidden nor a retry topic (which a batch may not name), a queue id the topic has, no
-transaction type in sysFlag, no DELAY, timer or TRAN_MSG property in the header; on a broker
-that answers before durability and takes writes (``send_plain.broker_takes_plain``). Anything
+batch=true that the native scan (remoting/native/codec/send_scan.c) or decoder takes, a topic
+already in the table, writable, neither forbidden nor a retry topic (which a batch may not
+name), a queue id the topic has, no transaction type in sysFlag, no DELAY, timer or TRAN_MSG
+property in the header; on a broker that answers before durability and takes writes
+(``send_plain.broker_takes_plain``). Anything
 else, and any batch the store passes on (a refusal, a segment to roll), returns None before
 anything is stored, and ``SendMessageProcessor`` answers it through the reference (every
 request in pure mode, where the native decoder is absent). tests/unit/broker/

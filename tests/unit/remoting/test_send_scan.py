@@ -4,8 +4,9 @@ header bytes, the same command fields, the same extFields when asked for, the sa
 values as decode_send_header gives on those extFields, the same plain rows, or the same
 RemoteProtocolError. Inputs: the C++ client's real sends (tests/data/interop-frames), our
 client's V2 frames and Java-form V1 frames, SEND_BATCH_MESSAGE headers as our client and the
-peers harness (Java 4.9's form: keys sorted) write them, and their mutations (reordered and duplicated keys,
-escapes, numbers for strings, big numbers, non-ASCII, whitespace, truncation, stray bytes)."""
+peers harness (Java 4.9's form: keys sorted) write them, and their mutations (reordered and
+duplicated keys, escapes, numbers for strings, big numbers, non-ASCII, whitespace, truncation,
+stray bytes)."""
 
 from __future__ import annotations
 
