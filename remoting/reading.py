@@ -109,16 +109,11 @@ class ReadBatches:
         leaves no partial frame); anything else takes ``_received``."""
         if self.closed:
             return False
-        try:
-            data = self._sock.recv(READ_CHUNK)
-        except BlockingIOError:
-            return self._keep_reading()
-        except OSError as exc:
-            self._mark_closed(f"read failed: {exc!r}")
+        data = self._recv()
+        if data is None:
             return False
         if not data:
-            self._mark_closed("peer closed the connection")
-            return False
+            return self._keep_reading()
         frame = self._decoder.whole_command(data)
         if frame is None:
             if self._received(data) is None:

@@ -10,7 +10,7 @@ import trio
 
 from remoting import message as codec
 from remoting import properties
-from remoting.body import TopicRouteData
+from remoting.body import KVTable, TopicRouteData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
@@ -183,6 +183,22 @@ async def pull_all(
             return out
         out += codec.decode_messages(response.body)
         offset = int(response.ext("nextBeginOffset"))
+
+
+async def wait_until_runtime_info(
+    client: RemotingClient, addr: str, key: str, value: str, timeout_s: float = 10
+) -> None:
+    """Poll GET_BROKER_RUNTIME_INFO until its ``key`` reads ``value`` (bounded): how a test
+    sees a broker's state move, e.g. held pulls (pullHeldCount) or waiting pops
+    (popPollingCount)."""
+    with trio.fail_after(timeout_s):
+        while True:
+            info = await call(
+                client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+            )
+            if decode_body(KVTable, info.body).table.get(key) == value:
+                return
+            await trio.sleep(0.02)
 
 
 def start_namesrv(

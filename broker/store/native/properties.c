@@ -97,19 +97,28 @@ static PyObject *value_or_empty(const char *const found[2]) {
     return PyUnicode_DecodeUTF8(found[0], found[1] - found[0], NULL);
 }
 
+/* What both readers below take from a properties string: the tags code, KEYS and UNIQ_KEY as
+ * strs (new references), and found[3] the DELAY value's span. -1 with nothing held on error. */
+static int key_fields(const char *text, Py_ssize_t len, const char *found[4][2],
+                      long *tags_code, PyObject **keys, PyObject **uniq) {
+    scan_dispatch_fields(text, len, found);
+    if (tags_code_of(found[0][0], found[0][1], tags_code) < 0) return -1;
+    *keys = value_or_empty(found[1]);
+    if (*keys == NULL) return -1;
+    *uniq = value_or_empty(found[2]);
+    if (*uniq == NULL) {
+        Py_CLEAR(*keys);
+        return -1;
+    }
+    return 0;
+}
+
 /* dispatch_fields over the UTF-8 bytes of a properties string. */
 PyObject *dispatch_fields_of(const char *text, Py_ssize_t len) {
     const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-    scan_dispatch_fields(text, len, found);
     long tags_code;
-    if (tags_code_of(found[0][0], found[0][1], &tags_code) < 0) return NULL;
-    PyObject *keys = value_or_empty(found[1]);
-    if (keys == NULL) return NULL;
-    PyObject *uniq = value_or_empty(found[2]);
-    if (uniq == NULL) {
-        Py_DECREF(keys);
-        return NULL;
-    }
+    PyObject *keys, *uniq;
+    if (key_fields(text, len, found, &tags_code, &keys, &uniq) < 0) return NULL;
     PyObject *delay = found[3][0] == NULL
                           ? Py_NewRef(Py_None)
                           : PyUnicode_DecodeUTF8(found[3][0], found[3][1] - found[3][0], NULL);
@@ -140,16 +149,11 @@ static PyObject *encoded_fields_of(PyObject *encoded) {
     /* dispatch_fields_of's values straight into the result (no tuple between), DELAY only
      * checked to be UTF-8 as there (a plain send carries none) */
     const char *found[4][2] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-    scan_dispatch_fields(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), found);
     long tags_code;
-    if (tags_code_of(found[0][0], found[0][1], &tags_code) < 0) return NULL;
-    PyObject *keys = value_or_empty(found[1]);
-    if (keys == NULL) return NULL;
-    PyObject *uniq = value_or_empty(found[2]);
-    if (uniq == NULL) {
-        Py_DECREF(keys);
+    PyObject *keys, *uniq;
+    if (key_fields(PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded), found, &tags_code,
+                   &keys, &uniq) < 0)
         return NULL;
-    }
     if (found[3][0] != NULL) {
         PyObject *delay = PyUnicode_DecodeUTF8(found[3][0], found[3][1] - found[3][0], NULL);
         if (delay == NULL) {

@@ -38,15 +38,23 @@ static PyObject *new_frame(PyTypeObject *type, uint32_t serialize_type, const un
     return frame;
 }
 
-/* The split of both functions below; scan: each JSON frame's header scanned in place, a
- * command where the scan takes it, *frames counting the Frames made instead. */
-static PyObject *split(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
-    if (nargs != 4 || !PyType_Check(args[0]) ||
+/* The arguments split and whole share: (frame_type, bytes, ...) with ``want`` in all; 0 and a
+ * TypeError naming the call's usage otherwise. */
+static int frame_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                      const char *usage) {
+    if (nargs != want || !PyType_Check(args[0]) ||
         !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
         !PyBytes_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
+        return 0;
     }
+    return 1;
+}
+
+/* The split of both functions below; scan: each JSON frame's header scanned in place, a
+ * command where the scan takes it, *frames counting the Frames made instead. */
+static PyObject *split(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
+    if (!frame_args(args, nargs, 4, usage)) return NULL;
     PyTypeObject *type = (PyTypeObject *)args[0];
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[1]);
     Py_ssize_t size = PyBytes_GET_SIZE(args[1]);
@@ -109,12 +117,7 @@ PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs
  * the same, a JSON frame's header scanned as split_commands scans it (its command, else the
  * Frame). */
 static PyObject *whole(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
-    if (nargs != 3 || !PyType_Check(args[0]) ||
-        !PyType_IsSubtype((PyTypeObject *)args[0], &PyTuple_Type) ||
-        !PyBytes_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
-    }
+    if (!frame_args(args, nargs, 3, usage)) return NULL;
     PyTypeObject *type = (PyTypeObject *)args[0];
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[1]);
     Py_ssize_t size = PyBytes_GET_SIZE(args[1]);

@@ -18,6 +18,7 @@ from tests.kits.brokerkit import (
     pull_request,
     send_request,
     start_broker,
+    wait_until_runtime_info,
 )
 
 
@@ -142,18 +143,7 @@ async def test_short_polling_holds_past_an_arrival_until_its_check(processes, tm
 
 
 async def wait_until_held(client: RemotingClient, addr: str, count: int = 1) -> None:
-    """Poll the broker's runtime info until it reports ``count`` held pulls (bounded)."""
-    from remoting.body import KVTable
-    from remoting.serde import decode_body
-
-    with trio.fail_after(10):
-        while True:
-            info = await call(
-                client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
-            )
-            if decode_body(KVTable, info.body).table.get("pullHeldCount") == str(count):
-                return
-            await trio.sleep(0.02)
+    await wait_until_runtime_info(client, addr, "pullHeldCount", str(count))
 
 
 async def test_queries_by_key_by_id_and_queue_offsets(processes, tmp_path) -> None:

@@ -9,11 +9,9 @@ import trio
 
 from broker.pop import ck_info
 from remoting import message as codec
-from remoting.body import KVTable
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
 from remoting.command import RemotingCommand
-from remoting.serde import decode_body
 from tests.kits.brokerkit import (
     broker_conf,
     call,
@@ -21,6 +19,7 @@ from tests.kits.brokerkit import (
     send_request,
     start_broker,
     start_cluster,
+    wait_until_runtime_info,
 )
 from tests.kits.clikit import run_cli
 from tests.kits.popkit import (
@@ -200,22 +199,11 @@ async def test_short_polling_leaves_a_waiting_pop_to_its_poll_time(processes, tm
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(waiting_pop)
-            await wait_until_polling(client, broker.addr, 1)
+            await wait_until_runtime_info(client, broker.addr, "popPollingCount", "1")
             await send(client, broker.addr, "ShortPop", 1, queues=1)
-            await wait_until_polling(client, broker.addr, 1)  # the arrival did not answer it
+            # still waiting: the arrival did not answer it
+            await wait_until_runtime_info(client, broker.addr, "popPollingCount", "1")
         assert [m.message.body for m in receipts(answer[0])] == [b"m0"]
-
-
-async def wait_until_polling(client: RemotingClient, addr: str, count: int) -> None:
-    """Poll the broker's runtime info until ``count`` pops wait for messages (bounded)."""
-    with trio.fail_after(10):
-        while True:
-            info = await call(
-                client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
-            )
-            if decode_body(KVTable, info.body).table.get("popPollingCount") == str(count):
-                return
-            await trio.sleep(0.02)
 
 
 async def test_peek_changes_nothing(cluster) -> None:
