@@ -112,6 +112,7 @@ class BrokerController:
             store_config,
             store_host=(config.broker_ip1, config.listen_port),
             arrival_listener=self._on_arrival,
+            arrivals_wanted=self._arrivals_wanted,
         )
         self.pull_hold = PullRequestHoldService(
             self.store.get_max_offset_in_queue, check_interval_s=self._hold_check_interval
@@ -290,6 +291,14 @@ class BrokerController:
         self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.pop_polling.waiting:
             self.pop_polling.notify(topic)
+
+    def _arrivals_wanted(self) -> bool:
+        """Whether ``_on_arrival`` would wake anything for a user topic now: a plain put asks
+        once, instead of calling it for each queue it touched (the store still calls it for
+        the schedule's and the timer's topics, dispatch.ALWAYS_HEARD)."""
+        return self.config.long_polling_enable and bool(
+            self.pull_hold.held or self.pop_polling.waiting
+        )
 
     def _hold_check_interval(self) -> float:
         """PullRequestHoldService's wait between checks in Java: 5 s with long polling, else

@@ -92,15 +92,36 @@ class BrokerStatsManager:
         # Per send (a lone sync send is a call each): one lookup, counted in place
         items = self._put_items.get((topic, cluster))
         if items is None:
-            self.add(TOPIC_PUT_NUMS, topic, 0, 0)
-            self.add(TOPIC_PUT_SIZE, topic, 0, 0)
-            self.add(BROKER_PUT_NUMS, cluster, 0, 0)
-            items = self._put_items[topic, cluster] = (
-                self.items[TOPIC_PUT_NUMS, topic],
-                self.items[TOPIC_PUT_SIZE, topic],
-                self.items[BROKER_PUT_NUMS, cluster],
-            )
+            items = self._new_put_items(topic, cluster)
         _count(items, count, size)
+
+    def on_puts(self, totals: dict[str, list[int]], cluster: str) -> None:
+        """``on_put`` for each topic of a plain pass's {topic: [messages, bytes]}, in one call
+        (once per selector round) and counted in place (``_count`` without its call)."""
+        put_items = self._put_items
+        for topic, (count, size) in totals.items():
+            items = put_items.get((topic, cluster))
+            if items is None:
+                items = self._new_put_items(topic, cluster)
+            nums, sizes, broker_nums = items
+            nums.value += count
+            nums.times += 1
+            sizes.value += size
+            sizes.times += 1
+            broker_nums.value += count
+            broker_nums.times += 1
+
+    def _new_put_items(self, topic: str, cluster: str) -> tuple[StatsItem, StatsItem, StatsItem]:
+        """A topic's first put: its TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS items."""
+        self.add(TOPIC_PUT_NUMS, topic, 0, 0)
+        self.add(TOPIC_PUT_SIZE, topic, 0, 0)
+        self.add(BROKER_PUT_NUMS, cluster, 0, 0)
+        items = self._put_items[topic, cluster] = (
+            self.items[TOPIC_PUT_NUMS, topic],
+            self.items[TOPIC_PUT_SIZE, topic],
+            self.items[BROKER_PUT_NUMS, cluster],
+        )
+        return items
 
     def on_get(self, topic: str, group: str, cluster: str, count: int, size: int) -> None:
         """A pull of ``group`` found ``count`` messages of ``size`` bytes on ``topic``."""

@@ -94,7 +94,10 @@ def plain_sends(
     who sent each request, when a selector round's group spans connections."""
     if not broker_takes_plain(processor):
         return None
-    hosts = born_host(connection) if connections is None else [born_host(c) for c in connections]
+    if connections is None:
+        hosts = born_host(connection)
+    else:  # born_host's kept value without its call per request, made for a connection's first
+        hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]
     replies = _store_plain(processor, hosts, requests)
     if replies is None:
         return None
@@ -127,35 +130,17 @@ def _store_plain(
     """The reply frames of the requests the single pass stored, in order (it stops at the
     first one the append passes on); None when one request is not plain or the store refuses
     every put now."""
-    rows = _plain_rows(processor, hosts, requests)
+    broker = processor.broker
+    cluster = broker.config.broker_cluster_name
+    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
     if rows is None:
         return None
-    broker = processor.broker
     stored = put_plain_run(broker.store, rows, REPLY_PIECES)
     if stored is None:  # the store refuses every put now: the reference answers each
         return None
     replies, totals = stored
-    cluster = broker.config.broker_cluster_name
-    for topic, (count, size) in totals.items():
-        broker.stats.on_put(topic, cluster, count, size)
+    broker.stats.on_puts(totals, cluster)
     return replies
-
-
-def _plain_rows(
-    processor: SendMessageProcessor,
-    hosts: tuple[bytes, int] | list[tuple[bytes, int]],
-    requests: list[RemotingCommand],
-) -> list[tuple[Any, ...]] | None:
-    """Each request's append values, or None when one is not plain (``plain_rows``)."""
-    broker = processor.broker
-    return plain_rows(
-        requests,
-        valid_topics,
-        processor.queue_bounds,
-        _SPECIAL,
-        broker.config.broker_cluster_name,
-        hosts,
-    )
 
 
 def python_plain_rows(

@@ -72,17 +72,19 @@ def put_plain_batch(
     ):
         return None
     started = perf_counter_ns()
-    caught_up = store.reput.caught_up()
-    store_timestamp = log.clock()
     position = mapped.wrote_position
+    # reput.caught_up() without its calls: the log's end is this segment's written end
+    caught_up = store.reput.reput_from_offset == mapped.start_offset + position
+    store_timestamp = log.clock()
     queue_offset = log.cursor.queue_offset(topic, queue_id)
     msg_id, units, keys, wakes = log.cursor.put_batch_dispatch(
         mapped.mmap, position, mapped.start_offset, store_timestamp, records, topic, queue_id,
         sys_flag, born_timestamp, born_host, reconsume_times,
     )  # fmt: skip
     mapped.wrote_position = position + total
-    log.warmer.wrote(mapped)
-    store.stats.on_put(count, total)
+    warmer = log.warmer
+    if position + total + warmer.ahead > mapped.warmed_position:  # wrote's first test, no call
+        warmer.wrote(mapped)
     if store.put_listener is not None:
         store.put_listener()
     if not caught_up:
@@ -92,6 +94,6 @@ def put_plain_batch(
             topic, queue_id, sys_flag, store_timestamp, queue_offset, units, keys, wakes
         )
         if store._dispatch_ok(store.dispatcher.dispatch_appended, appended):
-            store.reput.dispatched_to(mapped.start_offset + position + total)
-    store.stats.on_put_time(perf_counter_ns() - started)
+            store.reput.reput_from_offset = mapped.start_offset + position + total  # dispatched_to
+    store.stats.on_put_run(count, total, perf_counter_ns() - started, 1)
     return msg_id, queue_offset, count, total

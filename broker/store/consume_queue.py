@@ -154,7 +154,8 @@ class ConsumeQueue:
         count = len(units) // UNIT
         if not count:
             return
-        mapped = self.queue.last
+        files = self.queue.files  # MappedFileQueue.last without its call
+        mapped = files[-1] if files else None
         phys, size, _ = CQ_UNIT.unpack_from(units, 0)
         if mapped is not None and phys + size > self.max_phys_offset:
             position = mapped.wrote_position

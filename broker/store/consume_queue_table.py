@@ -93,6 +93,20 @@ class ConsumeQueueTable:
         self.dirty.add(consume_queue)
         return consume_queue
 
+    def put_units(self, topic: str, queue_id: int, units: bytes, queue_offset: int) -> bool:
+        """``find_or_create(topic, queue_id).put_units(units, queue_offset)`` with the lookup
+        inline (a plain pass puts once per queue it touched); False: no queue for ``topic``."""
+        queues = self._table.get(topic)
+        consume_queue = None if queues is None else queues.get(queue_id)
+        if consume_queue is None:
+            consume_queue = self.find_or_create(topic, queue_id)
+            if consume_queue is None:
+                return False
+        else:
+            self.dirty.add(consume_queue)
+        consume_queue.put_units(units, queue_offset)
+        return True
+
     def take_dirty(self) -> set[ConsumeQueue]:
         """The queues written since the last call (a flush round gives back, with
         ``mark_dirty``, those it left with unflushed units)."""

@@ -17,7 +17,9 @@ from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_service import IndexService
 from broker.store.types import AppendedBatch, DispatchRequest
+from broker.timer.transform import TIMER_TOPIC
 from remoting import message as codec
+from remoting.constants import SCHEDULE_TOPIC
 
 if TYPE_CHECKING:
     from broker.store.plain_dispatch import AppendedRows
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
 # plain send's record property bytes from dispatch_rows; the broker's listener reads none)
 ArrivalListener = Callable[[str, int, int, int, int, dict[str, str] | bytes], None]
 
+# The broker's own services follow these topics' arrivals (the schedule's levels, the timer's
+# wheel): they are heard whatever ``arrivals_wanted`` says
+ALWAYS_HEARD = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC})
 _NOT_QUEUED = codec.TRANSACTION_NOT_QUEUED_BIT  # a prepared (0x4) or rolled-back (0xC) half
 
 
@@ -37,13 +42,17 @@ class CommitLogDispatcher:
         index_service: IndexService,
         config: MessageStoreConfig,
         arrival_listener: ArrivalListener | None,
+        arrivals_wanted: Callable[[], bool] | None = None,
     ) -> None:
         """``arrival_listener`` None: no wake-ups (a slave's held pulls are answered by their
-        timeout, as in Java)."""
+        timeout, as in Java). ``arrivals_wanted``: False when the listener has nothing to do
+        now for a topic outside ALWAYS_HEARD (no pull held, no pop waiting): a plain put asks
+        it once instead of calling the listener for each queue it touched."""
         self.consume_queues = consume_queues
         self.index_service = index_service
         self.config = config  # messageIndexEnable, read per record as Java does: it is live
         self.arrival_listener = arrival_listener
+        self.arrivals_wanted = arrivals_wanted
         self.last_dispatched_timestamp = 0  # the checkpoint's logicsMsgTimestamp
 
     def dispatch(self, request: DispatchRequest, *, notify: bool = True) -> None:
@@ -71,7 +80,12 @@ class CommitLogDispatcher:
             queue = self.consume_queues.find_or_create(batch.topic, batch.queue_id)
             if queue is not None:
                 queue.put_units(batch.units, batch.queue_offset)
-                if notify and self.arrival_listener is not None:
+                wanted = self.arrivals_wanted
+                if (
+                    notify
+                    and self.arrival_listener is not None
+                    and (batch.topic in ALWAYS_HEARD or wanted is None or wanted())
+                ):
                     for tags_code, queue_offset in batch.wakes:
                         self.arrival_listener(
                             batch.topic, batch.queue_id, queue_offset + 1, tags_code,
@@ -107,13 +121,14 @@ class CommitLogDispatcher:
         wake-ups, then the index entries in a pass per store timestamp; nothing per record."""
         runs, key_chunks, last_timestamp = appended
         listener = self.arrival_listener if notify else None
-        find_or_create = self.consume_queues.find_or_create
+        # asked once per pass, not per queue: most passes have nobody to wake
+        wanted = self.arrivals_wanted
+        wanted = listener is not None and (wanted is None or wanted())
+        put_units = self.consume_queues.put_units
         for topic, queue_id, queue_offset, units, wakes in runs:
-            queue = find_or_create(topic, queue_id)
-            if queue is None:  # a topic that cannot be a directory
-                continue
-            queue.put_units(units, queue_offset)
-            if listener is not None:
+            if not put_units(topic, queue_id, units, queue_offset):
+                continue  # a topic that cannot be a directory
+            if listener is not None and (wanted or topic in ALWAYS_HEARD):
                 for wake in wakes:
                     listener(*wake)
         if self.config.message_index_enable:

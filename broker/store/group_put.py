@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from broker.store.health import DISPATCH
+from broker.store.mapped_file import DiskError
 from broker.store.plain_dispatch import AppendedRows, python_plain_dispatch
 from broker.store.store_native import native
 from broker.store.types import (
@@ -187,7 +189,8 @@ def put_plain_run(
     mapped = files[-1]
     wrote_from, start_offset = mapped.wrote_position, mapped.start_offset
     # reput.caught_up() without its three calls: the log's end is this segment's written end
-    caught_up = store.reput.reput_from_offset == start_offset + wrote_from
+    reput = store.reput
+    caught_up = reput.reput_from_offset == start_offset + wrote_from
     position, appended, replies, totals = put_rows(
         log.cursor, mapped.mmap, wrote_from, start_offset, log.clock,
         log.config.max_message_size, rows, pieces,
@@ -195,17 +198,24 @@ def put_plain_run(
     count = len(replies)
     if count:
         mapped.wrote_position = position
-        log.warmer.wrote(mapped)
-        # _stored's bookkeeping inline: a lone sync send pays this per message
-        stats = store.stats
-        stats.on_put(count, position - wrote_from)
+        warmer = log.warmer
+        if position + warmer.ahead > mapped.warmed_position:  # wrote's first test, no call
+            warmer.wrote(mapped)
         if store.put_listener is not None:
             store.put_listener()
+        # _stored's bookkeeping inline (a lone sync send pays it per message): _dispatch_ok and
+        # dispatched_to without their calls
         if not caught_up:
-            store.reput.wake()
-        elif store._dispatch_ok(store.dispatcher.dispatch_rows, appended):
-            store.reput.dispatched_to(start_offset + position)
-        stats.on_put_times((perf_counter_ns() - started) // count, count)
+            reput.wake()
+        else:
+            try:
+                store.dispatcher.dispatch_rows(appended)
+            except DiskError as exc:  # answered PUT_OK all the same: reput dispatches it later
+                store.health.failed(DISPATCH, exc)
+            else:
+                reput.reput_from_offset = start_offset + position
+        elapsed = (perf_counter_ns() - started) // count
+        store.stats.on_put_run(count, position - wrote_from, elapsed, count)
     return replies, totals
 
 

@@ -82,6 +82,7 @@ class DefaultMessageStore(QueueLookups):
         clock: Callable[[], int] = now_ms,
         disk_usage: DiskUsage = psutil_disk_usage,
         arrival_listener: ArrivalListener | None = None,
+        arrivals_wanted: Callable[[], bool] | None = None,
         total_physical_ram: int | None = None,
     ) -> None:
         self.config = config
@@ -113,6 +114,7 @@ class DefaultMessageStore(QueueLookups):
             self.index_service,
             config,
             None if self.is_slave else arrival_listener,  # slaves wake no held pulls
+            arrivals_wanted,
         )
         self.reput = ReputMessageService(
             commit_log, self.dispatcher, health, config, on_unblocked=self._dispatch_unblocked

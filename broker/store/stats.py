@@ -73,6 +73,18 @@ class StoreStats:
         self.put_message_times_total += count
         self.put_message_size_total += size
 
+    def on_put_run(self, messages: int, size: int, elapsed_ns: int, puts: int) -> None:
+        """``on_put`` and ``on_put_times`` in one call (a plain pass's bookkeeping, once per
+        selector round): ``messages`` stored, ``size`` bytes in all, by ``puts`` put requests
+        that took ``elapsed_ns`` each."""
+        self.put_message_times_total += messages
+        self.put_message_size_total += size
+        if elapsed_ns >= 1_000_000 or elapsed_ns > self.put_time_max_ns:
+            self.on_put_times(elapsed_ns, puts)  # rare: a slow pass or a new maximum
+            return
+        self.put_time_sum_ns += elapsed_ns * puts
+        self.put_distribution[0] += puts
+
     def on_get(self, result: GetMessageResult, elapsed_ns: int = 0) -> None:
         """A GetMessage answered in ``elapsed_ns`` (one call per pull, not two)."""
         if elapsed_ns > self.get_time_max_ns:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -178,6 +179,7 @@ def broker(root: Path, **overrides: str) -> BrokerController:
     controller.store.load()
     controller.store.commit_log.clock = lambda: STORE_TS
     controller.store.dispatcher.arrival_listener = Arrivals()
+    controller.store.dispatcher.arrivals_wanted = None  # every arrival heard, on both paths
     controller.topics.update(TopicConfig(topic_name="T", read_queue_nums=4, write_queue_nums=3))
     controller.topics.update(
         TopicConfig(topic_name="RO", read_queue_nums=4, write_queue_nums=4, perm=PERM_READ)
@@ -334,7 +336,10 @@ def test_a_plain_group_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     first = build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)
     controller.send.reference_group(peer, [first])  # makes the first segment
     requests = [build(RequestCode.SEND_MESSAGE_V2, n % 4, 100, [], {}, n) for n in range(1, 9)]
-    rows = send_plain._plain_rows(controller.send, send_plain.born_host(peer), requests)
+    rows = send_plain.plain_rows(
+        requests, valid_topics, controller.send.queue_bounds, send_plain._SPECIAL,
+        controller.config.broker_cluster_name, send_plain.born_host(peer),
+    )  # fmt: skip
     assert rows is not None
     results = send_plain.plain_sends(controller.send, peer, requests)
     assert all(type(r) is bytes for r in results)
@@ -520,3 +525,38 @@ def test_a_topics_queue_bound_follows_its_config() -> None:
     del table["T"]
     assert bounds("T") == 0 and bounds("Nobody") == 0
     assert not bounds._bounds
+
+
+@pytest.mark.parametrize("long_polling", [True, False])
+def test_a_plain_send_wakes_a_held_pull_when_the_broker_wants_arrivals(
+    tmp_path: Path, long_polling: bool
+) -> None:
+    """The store asks the broker once per plain pass whether any arrival is wanted
+    (``_arrivals_wanted``: long polling on and a pull held or a pop waiting) instead of calling
+    the listener per queue: a held pull on a queue the pass touched is still woken, and none is
+    under longPollingEnable=false (held until its check, as in 5.x)."""
+    controller = broker(tmp_path, longPollingEnable=str(long_polling).lower())
+    dispatcher = controller.store.dispatcher
+    dispatcher.arrival_listener = controller._on_arrival  # the broker's own, not the test's
+    dispatcher.arrivals_wanted = controller._arrivals_wanted
+    peer = Peer()
+    controller.send.reference_group(peer, [build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)])
+    woken: list[str] = []
+
+    async def hold_and_send() -> bool:
+        """A pull held on T queue 1, then a plain pass to queues 2 and 1; whether the broker
+        wanted arrivals while the pull was held."""
+        assert not controller._arrivals_wanted()  # nobody waits
+        deadline = trio.current_time() + 60
+        controller.pull_hold.suspend("T", 1, 0, None, deadline, lambda: woken.append("T1"))
+        wanted = controller._arrivals_wanted()
+        sends = [build(RequestCode.SEND_MESSAGE_V2, n, 10, [], {}, n) for n in (2, 1)]
+        results = send_plain.plain_sends(controller.send, peer, sends)
+        assert all(type(r) is bytes for r in results)  # the plain pass stored both
+        return wanted
+
+    assert trio.run(hold_and_send) is long_polling
+    if long_polling:
+        assert woken == ["T1"] and controller.pull_hold.held == 0
+    else:
+        assert woken == [] and controller.pull_hold.held == 1  # left to its check

@@ -88,3 +88,21 @@ def test_an_unknown_counter_is_none_and_a_new_one_starts_at_zero() -> None:
     assert stats.get(TOPIC_PUT_NUMS, "Nobody") is None
     stats.on_put("New", "East", 1, 10)
     assert stats.get(TOPIC_PUT_NUMS, "New").snapshot("day").sum == 0  # no sample taken yet
+
+
+def test_a_plain_pass_counts_each_topic_as_a_put_per_topic_would() -> None:
+    """on_puts (a plain pass's {topic: [messages, bytes]} in one call) leaves every item as
+    on_put for each topic does, a topic's first put included."""
+    one_call, per_topic = BrokerStatsManager(Clock()), BrokerStatsManager(Clock())
+    per_topic.on_put("T", "East", 1, 10)
+    one_call.on_put("T", "East", 1, 10)
+    totals = {"T": [3, 300], "U": [2, 20]}
+    one_call.on_puts(totals, "East")
+    for topic, (count, size) in totals.items():
+        per_topic.on_put(topic, "East", count, size)
+    for name, key in ((TOPIC_PUT_NUMS, "T"), (TOPIC_PUT_SIZE, "T"), (TOPIC_PUT_NUMS, "U"),
+                      (TOPIC_PUT_SIZE, "U"), (BROKER_PUT_NUMS, "East")):  # fmt: skip
+        got, want = one_call.get(name, key), per_topic.get(name, key)
+        assert (got.value, got.times) == (want.value, want.times), (name, key)
+    east = one_call.get(BROKER_PUT_NUMS, "East")
+    assert (east.value, east.times) == (6, 3)

@@ -18,6 +18,7 @@ from broker.store.group_put import put_plain_run, python_put_rows, reply_frame
 from broker.store.plain_dispatch import python_plain_dispatch
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
+from broker.timer.transform import TIMER_TOPIC
 from tests.kits.nativekit import needs_store_native
 from tests.unit.store.conftest import StoreFactory, message
 
@@ -333,3 +334,30 @@ def test_the_cursor_keeps_each_queue_offset_across_many_queues(steps) -> None:
                 cursor.clear_queue_offsets()
         states.append((offsets, dict(cursor.queue_offsets), bytes(buffer)))
     assert states[0] == states[1]
+
+
+def test_a_pass_nobody_waits_on_calls_the_listener_for_the_services_topics_only(tmp_path) -> None:
+    """arrivals_wanted False (no pull held, no pop waiting): dispatch_rows puts every unit and
+    marks each queue dirty for the flush, but calls the arrival listener only for the
+    schedule's and the timer's topics (their services follow them); True: each wake-up."""
+    pack = python_plain_dispatch if native is None else native.plain_dispatch
+    store = StoreFactory(tmp_path).open()
+    calls: list[tuple] = []
+    wanted = [False]
+    store.dispatcher.arrival_listener = lambda *args: calls.append(args[:3])
+    store.dispatcher.arrivals_wanted = lambda: wanted[0]
+    log = Requests()
+    drawn = [(topic, 0, 0, "", "", 0, 0, False) for topic in ("T", TIMER_TOPIC, "U")]
+    store.dispatcher.dispatch_rows(pack(log.make(drawn)))
+    assert calls == [(TIMER_TOPIC, 0, 1)]
+    assert {(q.topic, q.queue_id) for q in store.consume_queues.take_dirty()} == {
+        ("T", 0),
+        (TIMER_TOPIC, 0),
+        ("U", 0),
+    }
+    wanted[0] = True
+    store.dispatcher.dispatch_rows(pack(log.make(drawn)))
+    assert calls[1:] == [("T", 0, 2), (TIMER_TOPIC, 0, 2), ("U", 0, 2)]
+    assert len(store.consume_queues.take_dirty()) == 3  # queues that existed: dirty again
+    assert [store.get_max_offset_in_queue(t, 0) for t in ("T", TIMER_TOPIC, "U")] == [2, 2, 2]
+    store.shutdown()

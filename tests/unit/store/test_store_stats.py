@@ -68,3 +68,21 @@ def test_cluster_list_shows_zero_for_a_broker_too_young_for_a_rate() -> None:
     assert _tps({"putTps": "  "}, "putTps", "send").startswith("0.00(")
     assert _tps({"putTps": "3.5  "}, "putTps", "send").startswith("3.50(")
     assert _tps({}, "putTps", "send") == "-"
+
+
+def test_a_plain_pass_counts_as_its_puts_and_their_times() -> None:
+    """on_put_run (a pass's bookkeeping in one call) leaves the counters, the latency buckets,
+    the sum and the maximum as on_put and on_put_times do: fast passes, a new maximum, a slow
+    one."""
+    one_call, two_calls = StoreStats(Clock()), StoreStats(Clock())
+    for messages, size, elapsed_ns, puts in (
+        (3, 300, 40_000, 3), (1, 100, 90_000, 1), (2, 200, 50_000, 2), (32, 3200, 12_000_000, 1),
+        (4, 400, 20_000, 4), (8, 800, 30_000, 1),
+    ):  # fmt: skip
+        one_call.on_put_run(messages, size, elapsed_ns, puts)
+        two_calls.on_put(messages, size)
+        two_calls.on_put_times(elapsed_ns, puts)
+        assert one_call.runtime_info() == two_calls.runtime_info()
+        assert one_call.put_time_sum_ns == two_calls.put_time_sum_ns
+    assert one_call.runtime_info()["putMessageEntireTimeMax"] == "12"
+    assert one_call.put_distribution[0] == 11 and one_call.put_message_times_total == 50
