@@ -191,8 +191,10 @@ def put_plain_run(
     # reput.caught_up() without its three calls: the log's end is this segment's written end
     reput = store.reput
     caught_up = reput.reput_from_offset == start_offset + wrote_from
+    # One store timestamp for the pass (a clock read per row was a Python call per send): the
+    # rows are appended within microseconds, as a batch's entries share one in Java
     position, appended, replies, totals = put_rows(
-        log.cursor, mapped.mmap, wrote_from, start_offset, log.clock,
+        log.cursor, mapped.mmap, wrote_from, start_offset, log.clock(),
         log.config.max_message_size, rows, pieces,
     )  # fmt: skip
     count = len(replies)
@@ -224,14 +226,15 @@ def python_put_rows(
     mm: Any,
     position: int,
     start_offset: int,
-    clock: Callable[[], int],
+    clock: int | Callable[[], int],
     max_body: int,
     rows: list[tuple[Any, ...]],
     pieces: tuple[bytes, ...],
 ) -> tuple[int, AppendedRows, list[bytes], dict[str, list[int]]]:
     """Each row through ``cursor.put`` at the next position until one is not taken: (the next
     position, what dispatch needs of the records packed (plain_dispatch.py), the reply frames,
-    {topic: [messages, bytes]}). The reference of broker/store/native/plain_rows.c."""
+    {topic: [messages, bytes]}). ``clock``: the store timestamp of every row (an int), or a
+    callable read per row. The reference of broker/store/native/plain_rows.c."""
     requests: list[DispatchRequest] = []
     replies: list[bytes] = []
     totals: dict[str, list[int]] = {}
@@ -240,7 +243,8 @@ def python_put_rows(
             break
         try:
             put = cursor.put(
-                mm, position, start_offset, clock(), max_body, topic, queue_id, sys_flag,
+                mm, position, start_offset, clock if type(clock) is int else clock(), max_body,
+                topic, queue_id, sys_flag,
                 properties, body, flag, born_ts, host, reconsume, 0,
             )  # fmt: skip
         except Exception:  # a refusal or an error: the reference puts it again and says why

@@ -141,7 +141,9 @@ static int put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row, Py_s
     PyObject *args[PUT_ARGS];
     int text = index_keys_are_text(PyTuple_GET_ITEM(row, 3));
     if (text <= 0) return text;
-    PyObject *ts = PyObject_CallNoArgs(clock);
+    /* an int: the pass's one store timestamp (read once by the caller); else a clock read per
+     * row */
+    PyObject *ts = PyLong_CheckExact(clock) ? Py_NewRef(clock) : PyObject_CallNoArgs(clock);
     PyObject *at = ts == NULL ? NULL : PyLong_FromSsize_t(position);
     if (at == NULL) {
         Py_XDECREF(ts);
@@ -198,6 +200,7 @@ static int stored(const PutValues *put, PyObject *store_ts, PyObject *row,
 
 /* put_rows(cursor, mm, position, start_offset, clock, max_body, rows, pieces)
  *   -> (position, what dispatch needs packed, reply frames, {topic: [count, bytes]})
+ * clock: the store timestamp every row gets (an int), or a callable read per row;
  * rows: tuples of ROW_FIELDS; pieces: the REPLY_PIECES bytes of the reply's header around its
  * four values. The position is where the next record goes; fewer replies than rows: the run
  * stopped at that row. The packed dispatch is plain_dispatch.py's AppendedRows. An error is

@@ -81,15 +81,17 @@ rows = st.lists(
 )
 
 
-def _run(put_rows, cursor, buffer, drawn, position: int):
+def _run(put_rows, cursor, buffer, drawn, position: int, one_timestamp: bool):
+    """The rows put with a clock read per row, or with the pass's one store timestamp."""
     clock = itertools.count(1_700_000_000_000)
-    return put_rows(cursor, buffer, position, START, clock.__next__, 40, list(drawn), REPLY_PIECES)
+    stamp = 1_700_000_000_000 if one_timestamp else clock.__next__
+    return put_rows(cursor, buffer, position, START, stamp, 40, list(drawn), REPLY_PIECES)
 
 
 @needs_store_native
 @settings(max_examples=400, deadline=None)
-@given(rows, st.integers(0, 1500), st.integers(0, 64))
-def test_native_put_rows_is_the_reference(drawn, size: int, position: int) -> None:
+@given(rows, st.integers(0, 1500), st.integers(0, 64), st.booleans())
+def test_native_put_rows_is_the_reference(drawn, size: int, position: int, one: bool) -> None:
     position = min(position, size)
     results = []
     for put_rows, kind in (
@@ -99,7 +101,7 @@ def test_native_put_rows_is_the_reference(drawn, size: int, position: int) -> No
         cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
         cursor.set_queue_offset("T", 1, 5)
         buffer = bytearray(size)
-        got = _run(put_rows, cursor, buffer, drawn, position)
+        got = _run(put_rows, cursor, buffer, drawn, position, one)
         results.append((got, bytes(buffer), dict(cursor.queue_offsets), cursor.last_put_timestamp))
     assert results[0] == results[1]
 
@@ -121,7 +123,7 @@ def test_a_sent_tags_code_is_javas_hash_of_the_tag(tags: bytes) -> None:
         (python_put_rows, PythonAppendCursor),
     ):
         cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
-        results.append(_run(put_rows, cursor, bytearray(1500), [row], 0))
+        results.append(_run(put_rows, cursor, bytearray(1500), [row], 0, False))
     assert results[0] == results[1]
     assert len(results[0][2]) == (0 if tags == b"\xff" else 1)
 
