@@ -177,12 +177,23 @@ class RemotingServer:
         ``connections[i]`` (each connection's in its order): a run of one group processor's
         requests may span connections, so one store pass takes every ready connection's sends
         (the selector's round, remoting/selector.py)."""
+        groups, authorize = self.group_processors, self.authorize
+        if authorize is None and requests:
+            # The common round (every sync send of a busy broker): one group processor's
+            # requests, handed over as they are, without a run and its owners rebuilt
+            run_processor = groups.get(requests[0].code)
+            if run_processor is not None:
+                for request in requests:
+                    if groups.get(request.code) is not run_processor:
+                        break
+                else:
+                    mixed = connections.count(connections[0]) != len(connections)
+                    return _run_group(run_processor, connections, requests, mixed)
         results: list[HandlerResult | bytes | Exception] = []
         run: list[RemotingCommand] = []
         owners: list[Connection] = []
         mixed = False
-        run_processor: GroupProcessor | None = None
-        groups, authorize = self.group_processors, self.authorize
+        run_processor = None
         for connection, request in zip(connections, requests, strict=True):
             group = groups.get(request.code)
             answer: HandlerResult | bytes | Exception = None

@@ -16,8 +16,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.store.consume_queue import ConsumeQueue
+
+if TYPE_CHECKING:
+    from broker.store.plain_dispatch import PlainRun
 
 log = logging.getLogger(__name__)
 
@@ -93,19 +97,24 @@ class ConsumeQueueTable:
         self.dirty.add(consume_queue)
         return consume_queue
 
-    def put_units(self, topic: str, queue_id: int, units: bytes, queue_offset: int) -> bool:
-        """``find_or_create(topic, queue_id).put_units(units, queue_offset)`` with the lookup
-        inline (a plain pass puts once per queue it touched); False: no queue for ``topic``."""
-        queues = self._table.get(topic)
-        consume_queue = None if queues is None else queues.get(queue_id)
-        if consume_queue is None:
-            consume_queue = self.find_or_create(topic, queue_id)
+    def put_runs(self, runs: list[PlainRun]) -> bool:
+        """Each run's units into its queue (``find_or_create(topic, queue_id).put_units``), in
+        one call for a plain pass with the lookups inline; False when a topic had no queue
+        (``find`` then tells which were skipped)."""
+        table, dirty = self._table, self.dirty
+        every = True
+        for topic, queue_id, queue_offset, units, _ in runs:
+            queues = table.get(topic)
+            consume_queue = None if queues is None else queues.get(queue_id)
             if consume_queue is None:
-                return False
-        else:
-            self.dirty.add(consume_queue)
-        consume_queue.put_units(units, queue_offset)
-        return True
+                consume_queue = self.find_or_create(topic, queue_id)
+                if consume_queue is None:  # a topic that cannot be a directory
+                    every = False
+                    continue
+            else:
+                dirty.add(consume_queue)
+            consume_queue.put_units(units, queue_offset)
+        return every
 
     def take_dirty(self) -> set[ConsumeQueue]:
         """The queues written since the last call (a flush round gives back, with

@@ -124,13 +124,14 @@ class CommitLogDispatcher:
         # asked once per pass, not per queue: most passes have nobody to wake
         wanted = self.arrivals_wanted
         wanted = listener is not None and (wanted is None or wanted())
-        put_units = self.consume_queues.put_units
-        for topic, queue_id, queue_offset, units, wakes in runs:
-            if not put_units(topic, queue_id, units, queue_offset):
-                continue  # a topic that cannot be a directory
-            if listener is not None and (wanted or topic in ALWAYS_HEARD):
-                for wake in wakes:
-                    listener(*wake)
+        queued = self.consume_queues.put_runs(runs)
+        if listener is not None:
+            for topic, queue_id, _, _, wakes in runs:
+                if (wanted or topic in ALWAYS_HEARD) and (
+                    queued or self.consume_queues.find(topic, queue_id) is not None
+                ):
+                    for wake in wakes:
+                        listener(*wake)
         if self.config.message_index_enable:
             build = self.index_service.build_index_keys
             for store_timestamp, keys in key_chunks:
