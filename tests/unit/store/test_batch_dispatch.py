@@ -19,6 +19,7 @@ from broker.store.index_file import index_file_size, python_index_put_entries, p
 from broker.store.layout import BATCH_KEY
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest, MessageExtBrokerInner
+from broker.timer.transform import TIMER_TOPIC
 from remoting import message as codec
 from remoting.record import record_size
 from tests.kits.nativekit import needs_store_native
@@ -225,3 +226,24 @@ def test_batch_puts_write_what_recovery_rebuilds_from_the_log(stores: StoreFacto
     assert _files(config.consume_queue_dir) == written_cq
     assert _index_contents(config.index_dir) == written_index
     assert expected_arrivals >= 40  # every batch woke its queue's long polling
+
+
+def test_a_batch_nobody_waits_on_calls_the_listener_for_the_timers_topic_only(
+    stores: StoreFactory,
+) -> None:
+    """arrivals_wanted False (no pull held, no pop waiting): a batch's dispatch puts its units
+    but calls the arrival listener only for a topic the broker's services follow (the timer's);
+    True: once per tags code, as always."""
+    store = stores.open()
+    arrivals: list[str] = []
+    wanted = [False]
+    store.dispatcher.arrival_listener = lambda *args: arrivals.append(args[0])
+    store.dispatcher.arrivals_wanted = lambda: wanted[0]
+    for topic in ("T", TIMER_TOPIC):
+        assert store.put_messages(_batch(topic, 0, 1, 3)).ok
+    assert arrivals == [TIMER_TOPIC] * len(arrivals) and arrivals
+    assert store.get_max_offset_in_queue("T", 0) == 3
+    wanted[0] = True
+    del arrivals[:]
+    assert store.put_messages(_batch("T", 0, 2, 3)).ok
+    assert arrivals and set(arrivals) == {"T"}
