@@ -96,8 +96,11 @@ class BrokerStatsManager:
         _count(items, count, size)
 
     def on_puts(self, totals: dict[str, list[int]], cluster: str) -> None:
-        """``on_put`` for each topic of a plain pass's {topic: [messages, bytes]}, in one call
-        (once per selector round) and counted in place (``_count`` without its call)."""
+        """``on_put`` for each topic of a pass of single sends, {topic: [messages, bytes]}, in
+        one call (once per selector round), counted in place. Every message was its own
+        request, and Java counts a request as one time of TOPIC_PUT_NUMS and TOPIC_PUT_SIZE
+        (``incTopicPutNums(topic, msgNum, 1)``): avgpt stays Java's however the requests
+        were grouped."""
         put_items = self._put_items
         for topic, (count, size) in totals.items():
             items = put_items.get((topic, cluster))
@@ -105,11 +108,11 @@ class BrokerStatsManager:
                 items = self._new_put_items(topic, cluster)
             nums, sizes, broker_nums = items
             nums.value += count
-            nums.times += 1
+            nums.times += count
             sizes.value += size
-            sizes.times += 1
+            sizes.times += count
             broker_nums.value += count
-            broker_nums.times += 1
+            broker_nums.times += count
 
     def _new_put_items(self, topic: str, cluster: str) -> tuple[StatsItem, StatsItem, StatsItem]:
         """A topic's first put: its TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS items."""

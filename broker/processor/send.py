@@ -304,9 +304,7 @@ class SendMessageProcessor:
                     )
                     continue
             results[index] = self.answer(requests[index], msg, result, wait)
-        cluster = self.broker.config.broker_cluster_name
-        for topic, (count, size) in per_topic.items():
-            self.broker.stats.on_put(topic, cluster, count, size)
+        self.broker.stats.on_puts(per_topic, self.broker.config.broker_cluster_name)
         pending.clear()
 
     def prepare(

@@ -90,19 +90,21 @@ def test_an_unknown_counter_is_none_and_a_new_one_starts_at_zero() -> None:
     assert stats.get(TOPIC_PUT_NUMS, "New").snapshot("day").sum == 0  # no sample taken yet
 
 
-def test_a_plain_pass_counts_each_topic_as_a_put_per_topic_would() -> None:
-    """on_puts (a plain pass's {topic: [messages, bytes]} in one call) leaves every item as
-    on_put for each topic does, a topic's first put included."""
-    one_call, per_topic = BrokerStatsManager(Clock()), BrokerStatsManager(Clock())
-    per_topic.on_put("T", "East", 1, 10)
+def test_a_pass_of_single_sends_counts_each_message_as_its_own_request() -> None:
+    """on_puts (a pass's {topic: [messages, bytes]} in one call) leaves every item as one
+    on_put per send does, a topic's first put included: each message was a request, and
+    Java's avgpt is messages per request however the broker grouped them."""
+    one_call, per_send = BrokerStatsManager(Clock()), BrokerStatsManager(Clock())
+    per_send.on_put("T", "East", 1, 10)
     one_call.on_put("T", "East", 1, 10)
     totals = {"T": [3, 300], "U": [2, 20]}
     one_call.on_puts(totals, "East")
     for topic, (count, size) in totals.items():
-        per_topic.on_put(topic, "East", count, size)
+        for _ in range(count):
+            per_send.on_put(topic, "East", 1, size // count)
     for name, key in ((TOPIC_PUT_NUMS, "T"), (TOPIC_PUT_SIZE, "T"), (TOPIC_PUT_NUMS, "U"),
                       (TOPIC_PUT_SIZE, "U"), (BROKER_PUT_NUMS, "East")):  # fmt: skip
-        got, want = one_call.get(name, key), per_topic.get(name, key)
+        got, want = one_call.get(name, key), per_send.get(name, key)
         assert (got.value, got.times) == (want.value, want.times), (name, key)
-    east = one_call.get(BROKER_PUT_NUMS, "East")
-    assert (east.value, east.times) == (6, 3)
+    nums = one_call.get(TOPIC_PUT_NUMS, "T")
+    assert (nums.value, nums.times) == (4, 4)
