@@ -164,11 +164,15 @@ class ReadBatches:
             return self._keep_reading()
         return True
 
-    def stage_read(self) -> list[RemotingCommand] | bool:
+    def stage_read(self) -> list[RemotingCommand] | RemotingCommand | bool:
         """``on_readable`` for a selector round of several connections: when the read holds
         requests only (and the server groups them), they are returned unanswered, and the
-        connection waits in its read batch for ``finish_staged`` with their results; whatever
-        else was read is handled here, and the bool is ``on_readable``'s answer."""
+        connection waits in its read batch for their results; whatever else was read is
+        handled here, and the bool is ``on_readable``'s answer.
+
+        A read that is one whole scanned request with nothing buffered before it (a sync
+        sender's) returns that command itself, for ``finish_lone``; several requests come as
+        a list, for ``finish_staged``."""
         if self.closed:
             return False
         data = self._recv()
@@ -180,16 +184,50 @@ class ReadBatches:
         if frame is None:
             commands, problem = self._take_commands(data)
         else:
-            commands, problem = self._take_lone(frame, data)
+            # One whole frame, or its scanned command: nothing was buffered, and nothing is
+            # left to report to the budget (``finish_lone`` needs no ``_end_read``).
+            self._ios += 1
+            self._in_read_batch = True
+            if type(frame) is Frame:
+                command, problem = self._decode_lone(frame, data)
+            else:
+                command, problem = frame, None
+            if (
+                command is not None
+                and not command.flag & RPC_RESPONSE
+                and self.group_handler
+                and self.request_handler
+            ):
+                return command
+            commands = [] if command is None else [command]
         if problem is None and commands and self.group_handler and self.request_handler:
             for command in commands:
-                if command.is_response:
+                if command.flag & RPC_RESPONSE:
                     break
             else:
                 return commands
         if self._handle_read(commands, problem, data) is None:
             return False
         return self._keep_reading()
+
+    def finish_lone(
+        self, request: RemotingCommand, result: HandlerResult | bytes | Exception
+    ) -> bool:
+        """``finish_staged`` for the one request ``stage_read`` returned itself, in a round of
+        several connections: a reply frame the round's handler encoded (a plain send) goes to
+        the writes straight (``LoopWrites.reply``, ``ThreadWrites.reply``); anything else, or
+        a connection closed meanwhile, takes ``finish_staged``. ``on_readable``'s answer."""
+        if type(result) is not bytes or self.closed:
+            return self.finish_staged([request], [result])
+        self._in_read_batch = False
+        writes = self._writes
+        if request.flag & RPC_ONEWAY:
+            writes.flush()  # what else the read batch queued
+        else:
+            writes.reply(result)
+        if self._in_flight.full or not writes.drained.is_set():
+            return self._keep_reading()
+        return True
 
     def finish_staged(
         self,
@@ -284,18 +322,13 @@ class ReadBatches:
             raise
         return commands, None
 
-    def _take_lone(
-        self, frame: Frame | RemotingCommand, data: bytes
-    ) -> tuple[list[RemotingCommand], str | None]:
-        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_command``:
-        the frame, or its command): nothing was buffered, and nothing is left to report to the
-        budget."""
-        self._ios += 1
-        self._in_read_batch = True
+    def _decode_lone(self, frame: Frame, data: bytes) -> tuple[RemotingCommand | None, str | None]:
+        """The command of a read that is one whole frame the scan declined (``whole_command``),
+        or the protocol error it raises."""
         try:
-            return [decode_declined(frame) if type(frame) is Frame else frame], None  # type: ignore[arg-type,list-item]
+            return decode_declined(frame), None
         except RemoteProtocolError as exc:
-            return [], str(exc)
+            return None, str(exc)
         except BaseException:
             self._end_read(None, data)
             raise
