@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.codec_native import native
 from remoting.command import (
     RPC_ONEWAY,
     RPC_RESPONSE,
@@ -28,7 +29,14 @@ from remoting.command import (
     encode_command,
 )
 from remoting.errors import RemoteProtocolError
-from remoting.frame import COMMANDS, DECLINED, FRAMES, Frame, FrameDecoder
+from remoting.frame import (
+    COMMANDS,
+    DECLINED,
+    FRAMES,
+    Frame,
+    FrameDecoder,
+    whole_frame_reference,
+)
 from remoting.memory import trim
 
 if TYPE_CHECKING:
@@ -44,6 +52,30 @@ log = logging.getLogger("remoting.connection")
 # 64 KiB: recv(n) allocates n bytes first, and above ~128 KiB that allocation costs more than
 # the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
 READ_CHUNK = 64 * 1024
+
+
+def recv_command_reference(
+    sock: socket.socket, frame_type: type[Frame], max_frame_bytes: int, whole: bool
+) -> Any:
+    """What one read of a ready socket brought (remoting/native/codec/frames.c recv_command,
+    its twin, does the read and the judgement in one call): b"" when nothing was there, None
+    when the peer closed; else, when ``whole`` (the decoder holds nothing) and the read is
+    exactly one complete frame, that frame (the C scans a JSON header to its command as
+    ``FrameDecoder.whole_command`` does); else the bytes read. OSError as ``recv`` raises."""
+    try:
+        data = sock.recv(READ_CHUNK)
+    except BlockingIOError:
+        return b""
+    if not data:
+        return None
+    if whole:
+        frame = whole_frame_reference(frame_type, data, max_frame_bytes)
+        if frame is not None:
+            return frame
+    return data
+
+
+recv_command = recv_command_reference if native is None else native.recv_command
 
 
 def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:
@@ -109,17 +141,20 @@ class ReadBatches:
         leaves no partial frame); anything else takes ``_received``."""
         if self.closed:
             return False
-        data = self._recv()
-        if data is None:
+        decoder = self._decoder
+        try:
+            got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
             return False
-        if not data:
-            return self._keep_reading()
-        frame = self._decoder.whole_command(data)
-        if frame is None:
-            if self._received(data) is None:
+        if type(got) is bytes:
+            if got and self._received(got) is None:
                 return False
             return self._keep_reading()
-        return self._answer_lone(frame, data)
+        if got is None:
+            self._mark_closed("peer closed the connection")
+            return False
+        return self._answer_lone(got, b"")
 
     def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
         """A read of one whole frame (or its command, scanned as it was split: ``whole_command``),
@@ -175,23 +210,30 @@ class ReadBatches:
         a list, for ``finish_staged``."""
         if self.closed:
             return False
-        data = self._recv()
-        if data is None:
+        decoder = self._decoder
+        try:
+            got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
             return False
-        if not data:
-            return self._keep_reading()
-        frame = self._decoder.whole_command(data)
-        if frame is None:
+        data = b""
+        if type(got) is bytes:
+            if not got:
+                return self._keep_reading()
+            data = got
             commands, problem = self._take_commands(data)
+        elif got is None:
+            self._mark_closed("peer closed the connection")
+            return False
         else:
             # One whole frame, or its scanned command: nothing was buffered, and nothing is
             # left to report to the budget (``finish_lone`` needs no ``_end_read``).
             self._ios += 1
             self._in_read_batch = True
-            if type(frame) is Frame:
-                command, problem = self._decode_lone(frame, data)
+            if type(got) is Frame:
+                command, problem = self._decode_lone(got, data)
             else:
-                command, problem = frame, None
+                command, problem = got, None
             if (
                 command is not None
                 and not command.flag & RPC_RESPONSE

@@ -416,3 +416,47 @@ async def test_a_response_read_in_a_round_answers_the_servers_call(nursery: trio
     finally:
         for sock in (called, *others):
             sock.close()
+
+
+@pytest.mark.parametrize("round_of", [1, 2], ids=["alone", "in-a-round"])
+async def test_a_read_that_is_a_frame_by_itself_still_ends_the_partial_one_before_it(
+    nursery: trio.Nursery, round_of: int
+) -> None:
+    """A read is taken as one whole frame only while nothing is held (the C read's judgement,
+    remoting/reading.py recv_command): the tail of a frame whose first part came in an earlier
+    read ends that frame, though the tail alone would parse as a request of its own."""
+
+    def group(
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        return [_echo_v(connection, r) for r in requests]
+
+    server = RemotingServer("127.0.0.1", 0, read_selector=True)
+    server.register(GROUPED, _echo_v)
+    server.register_group(GROUPED, group)
+    port = await nursery.start(server.run)
+    socks = await _ready_clients(port, round_of)
+    inner = encode_command_bytes(RemotingCommand.request(GROUPED, {"v": "inner"}))
+    outer = RemotingCommand.request(GROUPED, {"v": "outer"}, body=b"pad" + inner)
+    data = encode_command_bytes(outer)
+    assert data.endswith(inner)
+    head = data[: -len(inner)]
+    try:
+        socks[0].sendall(head)
+        with trio.fail_after(10):
+            while server.budget.total < len(head):  # the server holds the head
+                await trio.sleep(0.001)
+        socks[0].sendall(inner)
+        others = [RemotingCommand.request(GROUPED, {"v": "other"}) for _ in socks[1:]]
+        for sock, request in zip(socks[1:], others, strict=True):
+            sock.sendall(encode_command_bytes(request))
+        (answer,) = await trio.to_thread.run_sync(_read_answers, socks[0], 1)
+        assert (answer.opaque, answer.ext("v", "")) == (outer.opaque, "outer")
+        for sock, request in zip(socks[1:], others, strict=True):
+            (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+            assert answer.opaque == request.opaque
+    finally:
+        for sock in socks:
+            sock.close()
