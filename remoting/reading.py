@@ -154,6 +154,8 @@ class ReadBatches:
         if got is None:
             self._mark_closed("peer closed the connection")
             return False
+        # No read bytes for _end_read's TLS hint: a whole frame (at most 64 KiB) cannot be a
+        # ClientHello, whose first bytes read as a 369 MB length.
         return self._answer_lone(got, b"")
 
     def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
