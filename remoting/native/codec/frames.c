@@ -157,10 +157,10 @@ PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* recv_command(sock, frame_type, max_frame_bytes, whole) -> what one recv of up to 64 KiB
- * (remoting/reading.py READ_CHUNK) from sock (a socket, or its descriptor) brought: b"" when
+ * (remoting/receive.py READ_CHUNK) from sock (a socket, or its descriptor) brought: b"" when
  * nothing was there (EAGAIN), None when the peer closed, and else, with whole true and the read
  * exactly one complete frame, whole_command's answer (the command, or the Frame the scan
- * declined), or the bytes read. OSError as socket.recv raises it. remoting/reading.py
+ * declined), or the bytes read. OSError as socket.recv raises it. remoting/receive.py
  * recv_command_reference is the Python twin: the selector's read of a ready connection and its
  * judgement in one call, the bytes of a lone request's read made and freed here. */
 #define READ_CHUNK 65536

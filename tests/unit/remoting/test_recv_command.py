@@ -1,5 +1,5 @@
 """The selector's read of a ready connection in one C call (remoting/native/codec/frames.c
-recv_command) against its Python twin (remoting/reading.py recv_command_reference, what pure
+recv_command) against its Python twin (remoting/receive.py recv_command_reference, what pure
 mode runs): one recv, then for a decoder holding nothing a read of exactly one frame judged as
 ``FrameDecoder.whole_command`` judges it. Over socket pairs, for hostile reads of any shape:
 the same command (or the same refusal when decoded), the same bytes, the same b"" for nothing
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from remoting import frame as frame_module
 from remoting.frame import Frame, encode_frame
-from remoting.reading import READ_CHUNK, recv_command_reference
+from remoting.receive import READ_CHUNK, recv_command_reference
 from tests.kits.nativekit import needs_codec
 from tests.unit.remoting.test_split_commands import HEADERS, _decoded, frames, streams
 

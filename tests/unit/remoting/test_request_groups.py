@@ -423,7 +423,7 @@ async def test_a_read_that_is_a_frame_by_itself_still_ends_the_partial_one_befor
     nursery: trio.Nursery, round_of: int
 ) -> None:
     """A read is taken as one whole frame only while nothing is held (the C read's judgement,
-    remoting/reading.py recv_command): the tail of a frame whose first part came in an earlier
+    remoting/receive.py recv_command): the tail of a frame whose first part came in an earlier
     read ends that frame, though the tail alone would parse as a request of its own."""
 
     def group(
