@@ -29,6 +29,7 @@ NAMES = (
     "whole_frame",
     "split_commands",
     "whole_command",
+    "recv_command",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

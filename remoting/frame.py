@@ -40,12 +40,15 @@ class FrameDecoder:
     of reads).
     """
 
-    __slots__ = ("_buffer", "_max_frame_bytes", "_pos")
+    __slots__ = ("_buffer", "_pos", "empty", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         self._buffer: bytes | bytearray = b""
         self._pos = 0
-        self._max_frame_bytes = max_frame_bytes
+        self.max_frame_bytes = max_frame_bytes
+        # No bytes held: a read may be one whole frame as it is (``whole_command``). An
+        # attribute, not a property: the selector's read of a ready connection asks it.
+        self.empty = True
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         buffer, pos = self._buffer, self._pos
@@ -62,6 +65,7 @@ class FrameDecoder:
         else:
             self._buffer = bytearray(buffer[pos:]) + data
         self._pos = 0
+        self.empty = not self._buffer
 
     @property
     def buffered_bytes(self) -> int:
@@ -70,6 +74,7 @@ class FrameDecoder:
     def clear(self) -> None:
         """Drop what is buffered: the connection is gone, and its partial frame with it."""
         self._buffer, self._pos = b"", 0
+        self.empty = True
 
     def whole_frame(self, data: bytes) -> Frame | None:
         """``data`` as a frame when the decoder holds no buffer (``take_frames`` drops one it
@@ -78,7 +83,7 @@ class FrameDecoder:
         ``take_frames`` to judge, the decoder untouched."""
         if self._buffer:
             return None
-        return _whole_frame(Frame, data, self._max_frame_bytes)
+        return _whole_frame(Frame, data, self.max_frame_bytes)
 
     def whole_command(self, data: bytes) -> Any:
         """``whole_frame``, a JSON frame's header scanned to its command in the same native
@@ -86,7 +91,7 @@ class FrameDecoder:
         the scan declined (``decode_declined``), or None. Pure mode: ``whole_frame``."""
         if self._buffer:
             return None
-        return _whole_command(Frame, data, self._max_frame_bytes)
+        return _whole_command(Frame, data, self.max_frame_bytes)
 
     def next_frame(self) -> Frame | None:
         """The next complete frame, or None when more bytes are needed."""
@@ -97,7 +102,7 @@ class FrameDecoder:
                 self._check_length(int.from_bytes(buffer[pos : pos + 4], "big", signed=True))
             return None
         length, mark = PREFIX.unpack_from(buffer, pos)
-        if length < 4 or length > self._max_frame_bytes:
+        if length < 4 or length > self.max_frame_bytes:
             self._check_length(length)
         if available < 4 + length:
             return None
@@ -120,9 +125,9 @@ class FrameDecoder:
             )
 
     def _check_length(self, length: int) -> None:
-        if length < 4 or length > self._max_frame_bytes:
+        if length < 4 or length > self.max_frame_bytes:
             raise RemoteProtocolError(
-                f"frame length {length} out of range [4, {self._max_frame_bytes}]"
+                f"frame length {length} out of range [4, {self.max_frame_bytes}]"
             )
 
     def frames(self) -> list[Frame]:
@@ -137,7 +142,7 @@ class FrameDecoder:
         buffer = self._buffer
         if _split_frames is not None and type(buffer) is bytes:
             # The plain complete frames in one C call; next_frame judges where it stopped.
-            frames, self._pos = _split_frames(Frame, buffer, self._pos, self._max_frame_bytes)
+            frames, self._pos = _split_frames(Frame, buffer, self._pos, self.max_frame_bytes)
             out += frames
         while (frame := self.next_frame()) is not None:
             out.append(frame)
@@ -155,7 +160,7 @@ class FrameDecoder:
             start = len(out)
             self.take_frames(out)
             return COMMANDS if len(out) == start else FRAMES
-        items, self._pos, frames = _split_commands(Frame, buffer, self._pos, self._max_frame_bytes)
+        items, self._pos, frames = _split_commands(Frame, buffer, self._pos, self.max_frame_bytes)
         out += items
         # next_frame judges where the split stopped: it refuses or waits, as split_frames is
         # held to it; a frame it cut would only lose the scan's fast path (DECLINED parses).
@@ -170,6 +175,7 @@ class FrameDecoder:
             # Nothing held: the read (or a big frame's bytearray) goes now, not at the next
             # read, which may be a lone frame that never touches the buffer (whole_frame).
             self._buffer, self._pos = b"", 0
+            self.empty = True
 
 
 def whole_frame_reference(

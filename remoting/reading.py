@@ -23,13 +23,15 @@ from remoting.command import (
     RPC_RESPONSE,
     EncodedReply,
     RemotingCommand,
-    decode_command,
     decode_declined,
     encode_command,
 )
 from remoting.errors import RemoteProtocolError
-from remoting.frame import COMMANDS, DECLINED, FRAMES, Frame, FrameDecoder
+from remoting.frame import Frame, FrameDecoder
 from remoting.memory import trim
+from remoting.receive import READ_CHUNK as READ_CHUNK  # the server's budget floor uses it
+from remoting.receive import recv_command
+from remoting.receive import take_commands as take_commands  # bench/bench_split.py times it
 
 if TYPE_CHECKING:
     from remoting.budget import PartialFrameBudget
@@ -40,31 +42,6 @@ if TYPE_CHECKING:
 
 # The connection's logger: operators filter on it, and this is still the connection speaking.
 log = logging.getLogger("remoting.connection")
-
-# 64 KiB: recv(n) allocates n bytes first, and above ~128 KiB that allocation costs more than
-# the read itself (recv(256 KiB) of a 200-byte request: 18 us; recv(64 KiB): 3 us).
-READ_CHUNK = 64 * 1024
-
-
-def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:
-    """Append every command the decoder holds complete (``FrameDecoder.take_commands``: the
-    plain sends' and registered requests' scanned in its split, the other frames decoded
-    here). A frame that does not parse raises RemoteProtocolError, the commands before it
-    appended (they are still handled)."""
-    kind = FRAMES  # what the Frames need when the split raised: decode_command judges all
-    items: list[Any] = commands  # commands, and Frames until decoded in place below
-    try:
-        kind = decoder.take_commands(items)
-    finally:
-        if kind != COMMANDS:
-            decode = decode_declined if kind == DECLINED else decode_command
-            for i, item in enumerate(items):
-                if type(item) is Frame:
-                    try:
-                        items[i] = decode(item)
-                    except BaseException:
-                        del items[i:]
-                        raise
 
 
 class ReadBatches:
@@ -109,17 +86,22 @@ class ReadBatches:
         leaves no partial frame); anything else takes ``_received``."""
         if self.closed:
             return False
-        data = self._recv()
-        if data is None:
+        decoder = self._decoder
+        try:
+            got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
             return False
-        if not data:
-            return self._keep_reading()
-        frame = self._decoder.whole_command(data)
-        if frame is None:
-            if self._received(data) is None:
+        if type(got) is bytes:
+            if got and self._received(got) is None:
                 return False
             return self._keep_reading()
-        return self._answer_lone(frame, data)
+        if got is None:
+            self._mark_closed("peer closed the connection")
+            return False
+        # No read bytes for _end_read's TLS hint: a whole frame (at most 64 KiB) cannot be a
+        # ClientHello, whose first bytes read as a 369 MB length.
+        return self._answer_lone(got, b"")
 
     def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
         """A read of one whole frame (or its command, scanned as it was split: ``whole_command``),
@@ -164,32 +146,77 @@ class ReadBatches:
             return self._keep_reading()
         return True
 
-    def stage_read(self) -> list[RemotingCommand] | bool:
+    def stage_read(self) -> list[RemotingCommand] | RemotingCommand | bool:
         """``on_readable`` for a selector round of several connections: when the read holds
         requests only (and the server groups them), they are returned unanswered, and the
-        connection waits in its read batch for ``finish_staged`` with their results; whatever
-        else was read is handled here, and the bool is ``on_readable``'s answer."""
+        connection waits in its read batch for their results; whatever else was read is
+        handled here, and the bool is ``on_readable``'s answer.
+
+        A read that is one whole scanned request with nothing buffered before it (a sync
+        sender's) returns that command itself, for ``finish_lone``; several requests come as
+        a list, for ``finish_staged``."""
         if self.closed:
             return False
-        data = self._recv()
-        if data is None:
+        decoder = self._decoder
+        try:
+            got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
+        except OSError as exc:
+            self._mark_closed(f"read failed: {exc!r}")
             return False
-        if not data:
-            return self._keep_reading()
-        frame = self._decoder.whole_command(data)
-        if frame is None:
+        data = b""
+        if type(got) is bytes:
+            if not got:
+                return self._keep_reading()
+            data = got
             commands, problem = self._take_commands(data)
+        elif got is None:
+            self._mark_closed("peer closed the connection")
+            return False
         else:
-            commands, problem = self._take_lone(frame, data)
+            # One whole frame, or its scanned command: nothing was buffered, and nothing is
+            # left to report to the budget (``finish_lone`` needs no ``_end_read``).
+            self._ios += 1
+            self._in_read_batch = True
+            if type(got) is Frame:
+                command, problem = self._decode_lone(got, data)
+            else:
+                command, problem = got, None
+            if (
+                command is not None
+                and not command.flag & RPC_RESPONSE
+                and self.group_handler
+                and self.request_handler
+            ):
+                return command
+            commands = [] if command is None else [command]
         if problem is None and commands and self.group_handler and self.request_handler:
             for command in commands:
-                if command.is_response:
+                if command.flag & RPC_RESPONSE:
                     break
             else:
                 return commands
         if self._handle_read(commands, problem, data) is None:
             return False
         return self._keep_reading()
+
+    def finish_lone(
+        self, request: RemotingCommand, result: HandlerResult | bytes | Exception
+    ) -> bool:
+        """``finish_staged`` for the one request ``stage_read`` returned itself, in a round of
+        several connections: a reply frame the round's handler encoded (a plain send) goes to
+        the writes straight (``LoopWrites.reply``, ``ThreadWrites.reply``); anything else, or
+        a connection closed meanwhile, takes ``finish_staged``. ``on_readable``'s answer."""
+        if type(result) is not bytes or self.closed:
+            return self.finish_staged([request], [result])
+        self._in_read_batch = False
+        writes = self._writes
+        if request.flag & RPC_ONEWAY:
+            writes.flush()  # what else the read batch queued
+        else:
+            writes.reply(result)
+        if self._in_flight.full or not writes.drained.is_set():
+            return self._keep_reading()
+        return True
 
     def finish_staged(
         self,
@@ -284,18 +311,13 @@ class ReadBatches:
             raise
         return commands, None
 
-    def _take_lone(
-        self, frame: Frame | RemotingCommand, data: bytes
-    ) -> tuple[list[RemotingCommand], str | None]:
-        """``_take_commands`` for a read that is one whole frame (``FrameDecoder.whole_command``:
-        the frame, or its command): nothing was buffered, and nothing is left to report to the
-        budget."""
-        self._ios += 1
-        self._in_read_batch = True
+    def _decode_lone(self, frame: Frame, data: bytes) -> tuple[RemotingCommand | None, str | None]:
+        """The command of a read that is one whole frame the scan declined (``whole_command``),
+        or the protocol error it raises."""
         try:
-            return [decode_declined(frame) if type(frame) is Frame else frame], None  # type: ignore[arg-type,list-item]
+            return decode_declined(frame), None
         except RemoteProtocolError as exc:
-            return [], str(exc)
+            return None, str(exc)
         except BaseException:
             self._end_read(None, data)
             raise

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import select
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -186,7 +186,11 @@ class ReadSelector:
     def _read_round(self, events: list[tuple[int, int]]) -> None:
         """Read every ready connection, then hand the requests they staged to the round
         handler together and give each connection its results."""
-        staged: list[tuple[Connection, list[RemotingCommand]]] = []
+        # staged[i] is what owners[i] staged: one request (a sync sender's, the common case)
+        # or a list of them (``many``).
+        owners: list[Connection] = []
+        staged: list[Any] = []
+        many = False
         connections = self._connections
         for fd, _ in events:
             connection = connections.get(fd)
@@ -200,21 +204,46 @@ class ReadSelector:
             if got is False:
                 self.remove(connection)
             elif got is not True:
-                staged.append((connection, got))
-        if len(staged) == 1:  # alone after all: answered as a read of its own
-            self._finish(*staged[0], None)
+                owners.append(connection)
+                staged.append(got)
+                if type(got) is list:
+                    many = True
+        if len(owners) == 1:  # alone after all: answered as a read of its own
+            got = staged[0]
+            self._finish(owners[0], got if type(got) is list else [got], None)
             return
-        if not staged:
+        if not owners:
             return
-        owners = [connection for connection, requests in staged for _ in requests]
-        flat = [request for _, requests in staged for request in requests]
+        if many:
+            self._finish_many(owners, staged)
+            return
         assert self._round_handler is not None
         try:
-            results = self._round_handler(owners, flat)
+            results = self._round_handler(owners, staged)
+        except Exception as exc:  # a bug: every request of the round answers it
+            results = [exc] * len(staged)
+        for connection, request, result in zip(owners, staged, results, strict=True):
+            try:
+                reading = connection.finish_lone(request, result)
+            except Exception:
+                self._failed(connection)
+                reading = False
+            if not reading:
+                self.remove(connection)
+
+    def _finish_many(self, owners: list[Connection], staged: list[Any]) -> None:
+        """``_read_round``'s hand-over when some connection staged several requests."""
+        groups = [got if type(got) is list else [got] for got in staged]
+        flat = [request for requests in groups for request in requests]
+        assert self._round_handler is not None
+        try:
+            results = self._round_handler(
+                [c for c, requests in zip(owners, groups, strict=True) for _ in requests], flat
+            )
         except Exception as exc:  # a bug: every request of the round answers it
             results = [exc] * len(flat)
         start = 0
-        for connection, requests in staged:
+        for connection, requests in zip(owners, groups, strict=True):
             end = start + len(requests)
             self._finish(connection, requests, results[start:end])
             start = end

@@ -47,6 +47,12 @@ class LoopWrites:
         if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
             self.drained = trio.Event()
 
+    def reply(self, frame: bytes) -> None:
+        """One reply frame, encoded, at the end of its read batch (``Connection.finish_lone``):
+        queued and written at once."""
+        self.queue((frame,))
+        self.flush()
+
     def flush(self) -> bool:
         """Write what is queued if the kernel takes it; hand any rest to the writer task."""
         if not self._out or self._writing or self._closed:
@@ -135,9 +141,32 @@ class ThreadWrites:
             return
         self._on_io()
         if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
-            self.drained = trio.Event()
-            if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):
-                self.on_drained()
+            self._pause()
+
+    def reply(self, frame: bytes) -> None:
+        """``queue`` for one reply frame, encoded, at the end of its read batch in a selector
+        round of several connections (``Connection.finish_lone``): the read that brought the
+        request counted the connection's I/O, and the bytes leave at the round's flush (the
+        selector's, or the kick before Trio's I/O wait), not by ``write_now``, which with
+        other connections' replies in the same round leaves them to the kick anyway."""
+        if self._closed:
+            return
+        try:
+            self.queued = self._sender.send(self._handle, (frame,))
+        except OSError as exc:
+            self._on_error(f"write failed: {exc!r}")
+            return
+        except RuntimeError:  # the server's sender stopped first: the server is going away
+            self._on_error("server stopped")
+            return
+        if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
+            self._pause()
+
+    def _pause(self) -> None:
+        """Over the high-water mark: reading pauses until the thread has written half down."""
+        self.drained = trio.Event()
+        if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):
+            self.on_drained()
 
     def on_drained(self) -> None:
         """The thread has written this connection's backlog down (or failed)."""

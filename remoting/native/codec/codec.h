@@ -39,6 +39,7 @@ typedef struct {
 PyObject *scan_command_at(const ScanInput *in);
 PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

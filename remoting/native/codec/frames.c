@@ -11,6 +11,9 @@
  * header bytes for the scan and no Python call between them. */
 #include "codec.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 static uint32_t be32(const unsigned char *p) {
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
@@ -116,13 +119,10 @@ PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs
  * (remoting/frame.py FrameDecoder.whole_frame, the reference, says the same). whole_command:
  * the same, a JSON frame's header scanned as split_commands scans it (its command, else the
  * Frame). */
-static PyObject *whole(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
-    if (!frame_args(args, nargs, 3, usage)) return NULL;
-    PyTypeObject *type = (PyTypeObject *)args[0];
-    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[1]);
-    Py_ssize_t size = PyBytes_GET_SIZE(args[1]);
-    long long max_frame = PyLong_AsLongLong(args[2]);
-    if (max_frame == -1 && PyErr_Occurred()) return NULL;
+/* The judgement of whole(), on data[0, size): a new reference to the frame's command or Frame,
+ * None when the data is not exactly one complete frame, NULL on an error. */
+static PyObject *whole_of(PyTypeObject *type, const unsigned char *data, Py_ssize_t size,
+                          long long max_frame, int scan) {
     if (size < 8) Py_RETURN_NONE;
     int32_t length = (int32_t)be32(data);
     uint32_t mark = be32(data + 4);
@@ -140,10 +140,85 @@ static PyObject *whole(PyObject *const *args, Py_ssize_t nargs, int scan, const 
     return new_frame(type, serialize_type, data, 0, header_end, size);
 }
 
+static PyObject *whole(PyObject *const *args, Py_ssize_t nargs, int scan, const char *usage) {
+    if (!frame_args(args, nargs, 3, usage)) return NULL;
+    long long max_frame = PyLong_AsLongLong(args[2]);
+    if (max_frame == -1 && PyErr_Occurred()) return NULL;
+    return whole_of((PyTypeObject *)args[0], (const unsigned char *)PyBytes_AS_STRING(args[1]),
+                    PyBytes_GET_SIZE(args[1]), max_frame, scan);
+}
+
 PyObject *whole_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return whole(args, nargs, 0, "whole_frame(frame_type, bytes, max_frame_bytes)");
 }
 
 PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return whole(args, nargs, 1, "whole_command(frame_type, bytes, max_frame_bytes)");
+}
+
+/* recv_command(sock, frame_type, max_frame_bytes, whole) -> what one recv of up to 64 KiB
+ * (remoting/receive.py READ_CHUNK) from sock (a socket, or its descriptor) brought: b"" when
+ * nothing was there (EAGAIN), None when the peer closed, and else, with whole true and the read
+ * exactly one complete frame, whole_command's answer (the command, or the Frame the scan
+ * declined), or the bytes read. OSError as socket.recv raises it. remoting/receive.py
+ * recv_command_reference is the Python twin: the selector's read of a ready connection and its
+ * judgement in one call, the bytes of a lone request's read made and freed here. */
+#define READ_CHUNK 65536
+
+PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const char usage[] = "recv_command(sock, frame_type, max_frame_bytes, whole)";
+    if (nargs != 4 || !PyType_Check(args[1]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError)) { /* a closed socket: as its recv says */
+            PyErr_Clear();
+            errno = EBADF;
+            PyErr_SetFromErrno(PyExc_OSError);
+        }
+        return NULL;
+    }
+    long long max_frame = PyLong_AsLongLong(args[2]);
+    if (max_frame == -1 && PyErr_Occurred()) return NULL;
+    int whole_read = PyObject_IsTrue(args[3]);
+    if (whole_read < 0) return NULL;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, READ_CHUNK);
+    if (data == NULL) return NULL;
+    ssize_t n;
+    for (;;) {
+        /* MSG_DONTWAIT: never blocks the event loop, whatever the socket's mode. */
+        n = recv(fd, PyBytes_AS_STRING(data), READ_CHUNK, MSG_DONTWAIT);
+        if (n >= 0) break;
+        int err = errno;
+        if (err == EINTR) {
+            if (PyErr_CheckSignals() < 0) {
+                Py_DECREF(data);
+                return NULL;
+            }
+            continue;
+        }
+        Py_DECREF(data);
+        if (err == EAGAIN || err == EWOULDBLOCK) return PyBytes_FromStringAndSize(NULL, 0);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (n == 0) {
+        Py_DECREF(data);
+        Py_RETURN_NONE;
+    }
+    if (whole_read) {
+        PyObject *got = whole_of((PyTypeObject *)args[1],
+                                 (const unsigned char *)PyBytes_AS_STRING(data), (Py_ssize_t)n,
+                                 max_frame, 1);
+        if (got != Py_None) {
+            Py_DECREF(data);
+            return got; /* or NULL: an error */
+        }
+        Py_DECREF(got);
+    }
+    if (_PyBytes_Resize(&data, (Py_ssize_t)n) < 0) return NULL;
+    return data;
 }

@@ -43,6 +43,8 @@ static PyMethodDef methods[] = {
      "A read's complete plain frames, JSON headers scanned to commands (remoting.frame)."},
     {"whole_command", (PyCFunction)(void (*)(void))whole_command, METH_FASTCALL,
      "whole_frame, a JSON header scanned to its command as split_commands does."},
+    {"recv_command", (PyCFunction)(void (*)(void))recv_command, METH_FASTCALL,
+     "One recv of a ready socket, judged as whole_command (remoting.receive)."},
     {"whole_frame", (PyCFunction)(void (*)(void))whole_frame, METH_FASTCALL,
      "A read that is exactly one plain frame as that frame, else None (remoting.frame)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,

@@ -300,31 +300,37 @@ async def test_lone_requests_of_a_round_get_the_reply_frames_their_group_encoded
     assert any(size > 1 for size in rounds), rounds  # some rounds held several connections
 
 
+@pytest.mark.parametrize("encoded", [False, True], ids=["commands", "frames"])
 @pytest.mark.parametrize(
     "native_sender", [False, pytest.param(True, marks=needs_sender)], ids=["loop", "thread"]
 )
 async def test_in_rounds_a_peer_that_stops_reading_pauses_alone(
-    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, native_sender: bool
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, native_sender: bool, encoded: bool
 ) -> None:
     """Back-pressure per connection still holds when connections are read in rounds: a peer
     that reads none of its big replies is not read past the high-water mark, and the peers
-    ready in the same rounds keep being answered."""
+    ready in the same rounds keep being answered; so too when the group answers with reply
+    frames it encoded (a plain send's, each connection's lone request finished straight)."""
     monkeypatch.setattr(writes_module, "WRITE_HIGH_WATER", 1 << 20)
     handled: list[str] = []
+
+    def one(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        handled.append(request.ext("v", ""))
+        size = 512 * 1024 if request.ext("v", "") == "big" else 0
+        return request.make_response(body=bytes(size))
 
     def group(
         connection: Connection,
         requests: list[RemotingCommand],
         connections: list[Connection] | None = None,
-    ) -> list[HandlerResult | Exception]:
-        handled.extend(r.ext("v", "") for r in requests)
-        return [
-            r.make_response(body=bytes(512 * 1024) if r.ext("v", "") == "big" else b"")
-            for r in requests
-        ]
+    ) -> list[HandlerResult | bytes | Exception]:
+        replies = [one(connection, r) for r in requests]
+        if encoded:
+            return [encode_command_bytes(reply) for reply in replies]
+        return list(replies)
 
     server = RemotingServer("127.0.0.1", 0, native_sender=native_sender)
-    server.register(GROUPED, lambda c, r: group(c, [r])[0])
+    server.register(GROUPED, one)
     server.register_group(GROUPED, group)
     port = await nursery.start(server.run)
     slow, *fast = await _ready_clients(port, 3)
@@ -409,4 +415,48 @@ async def test_a_response_read_in_a_round_answers_the_servers_call(nursery: trio
         assert got[0].ext("v", "") == "told"
     finally:
         for sock in (called, *others):
+            sock.close()
+
+
+@pytest.mark.parametrize("round_of", [1, 2], ids=["alone", "in-a-round"])
+async def test_a_read_that_is_a_frame_by_itself_still_ends_the_partial_one_before_it(
+    nursery: trio.Nursery, round_of: int
+) -> None:
+    """A read is taken as one whole frame only while nothing is held (the C read's judgement,
+    remoting/receive.py recv_command): the tail of a frame whose first part came in an earlier
+    read ends that frame, though the tail alone would parse as a request of its own."""
+
+    def group(
+        connection: Connection,
+        requests: list[RemotingCommand],
+        connections: list[Connection] | None = None,
+    ) -> list[HandlerResult | Exception]:
+        return [_echo_v(connection, r) for r in requests]
+
+    server = RemotingServer("127.0.0.1", 0, read_selector=True)
+    server.register(GROUPED, _echo_v)
+    server.register_group(GROUPED, group)
+    port = await nursery.start(server.run)
+    socks = await _ready_clients(port, round_of)
+    inner = encode_command_bytes(RemotingCommand.request(GROUPED, {"v": "inner"}))
+    outer = RemotingCommand.request(GROUPED, {"v": "outer"}, body=b"pad" + inner)
+    data = encode_command_bytes(outer)
+    assert data.endswith(inner)
+    head = data[: -len(inner)]
+    try:
+        socks[0].sendall(head)
+        with trio.fail_after(10):
+            while server.budget.total < len(head):  # the server holds the head
+                await trio.sleep(0.001)
+        socks[0].sendall(inner)
+        others = [RemotingCommand.request(GROUPED, {"v": "other"}) for _ in socks[1:]]
+        for sock, request in zip(socks[1:], others, strict=True):
+            sock.sendall(encode_command_bytes(request))
+        (answer,) = await trio.to_thread.run_sync(_read_answers, socks[0], 1)
+        assert (answer.opaque, answer.ext("v", "")) == (outer.opaque, "outer")
+        for sock, request in zip(socks[1:], others, strict=True):
+            (answer,) = await trio.to_thread.run_sync(_read_answers, sock, 1)
+            assert answer.opaque == request.opaque
+    finally:
+        for sock in socks:
             sock.close()

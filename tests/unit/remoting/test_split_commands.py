@@ -19,7 +19,7 @@ from remoting import frame as frame_module
 from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.errors import RemoteProtocolError
 from remoting.frame import FrameDecoder, encode_frame
-from remoting.reading import take_commands
+from remoting.receive import take_commands
 from tests.kits.nativekit import needs_codec
 from tests.unit.remoting import test_header_scan, test_send_scan
 from tests.unit.remoting.test_send_scan import _edit, edits
