@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
@@ -131,13 +132,14 @@ class ReadSelector:
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
+        idle = IdleSleep.for_current_run(epoll_fd)
         task_status.started()
         try:
-            look = lone_look = False
+            look = lone_look = idle_wait = False
             while True:
                 if look:
                     await checkpoint()
-                else:
+                elif not (idle_wait and idle is not None and idle.sleep(flush)):
                     await wait_readable(epoll_fd)
                 found, more = self._pass(poll, flush, clock, lone)
                 if lone_look:
@@ -146,8 +148,13 @@ class ReadSelector:
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
+                # A lone read and no look: a lock-step client's next request is a while off,
+                # and the wait for it may skip Trio's cycle when the loop has nothing else.
+                idle_wait = lone_look and not look
                 lone_look = lone_look and look
         finally:
+            if idle is not None:
+                idle.close()
             self._epoll.close()
 
     def _pass(
