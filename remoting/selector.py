@@ -12,8 +12,9 @@ own epoll_wait, deadlines and instruments) is ~5 us. After a pass that answered 
 then found nothing (a lock-step client waiting for that answer) it looks again only while such
 looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
 they find nothing it does not look again within the pass either, so a lone request costs one
-look, the one that finds it. A connection with too many reply bytes queued leaves the epoll
-until they drain, so its peer is not read meanwhile.
+look, the one that finds it, and when the loop has nothing else to do the wait for the next one
+sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py). A connection with too
+many reply bytes queued leaves the epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
