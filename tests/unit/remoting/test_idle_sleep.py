@@ -1,12 +1,13 @@
 """The selector's sleep between a lock-step client's requests outside Trio's wait cycle
 (remoting/idle_sleep.py): such a client is answered without a Trio I/O wait per request, and
-while the selector sleeps so, the loop's other tasks are still woken by their own descriptors
-and by threads."""
+while the selector sleeps so, the loop's other tasks are still woken by their own descriptors,
+by threads and by their timers."""
 
 from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 
 import pytest
@@ -80,3 +81,32 @@ async def test_a_lone_client_is_answered_outside_trios_wait_and_other_tasks_stil
     for sock in (ours, client, other_theirs):
         sock.close()
     other.close()
+
+
+async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client() -> None:
+    selector = ReadSelector()
+    ours, client = socket.socketpair()
+    ours.setblocking(False)
+    fired = threading.Event()
+
+    def lock_step_client_then_wait() -> bool:
+        for i in range(100):
+            client.send(bytes([i]))
+            assert client.recv(16) == bytes([i])
+            time.sleep(0.0002)  # the client's own work before its next request
+        # No more requests: the selector sleeps for the next one until Trio's next deadline.
+        return fired.wait(5)
+
+    async def timer() -> None:
+        await trio.sleep(0.3)
+        fired.set()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            selector.add(Echo(ours))
+            nursery.start_soon(timer)
+            assert await trio.to_thread.run_sync(lock_step_client_then_wait)
+            nursery.cancel_scope.cancel()
+    ours.close()
+    client.close()
