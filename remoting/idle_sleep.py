@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 
 # Trio's own bound on one I/O wait (its _MAX_TIMEOUT): epoll takes no infinity.
 MAX_SLEEP_S = 86400.0
-# Whether any task is still to run is a walk over the run's tasks (a connection has one or
-# two): past this many the walk would cost what the sleep saves, and the selector waits
-# through Trio.
-MAX_TASKS = 64
+# Whether any task is still to run in Trio's current batch is a walk over the run's tasks (a
+# broker has ~50, and two more per connection), once each time the selector comes back from
+# Trio (a lock-step client's requests then sleep here in runs: the probe every 16 lone passes
+# and Trio's own wake-ups end them). Past this many (~100 connections) the walk would cost
+# about what the sleeps save, and the selector waits through Trio.
+MAX_TASKS = 256
 
 
 class IdleSleep:
@@ -71,22 +73,28 @@ class IdleSleep:
             return None
         return cls(fd, runner, trio_epoll.fileno()) if known else None
 
-    def sleep(self, flush: Callable[[], None] | None) -> bool:
+    def sleep(self, flush: Callable[[], None] | None, resumed_by_trio: bool) -> bool:
         """Sleep until the selector's epoll or Trio's is ready, or Trio's next deadline. True
         when the selector's epoll alone is ready: read it without Trio's wait. False when the
         caller must wait through Trio: a task is runnable, someone waits for the loop to go
-        idle, a test clock jumps, a deadline is due, or Trio's epoll woke."""
+        idle, a test clock jumps, a deadline is due, or Trio's epoll woke. ``resumed_by_trio``:
+        the caller has been through Trio's scheduler since its last sleep here that returned
+        True (its batch may hold other tasks still to run)."""
         runner = self._runner
         if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
             return False
-        tasks = runner.tasks
-        if len(tasks) > MAX_TASKS:
+        if runner.runq:
             return False
-        # Runnable: queued for the next batch, or still to run in this one (Trio keeps the
-        # batch to itself); a task's next send is set from its reschedule until it runs.
-        for task in tasks:
-            if task._next_send_fn is not None:
+        if resumed_by_trio:
+            # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
+            # itself): a task's next send is set from its reschedule until it runs. Once none
+            # is, none can be until the caller yields again: what it wakes goes to runq.
+            tasks = runner.tasks
+            if len(tasks) > MAX_TASKS:
                 return False
+            for task in tasks:
+                if task._next_send_fn is not None:
+                    return False
         timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
         if timeout <= 0:
             return False

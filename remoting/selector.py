@@ -137,11 +137,16 @@ class ReadSelector:
         task_status.started()
         try:
             look = lone_look = idle_wait = False
+            resumed = True
             while True:
                 if look:
                     await checkpoint()
-                elif not (idle_wait and idle is not None and idle.sleep(flush)):
+                    resumed = True
+                elif idle_wait and idle is not None and idle.sleep(flush, resumed):
+                    resumed = False
+                else:
                     await wait_readable(epoll_fd)
+                    resumed = True
                 found, more = self._pass(poll, flush, clock, lone)
                 if lone_look:
                     lone.looked(found > 0)
