@@ -10,8 +10,11 @@ rounds while the pass is short; a busy pass looks again after a plain checkpoint
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
 own epoll_wait, deadlines and instruments) is ~5 us. After a pass that answered one read and
 then found nothing (a lock-step client waiting for that answer) it looks again only while such
-looks have often been finding work (``LoneLooks``), else it waits for readiness at once. A connection with too many reply bytes queued leaves the
-epoll until they drain, so its peer is not read meanwhile.
+looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
+they find nothing it does not look again within the pass either, so a lone request costs one
+look, the one that finds it, and when the loop has nothing else to do the wait for the next one
+sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py). A connection with too
+many reply bytes queued leaves the epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
@@ -74,6 +78,10 @@ class LoneLooks:
     def __init__(self) -> None:
         self._share = self._ONE
         self._since_probe = 0
+
+    def paying(self) -> bool:
+        """Whether such looks have lately been finding work (no probe counted)."""
+        return self._share >= self._ENOUGH
 
     def look_again(self) -> bool:
         if self._share >= self._ENOUGH:
@@ -125,23 +133,34 @@ class ReadSelector:
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
+        idle = IdleSleep.for_current_run(epoll_fd)
         task_status.started()
         try:
-            look = lone_look = False
+            look = lone_look = idle_wait = False
+            resumed = True
             while True:
                 if look:
                     await checkpoint()
+                    resumed = True
+                elif idle_wait and idle is not None and idle.sleep(flush, resumed):
+                    resumed = False
                 else:
                     await wait_readable(epoll_fd)
-                found, more = self._pass(poll, flush, clock)
+                    resumed = True
+                found, more = self._pass(poll, flush, clock, lone)
                 if lone_look:
                     lone.looked(found > 0)
                 # Several reads: their peers' next requests are usually in once the loop's
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
+                # A lone read and no look: a lock-step client's next request is a while off,
+                # and the wait for it may skip Trio's cycle when the loop has nothing else.
+                idle_wait = lone_look and not look
                 lone_look = lone_look and look
         finally:
+            if idle is not None:
+                idle.close()
             self._epoll.close()
 
     def _pass(
@@ -149,6 +168,7 @@ class ReadSelector:
         poll: Callable[[float, int], list[tuple[int, int]]],
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
+        lone: LoneLooks,
     ) -> tuple[int, bool]:
         """Read rounds until a look finds nothing, up to the pass's bounds: the events found,
         and whether the last look still found some (the bounds ended the pass)."""
@@ -164,6 +184,12 @@ class ReadSelector:
                 return found, True
             if flush is not None:
                 flush()  # the round's replies leave before the next look
+            if found == 1 and not lone.paying():
+                # A lone read while looks after lone reads find nothing: a lock-step client
+                # is still taking this answer, so this look would be an empty epoll_wait per
+                # request. Trio's wait sees the next one; the run's probes notice a faster
+                # client.
+                return found, False
         return found, True
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:

@@ -263,7 +263,13 @@ static void write_ready(Sender *s) {
  * each scheduler pass has 3-4 connections' replies: written here, the broker's CPU per
  * message fell by a fifth (docs/scaling.md). The thread keeps the writes that would block
  * and the connections being removed. */
-static PyObject *Sender_kick(Sender *s, PyObject *unused) {
+static PyObject *Sender_kick(Sender *s, PyObject *const *unused, Py_ssize_t nargs) {
+    /* kick(timeout=None): Trio calls it as the before_io_wait hook itself, with the wait's
+     * timeout, which it does not need (a Python method in between was a frame per I/O wait). */
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "kick() takes at most 1 argument");
+        return NULL;
+    }
     if (s->closed) Py_RETURN_NONE;
     release_done(s);
     pthread_mutex_lock(&s->mu);
@@ -375,7 +381,8 @@ static PyMethodDef Sender_methods[] = {
     {"add", (PyCFunction)Sender_add, METH_O, "add(fd) -> id: write for this socket from now on."},
     {"send", (PyCFunction)(void (*)(void))Sender_send, METH_FASTCALL,
      "send(id, buffers) -> bytes queued for it (the buffers are held, not copied)."},
-    {"kick", (PyCFunction)Sender_kick, METH_NOARGS, "Start writing what was queued."},
+    {"kick", (PyCFunction)(void (*)(void))Sender_kick, METH_FASTCALL,
+     "kick(timeout=None): start writing what was queued."},
     {"write_now", (PyCFunction)Sender_write_now, METH_O,
      "write_now(id) -> bool: write id's queue at once if no other connection is busy; False "
      "when the bytes wait for the next kick."},

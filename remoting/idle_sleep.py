@@ -1,0 +1,107 @@
+"""IdleSleep: the selector's sleep between a lock-step client's requests, outside Trio's wait
+cycle when Trio has nothing else to do.
+
+A task that waits with ``trio.lowlevel.wait_readable`` pays Trio's whole cycle per wake-up: the
+re-arm (an ``epoll_ctl``), the run loop's deadlines and instrument checks, its own
+``epoll_wait``, ``process_events``, the reschedule and the task's switch back: 8-13 µs of CPU a
+wake in bench/bench_wake.py, against ~5 for a plain epoll loop's whole request, and a fifth of a
+pull of 32 under the peers' lock-step consumer (docs/scaling.md, "A lone request's wake-up,
+second look"). When no task is runnable and no one waits for the loop to go idle, Trio would
+only sleep in its epoll until its next deadline; so the selector sleeps instead, in an epoll of
+its own holding its connections' epoll and Trio's, until the same deadline. A request that
+arrives is read at once by the selector; anything for Trio (another task's descriptor, a
+thread's ``run_sync_soon``, a signal: all wake Trio's epoll) or the deadline sends the selector
+back through Trio's wait, which then runs as it always did.
+
+Trio gives no public way to see which tasks are still to run (its run queue holds only the next
+batch's; the rest of the current batch is a local of its run loop), its next deadline or its
+epoll (``current_statistics`` costs ~5 µs, as much as it would save, and misses the batch), so
+this reads them from Trio's runner (trio is pinned in pyproject.toml), checked when the
+selector starts: with any of them missing (another Trio, guest mode,
+another I/O backend) ``for_current_run`` returns None and the selector waits through Trio
+always. Instruments' ``before_io_wait`` hooks do not see these sleeps; the server's only one is
+the sender's kick, which the selector calls itself before sleeping.
+"""
+
+from __future__ import annotations
+
+import math
+import select
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# Trio's own bound on one I/O wait (its _MAX_TIMEOUT): epoll takes no infinity.
+MAX_SLEEP_S = 86400.0
+# Whether any task is still to run in Trio's current batch is a walk over the run's tasks (a
+# broker has ~50, and two more per connection), once each time the selector comes back from
+# Trio (a lock-step client's requests then sleep here in runs: the probe every 16 lone passes
+# and Trio's own wake-ups end them). Past this many (~100 connections) the walk would cost
+# about what the sleeps save, and the selector waits through Trio.
+MAX_TASKS = 256
+
+
+class IdleSleep:
+    def __init__(self, fd: int, runner: Any, trio_epoll_fd: int) -> None:
+        self._fd = fd
+        self._runner = runner
+        self._epoll = select.epoll()
+        self._epoll.register(fd, select.EPOLLIN)
+        self._epoll.register(trio_epoll_fd, select.EPOLLIN)
+
+    @classmethod
+    def for_current_run(cls, fd: int) -> IdleSleep | None:
+        """For the selector epoll ``fd``, in the running Trio run; None when Trio's runner is not
+        what this knows (the selector then waits through Trio)."""
+        try:
+            from trio._core._run import GLOBAL_RUN_CONTEXT
+
+            runner = GLOBAL_RUN_CONTEXT.runner
+            trio_epoll = runner.io_manager._epoll
+            known = (
+                isinstance(trio_epoll, select.epoll)
+                and not runner.is_guest
+                and hasattr(runner, "tasks")
+                and all(hasattr(task, "_next_send_fn") for task in runner.tasks)
+                and callable(runner.deadlines.next_deadline)
+                and callable(runner.clock.deadline_to_sleep_time)
+                and hasattr(runner, "waiting_for_idle")
+                and hasattr(runner, "clock_autojump_threshold")
+            )
+        except (ImportError, AttributeError):
+            return None
+        return cls(fd, runner, trio_epoll.fileno()) if known else None
+
+    def sleep(self, flush: Callable[[], None] | None, resumed_by_trio: bool) -> bool:
+        """Sleep until the selector's epoll or Trio's is ready, or Trio's next deadline. True
+        when the selector's epoll alone is ready: read it without Trio's wait. False when the
+        caller must wait through Trio: a task is runnable, someone waits for the loop to go
+        idle, a test clock jumps, a deadline is due, or Trio's epoll woke. ``resumed_by_trio``:
+        the caller has been through Trio's scheduler since its last sleep here that returned
+        True (its batch may hold other tasks still to run)."""
+        runner = self._runner
+        if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
+            return False
+        if runner.runq:
+            return False
+        if resumed_by_trio:
+            # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
+            # itself): a task's next send is set from its reschedule until it runs. Once none
+            # is, none can be until the caller yields again: what it wakes goes to runq.
+            tasks = runner.tasks
+            if len(tasks) > MAX_TASKS:
+                return False
+            for task in tasks:
+                if task._next_send_fn is not None:
+                    return False
+        timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
+        if timeout <= 0:
+            return False
+        if flush is not None:
+            flush()  # what Trio's before_io_wait would have done: the queued replies leave
+        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), 2)
+        return len(events) == 1 and events[0][0] == self._fd
+
+    def close(self) -> None:
+        self._epoll.close()
