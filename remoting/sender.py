@@ -34,7 +34,7 @@ from remoting.native_loader import load
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 SWITCH = "ROCKETMQ_TRIO_NO_SENDER"
 NAMES = ("Sender",)
 
