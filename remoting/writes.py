@@ -129,19 +129,8 @@ class ThreadWrites:
         self.drained.set()
 
     def queue(self, buffers: list[Any]) -> None:
-        if self._closed:
-            return
-        try:
-            self.queued = self._sender.send(self._handle, buffers)
-        except OSError as exc:
-            self._on_error(f"write failed: {exc!r}")
-            return
-        except RuntimeError:  # the server's sender stopped first: the server is going away
-            self._on_error("server stopped")
-            return
-        self._on_io()
-        if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
-            self._pause()
+        if self._send(buffers):
+            self._on_io()
 
     def reply(self, frame: bytes) -> None:
         """``queue`` for one reply frame, encoded, at the end of its read batch in a selector
@@ -149,18 +138,24 @@ class ThreadWrites:
         request counted the connection's I/O, and the bytes leave at the round's flush (the
         selector's, or the kick before Trio's I/O wait), not by ``write_now``, which with
         other connections' replies in the same round leaves them to the kick anyway."""
+        self._send((frame,))
+
+    def _send(self, buffers: Any) -> bool:
+        """Hand the buffers to the sender thread, pausing reading over the high-water mark;
+        False when the connection is closed or the write failed (and it is closing)."""
         if self._closed:
-            return
+            return False
         try:
-            self.queued = self._sender.send(self._handle, (frame,))
+            self.queued = self._sender.send(self._handle, buffers)
         except OSError as exc:
             self._on_error(f"write failed: {exc!r}")
-            return
+            return False
         except RuntimeError:  # the server's sender stopped first: the server is going away
             self._on_error("server stopped")
-            return
+            return False
         if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
             self._pause()
+        return True
 
     def _pause(self) -> None:
         """Over the high-water mark: reading pauses until the thread has written half down."""
