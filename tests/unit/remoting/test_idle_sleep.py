@@ -76,8 +76,11 @@ async def test_a_lone_client_is_answered_outside_trios_wait_and_other_tasks_stil
             nursery.cancel_scope.cancel()
     trio.lowlevel.remove_instrument(io_waits)
     # Through Trio's wait: the first requests, while looks after lone reads still paid (26
-    # misses), and a probe every 16; the rest slept in the selector's own epoll.
-    assert io_waits.count < requests // 2
+    # misses), and a probe every 16; the rest slept in the selector's own epoll. Waiting
+    # through Trio takes at least one such wait per request (244 for these 200); this code
+    # took 81 alone (also beside three busy loops) and 102 once in the full suite, so the
+    # bound is one per request.
+    assert io_waits.count < requests
     for sock in (ours, client, other_theirs):
         sock.close()
     other.close()
