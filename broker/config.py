@@ -91,6 +91,10 @@ class BrokerConfig(TlsKeys, MetricsKeys, ControllerKeys):  # tls.*, metrics*, co
     slave_read_enable: bool = False
     flush_consumer_offset_interval: int = attrs.field(default=5000, validator=java_int(100))
     register_name_server_period: int = attrs.field(default=30_000, validator=java_int(1000))
+    # Ours (Java fixes it at 10 s): how often a slave copies its master's topic configs,
+    # consumer offsets, delay offsets and subscription groups, ms. Shorter narrows what a
+    # promoted slave has not yet copied; each round reads four tables from the master.
+    slave_synchronize_interval: int = attrs.field(default=10_000, validator=java_int(100))
     register_broker_timeout_mills: int = attrs.field(default=6000, validator=java_int(1))
     # ClientHousekeepingService: a channel silent this long is dropped (Java: 120 s).
     channel_expired_timeout: int = attrs.field(default=120_000, validator=java_long(1000))

@@ -451,6 +451,7 @@ class BrokerController:
             groups=self.groups,
             timer_progress=self.timer_progress if self.store_config.timer_wheel_enable else None,
             client=client,
+            interval_s=self.config.slave_synchronize_interval / 1000,
         )
 
     async def _shutdown(self, client: RemotingClient) -> None:

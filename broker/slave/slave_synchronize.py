@@ -1,6 +1,7 @@
 """SlaveSynchronize: a slave copies its master's topics, consumer offsets, delay offsets and
-subscription groups every 10 s (docs/spec/ha.md §6.1), and at once when it learns a new master
-(RocketMQ waits 3 s after start-up for the first round). RocketMQ keeps it in
+subscription groups every 10 s (docs/spec/ha.md §6.1; our key slaveSynchronizeInterval changes
+it), and at once when it learns a new master (RocketMQ waits 3 s after start-up for the first
+round). RocketMQ keeps it in
 ``broker/slave/``: it copies configuration over the remoting port, not the CommitLog (that is
 broker/ha).
 
@@ -69,6 +70,7 @@ class SlaveSynchronize:
         groups: SubscriptionGroupManager,
         timer_progress: TimerProgress | None,
         client: RemotingClient,
+        interval_s: float = INTERVAL_S,
     ) -> None:
         self.ha = ha  # the master's address, from registration
         self.broker_addr = broker_addr  # our own: never a master of ourselves
@@ -78,6 +80,7 @@ class SlaveSynchronize:
         self.groups = groups
         self.timer_progress = timer_progress  # None: timerWheelEnable=false, nothing to copy
         self.client = client
+        self.interval_s = interval_s  # slaveSynchronizeInterval: between full config rounds
         self.last_sync_ok = False
 
     async def run(self) -> None:
@@ -89,13 +92,13 @@ class SlaveSynchronize:
             master = self.ha.master_addr
             if master and master != self.broker_addr:
                 now = trio.current_time()
-                if synced_at is None or now - synced_at >= INTERVAL_S:
+                if synced_at is None or now - synced_at >= self.interval_s:
                     synced_at = now
                     await self._round(master, self.sync_all, "config")
                 if self.timer_progress is not None:
                     await self._round(master, self.sync_timer_check_point, "timer checkpoint")
             # A new master is synchronized at once, not at the next tick.
-            with trio.move_on_after(TIMER_INTERVAL_S):
+            with trio.move_on_after(min(TIMER_INTERVAL_S, self.interval_s)):
                 await changed.wait()
                 synced_at = None
 

@@ -50,6 +50,8 @@ def broker_conf(tmp_path: Path, name: str = "broker-a", **overrides: object) -> 
         "maxHashSlotNum": 50_000,
         "maxIndexNum": 200_000,
         "flushConsumerOffsetInterval": 1000,
+        # a slave copies topics and offsets every 0.5 s, not 10: tests wait for that copy
+        "slaveSynchronizeInterval": 500,
     }
     values.update(overrides)
     path = tmp_path / f"{name}-{values['brokerId']}.conf"
