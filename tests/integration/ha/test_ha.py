@@ -51,13 +51,14 @@ async def test_async_slave_copies_the_log_byte_for_byte_and_serves_it_when_the_m
     processes, tmp_path
 ) -> None:
     namesrv = start_namesrv(processes, tmp_path)
-    pair = start_pair(processes, tmp_path, namesrv.addr)
+    segment = 8 * 1024 * 1024
+    pair = start_pair(processes, tmp_path, namesrv.addr, mappedFileSizeCommitLog=segment)
     async with RemotingClient.open() as client:
         await wait_slave_connected(client, pair.master.addr)
-        keys = await produce_batches(client, pair.master.addr, "Replicated", 100_000)
+        keys = await produce_batches(client, pair.master.addr, "Replicated", 50_000)
         end = await wait_converged(client, pair.master.addr, pair.slave.addr)
-        # 100k x ~200 B crosses the 16 MiB segment boundary: chunks must stop at it.
-        assert end > 16 * 1024 * 1024
+        # 50k x ~200 B crosses the 8 MiB segment boundary: chunks must stop at it.
+        assert end > segment
         assert commit_log_bytes(pair.slave_store, 0, end) == commit_log_bytes(
             pair.master_store, 0, end
         )
