@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from remoting.settings import bad_value
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -31,3 +33,10 @@ def assert_refused(done: subprocess.CompletedProcess, *expected: str) -> str:
     for text in expected:
         assert text in lines[0], lines[0]
     return lines[0]
+
+
+def echoed(key: str, value: object) -> str:
+    """How a refusal names ``key=value``: in full, or by its first 80 characters and length when
+    longer (a test's tmp_path under pytest-xdist's worker directories often is)."""
+    shown = str(bad_value(key, value, "")).removeprefix("bad value for ")
+    return shown.removesuffix(": ")

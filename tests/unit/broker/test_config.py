@@ -13,6 +13,7 @@ import pytest
 
 from broker.config import ConfigError, config_lines, load_broker_config
 from broker.store.config import BrokerRole, FlushDiskType
+from tests.kits.clikit import echoed
 
 
 def test_rocketmq_defaults() -> None:
@@ -145,7 +146,7 @@ def test_store_directories_and_the_log_file_must_be_usable(tmp_path: Path) -> No
     ]:
         with pytest.raises(ConfigError) as refused:
             load_broker_config({key: str(value)})
-        assert f"{key}={str(value)!r}" in str(refused.value) and reason in str(refused.value)
+        assert echoed(key, str(value)) in str(refused.value) and reason in str(refused.value)
 
 
 def test_roles_must_agree_with_the_broker_id() -> None:

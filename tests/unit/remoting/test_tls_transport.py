@@ -24,6 +24,7 @@ from remoting.tls import TlsServer, client_context, server_context
 from remoting.tls_config import TlsKeys, TlsMode
 from remoting.tls_connection import StreamWrites
 from remoting.writes import WRITE_HIGH_WATER
+from tests.kits.clikit import echoed
 from tests.kits.tlskit import KEY_PASSWORD, Certs
 
 ECHO = 1001
@@ -194,7 +195,7 @@ def test_a_server_needs_a_certificate_and_a_key_that_load(certs: Certs, tmp_path
     missing = tmp_path / "nope.pem"
     with pytest.raises(ConfigError) as refused:
         server_context(attrs.evolve(server_keys(certs), tls_server_cert_path=missing))
-    assert f"tls.server.certPath='{missing}'" in str(refused.value)
+    assert echoed("tls.server.certPath", missing) in str(refused.value)
     assert "No such file" in str(refused.value)
     with pytest.raises(ConfigError) as refused:  # the client's key with the server's cert
         server_context(attrs.evolve(server_keys(certs), tls_server_key_path=certs.client_key))
