@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.store.config import MessageStoreConfig
-from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.consume_queue_table import ConsumeQueueTable, put_cq_runs
 from broker.store.index_service import IndexService
 from broker.store.types import AppendedBatch, DispatchRequest
 from broker.timer.transform import TIMER_TOPIC
@@ -124,7 +124,9 @@ class CommitLogDispatcher:
         # asked once per pass, not per queue: most passes have nobody to wake
         wanted = self.arrivals_wanted
         wanted = listener is not None and (wanted is None or wanted())
-        queued = self.consume_queues.put_runs(runs)
+        table = self.consume_queues
+        taken = put_cq_runs(table.by_topic, table.dirty, runs)  # every run but the rare ones
+        queued = taken == len(runs) or table.put_runs(runs, taken)
         if listener is not None:
             for topic, queue_id, _, _, wakes in runs:
                 if (wanted or topic in ALWAYS_HEARD) and (
