@@ -117,7 +117,7 @@ def test_native_put_cq_runs_is_the_reference(tmp_path: Path) -> None:
     seen = {"taken": 0, "left": 0}
 
     @settings(
-        max_examples=300,
+        max_examples=200,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
