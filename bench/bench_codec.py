@@ -12,13 +12,13 @@ from remoting.frame import FrameDecoder
 BODY = b"x" * 1024
 
 
-def _request(serialize_type: int) -> RemotingCommand:
+def _request(serialize_type: int, queue_id: int = 1) -> RemotingCommand:
     header = headers.SendMessageRequestHeaderV2(
         a="PG-bench",
         b="BenchTopic",
         c="TBW102",
         d=4,
-        e=1,
+        e=queue_id,
         f=0,
         g=1_700_000_000_000,
         h=0,

@@ -1,5 +1,7 @@
 """The send processor's group handler in one process, without sockets: µs per 1 KiB message of
-a read's 48 pipelined SEND_MESSAGE_V2 requests (their JSON headers decoded already) through
+a read's 48 pipelined SEND_MESSAGE_V2 requests to one queue (their JSON headers decoded
+already; ``python -m bench.bench_send_group GROUP QUEUES`` for another group, e.g. ``4 4``: a
+selector round of sync sends on 8 connections, spread over 4 queues) through
 ``SendMessageProcessor.handle_group`` (the plain pass, broker/processor/send_plain.py) and
 through ``reference_group``, alternating, on one broker's store. What it leaves out is the
 read, the JSON header, the reply write and the event loop (bench_send_stages, bench_ab)."""
@@ -7,6 +9,7 @@ read, the JSON header, the reply write and the event loop (bench_send_stages, be
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +35,9 @@ class Peer:
 
 
 def main() -> None:
+    group = int(sys.argv[1]) if len(sys.argv) > 1 else GROUP
+    queues = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    groups = GROUPS * GROUP // group  # the same messages per round whatever the group
     root = Path(tempfile.mkdtemp(prefix="bench-group-"))
     config, store_config = load_broker_config(
         {"storePathRootDir": str(root), "brokerIP1": "127.0.0.1", "listenPort": "20911"}
@@ -42,7 +48,12 @@ def main() -> None:
         TopicConfig(topic_name="BenchTopic", read_queue_nums=4, write_queue_nums=4)
     )
     decoder = FrameDecoder()
-    decoder.receive_data(encode_command_bytes(_request(SerializeType.JSON)) * GROUP)
+    decoder.receive_data(
+        b"".join(
+            encode_command_bytes(_request(SerializeType.JSON, n % queues if queues > 1 else 1))
+            for n in range(group)
+        )
+    )
     requests = [decode_command(frame) for frame in iter(decoder.next_frame, None)]
     peer = Peer()
     send = broker.send
@@ -52,10 +63,10 @@ def main() -> None:
         send.reference_group(peer, requests)  # the first segment, warm caches
         for _ in range(ROUNDS):
             for label, handle in paths.items():
-                started = time.perf_counter()
-                for _ in range(GROUPS):
+                started = time.process_time()  # CPU: other processes' load does not count
+                for _ in range(groups):
                     handle(peer, requests)
-                us = (time.perf_counter() - started) / (GROUPS * GROUP) * 1e6
+                us = (time.process_time() - started) / (groups * group) * 1e6
                 best[label] = min(best[label], us)
     finally:
         broker.store.shutdown()

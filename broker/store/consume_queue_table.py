@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.store.consume_queue import ConsumeQueue
+from broker.store.consume_queue import UNIT, ConsumeQueue
+from broker.store.layout import CQ_UNIT
+from broker.store.store_native import native
 
 if TYPE_CHECKING:
     from broker.store.plain_dispatch import PlainRun
@@ -58,6 +60,9 @@ class ConsumeQueueTable:
         self.file_size = file_size
         self._table: dict[str, dict[int, ConsumeQueue]] = {}
         self.dirty: set[ConsumeQueue] = set()
+        # put_cq_runs' view of the table (the same dict, never rebound): a plain pass's units
+        # go in without a call per queue
+        self.by_topic = self._table
 
     def load(self) -> None:
         """Open every ConsumeQueue directory on disk (RocketMQ's layout; non-numeric queue
@@ -97,13 +102,14 @@ class ConsumeQueueTable:
         self.dirty.add(consume_queue)
         return consume_queue
 
-    def put_runs(self, runs: list[PlainRun]) -> bool:
-        """Each run's units into its queue (``find_or_create(topic, queue_id).put_units``), in
-        one call for a plain pass with the lookups inline; False when a topic had no queue
-        (``find`` then tells which were skipped)."""
+    def put_runs(self, runs: list[PlainRun], start: int = 0) -> bool:
+        """Each run's units from ``runs[start]`` on into its queue
+        (``find_or_create(topic, queue_id).put_units``) with the lookups inline; False when a
+        topic had no queue (``find`` then tells which were skipped). A plain pass calls
+        ``put_cq_runs`` first and this for the runs it left."""
         table, dirty = self._table, self.dirty
         every = True
-        for topic, queue_id, queue_offset, units, _ in runs:
+        for topic, queue_id, queue_offset, units, _ in runs[start:] if start else runs:
             queues = table.get(topic)
             consume_queue = None if queues is None else queues.get(queue_id)
             if consume_queue is None:
@@ -170,3 +176,93 @@ class ConsumeQueueTable:
     def close(self) -> None:
         for consume_queue in self:
             consume_queue.close()
+
+
+def python_put_cq_runs(
+    table: dict[str, dict[int, ConsumeQueue]], dirty: set[ConsumeQueue], runs: list[PlainRun]
+) -> int:
+    """How many of ``runs`` (from the first) were written the common way: the queue is in
+    ``table`` and its last file holds the run's units where the queue ends, all pointing past
+    what it holds (``ConsumeQueue.put_units``' one-slice case); each such queue added to
+    ``dirty``. Stops at the first run that is anything else (a new queue or file, a
+    re-dispatch, values of another type): ``put_runs`` takes it and the rest. The reference
+    of broker/store/native/consume_queue.c's put_cq_runs."""
+    taken = 0
+    for run in runs:
+        if type(run) is not tuple or len(run) != 5:
+            break
+        topic, queue_id, queue_offset, units, _ = run
+        if not (
+            type(topic) is str
+            and type(queue_id) is int
+            and type(queue_offset) is int
+            and type(units) is bytes
+        ):
+            break
+        length = len(units)
+        queues = table.get(topic)
+        consume_queue = queues.get(queue_id) if type(queues) is dict else None
+        if consume_queue is None or not length or length % UNIT or not _int64(queue_offset):
+            break
+        if not _takes(consume_queue, units, queue_offset):
+            break
+        dirty.add(consume_queue)
+        mapped = consume_queue.queue.files[-1]
+        position = mapped.wrote_position
+        mapped.mmap[position : position + length] = units
+        mapped.wrote_position = position + length
+        phys, size, _ = CQ_UNIT.unpack_from(units, length - UNIT)
+        consume_queue.max_phys_offset = phys + size
+        taken += 1
+    return taken
+
+
+_INT64 = -(1 << 63)
+
+
+def _int64(value: object) -> bool:
+    return type(value) is int and _INT64 <= value < -_INT64  # type: ignore[operator]
+
+
+def _takes(consume_queue: ConsumeQueue, units: bytes, queue_offset: int) -> bool:
+    """Whether ``units`` go in ``consume_queue``'s last file in one slice (put_cq_runs' test,
+    every value an int64 as the C reads them)."""
+    max_phys = getattr(consume_queue, "max_phys_offset", None)
+    files = getattr(getattr(consume_queue, "queue", None), "files", None)
+    if not _int64(max_phys) or type(files) is not list or not files:
+        return False
+    mapped = files[-1]
+    position = getattr(mapped, "wrote_position", None)
+    file_size = getattr(mapped, "file_size", None)
+    start = getattr(mapped, "start_offset", None)
+    if not (_int64(position) and _int64(file_size) and _int64(start)):
+        return False
+    phys, size, _ = CQ_UNIT.unpack_from(units, 0)
+    last_phys, last_size, _ = CQ_UNIT.unpack_from(units, len(units) - UNIT)
+    end = position + len(units)  # type: ignore[operator]
+    mm = getattr(mapped, "mmap", None)
+    return (
+        _int64(phys + size)
+        and phys + size > max_phys  # type: ignore[operator]
+        and _int64(queue_offset * UNIT)
+        and _int64(start + position)  # type: ignore[operator]
+        and start + position == queue_offset * UNIT  # type: ignore[operator]
+        and position >= 0  # type: ignore[operator]
+        and _int64(end)
+        and end <= file_size  # type: ignore[operator]
+        and _writable_length(mm) >= end
+        and _int64(last_phys + last_size)
+    )
+
+
+def _writable_length(mm: object) -> int:
+    """The bytes a writable buffer holds, -1 for anything else (a closed mmap)."""
+    try:
+        view = memoryview(mm)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return -1
+    with view:
+        return -1 if view.readonly else view.nbytes
+
+
+put_cq_runs = python_put_cq_runs if native is None else native.put_cq_runs

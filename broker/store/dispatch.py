@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.store.config import MessageStoreConfig
-from broker.store.consume_queue_table import ConsumeQueueTable
+from broker.store.consume_queue_table import ConsumeQueueTable, put_cq_runs
+from broker.store.index_file import index_put_keys
 from broker.store.index_service import IndexService
 from broker.store.types import AppendedBatch, DispatchRequest
 from broker.timer.transform import TIMER_TOPIC
@@ -124,7 +125,9 @@ class CommitLogDispatcher:
         # asked once per pass, not per queue: most passes have nobody to wake
         wanted = self.arrivals_wanted
         wanted = listener is not None and (wanted is None or wanted())
-        queued = self.consume_queues.put_runs(runs)
+        table = self.consume_queues
+        taken = put_cq_runs(table.by_topic, table.dirty, runs)  # every run but the rare ones
+        queued = taken == len(runs) or table.put_runs(runs, taken)
         if listener is not None:
             for topic, queue_id, _, _, wakes in runs:
                 if (wanted or topic in ALWAYS_HEARD) and (
@@ -132,10 +135,22 @@ class CommitLogDispatcher:
                 ):
                     for wake in wakes:
                         listener(*wake)
-        if self.config.message_index_enable:
-            build = self.index_service.build_index_keys
-            for store_timestamp, keys in key_chunks:
-                build(0, store_timestamp, keys)  # 0: no rolled-back half has entries here
+        if key_chunks and self.config.message_index_enable:
+            service = self.index_service
+            files = service.files
+            if files and len(key_chunks) == 1:
+                # build_index_keys inline (a plain pass has one store timestamp): one call
+                index = files[-1]
+                store_timestamp, keys = key_chunks[0]
+                left = index_put_keys(
+                    index.file.mmap, index.slots, index.max_entries, keys, store_timestamp
+                )
+                if left:  # the file is full: the next one takes the rest
+                    service.spill(index, left)
+            else:
+                for store_timestamp, keys in key_chunks:
+                    # 0: no rolled-back half has entries here
+                    service.build_index_keys(0, store_timestamp, keys)
         self.last_dispatched_timestamp = last_timestamp
 
     def _notify_newest(self, requests: list[DispatchRequest]) -> None:

@@ -27,6 +27,7 @@ NAMES = (
     "index_request",
     "index_requests",
     "pack_cq_units",
+    "put_cq_runs",
     "populate_write",
     "scan_runs",
     "put_rows",

@@ -49,3 +49,170 @@ done:
     PyBuffer_Release(&out);
     return result;
 }
+
+/* The attribute names put_cq_runs reads and sets, interned once. */
+static PyObject *name_queue, *name_files, *name_wrote, *name_file_size, *name_start, *name_mmap,
+    *name_max_phys;
+
+static int intern_names(void) {
+    if (name_max_phys != NULL) return 0;
+    static const char *const spelled[] = {"queue",        "files", "wrote_position",
+                                          "file_size",    "start_offset", "mmap",
+                                          "max_phys_offset"};
+    PyObject **slots[] = {&name_queue, &name_files, &name_wrote, &name_file_size,
+                          &name_start, &name_mmap,  &name_max_phys};
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
+        if (*slots[i] != NULL) continue;
+        *slots[i] = PyUnicode_InternFromString(spelled[i]);
+        if (*slots[i] == NULL) return -1;
+    }
+    return 0;
+}
+
+/* An attribute that must be an int64: 0 and `*value` set, 1 it is missing or not such an int
+ * (no error left: the Python twin decides), -1 another error (out of memory). */
+static int int_attr(PyObject *o, PyObject *name, long long *value) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        return 1;
+    }
+    int taken = PyLong_CheckExact(v);
+    if (taken) {
+        *value = as_long_long(v);
+        if (*value == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            taken = 0;
+        }
+    }
+    Py_DECREF(v);
+    return taken ? 0 : 1;
+}
+
+/* One run into its queue when it is the common case (see put_cq_runs): 1 written, 0 left to
+ * the Python twin (nothing changed, no error), -1 an error set. */
+static int put_cq_run(PyObject *table, PyObject *dirty, PyObject *run) {
+    if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) return 0;
+    PyObject *topic = PyTuple_GET_ITEM(run, 0), *queue_id = PyTuple_GET_ITEM(run, 1);
+    PyObject *first = PyTuple_GET_ITEM(run, 2), *units = PyTuple_GET_ITEM(run, 3);
+    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id) ||
+        !PyLong_CheckExact(first) || !PyBytes_CheckExact(units))
+        return 0;
+    Py_ssize_t length = PyBytes_GET_SIZE(units);
+    if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
+    long long queue_offset = as_long_long(first);
+    if (queue_offset == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *queues = PyDict_GetItemWithError(table, topic); /* borrowed */
+    if (queues == NULL || !PyDict_CheckExact(queues)) return PyErr_Occurred() ? -1 : 0;
+    PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
+    if (consume_queue == NULL) return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(consume_queue); /* the attribute reads below run no Python, but hold it anyway */
+    int status = 0;
+    PyObject *mapped_queue = NULL, *files = NULL, *mapped = NULL, *mm = NULL;
+    PyObject *new_end = NULL, *new_max = NULL;
+    Py_buffer out = {0};
+    const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(units), *last;
+    long long count = length / CQ_UNIT_SIZE, max_phys, position, file_size, start, phys,
+              end_phys, expected, at, end, last_end;
+    int got;
+    if ((got = int_attr(consume_queue, name_max_phys, &max_phys)) != 0) goto leave;
+    mapped_queue = PyObject_GetAttr(consume_queue, name_queue);
+    if (mapped_queue == NULL) goto missing;
+    files = PyObject_GetAttr(mapped_queue, name_files);
+    if (files == NULL) goto missing;
+    if (!PyList_CheckExact(files) || PyList_GET_SIZE(files) == 0) goto done;
+    mapped = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
+    if ((got = int_attr(mapped, name_wrote, &position)) != 0 ||
+        (got = int_attr(mapped, name_file_size, &file_size)) != 0 ||
+        (got = int_attr(mapped, name_start, &start)) != 0)
+        goto leave;
+    phys = get_i64(src);
+    /* What put_units' slice takes: past its first unit's end, at the queue's end, in the file.
+     * Any sum that overflows int64 is not that case (Python's ints would not overflow). */
+    if (__builtin_add_overflow(phys, (long long)get_i32(src + 8), &end_phys) ||
+        end_phys <= max_phys)
+        goto done;
+    if (__builtin_mul_overflow(queue_offset, (long long)CQ_UNIT_SIZE, &expected) ||
+        __builtin_add_overflow(start, position, &at) || at != expected || position < 0 ||
+        __builtin_add_overflow(position, (long long)length, &end) || end > file_size)
+        goto done;
+    mm = PyObject_GetAttr(mapped, name_mmap);
+    if (mm == NULL) goto missing;
+    if (PyObject_GetBuffer(mm, &out, PyBUF_WRITABLE) < 0) { /* closed: the twin says so */
+        PyErr_Clear();
+        goto done;
+    }
+    if (end > out.len) goto done;
+    last = src + length - CQ_UNIT_SIZE;
+    last_end = end_phys;
+    if (count > 1 &&
+        __builtin_add_overflow(get_i64(last), (long long)get_i32(last + 8), &last_end))
+        goto done;
+    new_end = PyLong_FromLongLong(end);
+    new_max = new_end == NULL ? NULL : PyLong_FromLongLong(last_end);
+    /* dirty first, as put_runs marks a queue before writing it */
+    if (new_max == NULL || PySet_Add(dirty, consume_queue) < 0) {
+        status = -1;
+        goto done;
+    }
+    memcpy((unsigned char *)out.buf + position, src, (size_t)length);
+    status = 1;
+    if (PyObject_SetAttr(mapped, name_wrote, new_end) < 0 ||
+        PyObject_SetAttr(consume_queue, name_max_phys, new_max) < 0)
+        status = -1;
+    goto done;
+missing:
+    got = PyErr_ExceptionMatches(PyExc_AttributeError) ? 1 : -1;
+    if (got == 1) PyErr_Clear();
+leave:
+    status = got < 0 ? -1 : 0;
+done:
+    Py_XDECREF(new_end);
+    Py_XDECREF(new_max);
+    if (out.obj != NULL) PyBuffer_Release(&out);
+    Py_XDECREF(mm);
+    Py_XDECREF(mapped);
+    Py_XDECREF(files);
+    Py_XDECREF(mapped_queue);
+    Py_DECREF(consume_queue);
+    return status;
+}
+
+/* put_cq_runs(table, dirty, runs) -> int
+ * A plain pass's ConsumeQueue units (consume_queue_table.py python_put_cq_runs, the reference):
+ * each run (topic, queue id, first queue offset, units, wake-ups) copied into its queue's last
+ * file when the queue is in `table` ({topic: {queue id: ConsumeQueue}}), the units follow the
+ * queue's end and fit in that file, and they point past what the queue holds; the queue added
+ * to `dirty`. Stops at the first run that is anything else and returns how many it wrote: the
+ * rest go through the Python path in order (a new queue or file, a re-dispatch).
+ *
+ * The one function here that reads and sets attributes of Python objects (ConsumeQueue's
+ * queue and max_phys_offset, MappedFileQueue's files, MappedFile's wrote_position, file_size,
+ * start_offset and mmap: plain instance attributes and slots, so no Python runs): the per-queue
+ * lookups in Python are what it saves. Values of another type, or missing, leave the run to
+ * Python; nothing is written unless it all checks. */
+PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "put_cq_runs(table, dirty, runs)");
+        return NULL;
+    }
+    PyObject *table = args[0], *dirty = args[1], *runs = args[2];
+    if (!PyDict_CheckExact(table) || !PySet_CheckExact(dirty) || !PyList_CheckExact(runs)) {
+        PyErr_SetString(PyExc_TypeError, "put_cq_runs takes a dict, a set and a list");
+        return NULL;
+    }
+    if (intern_names() < 0) return NULL;
+    Py_ssize_t taken = 0;
+    for (; taken < PyList_GET_SIZE(runs); taken++) {
+        PyObject *run = Py_NewRef(PyList_GET_ITEM(runs, taken));
+        int status = put_cq_run(table, dirty, run);
+        Py_DECREF(run);
+        if (status < 0) return NULL;
+        if (status == 0) break;
+    }
+    return PyLong_FromSsize_t(taken);
+}

@@ -8,8 +8,9 @@
  * (ROCKETMQ_TRIO_PURE=1 or ROCKETMQ_TRIO_PURE_STORE=1). It needs nothing of remoting._codec:
  * the record layout is compiled in from remoting/native/record_layout.h.
  *
- * The seam: buffers and plain values in, new objects out. Nothing here reads or sets an
- * attribute of a Python object or calls back into Python. The state it mutates is its own (the
+ * The seam: buffers and plain values in, new objects out. Nothing here calls back into
+ * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs
+ * (consume_queue.c says which and why). The state it mutates is its own (the
  * AppendCursor's table) or the bytes of a buffer it was handed (a mapped segment). The one
  * tuple type it fills, DispatchRequest, is handed to it, and its field order is exported for
  * the import-time check.
@@ -63,6 +64,8 @@ static PyMethodDef methods[] = {
      "batch_records without an object per entry, for AppendCursor.put_batch_dispatch."},
     {"pack_cq_units", pack_cq_units, METH_VARARGS,
      "ConsumeQueue units of dispatch requests, back to back (consume_queue.py)."},
+    {"put_cq_runs", (PyCFunction)(void (*)(void))put_cq_runs, METH_FASTCALL,
+     "A plain pass's ConsumeQueue units into their queues (consume_queue_table.py)."},
     {"index_requests", index_requests, METH_VARARGS,
      "Index the keys and unique keys of dispatch requests (broker/store/index_file.py)."},
     {"index_put_keys", index_put_keys, METH_VARARGS,

@@ -148,6 +148,7 @@ PyObject *batch_plan(PyObject *self, PyObject *args);
 
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
+PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_keys(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
