@@ -17,6 +17,11 @@ PYTEST_MARKS ?= not slow
 PURE_PATHS ?= tests/unit tests/property tests/integration/broker tests/integration/remoting \
 	tests/integration/namesrv
 
+# Test worker processes (pytest-xdist; 0: one process). Each test module runs whole in one
+# worker (--dist loadscope), so a module's shared cluster starts once.
+PYTEST_WORKERS ?= 2
+XDIST = -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist loadscope)
+
 # The long fuzz campaign (tests/fuzz): `make fuzz FUZZ_MINUTES=30 FUZZ_SEED=7 [FUZZ_DIR=...]`.
 FUZZ_MINUTES ?= 30
 FUZZ_SEED ?= 1
@@ -75,13 +80,13 @@ test: test-native test-pure
 
 # --durations: CI's output shows where the suite's time goes (it must stay within 15 min).
 test-native: $(STAMP)
-	$(BIN)/python -m pytest -m "$(PYTEST_MARKS)" --durations=30
+	$(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=30
 
 test-pure: $(STAMP)
-	ROCKETMQ_TRIO_PURE=1 $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" --durations=15 $(PURE_PATHS)
+	ROCKETMQ_TRIO_PURE=1 $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=15 $(PURE_PATHS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(XDIST)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED) $(if $(FUZZ_DIR),--dir $(FUZZ_DIR))
