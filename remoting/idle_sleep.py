@@ -40,15 +40,25 @@ MAX_SLEEP_S = 86400.0
 # and Trio's own wake-ups end them). Past this many (~100 connections) the walk would cost
 # about what the sleeps save, and the selector waits through Trio.
 MAX_TASKS = 256
+# IdleSleep.sleep's answers besides a watched socket's descriptor (>= 0).
+TRIO = -2
+ANY = -1
 
 
 class IdleSleep:
     def __init__(self, fd: int, runner: Any, trio_epoll_fd: int) -> None:
         self._fd = fd
+        self._trio_fd = trio_epoll_fd
         self._runner = runner
         self._epoll = select.epoll()
         self._epoll.register(fd, select.EPOLLIN)
         self._epoll.register(trio_epoll_fd, select.EPOLLIN)
+        # The lone client's socket, in this epoll too (``_consider``): a wake-up that names it is
+        # read without a look in the selector's epoll. One epoll_ctl pair per change, made
+        # only when the same new socket was the lone read twice running (two clients taking
+        # turns would re-register at every sleep).
+        self._watched = -1
+        self._candidate = -1
 
     @classmethod
     def for_current_run(cls, fd: int) -> IdleSleep | None:
@@ -73,35 +83,75 @@ class IdleSleep:
             return None
         return cls(fd, runner, trio_epoll.fileno()) if known else None
 
-    def sleep(self, flush: Callable[[], None] | None, resumed_by_trio: bool) -> bool:
-        """Sleep until the selector's epoll or Trio's is ready, or Trio's next deadline. True
-        when the selector's epoll alone is ready: read it without Trio's wait. False when the
-        caller must wait through Trio: a task is runnable, someone waits for the loop to go
-        idle, a test clock jumps, a deadline is due, or Trio's epoll woke. ``resumed_by_trio``:
-        the caller has been through Trio's scheduler since its last sleep here that returned
-        True (its batch may hold other tasks still to run)."""
+    def sleep(self, flush: Callable[[], None] | None, resumed_by_trio: bool, lone_fd: int) -> int:
+        """Sleep until the selector's epoll or Trio's is ready, or Trio's next deadline.
+        ``lone_fd``: the socket of the selector's last lone read. The watched socket's
+        descriptor when it is ready: read it without a look. ANY when the selector's epoll is
+        ready: look in it, without Trio's wait. TRIO when the caller must wait through
+        Trio: a task is runnable, someone waits for the loop to go idle, a test clock jumps, a
+        deadline is due, or Trio's epoll woke. ``resumed_by_trio``: the caller has been through
+        Trio's scheduler since its last sleep here that did not answer TRIO (its batch may hold
+        other tasks still to run)."""
         runner = self._runner
         if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
-            return False
+            return TRIO
         if runner.runq:
-            return False
+            return TRIO
         if resumed_by_trio:
             # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
             # itself): a task's next send is set from its reschedule until it runs. Once none
             # is, none can be until the caller yields again: what it wakes goes to runq.
             tasks = runner.tasks
             if len(tasks) > MAX_TASKS:
-                return False
+                return TRIO
             for task in tasks:
                 if task._next_send_fn is not None:
-                    return False
+                    return TRIO
         timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
         if timeout <= 0:
-            return False
+            return TRIO
+        if lone_fd != self._watched:
+            self._consider(lone_fd)
+        else:  # a change takes two lone reads of the new socket running
+            self._candidate = -1
         if flush is not None:
             flush()  # what Trio's before_io_wait would have done: the queued replies leave
-        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), 2)
-        return len(events) == 1 and events[0][0] == self._fd
+        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), 3)
+        if not events:
+            return TRIO  # Trio's deadline
+        woke = ANY
+        for fd, _ in events:
+            if fd == self._trio_fd:
+                return TRIO
+            if fd == self._watched:
+                woke = fd
+        return woke
+
+    def _consider(self, fd: int) -> None:
+        """Watch ``fd`` from its second lone read running on."""
+        if fd < 0:
+            return
+        if fd != self._candidate:
+            self._candidate = fd
+            return
+        self.unwatch(self._watched)
+        try:
+            self._epoll.register(fd, select.EPOLLIN)
+        except OSError:  # closed meanwhile: nothing to watch
+            return
+        self._watched = fd
+
+    def unwatch(self, fd: int) -> None:
+        """``fd`` leaves the selector (before its socket closes): stop watching it."""
+        if fd == self._candidate:
+            self._candidate = -1
+        if fd != self._watched or fd < 0:
+            return
+        self._watched = -1
+        try:
+            self._epoll.unregister(fd)
+        except OSError:
+            pass
 
     def close(self) -> None:
         self._epoll.close()

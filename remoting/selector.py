@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.idle_sleep import IdleSleep
+from remoting.idle_sleep import ANY, TRIO, IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
@@ -108,6 +108,8 @@ class ReadSelector:
         self._epoll = select.epoll()
         self._connections: dict[int, Connection] = {}
         self._round_handler = round_handler
+        self._idle: IdleSleep | None = None
+        self._lone_fd = -1  # the socket of the last read that was a round's only one
 
     @staticmethod
     def available() -> bool:
@@ -123,6 +125,10 @@ class ReadSelector:
         fd = connection.fileno()
         if self._connections.get(fd) is connection:
             del self._connections[fd]
+            if fd == self._lone_fd:
+                self._lone_fd = -1
+            if self._idle is not None:
+                self._idle.unwatch(fd)
             try:
                 self._epoll.unregister(fd)
             except (OSError, ValueError):  # the selector has stopped
@@ -133,21 +139,30 @@ class ReadSelector:
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
-        idle = IdleSleep.for_current_run(epoll_fd)
+        idle = self._idle = IdleSleep.for_current_run(epoll_fd)
         task_status.started()
         try:
             look = lone_look = idle_wait = False
             resumed = True
             while True:
+                woke = ANY
                 if look:
                     await checkpoint()
                     resumed = True
-                elif idle_wait and idle is not None and idle.sleep(flush, resumed):
+                elif (
+                    idle_wait
+                    and idle is not None
+                    and (woke := idle.sleep(flush, resumed, self._lone_fd)) != TRIO
+                ):
                     resumed = False
                 else:
+                    woke = ANY
                     await wait_readable(epoll_fd)
                     resumed = True
-                found, more = self._pass(poll, flush, clock, lone)
+                if woke >= 0:  # the lone client's socket itself woke the sleep
+                    found, more = self._read_watched(woke, flush)
+                else:
+                    found, more = self._pass(poll, flush, clock, lone)
                 if lone_look:
                     lone.looked(found > 0)
                 # Several reads: their peers' next requests are usually in once the loop's
@@ -160,6 +175,7 @@ class ReadSelector:
                 lone_look = lone_look and look
         finally:
             if idle is not None:
+                self._idle = None
                 idle.close()
             self._epoll.close()
 
@@ -192,11 +208,27 @@ class ReadSelector:
                 return found, False
         return found, True
 
+    def _read_watched(self, fd: int, flush: Callable[[], None] | None) -> tuple[int, bool]:
+        """The idle sleep woke for the lone client's socket: ``_pass`` without its look (an
+        epoll_wait that would name that socket). It would end after this read too: the sleep
+        comes only while looks after lone reads find nothing. Another connection ready
+        meanwhile waits at most until the next look: LoneLooks' probe every 16 lone passes,
+        or a sleep that finds the lone client's socket not ready."""
+        if fd not in self._connections:  # not ours (unwatched when it left): never again
+            assert self._idle is not None
+            self._idle.unwatch(fd)
+            return 0, False
+        self._read_events([(fd, select.EPOLLIN)])
+        if flush is not None:
+            flush()
+        return 1, False
+
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:
             self._read_round(events)
             return
         connections = self._connections
+        self._lone_fd = events[0][0]
         for fd, _ in events:
             connection = connections.get(fd)
             if connection is None:
