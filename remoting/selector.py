@@ -169,9 +169,10 @@ class ReadSelector:
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
-                # A lone read and no look: a lock-step client's next request is a while off,
-                # and the wait for it may skip Trio's cycle when the loop has nothing else.
-                idle_wait = lone_look and not look
+                # A lone read and no look, or a look (a probe) that found nothing: a lock-step
+                # client's next request is a while off, and the wait for it may skip Trio's
+                # cycle when the loop has nothing else.
+                idle_wait = (lone_look and not look) or not found
                 lone_look = lone_look and look
         finally:
             if idle is not None:
@@ -220,7 +221,7 @@ class ReadSelector:
             return 0, False
         self._read_events([(fd, select.EPOLLIN)])
         if flush is not None:
-            flush()
+            flush()  # as the pass would: what waited for the sender's thread leaves
         return 1, False
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:

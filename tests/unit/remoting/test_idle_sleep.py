@@ -87,6 +87,41 @@ async def test_a_lone_client_is_answered_outside_trios_wait_and_other_tasks_stil
     other.close()
 
 
+async def test_a_probe_that_finds_nothing_sleeps_outside_trios_wait_again() -> None:
+    """Once looks after lone reads stop paying, the probe (a look every 16 lone passes) that
+    finds nothing goes back to the selector's own sleep, not through Trio's wait: past the
+    first requests a lock-step client costs one Trio I/O wait per probe, the probe's own."""
+    selector = ReadSelector()
+    ours, client = socket.socketpair()
+    ours.setblocking(False)
+    io_waits = IOWaits()
+    settled, requests = 100, 420
+    counts: list[int] = []
+
+    def lock_step_client() -> None:
+        for i in range(requests):
+            if i == settled:
+                counts.append(io_waits.count)
+            client.send(bytes([i % 256]))
+            assert client.recv(16) == bytes([i % 256])
+            time.sleep(0.0002)  # the client's own work before its next request
+        counts.append(io_waits.count)
+
+    trio.lowlevel.add_instrument(io_waits)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            selector.add(Echo(ours))
+            await trio.to_thread.run_sync(lock_step_client)
+            nursery.cancel_scope.cancel()
+    trio.lowlevel.remove_instrument(io_waits)
+    # The probe's own checkpoint is one pass of Trio's loop (20 probes in these 320
+    # requests: 20 here); 40 when a probe that found nothing then waited through Trio too.
+    assert counts[1] - counts[0] < 30
+    ours.close()
+    client.close()
+
+
 async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client() -> None:
     selector = ReadSelector()
     ours, client = socket.socketpair()
