@@ -163,16 +163,19 @@ class ReadSelector:
                     found, more = self._read_watched(woke, flush)
                 else:
                     found, more = self._pass(poll, flush, clock, lone)
+                # A look after a lone read (or a probe) that found nothing: the lock-step
+                # client's next request is still a while off.
+                missed = False
                 if lone_look:
                     lone.looked(found > 0)
+                    missed = not found
                 # Several reads: their peers' next requests are usually in once the loop's
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
-                # A lone read and no look, or a look (a probe) that found nothing: a lock-step
-                # client's next request is a while off, and the wait for it may skip Trio's
-                # cycle when the loop has nothing else.
-                idle_wait = (lone_look and not look) or not found
+                # A lone read and no look, or a look after one that found nothing: the wait
+                # for the next request may skip Trio's cycle when the loop has nothing else.
+                idle_wait = (lone_look and not look) or missed
                 lone_look = lone_look and look
         finally:
             if idle is not None:
