@@ -13,8 +13,10 @@ then found nothing (a lock-step client waiting for that answer) it looks again o
 looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
 they find nothing it does not look again within the pass either, so a lone request costs one
 look, the one that finds it, and when the loop has nothing else to do the wait for the next one
-sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py). A connection with too
-many reply bytes queued leaves the epoll until they drain, so its peer is not read meanwhile.
+sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py), whose epoll names
+the sockets that woke it: they are the pass's first round, with no look to find them. A
+connection with too many reply bytes queued leaves the epoll until they drain, so its peer is
+not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from remoting.idle_sleep import ANY, TRIO, IdleSleep
+from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 
 if TYPE_CHECKING:
@@ -108,8 +110,7 @@ class ReadSelector:
         self._epoll = select.epoll()
         self._connections: dict[int, Connection] = {}
         self._round_handler = round_handler
-        self._idle: IdleSleep | None = None
-        self._lone_fd = -1  # the socket of the last read that was a round's only one
+        self._idle: IdleSleep | None = None  # while running, when Trio is as it knows
 
     @staticmethod
     def available() -> bool:
@@ -119,16 +120,16 @@ class ReadSelector:
         fd = connection.fileno()
         self._connections[fd] = connection
         self._epoll.register(fd, select.EPOLLIN)
+        if self._idle is not None:
+            self._idle.add(fd)
 
     def remove(self, connection: Connection) -> None:
         """Stop reading it. Call before its socket closes: epoll knows descriptors by number."""
         fd = connection.fileno()
         if self._connections.get(fd) is connection:
             del self._connections[fd]
-            if fd == self._lone_fd:
-                self._lone_fd = -1
             if self._idle is not None:
-                self._idle.unwatch(fd)
+                self._idle.remove(fd)
             try:
                 self._epoll.unregister(fd)
             except (OSError, ValueError):  # the selector has stopped
@@ -139,30 +140,29 @@ class ReadSelector:
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
-        idle = self._idle = IdleSleep.for_current_run(epoll_fd)
+        idle = self._idle = IdleSleep.for_current_run()
+        if idle is not None:
+            for fd in self._connections:
+                idle.add(fd)
         task_status.started()
         try:
             look = lone_look = idle_wait = False
             resumed = True
             while True:
-                woke = ANY
+                ready = None  # the sockets that woke the idle sleep: the pass's first round
                 if look:
                     await checkpoint()
                     resumed = True
                 elif (
                     idle_wait
                     and idle is not None
-                    and (woke := idle.sleep(flush, resumed, self._lone_fd)) != TRIO
+                    and (ready := idle.sleep(flush, resumed)) is not None
                 ):
                     resumed = False
                 else:
-                    woke = ANY
                     await wait_readable(epoll_fd)
                     resumed = True
-                if woke >= 0:  # the lone client's socket itself woke the sleep
-                    found, more = self._read_watched(woke, flush)
-                else:
-                    found, more = self._pass(poll, flush, clock, lone)
+                found, more = self._pass(poll, flush, clock, lone, ready)
                 # A look after a lone read (or a probe) that found nothing: the lock-step
                 # client's next request is still a while off.
                 missed = False
@@ -189,13 +189,18 @@ class ReadSelector:
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
         lone: LoneLooks,
+        ready: list[tuple[int, int]] | None,
     ) -> tuple[int, bool]:
         """Read rounds until a look finds nothing, up to the pass's bounds: the events found,
-        and whether the last look still found some (the bounds ended the pass)."""
+        and whether the last look still found some (the bounds ended the pass). ``ready``: the
+        first round's events, when the idle sleep's epoll has named them already."""
         start = clock()
         found = 0
         for left in range(ROUNDS_PER_PASS - 1, -1, -1):
-            events = poll(0, MAX_EVENTS)
+            if ready is None:
+                events = poll(0, MAX_EVENTS)
+            else:
+                events, ready = ready, None
             if not events:
                 return found, False
             found += len(events)
@@ -212,27 +217,11 @@ class ReadSelector:
                 return found, False
         return found, True
 
-    def _read_watched(self, fd: int, flush: Callable[[], None] | None) -> tuple[int, bool]:
-        """The idle sleep woke for the lone client's socket: ``_pass`` without its look (an
-        epoll_wait that would name that socket). It would end after this read too: the sleep
-        comes only while looks after lone reads find nothing. Another connection ready
-        meanwhile waits at most until the next look: LoneLooks' probe every 16 lone passes,
-        or a sleep that finds the lone client's socket not ready."""
-        if fd not in self._connections:  # not ours (unwatched when it left): never again
-            assert self._idle is not None
-            self._idle.unwatch(fd)
-            return 0, False
-        self._read_events([(fd, select.EPOLLIN)])
-        if flush is not None:
-            flush()  # as the pass would: what waited for the sender's thread leaves
-        return 1, False
-
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:
             self._read_round(events)
             return
         connections = self._connections
-        self._lone_fd = events[0][0]
         for fd, _ in events:
             connection = connections.get(fd)
             if connection is None:
