@@ -162,7 +162,10 @@ class ReadSelector:
                 else:
                     await wait_readable(epoll_fd)
                     resumed = True
-                found, more = self._pass(poll, flush, clock, lone, ready)
+                if ready is not None and len(ready) == 1:
+                    found, more = self._read_woken(ready, flush)
+                else:
+                    found, more = self._pass(poll, flush, clock, lone, ready)
                 # A look after a lone read (or a probe) that found nothing: the lock-step
                 # client's next request is still a while off.
                 missed = False
@@ -216,6 +219,17 @@ class ReadSelector:
                 # client.
                 return found, False
         return found, True
+
+    def _read_woken(
+        self, events: list[tuple[int, int]], flush: Callable[[], None] | None
+    ) -> tuple[int, bool]:
+        """``_pass`` for the one socket that woke the idle sleep, without its clock: the pass
+        would end after this read as well (the sleep comes only while looks after lone reads
+        find nothing)."""
+        self._read_events(events)
+        if flush is not None:
+            flush()  # as the pass would: what waited for the sender's thread leaves
+        return 1, False
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:
