@@ -223,9 +223,10 @@ class ReadSelector:
     def _read_woken(
         self, events: list[tuple[int, int]], flush: Callable[[], None] | None
     ) -> tuple[int, bool]:
-        """``_pass`` for the one socket that woke the idle sleep, without its clock: the pass
-        would end after this read as well (the sleep comes only while looks after lone reads
-        find nothing)."""
+        """``_pass`` for the one socket that woke the idle sleep, without its clock and bounds:
+        a lone read. The pass would end after it too unless looks after lone reads pay (the
+        sleep came right after one of them missed); the loop's next look, LoneLooks', then
+        takes the place of the pass's."""
         self._read_events(events)
         if flush is not None:
             flush()  # as the pass would: what waited for the sender's thread leaves
