@@ -8,8 +8,9 @@ wake in bench/bench_wake.py, against ~5 for a plain epoll loop's whole request, 
 pull of 32 under the peers' lock-step consumer (docs/scaling.md, "A lone request's wake-up,
 second look"). When no task is runnable and no one waits for the loop to go idle, Trio would
 only sleep in its epoll until its next deadline; so the selector sleeps instead, in an epoll of
-its own holding its connections' epoll and Trio's, until the same deadline. A request that
-arrives is read at once by the selector; anything for Trio (another task's descriptor, a
+its own holding its connections' sockets and Trio's epoll, until the same deadline. The sockets
+that woke it are read at once, as the first round of the selector's pass (no look in the
+selector's epoll to name them); anything for Trio (another task's descriptor, a
 thread's ``run_sync_soon``, a signal: all wake Trio's epoll) or the deadline sends the selector
 back through Trio's wait, which then runs as it always did.
 
@@ -40,20 +41,23 @@ MAX_SLEEP_S = 86400.0
 # and Trio's own wake-ups end them). Past this many (~100 connections) the walk would cost
 # about what the sleeps save, and the selector waits through Trio.
 MAX_TASKS = 256
+# Events one sleep reports: the selector's own look takes as many.
+MAX_EVENTS = 64
 
 
 class IdleSleep:
-    def __init__(self, fd: int, runner: Any, trio_epoll_fd: int) -> None:
-        self._fd = fd
+    def __init__(self, runner: Any, trio_epoll_fd: int) -> None:
+        self._trio_fd = trio_epoll_fd
         self._runner = runner
+        # Trio's epoll and every socket the selector reads (``add``/``remove``, as the
+        # selector's own epoll): a sleep's events are the ready sockets themselves.
         self._epoll = select.epoll()
-        self._epoll.register(fd, select.EPOLLIN)
         self._epoll.register(trio_epoll_fd, select.EPOLLIN)
 
     @classmethod
-    def for_current_run(cls, fd: int) -> IdleSleep | None:
-        """For the selector epoll ``fd``, in the running Trio run; None when Trio's runner is not
-        what this knows (the selector then waits through Trio)."""
+    def for_current_run(cls) -> IdleSleep | None:
+        """For the running Trio run; None when Trio's runner is not what this knows (the
+        selector then waits through Trio)."""
         try:
             from trio._core._run import GLOBAL_RUN_CONTEXT
 
@@ -71,37 +75,55 @@ class IdleSleep:
             )
         except (ImportError, AttributeError):
             return None
-        return cls(fd, runner, trio_epoll.fileno()) if known else None
+        return cls(runner, trio_epoll.fileno()) if known else None
 
-    def sleep(self, flush: Callable[[], None] | None, resumed_by_trio: bool) -> bool:
-        """Sleep until the selector's epoll or Trio's is ready, or Trio's next deadline. True
-        when the selector's epoll alone is ready: read it without Trio's wait. False when the
-        caller must wait through Trio: a task is runnable, someone waits for the loop to go
-        idle, a test clock jumps, a deadline is due, or Trio's epoll woke. ``resumed_by_trio``:
-        the caller has been through Trio's scheduler since its last sleep here that returned
-        True (its batch may hold other tasks still to run)."""
+    def add(self, fd: int) -> None:
+        self._epoll.register(fd, select.EPOLLIN)
+
+    def remove(self, fd: int) -> None:
+        """Before the socket closes, as for the selector's epoll."""
+        try:
+            self._epoll.unregister(fd)
+        except (OSError, ValueError):
+            pass
+
+    def sleep(
+        self, flush: Callable[[], None] | None, resumed_by_trio: bool
+    ) -> list[tuple[int, int]] | None:
+        """Sleep until a socket or Trio's epoll is ready, or Trio's next deadline. The ready
+        sockets' events: read them without Trio's wait. None when the caller must wait through
+        Trio: a task is runnable, someone waits for the loop to go idle, a test clock jumps, a
+        deadline is due, or Trio's epoll woke. ``resumed_by_trio``: the caller has been through
+        Trio's scheduler since its last sleep here that answered events (its batch may hold
+        other tasks still to run)."""
         runner = self._runner
         if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
-            return False
+            return None
         if runner.runq:
-            return False
+            return None
         if resumed_by_trio:
             # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
             # itself): a task's next send is set from its reschedule until it runs. Once none
             # is, none can be until the caller yields again: what it wakes goes to runq.
             tasks = runner.tasks
             if len(tasks) > MAX_TASKS:
-                return False
+                return None
             for task in tasks:
                 if task._next_send_fn is not None:
-                    return False
+                    return None
         timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
         if timeout <= 0:
-            return False
+            return None
         if flush is not None:
             flush()  # what Trio's before_io_wait would have done: the queued replies leave
-        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), 2)
-        return len(events) == 1 and events[0][0] == self._fd
+        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), MAX_EVENTS)
+        if not events:
+            return None  # Trio's deadline
+        trio_fd = self._trio_fd
+        for fd, _ in events:
+            if fd == trio_fd:
+                return None  # the sockets stay ready for the selector's look after Trio's
+        return events
 
     def close(self) -> None:
         self._epoll.close()

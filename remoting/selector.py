@@ -13,8 +13,10 @@ then found nothing (a lock-step client waiting for that answer) it looks again o
 looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
 they find nothing it does not look again within the pass either, so a lone request costs one
 look, the one that finds it, and when the loop has nothing else to do the wait for the next one
-sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py). A connection with too
-many reply bytes queued leaves the epoll until they drain, so its peer is not read meanwhile.
+sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py), whose epoll names
+the sockets that woke it: they are the pass's first round, with no look to find them. A
+connection with too many reply bytes queued leaves the epoll until they drain, so its peer is
+not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
@@ -108,6 +110,7 @@ class ReadSelector:
         self._epoll = select.epoll()
         self._connections: dict[int, Connection] = {}
         self._round_handler = round_handler
+        self._idle: IdleSleep | None = None  # while running, when Trio is as it knows
 
     @staticmethod
     def available() -> bool:
@@ -117,12 +120,16 @@ class ReadSelector:
         fd = connection.fileno()
         self._connections[fd] = connection
         self._epoll.register(fd, select.EPOLLIN)
+        if self._idle is not None:
+            self._idle.add(fd)
 
     def remove(self, connection: Connection) -> None:
         """Stop reading it. Call before its socket closes: epoll knows descriptors by number."""
         fd = connection.fileno()
         if self._connections.get(fd) is connection:
             del self._connections[fd]
+            if self._idle is not None:
+                self._idle.remove(fd)
             try:
                 self._epoll.unregister(fd)
             except (OSError, ValueError):  # the selector has stopped
@@ -133,33 +140,49 @@ class ReadSelector:
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
-        idle = IdleSleep.for_current_run(epoll_fd)
+        idle = self._idle = IdleSleep.for_current_run()
+        if idle is not None:
+            for fd in self._connections:
+                idle.add(fd)
         task_status.started()
         try:
             look = lone_look = idle_wait = False
             resumed = True
             while True:
+                ready = None  # the sockets that woke the idle sleep: the pass's first round
                 if look:
                     await checkpoint()
                     resumed = True
-                elif idle_wait and idle is not None and idle.sleep(flush, resumed):
+                elif (
+                    idle_wait
+                    and idle is not None
+                    and (ready := idle.sleep(flush, resumed)) is not None
+                ):
                     resumed = False
                 else:
                     await wait_readable(epoll_fd)
                     resumed = True
-                found, more = self._pass(poll, flush, clock, lone)
+                if ready is not None and len(ready) == 1:
+                    found, more = self._read_woken(ready, flush)
+                else:
+                    found, more = self._pass(poll, flush, clock, lone, ready)
+                # A look after a lone read (or a probe) that found nothing: the lock-step
+                # client's next request is still a while off.
+                missed = False
                 if lone_look:
                     lone.looked(found > 0)
+                    missed = not found
                 # Several reads: their peers' next requests are usually in once the loop's
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
-                # A lone read and no look: a lock-step client's next request is a while off,
-                # and the wait for it may skip Trio's cycle when the loop has nothing else.
-                idle_wait = lone_look and not look
+                # A lone read and no look, or a look after one that found nothing: the wait
+                # for the next request may skip Trio's cycle when the loop has nothing else.
+                idle_wait = (lone_look and not look) or missed
                 lone_look = lone_look and look
         finally:
             if idle is not None:
+                self._idle = None
                 idle.close()
             self._epoll.close()
 
@@ -169,13 +192,18 @@ class ReadSelector:
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
         lone: LoneLooks,
+        ready: list[tuple[int, int]] | None,
     ) -> tuple[int, bool]:
         """Read rounds until a look finds nothing, up to the pass's bounds: the events found,
-        and whether the last look still found some (the bounds ended the pass)."""
+        and whether the last look still found some (the bounds ended the pass). ``ready``: the
+        first round's events, when the idle sleep's epoll has named them already."""
         start = clock()
         found = 0
         for left in range(ROUNDS_PER_PASS - 1, -1, -1):
-            events = poll(0, MAX_EVENTS)
+            if ready is None:
+                events = poll(0, MAX_EVENTS)
+            else:
+                events, ready = ready, None
             if not events:
                 return found, False
             found += len(events)
@@ -191,6 +219,18 @@ class ReadSelector:
                 # client.
                 return found, False
         return found, True
+
+    def _read_woken(
+        self, events: list[tuple[int, int]], flush: Callable[[], None] | None
+    ) -> tuple[int, bool]:
+        """``_pass`` for the one socket that woke the idle sleep, without its clock and bounds:
+        a lone read. The pass would end after it too unless looks after lone reads pay (the
+        sleep came right after one of them missed); the loop's next look, LoneLooks', then
+        takes the place of the pass's."""
+        self._read_events(events)
+        if flush is not None:
+            flush()  # as the pass would: what waited for the sender's thread leaves
+        return 1, False
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:

@@ -28,7 +28,8 @@ class Echo:
 
     def on_readable(self) -> bool:
         data = self._sock.recv(4096)
-        self._sock.send(data)
+        if data:
+            self._sock.send(data)
         return bool(data)
 
 
@@ -41,11 +42,9 @@ class IOWaits(trio.abc.Instrument):
 
 
 async def test_idle_sleep_knows_this_trio() -> None:
-    inner = select.epoll()
-    sleeper = IdleSleep.for_current_run(inner.fileno())
+    sleeper = IdleSleep.for_current_run()
     assert sleeper is not None  # else the selector silently waits through Trio always
     sleeper.close()
-    inner.close()
 
 
 async def test_a_lone_client_is_answered_outside_trios_wait_and_other_tasks_still_wake() -> None:
@@ -86,6 +85,41 @@ async def test_a_lone_client_is_answered_outside_trios_wait_and_other_tasks_stil
     other.close()
 
 
+async def test_a_probe_that_finds_nothing_sleeps_outside_trios_wait_again() -> None:
+    """Once looks after lone reads stop paying, the probe (a look every 16 lone passes) that
+    finds nothing goes back to the selector's own sleep, not through Trio's wait: past the
+    first requests a lock-step client costs one Trio I/O wait per probe, the probe's own."""
+    selector = ReadSelector()
+    ours, client = socket.socketpair()
+    ours.setblocking(False)
+    io_waits = IOWaits()
+    settled, requests = 100, 420
+    counts: list[int] = []
+
+    def lock_step_client() -> None:
+        for i in range(requests):
+            if i == settled:
+                counts.append(io_waits.count)
+            client.send(bytes([i % 256]))
+            assert client.recv(16) == bytes([i % 256])
+            time.sleep(0.0002)  # the client's own work before its next request
+        counts.append(io_waits.count)
+
+    trio.lowlevel.add_instrument(io_waits)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            selector.add(Echo(ours))
+            await trio.to_thread.run_sync(lock_step_client)
+            nursery.cancel_scope.cancel()
+    trio.lowlevel.remove_instrument(io_waits)
+    # The probe's own checkpoint is one pass of Trio's loop (20 probes in these 320
+    # requests: 20 here); 40 when a probe that found nothing then waited through Trio too.
+    assert counts[1] - counts[0] < 30
+    ours.close()
+    client.close()
+
+
 async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client() -> None:
     selector = ReadSelector()
     ours, client = socket.socketpair()
@@ -113,3 +147,100 @@ async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client()
             nursery.cancel_scope.cancel()
     ours.close()
     client.close()
+
+
+class CountingEpoll:
+    """The selector's epoll, with its looks counted."""
+
+    def __init__(self, inner: select.epoll) -> None:
+        self._inner = inner
+        self.looks = 0
+        self.fileno, self.register = inner.fileno, inner.register
+        self.unregister, self.close = inner.unregister, inner.close
+
+    def poll(self, timeout: float, max_events: int) -> list[tuple[int, int]]:
+        self.looks += 1
+        return self._inner.poll(timeout, max_events)
+
+
+async def test_a_sleep_woken_by_the_lone_clients_socket_reads_it_without_a_look() -> None:
+    """The idle sleep's epoll holds the sockets themselves: a lone client's requests are read
+    without an epoll_wait in the selector's epoll to name the socket (one per request
+    before), and a second connection that turns up meanwhile, and then a new client on the
+    first one's descriptor number, are still served."""
+    selector = ReadSelector()
+    counting = CountingEpoll(selector._epoll)
+    selector._epoll = counting  # type: ignore[assignment]
+    ours, client = socket.socketpair()
+    ours.setblocking(False)
+    late_ours, late = socket.socketpair()
+    late_ours.setblocking(False)
+    requests = 200
+
+    def lock_step(sock: socket.socket, count: int) -> None:
+        for i in range(count):
+            sock.send(bytes([i % 256]))
+            assert sock.recv(16) == bytes([i % 256])
+            time.sleep(0.0002)  # the client's own work before its next request
+
+    def first_client() -> None:
+        lock_step(client, requests)
+        late.send(b"z")  # while the first client is watched
+        assert late.recv(16) == b"z"
+        lock_step(client, 20)
+        client.close()  # its connection leaves the selector
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            selector.add(Echo(ours))
+            selector.add(Echo(late_ours))
+            await trio.to_thread.run_sync(first_client)
+            looks = counting.looks
+            while ours.fileno() in selector._connections:
+                await trio.sleep(0.01)
+            ours.close()
+            again_ours, again = socket.socketpair()  # may take the closed one's number
+            again_ours.setblocking(False)
+            selector.add(Echo(again_ours))
+            await trio.to_thread.run_sync(lock_step, again, 50)
+            nursery.cancel_scope.cancel()
+    # Looks: the first requests' (while looks after lone reads still paid), each probe's
+    # (every 16 lone passes), the sleeps that Trio's own wake-ups ended: ~60-100 for the 220
+    # requests; 286 when every wake-up took a look to name the socket.
+    assert looks < requests
+    for sock in (client, late, late_ours, again, again_ours):
+        sock.close()
+
+
+async def test_clients_taking_turns_are_read_without_a_look_too() -> None:
+    """Two lock-step clients taking turns (a consumer's connections, each with its pull in
+    flight): each wake-up names the socket that woke it, whichever it is."""
+    selector = ReadSelector()
+    counting = CountingEpoll(selector._epoll)
+    selector._epoll = counting  # type: ignore[assignment]
+    pairs = [socket.socketpair() for _ in range(2)]
+    for ours, _ in pairs:
+        ours.setblocking(False)
+    requests = 200
+
+    def taking_turns() -> None:
+        for i in range(requests):
+            client = pairs[i % 2][1]
+            client.send(bytes([i % 256]))
+            assert client.recv(16) == bytes([i % 256])
+            time.sleep(0.0002)  # the client's own work before its next request
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            for ours, _ in pairs:
+                selector.add(Echo(ours))
+            await trio.to_thread.run_sync(taking_turns)
+            nursery.cancel_scope.cancel()
+    # One look per request when the sleep woke for the selector's epoll as a whole, or
+    # watched only one client's socket.
+    assert counting.looks < requests * 3 // 4
+    for pair in pairs:
+        for sock in pair:
+            sock.close()
