@@ -89,11 +89,24 @@ async def test_a_probe_that_finds_nothing_sleeps_outside_trios_wait_again() -> N
     """Once looks after lone reads stop paying, the probe (a look every 16 lone passes) that
     finds nothing goes back to the selector's own sleep, not through Trio's wait: past the
     first requests a lock-step client costs one Trio I/O wait per probe, the probe's own."""
+    # The probe's own checkpoint is one pass of Trio's loop (20 probes in these 320 requests:
+    # 20 here); 40 when a probe that found nothing then waited through Trio too. Beside other
+    # busy processes a client's request now and then lands in a probe, looks pay again for a
+    # while and a run takes 30: the best of up to three runs is the selector's own figure.
+    waits = []
+    for _ in range(3):
+        waits.append(await probe_waits(settled=100, requests=420))
+        if waits[-1] < 30:
+            break
+    assert min(waits) < 30, waits
+
+
+async def probe_waits(settled: int, requests: int) -> int:
+    """Trio I/O waits a lock-step client causes between its request ``settled`` and its last."""
     selector = ReadSelector()
     ours, client = socket.socketpair()
     ours.setblocking(False)
     io_waits = IOWaits()
-    settled, requests = 100, 420
     counts: list[int] = []
 
     def lock_step_client() -> None:
@@ -113,11 +126,9 @@ async def test_a_probe_that_finds_nothing_sleeps_outside_trios_wait_again() -> N
             await trio.to_thread.run_sync(lock_step_client)
             nursery.cancel_scope.cancel()
     trio.lowlevel.remove_instrument(io_waits)
-    # The probe's own checkpoint is one pass of Trio's loop (20 probes in these 320
-    # requests: 20 here); 40 when a probe that found nothing then waited through Trio too.
-    assert counts[1] - counts[0] < 30
     ours.close()
     client.close()
+    return counts[1] - counts[0]
 
 
 async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client() -> None:
