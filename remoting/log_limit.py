@@ -61,6 +61,11 @@ class LogLimiter:
         held_back, window.held_back = window.held_back, 0
         return held_back
 
+    def forget(self) -> None:
+        """Start over, as a new process would (tests: each test's warnings are its own)."""
+        self._keys.clear()
+        self._all = None
+
     def _fresh(self, window: _Window | None, now: float) -> _Window:
         if window is None:
             return _Window(now)

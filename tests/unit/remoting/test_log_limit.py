@@ -24,3 +24,11 @@ def test_the_keys_remembered_are_bounded() -> None:
     for n in range(1000):
         assert limiter.admit(n, now=0.0) == 0
     assert len(limiter._keys) <= 100
+
+
+def test_forget_starts_every_key_and_the_total_afresh() -> None:
+    limiter = LogLimiter(per_key=1, overall=1, period_s=60)
+    assert limiter.admit("a", 0.0) == 0
+    assert limiter.admit("a", 1.0) is None
+    limiter.forget()
+    assert limiter.admit("a", 2.0) == 0
