@@ -10,12 +10,12 @@ PYTEST_MARKS ?= not slow
 # Run again with every native extension off (ROCKETMQ_TRIO_PURE=1), so the pure-Python twins
 # are held to the same behaviour on every run: the unit and property suites and the
 # integration tests of the servers the extensions live in (the codec and sender in remoting,
-# the store in broker, the NameServer over them). HA, the client, CLI, deploy, console,
-# metrics, plugin, proxy, pop and Spark suites, interop, faults and fuzz drive those same
-# paths at several times the cost and run native only: with HA too, make test took 16 min on
-# 2 cores, over CI's 15 (tests/README.md, "Running").
+# the store in broker, the NameServer over them, and HA, which copies the store's bytes). The
+# client, CLI, deploy, console, metrics, plugin, proxy, pop and Spark suites, interop, faults
+# and fuzz drive those same paths at several times the cost and run native only
+# (tests/README.md, "Running").
 PURE_PATHS ?= tests/unit tests/property tests/integration/broker tests/integration/remoting \
-	tests/integration/namesrv
+	tests/integration/namesrv tests/integration/ha
 
 # Test worker processes (pytest-xdist; 0: one process). Each test module runs whole in one
 # worker (--dist loadscope), so a module's shared cluster starts once.
