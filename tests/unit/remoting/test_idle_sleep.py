@@ -5,7 +5,6 @@ by threads and by their timers."""
 
 from __future__ import annotations
 
-import select
 import socket
 import threading
 import time
@@ -15,22 +14,9 @@ import trio
 
 from remoting.idle_sleep import IdleSleep
 from remoting.selector import ReadSelector
+from tests.kits.selectorkit import CountingEpoll, Echo
 
 pytestmark = pytest.mark.skipif(not ReadSelector.available(), reason="needs select.epoll")
-
-
-class Echo:
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    def on_readable(self) -> bool:
-        data = self._sock.recv(4096)
-        if data:
-            self._sock.send(data)
-        return bool(data)
 
 
 class IOWaits(trio.abc.Instrument):
@@ -158,20 +144,6 @@ async def test_a_timer_still_fires_while_the_selector_sleeps_for_a_lone_client()
             nursery.cancel_scope.cancel()
     ours.close()
     client.close()
-
-
-class CountingEpoll:
-    """The selector's epoll, with its looks counted."""
-
-    def __init__(self, inner: select.epoll) -> None:
-        self._inner = inner
-        self.looks = 0
-        self.fileno, self.register = inner.fileno, inner.register
-        self.unregister, self.close = inner.unregister, inner.close
-
-    def poll(self, timeout: float, max_events: int) -> list[tuple[int, int]]:
-        self.looks += 1
-        return self._inner.poll(timeout, max_events)
 
 
 async def test_a_sleep_woken_by_the_lone_clients_socket_reads_it_without_a_look() -> None:

@@ -6,46 +6,15 @@ the loop's other tasks run (the pass's bound); each connection's bytes are read 
 from __future__ import annotations
 
 import socket
-from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
 from remoting.selector import ROUNDS_PER_PASS, LoneLooks, ReadSelector
+from tests.kits.selectorkit import CountingEpoll, Echo
 
 pytestmark = pytest.mark.skipif(not ReadSelector.available(), reason="needs select.epoll")
-
-
-class CountingEpoll:
-    """The selector's epoll, with its looks counted."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.looks = 0
-        self.fileno, self.register = inner.fileno, inner.register
-        self.unregister, self.close = inner.unregister, inner.close
-
-    def poll(self, timeout: float, max_events: int) -> list[tuple[int, int]]:
-        self.looks += 1
-        return self._inner.poll(timeout, max_events)
-
-
-class Echo:
-    """A connection that answers each byte it reads with the same byte, at once."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self.read: list[bytes] = []
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    def on_readable(self) -> bool:
-        data = self._sock.recv(4096)
-        self.read.append(data)
-        self._sock.send(data)
-        return bool(data)
 
 
 class AlwaysReady:
