@@ -1,4 +1,4 @@
-"""The fuzz campaign, bounded for CI: ~10 s of hostile traffic against a real ``mqnamesrv`` and
+"""The fuzz campaign, bounded for CI: ~20 s of hostile traffic against a real ``mqnamesrv`` and
 ``mqbroker`` (tests/fuzz/campaign.py), then the whole verdict: no crash, no hang, no traceback
 or ERROR logged, nothing touched outside the stores, sockets and heap back near baseline, and
 every acknowledged message back after kill -9. ``make fuzz`` runs the same for as long as
@@ -16,7 +16,7 @@ from tests.fuzz.campaign import Settings, plan_from, run_campaign, suspects
 from tests.fuzz.world import World
 from tests.harness import ProcessPool
 
-SECONDS = 10.0
+SECONDS = 20.0
 SEED = int(os.environ.get("FUZZ_SEED", "22"))
 
 
