@@ -41,7 +41,7 @@ def _run_wakes(pulls: list[HeldPull]) -> None:
 
 
 class HeldPull:
-    __slots__ = ("deadline", "key", "live", "offset", "owner", "tags_filter", "wake")
+    __slots__ = ("deadline", "key", "live", "offset", "owned", "owner", "tags_filter", "wake")
 
     def __init__(
         self,
@@ -58,6 +58,7 @@ class HeldPull:
         self.deadline = deadline
         self.wake = wake
         self.owner = owner  # the connection: its close drops the pull
+        self.owned: set[HeldPull] | None = None  # the owner's live held pulls, this one among them
         self.live = True
 
 
@@ -75,6 +76,10 @@ class PullRequestHoldService:
             check_interval_s if callable(check_interval_s) else lambda: check_interval_s
         )
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
+        # id(owner) -> its live held pulls: a closing connection drops its own without a walk
+        # over every held pull (a storm of closes beside many held pulls was quadratic). An
+        # owner's set stays, empty or not, until its drop(): one per open connection.
+        self._owned: dict[int, set[HeldPull]] = {}
         self.held = 0
         self._deadlines: list[tuple[float, int, HeldPull]] = []
         self._seq = count()
@@ -100,6 +105,12 @@ class PullRequestHoldService:
             self._held[key] = [pull]
         else:
             held.append(pull)
+        if owner is not None:
+            owned = self._owned.get(id(owner))
+            if owned is None:
+                owned = self._owned[id(owner)] = set()
+            owned.add(pull)
+            pull.owned = owned
         if not self.held:
             self._next_check = trio.current_time() + self._interval()
         self.held += 1
@@ -141,13 +152,17 @@ class PullRequestHoldService:
         else:
             del self._held[key]
         self.held -= len(woken)
+        for pull in woken:
+            if pull.owned is not None:
+                pull.owned.discard(pull)
         # Released first: a wake may hold its pull again (on this same queue).
         _run_wakes(woken)
 
     def drop(self, owner: object) -> None:
         """The owner's connection closed: its held pulls go unanswered."""
-        if self.held:
-            self._release([p for held in self._held.values() for p in held if p.owner is owner])
+        owned = self._owned.pop(id(owner), None)
+        if owned:
+            self._release(list(owned))
 
     def wake_all(self) -> None:
         """Shutdown: every held pull answers now."""
@@ -182,6 +197,8 @@ class PullRequestHoldService:
             held.remove(pull)
             if not held:
                 del self._held[pull.key]
+            if pull.owned is not None:
+                pull.owned.discard(pull)
 
     def _wake(self, pulls: list[HeldPull]) -> None:
         # All released first: a wake may hold its pull again (on the same queue).

@@ -163,6 +163,32 @@ async def test_a_closed_connections_pulls_are_dropped_unwoken(autojump_clock) ->
     assert woken.at == {"b": 30.0}
 
 
+async def test_a_connection_holds_only_its_live_pulls_in_the_owner_index(autojump_clock) -> None:
+    # A consumer's connection holds, is woken by an arrival, times out and holds again for
+    # hours: what drop() keeps per connection must not grow with it.
+    service = PullRequestHoldService(Queue())
+    consumer, other = object(), object()
+    async with running(service):
+        for offset in range(5_000):
+            service.suspend(
+                "T", 0, offset, None, trio.current_time() + 30.0, lambda: None, consumer
+            )
+            service.notify_message_arriving("T", 0, max_offset=offset + 1)
+        service.suspend("U", 0, 0, None, trio.current_time() + 1.0, lambda: None, consumer)
+        await trio.sleep(2)  # expired at its deadline
+        service.suspend("U", 0, 0, None, trio.current_time() + 30.0, lambda: None, other)
+        assert service.held == 1
+        # one set per connection that held pulls, holding the live ones only
+        assert {owner: len(pulls) for owner, pulls in service._owned.items()} == {
+            id(consumer): 0,
+            id(other): 1,
+        }
+        service.drop(consumer)  # nothing of its own is held: the other's pull stays
+        assert service.held == 1
+        service.drop(other)
+        assert service.held == 0 and service._owned == {}
+
+
 async def test_the_deadline_heap_stays_within_twice_the_held_pulls(autojump_clock) -> None:
     # Woken pulls leave their deadlines behind: a consumer polling for hours must not grow it.
     service = PullRequestHoldService(Queue())
