@@ -265,7 +265,11 @@ def _checked_json_header(
     if ext is not None:
         if not isinstance(ext, dict):
             raise RemoteProtocolError("extFields is not a JSON object")
-        if not _ONLY_STR.issuperset(map(type, ext.values())):
+        # fastjson's unquoted numeric keys ({99:"x"}, lenient text only) arrive as ints: Java's
+        # Map<String,String> has them as strings
+        if not _ONLY_STR.issuperset(map(type, ext.values())) or (
+            lenient and not _ONLY_STR.issuperset(map(type, ext))
+        ):
             if not lenient and not _EXACT.issuperset(map(type, ext.values())):
                 # orjson reads an integer past 64 bits as a float, rounded (-2^63 - 1 became
                 # -2^63, a Java long): read the header again with the exact parser

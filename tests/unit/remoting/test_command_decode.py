@@ -66,3 +66,14 @@ def test_an_integer_past_64_bits_in_ext_fields_is_read_exactly(number: str) -> N
     header = b'{"code":29,"extFields":{"timestamp":%s,"ratio":0.5}}' % number.encode()
     command = decode_command(Frame(0, header, b""))
     assert command.ext_fields == {"timestamp": number, "ratio": "0.5"}
+
+
+@pytest.mark.parametrize(
+    "key", [b"0", b"-7", b"99999999999999999999"], ids=["zero", "negative", "past-64-bits"]
+)
+def test_an_unquoted_numeric_ext_fields_key_is_a_string_key(key: bytes) -> None:
+    # fastjson's dialect: Java reads {3:"x"} into its Map<String,String> as "3". The lenient
+    # parser gave an int key, and the UTF-8 check then raised AttributeError (hypothesis)
+    header = b'{"code":15,"extFields":{"consumerGroup":"G",%s:"3"},"opaque":3}' % key
+    command = decode_command(Frame(0, header, b""))
+    assert command.ext_fields == {"consumerGroup": "G", key.decode(): "3"}
