@@ -145,12 +145,16 @@ def test_native_put_cq_runs_is_the_reference(tmp_path: Path) -> None:
     assert seen["taken"] and seen["left"]  # both ways were taken
 
 
-@pytest.mark.parametrize("put", [python_put_cq_runs, getattr(native, "put_cq_runs", None)])
+@pytest.mark.parametrize(
+    "put",
+    [
+        python_put_cq_runs,
+        pytest.param(getattr(native, "put_cq_runs", None), marks=needs_store_native, id="native"),
+    ],
+)
 def test_a_closed_file_or_a_new_queue_is_left_to_put_runs(tmp_path: Path, put) -> None:
     """The common run is written and its queue marked dirty; a queue not yet in the table, and
     one whose file's mapping is closed, stop the call there (put_runs says what happens)."""
-    if put is None:
-        pytest.skip("broker.store._native is not loaded")
     table = ConsumeQueueTable(tmp_path, FILE_UNITS * CQ_UNIT.size)
     queue = table.find_or_create("T", 0)
     queue.put(100, 10, 7, 0)  # its first file
@@ -166,9 +170,8 @@ def test_a_closed_file_or_a_new_queue_is_left_to_put_runs(tmp_path: Path, put) -
     assert mapped.wrote_position == 2 * CQ_UNIT.size
 
 
+@needs_store_native
 def test_bad_arguments_are_refused() -> None:
-    if native is None:
-        pytest.skip("broker.store._native is not loaded")
     with pytest.raises(TypeError):
         native.put_cq_runs({}, set())
     with pytest.raises(TypeError):
