@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable, put_cq_runs
-from broker.store.index_file import index_put_keys
 from broker.store.index_service import IndexService
 from broker.store.types import AppendedBatch, DispatchRequest
 from broker.timer.transform import TIMER_TOPIC
@@ -135,22 +134,10 @@ class CommitLogDispatcher:
                 ):
                     for wake in wakes:
                         listener(*wake)
-        if key_chunks and self.config.message_index_enable:
-            service = self.index_service
-            files = service.files
-            if files and len(key_chunks) == 1:
-                # build_index_keys inline (a plain pass has one store timestamp): one call
-                index = files[-1]
-                store_timestamp, keys = key_chunks[0]
-                left = index_put_keys(
-                    index.file.mmap, index.slots, index.max_entries, keys, store_timestamp
-                )
-                if left:  # the file is full: the next one takes the rest
-                    service.spill(index, left)
-            else:
-                for store_timestamp, keys in key_chunks:
-                    # 0: no rolled-back half has entries here
-                    service.build_index_keys(0, store_timestamp, keys)
+        if self.config.message_index_enable:
+            build = self.index_service.build_index_keys
+            for store_timestamp, keys in key_chunks:
+                build(0, store_timestamp, keys)  # 0: no rolled-back half has entries here
         self.last_dispatched_timestamp = last_timestamp
 
     def _notify_newest(self, requests: list[DispatchRequest]) -> None:

@@ -116,7 +116,7 @@ class IndexService:
         else:
             left = python_index_hashes(requests, prefix, -1)
         if left:
-            self.spill(index, left)
+            self._spill(index, left)
 
     def build_index_keys(self, sys_flag: int, store_timestamp: int, keys: bytes) -> None:
         """``build_index_batch`` for a batch put's packed keys (AppendCursor.put_batch_dispatch:
@@ -134,9 +134,9 @@ class IndexService:
         else:
             left = packed_entries(keys, store_timestamp, -1)
         if left:  # a lone send's keys fit: no call per send
-            self.spill(index, left)
+            self._spill(index, left)
 
-    def spill(self, index: IndexFile | None, left: list[tuple[int, int, int]]) -> None:
+    def _spill(self, index: IndexFile | None, left: list[tuple[int, int, int]]) -> None:
         """Entries that did not fit in ``index`` (or found no file) into the next files."""
         while left:
             index = self._room(index, len(left))
