@@ -9,7 +9,12 @@ printed first: the figures below include them.
   decode, the handler (a response object), the reply's encoding and queue, the batch's end;
 * round: ``ReadSelector._read_events`` for a round of four connections with one request each
   (sync senders on many connections), the round handler answering with encoded reply frames
-  as the broker's plain sends do; per connection.
+  as the broker's plain sends do; per connection. The requests are plain sends whose JSON
+  header the C read scans (every field a client sends), the connections added to the selector
+  as a server adds them;
+* round, sender thread: the same with the replies written by a server's native sender (the
+  broker's way: ``kick`` after the round, the peer's bytes read back), when it is built; its
+  thread's CPU is counted too.
 
 ``python -m bench.bench_request_path`` here, and the same file run with another tree's
 interpreter from that tree (``cd /work/wt/base && .venv/bin/python /path/to/this/file``), give
@@ -29,6 +34,7 @@ import trio
 from remoting.command import RemotingCommand, encode_command
 from remoting.connection import Connection
 from remoting.selector import ReadSelector
+from remoting.sender import OutboundSender
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "30000"))
 CONNECTIONS = 4
@@ -50,7 +56,12 @@ def _group(connection: Connection, requests: list[RemotingCommand]) -> list[Any]
 
 
 def _request_frame() -> bytes:
-    ext = {"a": "PG-bench", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "1", "f": "0"}
+    # A SEND_MESSAGE_V2 header as the peers' harness and Java clients write it (a..n)
+    ext = {
+        "a": "PG-bench", "b": "BenchTopic", "c": "TBW102", "d": "4", "e": "1", "f": "0",
+        "g": "1700000000000", "h": "0", "i": "UNIQ_KEY\x01AB12\x02", "j": "0", "k": "false",
+        "m": "false", "l": "16", "n": "broker-a",
+    }  # fmt: skip
     return b"".join(encode_command(RemotingCommand.request(310, ext, b"x" * 1024)))
 
 
@@ -59,14 +70,20 @@ class _FakeSocket:
         return sum(len(v) for v in views)
 
 
-def _connection(keep: list[Any], feeds: list[socket.socket]) -> Connection:
+def _connection(
+    keep: list[Any], feeds: list[socket.socket], sender: OutboundSender | None = None
+) -> Connection:
     ours, theirs = socket.socketpair()
     connection = Connection(
-        trio.SocketStream(trio.socket.from_stdlib_socket(ours)), _handler, group_handler=_group
+        trio.SocketStream(trio.socket.from_stdlib_socket(ours)),
+        _handler,
+        group_handler=_group,
+        sender=sender,
     )
     keep += [theirs, connection._sock]
     feeds.append(theirs)
-    connection._writes._sock = _FakeSocket()  # type: ignore[assignment,union-attr]
+    if sender is None:
+        connection._writes._sock = _FakeSocket()  # type: ignore[assignment,union-attr]
     return connection
 
 
@@ -80,18 +97,26 @@ def _cpu_us(call: Callable[[], object], per: int) -> float:
     return best
 
 
+def _round_setup(
+    keep: list[Any], sender: OutboundSender | None
+) -> tuple[ReadSelector, list[tuple[int, int]], list[socket.socket]]:
+    feeds: list[socket.socket] = []
+    selector = ReadSelector(_frames)
+    events = []
+    for _ in range(CONNECTIONS):
+        connection = _connection(keep, feeds, sender)
+        selector.add(connection)
+        events.append((connection.fileno(), 1))
+    return selector, events, feeds
+
+
 async def _main() -> None:
     keep: list[Any] = []
     frame = _request_frame()
     feeds: list[socket.socket] = []
     lone = _connection(keep, feeds)
-    selector = ReadSelector(_frames)
-    events = []
-    for _ in range(CONNECTIONS):
-        connection = _connection(keep, feeds)
-        selector._connections[connection.fileno()] = connection
-        events.append((connection.fileno(), 1))
-    lone_feed, *round_feeds = feeds
+    (lone_feed,) = feeds
+    selector, events, round_feeds = _round_setup(keep, None)
     pair = socket.socketpair()
     keep += pair
 
@@ -112,6 +137,20 @@ async def _main() -> None:
     print(f"lone request: {_cpu_us(lone_request, 1):.2f} us CPU")
     round_us = _cpu_us(round_of_requests, CONNECTIONS)
     print(f"round of {CONNECTIONS}: {round_us:.2f} us CPU per connection")
+    if OutboundSender.available():
+        sender = OutboundSender()
+        threaded, threaded_events, threaded_feeds = _round_setup(keep, sender)
+
+        def round_with_the_sender() -> None:
+            for sock in threaded_feeds:
+                sock.send(frame)
+            threaded._read_events(threaded_events)
+            sender.kick()
+            for sock in threaded_feeds:
+                sock.recv(65536)  # the reply, written by the kick (or the thread)
+
+        round_us = _cpu_us(round_with_the_sender, CONNECTIONS)
+        print(f"round of {CONNECTIONS}, sender thread: {round_us:.2f} us CPU per connection")
     for sock in keep:
         sock.close()
 
