@@ -8,8 +8,12 @@ reads each ready connection in turn (``Connection.on_readable``). After a round 
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
 rounds while the pass is short; a busy pass looks again after a plain checkpoint before
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
-own epoll_wait, deadlines and instruments) is ~5 us. After a pass that answered one read and
-then found nothing (a lock-step client waiting for that answer) it looks again only while such
+own epoll_wait, deadlines and instruments) is ~5 us. When the loop has nothing else to do, a
+pass of several reads that ended with a look finding nothing skips that checkpoint, that look
+and Trio's wait: it goes to the idle sleep below, which returns at once with whatever is ready
+(sync sends on 8 connections: Trio's passes per request 0.53 -> 0.19). After a pass that
+answered one read and then found nothing (a lock-step client waiting for that answer) it looks
+again only while such
 looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
 they find nothing it does not look again within the pass either, so a lone request costs one
 look, the one that finds it, and when the loop has nothing else to do the wait for the next one
@@ -150,15 +154,15 @@ class ReadSelector:
             resumed = True
             while True:
                 ready = None  # the sockets that woke the idle sleep: the pass's first round
-                if look:
-                    await checkpoint()
-                    resumed = True
-                elif (
+                if (
                     idle_wait
                     and idle is not None
                     and (ready := idle.sleep(flush, resumed)) is not None
                 ):
                     resumed = False
+                elif look:
+                    await checkpoint()
+                    resumed = True
                 else:
                     await wait_readable(epoll_fd)
                     resumed = True
@@ -178,7 +182,11 @@ class ReadSelector:
                 look = more or found > 1 or (lone_look and lone.look_again())
                 # A lone read and no look, or a look after one that found nothing: the wait
                 # for the next request may skip Trio's cycle when the loop has nothing else.
-                idle_wait = (lone_look and not look) or missed
+                # Several reads ended by a look that found nothing: when Trio has nothing to
+                # do its pass before the look would only look, so the sleep, which returns at
+                # once with whatever is ready, takes the checkpoint's, the look's and Trio's
+                # wait's place; else (it declines) the checkpoint and the look, as before.
+                idle_wait = (lone_look and not look) or missed or (found > 1 and not more)
                 lone_look = lone_look and look
         finally:
             if idle is not None:
