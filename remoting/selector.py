@@ -8,17 +8,18 @@ reads each ready connection in turn (``Connection.on_readable``). After a round 
 work it writes the round's replies (the sender's ``kick``) and looks again at once, a few
 rounds while the pass is short; a busy pass looks again after a plain checkpoint before
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
-own epoll_wait, deadlines and instruments) is ~5 us. When the loop has nothing else to do, a
-pass of several reads that ended with a look finding nothing skips that checkpoint, that look
-and Trio's wait: it goes to the idle sleep below, which returns at once with whatever is ready
-(sync sends on 8 connections: Trio's passes per request 0.53 -> 0.19). After a pass that
-answered one read and then found nothing (a lock-step client waiting for that answer) it looks
-again only while such
-looks have often been finding work (``LoneLooks``), else it waits for readiness at once; while
-they find nothing it does not look again within the pass either, so a lone request costs one
-look, the one that finds it, and when the loop has nothing else to do the wait for the next one
-sleeps outside Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py), whose epoll names
-the sockets that woke it: they are the pass's first round, with no look to find them. A
+own epoll_wait, deadlines and instruments) is ~5 us. But when the loop has nothing else to
+do, that pass would only look: so a pass that ended with a look finding nothing (not by its
+bounds) goes to the idle sleep below instead, which returns at once with whatever is ready and
+else sleeps, in place of the checkpoint, the look and Trio's wait (8 lock-step Python clients:
+Trio's passes per request 0.53 -> 0.03, ``epoll_wait`` 1.6 -> 0.6); when it declines they run as
+before. After a pass that answered one read and then found nothing (a lock-step client waiting
+for that answer) it looks again only while such looks have often been finding work
+(``LoneLooks``), else it waits for readiness at once; while they find nothing it does not look
+again within the pass either, so a lone request costs one look, the one that finds it, and when
+the loop has nothing else to do the wait for the next one sleeps outside Trio's wait cycle
+(``IdleSleep``, remoting/idle_sleep.py), whose epoll names the sockets that woke it: they are
+the pass's first round, with no look to find them. A
 connection with too many reply bytes queued leaves the epoll until they drain, so its peer is
 not read meanwhile.
 
@@ -159,7 +160,9 @@ class ReadSelector:
                     and idle is not None
                     and (ready := idle.sleep(flush, resumed)) is not None
                 ):
-                    resumed = False
+                    # The sleep took a look's place: what it found says nothing of what a
+                    # look after a checkpoint finds.
+                    resumed = lone_look = False
                 elif look:
                     await checkpoint()
                     resumed = True
@@ -170,23 +173,17 @@ class ReadSelector:
                     found, more = self._read_woken(ready, flush)
                 else:
                     found, more = self._pass(poll, flush, clock, lone, ready)
-                # A look after a lone read (or a probe) that found nothing: the lock-step
-                # client's next request is still a while off.
-                missed = False
-                if lone_look:
+                if lone_look:  # a look after a lone read (or a probe), through Trio's pass
                     lone.looked(found > 0)
-                    missed = not found
                 # Several reads: their peers' next requests are usually in once the loop's
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
-                # A lone read and no look, or a look after one that found nothing: the wait
-                # for the next request may skip Trio's cycle when the loop has nothing else.
-                # Several reads ended by a look that found nothing: when Trio has nothing to
-                # do its pass before the look would only look, so the sleep, which returns at
-                # once with whatever is ready, takes the checkpoint's, the look's and Trio's
-                # wait's place; else (it declines) the checkpoint and the look, as before.
-                idle_wait = (lone_look and not look) or missed or (found > 1 and not more)
+                # Unless the pass's bounds ended it: when Trio has nothing to do, its pass
+                # before a look would only look, so the idle sleep (it returns at once with
+                # whatever is ready) takes the place of the checkpoint and look, or of Trio's
+                # wait; when it declines, they run as before.
+                idle_wait = not more
                 lone_look = lone_look and look
         finally:
             if idle is not None:
