@@ -160,8 +160,11 @@ class ReadSelector:
                     and idle is not None
                     and (ready := idle.sleep(flush, resumed)) is not None
                 ):
-                    # The sleep took a look's place: what it found says nothing of what a
-                    # look after a checkpoint finds.
+                    # The sleep took the place of a look after a lone read: while the sleep
+                    # answers, looks (after a checkpoint, or within the pass) save nothing, so
+                    # it counts as a look that found nothing and they stop.
+                    if lone_look:
+                        lone.looked(False)
                     resumed = lone_look = False
                 elif look:
                     await checkpoint()
