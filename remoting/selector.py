@@ -9,11 +9,11 @@ work it writes the round's replies (the sender's ``kick``) and looks again at on
 rounds while the pass is short; a busy pass looks again after a plain checkpoint before
 waiting: a busy server's next requests are usually in by then, and each Trio pass saved (its
 own epoll_wait, deadlines and instruments) is ~5 us. But when the loop has nothing else to
-do, that pass would only look: so a pass that ended with a look finding nothing (not by its
-bounds) goes to the idle sleep below instead, which returns at once with whatever is ready and
-else sleeps, in place of the checkpoint, the look and Trio's wait (8 lock-step Python clients:
-Trio's passes per request 0.53 -> 0.03, ``epoll_wait`` 1.6 -> 0.6); when it declines they run as
-before. After a pass that answered one read and then found nothing (a lock-step client waiting
+do, that checkpoint would only lead to the look, and Trio's wait would only wait: so after any
+pass the selector first tries the idle sleep below, which declines whenever Trio has anything
+to do and else returns at once with whatever is ready or sleeps, in place of the checkpoint,
+the look and Trio's wait (8 lock-step Python clients: Trio's passes per request 0.53 -> 0.03,
+``epoll_wait`` 1.6 -> 0.6). After a pass that answered one read and then found nothing (a lock-step client waiting
 for that answer) it looks again only while such looks have often been finding work
 (``LoneLooks``), else it waits for readiness at once; while they find nothing it does not look
 again within the pass either, so a lone request costs one look, the one that finds it, and when
@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EVENTS = 64
-# Rounds a pass may read before it yields to Trio's scheduler, while it has taken less than
-# PASS_BUDGET_S: the loop's other tasks wait at most about that long.
+# Rounds a pass may read before it yields to Trio's scheduler (when Trio has anything to do:
+# the idle sleep's checks), while it has taken less than PASS_BUDGET_S: the loop's other tasks
+# wait at most about that long.
 ROUNDS_PER_PASS = 4
 PASS_BUDGET_S = 0.001
 
@@ -151,27 +152,27 @@ class ReadSelector:
                 idle.add(fd)
         task_status.started()
         try:
-            look = lone_look = idle_wait = False
+            look = lone_look = False
             resumed = True
             while True:
-                ready = None  # the sockets that woke the idle sleep: the pass's first round
-                if (
-                    idle_wait
-                    and idle is not None
-                    and (ready := idle.sleep(flush, resumed)) is not None
-                ):
-                    # The sleep took the place of a look after a lone read: while the sleep
-                    # answers, looks (after a checkpoint, or within the pass) save nothing, so
-                    # it counts as a look that found nothing and they stop.
+                # When Trio has nothing else to do, its pass before a look would only look and
+                # its wait only wait: the idle sleep (it returns at once with whatever is
+                # ready, else sleeps) takes their place, after any pass; when it declines,
+                # they run as before. ``ready``: the sockets it returned, the pass's first
+                # round.
+                if idle is not None and (ready := idle.sleep(flush, resumed)) is not None:
+                    # In place of a look after a lone read: while the sleep answers, such
+                    # looks (after a checkpoint, or within the pass) save nothing, so it
+                    # counts as one that found nothing and they stop.
                     if lone_look:
                         lone.looked(False)
                     resumed = lone_look = False
                 elif look:
                     await checkpoint()
-                    resumed = True
+                    ready, resumed = None, True
                 else:
                     await wait_readable(epoll_fd)
-                    resumed = True
+                    ready, resumed = None, True
                 if ready is not None and len(ready) == 1:
                     found, more = self._read_woken(ready, flush)
                 else:
@@ -182,11 +183,6 @@ class ReadSelector:
                 # other tasks have run. One read: only if such looks have been finding them.
                 lone_look = found == 1 and not more
                 look = more or found > 1 or (lone_look and lone.look_again())
-                # Unless the pass's bounds ended it: when Trio has nothing to do, its pass
-                # before a look would only look, so the idle sleep (it returns at once with
-                # whatever is ready) takes the place of the checkpoint and look, or of Trio's
-                # wait; when it declines, they run as before.
-                idle_wait = not more
                 lone_look = lone_look and look
         finally:
             if idle is not None:
