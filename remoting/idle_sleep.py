@@ -1,5 +1,6 @@
-"""IdleSleep: the selector's sleep between a lock-step client's requests, outside Trio's wait
-cycle when Trio has nothing else to do.
+"""IdleSleep: the selector's wait between its passes (a lock-step client's requests, or the
+rounds of many connections' sync sends) outside Trio's wait cycle when Trio has nothing else to
+do.
 
 A task that waits with ``trio.lowlevel.wait_readable`` pays Trio's whole cycle per wake-up: the
 re-arm (an ``epoll_ctl``), the run loop's deadlines and instrument checks, its own

@@ -227,3 +227,96 @@ async def test_clients_taking_turns_are_read_without_a_look_too() -> None:
     for pair in pairs:
         for sock in pair:
             sock.close()
+
+
+def _lock_step_until(sock: socket.socket, stop: threading.Event, cap: int, pause_s: float) -> int:
+    """Requests a lock-step client made before ``stop`` (or its ``cap``)."""
+    made = 0
+    while made < cap and not stop.is_set():
+        sock.send(b"x")
+        assert sock.recv(16) == b"x"
+        made += 1
+        if pause_s:
+            time.sleep(pause_s)  # the client's own work before its next request
+    return made
+
+
+async def test_busy_connections_still_let_a_timer_and_an_accept_through() -> None:
+    """Eight clients keeping the selector busy (passes of several reads that may sleep outside
+    Trio's wait between them): a timer still fires and a connection is still accepted
+    meanwhile, not only once the clients give up."""
+    selector = ReadSelector()
+    pairs = [socket.socketpair() for _ in range(8)]
+    for ours, _ in pairs:
+        ours.setblocking(False)
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+    cap = 20000  # a selector that never let Trio run would end only here
+    made: list[int] = []
+
+    def client(sock: socket.socket) -> None:
+        made.append(_lock_step_until(sock, stop, cap, 0))
+
+    async def timer_then_accept() -> None:
+        await trio.sleep(0.05)
+        connecting = threading.Thread(
+            target=lambda: socket.create_connection(listener.getsockname()).close()
+        )
+        connecting.start()
+        accepted, _ = await listener.accept()
+        accepted.close()
+        stop.set()
+        connecting.join()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            for ours, _ in pairs:
+                selector.add(Echo(ours))
+            nursery.start_soon(timer_then_accept)
+            async with trio.open_nursery() as clients:
+                for _, theirs in pairs:
+                    clients.start_soon(trio.to_thread.run_sync, client, theirs)
+            nursery.cancel_scope.cancel()
+    assert stop.is_set()
+    assert max(made) < cap, made
+    listener.close()
+    for pair in pairs:
+        for sock in pair:
+            sock.close()
+
+
+async def test_passes_of_several_reads_skip_trios_wait_when_trio_has_nothing_to_do() -> None:
+    """Four lock-step clients at once (the peers' sync sends on many connections): when the
+    loop has nothing else to do, a pass that then found nothing sleeps outside Trio's wait,
+    where it took a checkpoint and a look, and Trio's wait."""
+    selector = ReadSelector()
+    pairs = [socket.socketpair() for _ in range(4)]
+    for ours, _ in pairs:
+        ours.setblocking(False)
+    requests = 300
+    never = threading.Event()
+    io_waits = IOWaits()
+    trio.lowlevel.add_instrument(io_waits)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(selector.run)
+            for ours, _ in pairs:
+                selector.add(Echo(ours))
+            async with trio.open_nursery() as clients:
+                for _, theirs in pairs:
+                    clients.start_soon(
+                        trio.to_thread.run_sync, _lock_step_until, theirs, never, requests, 0.0002
+                    )
+            nursery.cancel_scope.cancel()
+    trio.lowlevel.remove_instrument(io_waits)
+    # Trio's passes (each calls before_io_wait, a checkpoint's too): 630-882 for these 1,200
+    # requests when every pass of several reads took a checkpoint and Trio's wait, 86-279 when
+    # only those slept outside (lone reads' looks still took a checkpoint each), 18-24 now (the
+    # threads' ends, passes the bounds ended, sleeps Trio's own wake-ups ended).
+    assert io_waits.count < requests
+    for pair in pairs:
+        for sock in pair:
+            sock.close()
