@@ -13,15 +13,14 @@ do, that checkpoint would only lead to the look, and Trio's wait would only wait
 pass the selector first tries the idle sleep below, which declines whenever Trio has anything
 to do and else returns at once with whatever is ready or sleeps, in place of the checkpoint,
 the look and Trio's wait (8 lock-step Python clients: Trio's passes per request 0.53 -> 0.03,
-``epoll_wait`` 1.6 -> 0.6). After a pass that answered one read and then found nothing (a lock-step client waiting
-for that answer) it looks again only while such looks have often been finding work
-(``LoneLooks``), else it waits for readiness at once; while they find nothing it does not look
-again within the pass either, so a lone request costs one look, the one that finds it, and when
-the loop has nothing else to do the wait for the next one sleeps outside Trio's wait cycle
-(``IdleSleep``, remoting/idle_sleep.py), whose epoll names the sockets that woke it: they are
-the pass's first round, with no look to find them. A
-connection with too many reply bytes queued leaves the epoll until they drain, so its peer is
-not read meanwhile.
+``epoll_wait`` 1.6 -> 0.6). After a pass that answered one read and then found nothing (a
+lock-step client waiting for that answer) it looks again only while such looks have often been
+finding work (``LoneLooks``), else it waits for readiness at once; while they find nothing it
+does not look again within the pass either, so a lone request costs one look, the one that
+finds it, and when the loop has nothing else to do the wait for the next one sleeps outside
+Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py), whose epoll names the sockets that
+woke it: they are the pass's first round, with no look to find them. A connection with too
+many reply bytes queued leaves the epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
 with 8 of them), the requests they brought go to the server's ``round_handler`` together, so
