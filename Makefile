@@ -5,8 +5,8 @@
 # and its headers (Debian's python3.11, python3.11-venv, python3.11-dev), else python3. A
 # distribution's build is optimised with profiling and link-time optimisation and links
 # libpython into the executable; a pyenv build by default is neither, and the broker's
-# Python costs it about a third more CPU per request (docs/scaling.md, "The interpreter's
-# build"). PYTHON=... overrides.
+# Python takes up to a third more CPU on it (docs/scaling.md, "The interpreter's build").
+# PYTHON=... overrides.
 SYSTEM_PYTHON := /usr/bin/python3.11
 PYTHON ?= $(shell $(SYSTEM_PYTHON) -c 'import ensurepip, os, sysconfig, sys; \
 	sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
