@@ -8,9 +8,12 @@
 # Python takes up to a third more CPU on it (docs/scaling.md, "The interpreter's build").
 # PYTHON=... overrides.
 SYSTEM_PYTHON := /usr/bin/python3.11
-PYTHON ?= $(shell $(SYSTEM_PYTHON) -c 'import ensurepip, os, sysconfig, sys; \
+ifeq ($(origin PYTHON),undefined)
+# Chosen once (`:=`), not at each use in the recipes.
+PYTHON := $(shell $(SYSTEM_PYTHON) -c 'import ensurepip, os, sysconfig, sys; \
 	sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
 	2>/dev/null && echo $(SYSTEM_PYTHON) || echo python3)
+endif
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
