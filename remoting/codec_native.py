@@ -12,7 +12,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -30,6 +30,7 @@ NAMES = (
     "split_commands",
     "whole_command",
     "recv_command",
+    "recv_round",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

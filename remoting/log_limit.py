@@ -81,7 +81,7 @@ def log_limited(
     level: int,
     message: str,
     *args: Any,
-    exc_info: bool = False,
+    exc_info: bool | BaseException = False,
 ) -> None:
     """``logger.log(level, message, *args)`` unless ``limiter`` holds it back for ``key``."""
     held_back = limiter.admit(key, time.monotonic())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -32,16 +33,70 @@ from remoting.memory import trim
 from remoting.receive import READ_CHUNK as READ_CHUNK  # the server's budget floor uses it
 from remoting.receive import recv_command
 from remoting.receive import take_commands as take_commands  # bench/bench_split.py times it
+from remoting.writes import ThreadWrites, reply_round
 
 if TYPE_CHECKING:
     from remoting.budget import PartialFrameBudget
     from remoting.handling import HandlerResult
     from remoting.in_flight import InFlight
     from remoting.selector import ReadSelector
-    from remoting.writes import LoopWrites, ThreadWrites
+    from remoting.writes import LoopWrites
 
 # The connection's logger: operators filter on it, and this is still the connection speaking.
 log = logging.getLogger("remoting.connection")
+
+
+def finish_round(
+    owners: list[ReadBatches],
+    staged: list[RemotingCommand],
+    results: list[HandlerResult | bytes | Exception],
+    failed: Callable[[ReadBatches, BaseException | None], None],
+) -> list[ReadBatches]:
+    """``finish_lone`` for each connection of a selector round (``staged[i]`` the one request
+    ``owners[i]`` staged, ``results[i]`` its result), in one loop: the reply frames (a plain
+    send's) for open connections whose replies the server's sender writes are handed to it
+    in one call (``reply_round``), their read batches ended and the pause checked as
+    ``finish_lone`` does; anything else takes ``finish_lone``. Returns the connections that
+    leave the selector (finished, or paused); one that raises goes to ``failed`` (with the
+    exception when it is not the one being handled), the others are still answered."""
+    leaving: list[ReadBatches] = []
+    fast: list[ReadBatches] = []
+    frames: list[bytes] = []
+    for connection, request, result in zip(owners, staged, results, strict=True):
+        if (
+            type(result) is bytes
+            and not connection.closed
+            and not request.flag & RPC_ONEWAY
+            and type(connection._writes) is ThreadWrites
+        ):
+            fast.append(connection)
+            frames.append(result)
+            continue
+        try:
+            if not connection.finish_lone(request, result):
+                leaving.append(connection)
+        except Exception:
+            failed(connection, None)
+            leaving.append(connection)
+    if not fast:
+        return leaving
+    writes = [connection._writes for connection in fast]
+    broken = reply_round(writes, frames)  # type: ignore[arg-type]
+    for index, exc in broken:
+        failed(fast[index], exc)
+        leaving.append(fast[index])
+    for connection, w in zip(fast, writes, strict=True):
+        connection._in_read_batch = False
+        if connection.closed:  # a failed write (closing, as reply's) or a bug above
+            continue
+        if connection._in_flight.full or w.paused:  # type: ignore[union-attr]
+            try:
+                if not connection._keep_reading():
+                    leaving.append(connection)
+            except Exception:
+                failed(connection, None)
+                leaving.append(connection)
+    return leaving
 
 
 class ReadBatches:
@@ -161,8 +216,27 @@ class ReadBatches:
         try:
             got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
         except OSError as exc:
-            self._mark_closed(f"read failed: {exc!r}")
-            return False
+            got = exc
+        return self.stage_got(got)
+
+    def round_entry(self) -> tuple[ReadBatches, FrameDecoder, int] | None:
+        """What a selector round's one read call (remoting/receive.py ``recv_round``) needs to
+        read this connection itself, or None when its reads must come through ``stage_read``:
+        TLS (its bytes are records), or no group handler to hand its requests to."""
+        if self.secure or not (self.group_handler and self.request_handler):
+            return None
+        decoder = self._decoder
+        return (self, decoder, decoder.max_frame_bytes)
+
+    def stage_got(self, got: Any) -> list[RemotingCommand] | RemotingCommand | bool:
+        """``stage_read`` after its read: ``got`` is what ``recv_command`` returned, the
+        OSError it raised, or another exception of ``recv_round``'s (raised here, so that the
+        selector closes this connection alone)."""
+        if isinstance(got, BaseException):
+            if isinstance(got, OSError):
+                self._mark_closed(f"read failed: {got!r}")
+                return False
+            raise got
         data = b""
         if type(got) is bytes:
             if not got:

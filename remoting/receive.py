@@ -1,6 +1,7 @@
 """What one read of a connection brings (split out of remoting/reading.py): the read of a
-ready socket with its judgement of a whole frame (``recv_command``, one C call), and the
-commands a decoder holds complete (``take_commands``)."""
+ready socket with its judgement of a whole frame (``recv_command``, one C call), a selector
+round's reads of its plain connections (``recv_round``, one C call), and the commands a
+decoder holds complete (``take_commands``)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,113 @@ def recv_command_reference(
 
 
 recv_command = recv_command_reference if native is None else native.recv_command
+
+
+def recv_round_reference(
+    events: list[tuple[int, int]],
+    connections: dict[int, Any],
+    plain: dict[int, tuple[Any, Any, int]],
+    frame_type: type[Frame],
+) -> tuple[list[Any], list[Any], list[tuple[Any, Any]]]:
+    """A selector round's reads (remoting/native/codec/round.c recv_round, its twin, says why):
+    ``events`` the epoll's (fd, mask) pairs, ``connections`` the selector's connections by
+    descriptor (an fd not there is skipped), ``plain`` those it may read here, each as
+    (connection, decoder, max_frame_bytes) (``ReadBatches.round_entry``). A plain connection
+    that is open and whose decoder holds nothing is read (``recv_command``); when the read is
+    one whole frame scanned to a request, the connection's I/O is counted, its read batch
+    begun, and it goes to ``owners`` with the request in ``staged``. Every other connection
+    goes to ``rest`` as (connection, what its read brought), or (connection, Ellipsis) when it
+    was not read; a failed read or bookkeeping brings its exception. The events are checked
+    before any read: TypeError or ValueError, nothing read."""
+    if (
+        type(events) is not list
+        or type(connections) is not dict
+        or type(plain) is not dict
+        or not (isinstance(frame_type, type) and issubclass(frame_type, tuple))
+    ):
+        raise TypeError("recv_round(events, connections, plain, frame_type)")
+    for event in events:
+        if not isinstance(event, tuple) or not event or not isinstance(event[0], int):
+            raise TypeError("recv_round: events are (fd, mask) tuples")
+        if not -1 <= event[0] <= _INT_MAX:
+            raise ValueError("recv_round: a descriptor out of range")
+    owners: list[Any] = []
+    staged: list[Any] = []
+    rest: list[tuple[Any, Any]] = []
+    for event in events:
+        fd = event[0]
+        connection = connections.get(fd)
+        if connection is None:
+            continue
+        entry = plain.get(fd)
+        if type(entry) is not tuple or len(entry) != 3 or entry[0] is not connection or fd < 0:
+            rest.append((connection, ...))
+            continue
+        took, got = _read_plain(connection, entry, fd, frame_type)
+        if took:
+            owners.append(connection)
+            staged.append(got)
+        else:
+            rest.append((connection, got))
+    return owners, staged, rest
+
+
+_INT_MAX = 2**31 - 1
+_INT64 = 2**63
+
+
+def _read_plain(
+    connection: Any, entry: tuple[Any, Any, int], fd: int, frame_type: type
+) -> tuple[bool, Any]:
+    """``recv_round_reference``'s read of one plain connection: (True, the staged request), or
+    (False, what goes to ``rest`` with it)."""
+    max_frame = entry[2]
+    if not isinstance(max_frame, int) or not -_INT64 <= max_frame < _INT64:
+        return False, ...
+    if not (_attr_is(connection, "closed", False) and _attr_is(entry[1], "empty", True)):
+        return False, ...
+    try:
+        got = recv_command_reference(_Descriptor(fd), frame_type, max_frame, True)  # type: ignore[arg-type]
+    except Exception as exc:
+        return False, exc
+    if type(got) is bytes or got is None or isinstance(got, frame_type):
+        return False, got
+    try:
+        flag = got.flag
+        if not isinstance(flag, int) or flag & 1:
+            return False, got
+        connection._ios += 1
+        connection._in_read_batch = True
+    except Exception as exc:
+        return False, exc
+    return True, got
+
+
+def _attr_is(obj: Any, name: str, want: bool) -> bool:
+    try:
+        return getattr(obj, name) is want
+    except Exception:
+        return False
+
+
+class _Descriptor:
+    """A descriptor read as the C reads it: recv with MSG_DONTWAIT, whatever its mode; a
+    closed one raises OSError (EBADF)."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def recv(self, size: int) -> bytes:
+        sock = socket.socket(fileno=self._fd)
+        try:
+            return sock.recv(size, socket.MSG_DONTWAIT)
+        finally:
+            sock.detach()  # the connection's descriptor, never closed here
+
+
+recv_round = recv_round_reference if native is None else native.recv_round
 
 
 def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:

@@ -27,7 +27,10 @@ with 8 of them), the requests they brought go to the server's ``round_handler`` 
 their sends are checked, stored and counted in one group pass, as one connection's pipelined
 sends are, instead of one pass each. Each connection is still answered in its own requests'
 order, and anything else a read holds (responses, a frame that does not parse) is handled by
-that connection alone, as before.
+that connection alone, as before. Such a round makes no Python call per connection in its
+common case: one C call reads the ready connections and stages each one's lone plain request
+(``recv_round``), and one hands the round's reply frames to the server's sender
+(``finish_round``); a connection whose read brought anything else takes its own path.
 
 Linux only (``select.epoll``); elsewhere each connection keeps its own reader task.
 """
@@ -41,8 +44,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.frame import Frame
 from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
+from remoting.reading import finish_round
+from remoting.receive import recv_round
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -114,6 +120,9 @@ class ReadSelector:
         self._flush = flush
         self._epoll = select.epoll()
         self._connections: dict[int, Connection] = {}
+        # The connections a round's one read call may read itself (``recv_round``), each as
+        # its ``round_entry``.
+        self._plain: dict[int, tuple[Connection, Any, int]] = {}
         self._round_handler = round_handler
         self._idle: IdleSleep | None = None  # while running, when Trio is as it knows
 
@@ -124,6 +133,11 @@ class ReadSelector:
     def add(self, connection: Connection) -> None:
         fd = connection.fileno()
         self._connections[fd] = connection
+        # A reader without round entries (a test's fake) is read by its own methods only.
+        round_entry = getattr(connection, "round_entry", None)
+        entry = None if round_entry is None else round_entry()
+        if entry is not None:
+            self._plain[fd] = entry
         self._epoll.register(fd, select.EPOLLIN)
         if self._idle is not None:
             self._idle.add(fd)
@@ -133,6 +147,7 @@ class ReadSelector:
         fd = connection.fileno()
         if self._connections.get(fd) is connection:
             del self._connections[fd]
+            self._plain.pop(fd, None)
             if self._idle is not None:
                 self._idle.remove(fd)
             try:
@@ -256,17 +271,14 @@ class ReadSelector:
         """Read every ready connection, then hand the requests they staged to the round
         handler together and give each connection its results."""
         # staged[i] is what owners[i] staged: one request (a sync sender's, the common case)
-        # or a list of them (``many``).
-        owners: list[Connection] = []
-        staged: list[Any] = []
+        # or a list of them (``many``). The plain connections' lone requests come staged
+        # from one call; the rest (anything else a read brought, or a connection it did not
+        # read) take each connection's own path, as their reads would have alone.
+        owners, staged, rest = recv_round(events, self._connections, self._plain, Frame)
         many = False
-        connections = self._connections
-        for fd, _ in events:
-            connection = connections.get(fd)
-            if connection is None:
-                continue
+        for connection, read in rest:
             try:
-                got = connection.stage_read()
+                got = connection.stage_read() if read is ... else connection.stage_got(read)
             except Exception:
                 self._failed(connection)
                 got = False
@@ -291,14 +303,8 @@ class ReadSelector:
             results = self._round_handler(owners, staged)
         except Exception as exc:  # a bug: every request of the round answers it
             results = [exc] * len(staged)
-        for connection, request, result in zip(owners, staged, results, strict=True):
-            try:
-                reading = connection.finish_lone(request, result)
-            except Exception:
-                self._failed(connection)
-                reading = False
-            if not reading:
-                self.remove(connection)
+        for connection in finish_round(owners, staged, results, self._failed):
+            self.remove(connection)
 
     def _finish_many(self, owners: list[Connection], staged: list[Any]) -> None:
         """``_read_round``'s hand-over when some connection staged several requests."""
@@ -332,9 +338,9 @@ class ReadSelector:
             self.remove(connection)
 
     @staticmethod
-    def _failed(connection: Connection) -> None:
+    def _failed(connection: Connection, exc: BaseException | None = None) -> None:
         # Only a bug gets here (handlers' errors are answered): that connection goes, the
-        # others are still served.
+        # others are still served. ``exc``: the error when it is not the one being handled.
         log_limited(
             log,
             bug_tracebacks,
@@ -342,6 +348,6 @@ class ReadSelector:
             logging.ERROR,
             "reading failed, closing: peer=%s",
             connection.peer,
-            exc_info=True,
+            exc_info=True if exc is None else exc,
         )
         connection.close_soon("reading failed")

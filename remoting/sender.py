@@ -34,7 +34,7 @@ from remoting.native_loader import load
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 SWITCH = "ROCKETMQ_TRIO_NO_SENDER"
 NAMES = ("Sender",)
 
@@ -67,6 +67,9 @@ class OutboundSender:
         # send(handle, buffers) -> the bytes the connection has queued now; OSError once a
         # write of it failed. Bound straight to the native call: it runs for every reply.
         self.send: Callable[[int, Sequence[Any]], int] = self._native.send
+        # send_each(ids, frames) -> each send(ids[i], (frames[i],))'s answer or exception: a
+        # selector round's replies in one call (remoting/writes.py reply_round).
+        self.send_each: Callable[[list[int], list[Any]], list[Any]] = self._native.send_each
         self.pending = self._native.pending
         self.write_now = self._native.write_now
         self.kick = self._native.kick

@@ -127,6 +127,9 @@ class ThreadWrites:
         self.queued = 0
         self.drained = trio.Event()
         self.drained.set()
+        # ``not drained.is_set()`` as an attribute, for a round's replies (``reply_round``):
+        # set and cleared with ``drained``, which only this class replaces or sets.
+        self.paused = False
 
     def queue(self, buffers: list[Any]) -> None:
         if self._send(buffers):
@@ -153,13 +156,30 @@ class ThreadWrites:
         except RuntimeError:  # the server's sender stopped first: the server is going away
             self._on_error("server stopped")
             return False
-        if self.queued > WRITE_HIGH_WATER and self.drained.is_set():
+        if self.queued > WRITE_HIGH_WATER and not self.paused:
             self._pause()
         return True
+
+    def _sent(self, queued: int | Exception) -> None:
+        """``_send``'s answer to the sender's, for ``reply_round``: the bytes queued now, or
+        the exception of that connection's send (raised again unless it is one ``_send``
+        takes)."""
+        if type(queued) is not int:
+            if isinstance(queued, OSError):
+                self._on_error(f"write failed: {queued!r}")
+            elif isinstance(queued, RuntimeError):
+                self._on_error("server stopped")
+            else:
+                raise queued  # type: ignore[misc]
+            return
+        self.queued = queued
+        if queued > WRITE_HIGH_WATER and not self.paused:
+            self._pause()
 
     def _pause(self) -> None:
         """Over the high-water mark: reading pauses until the thread has written half down."""
         self.drained = trio.Event()
+        self.paused = True
         if not self._sender.watch(self._handle, WRITE_HIGH_WATER // 2, self):
             self.on_drained()
 
@@ -167,6 +187,7 @@ class ThreadWrites:
         """The thread has written this connection's backlog down (or failed)."""
         if self._handle >= 0:
             self.queued = self._sender.pending(self._handle)
+        self.paused = False
         self.drained.set()
 
     def flush(self) -> bool:
@@ -176,6 +197,7 @@ class ThreadWrites:
     def close(self) -> None:
         """No more bytes; what is queued keeps leaving until ``release``."""
         self._closed = True
+        self.paused = False
         self.drained.set()
 
     def release(self, sock: socket.socket) -> bool:
@@ -186,6 +208,37 @@ class ThreadWrites:
             return False
         sock.detach()  # the thread's now; closed by the thread, never here
         return True
+
+
+def reply_round(writes: list[ThreadWrites], frames: list[bytes]) -> list[tuple[int, Exception]]:
+    """``ThreadWrites.reply`` of ``frames[i]`` on ``writes[i]`` for each i (a round's
+    connections, each once), handed to their sender in one call (``send_each``) when they
+    share one (a server's connections do); each answer is then taken as ``reply`` takes it
+    (``_sent``): the bytes queued, a pause over the high-water mark, a failed write closing
+    that connection alone. Returns the indices whose reply raised, with the exception (a bug:
+    the caller closes those connections), the others' replies queued all the same."""
+    failed: list[tuple[int, Exception]] = []
+    sender = writes[0]._sender if writes else None
+    for w in writes:
+        if w._closed or w._sender is not sender:
+            break
+    else:
+        answers = sender.send_each([w._handle for w in writes], frames)  # type: ignore[union-attr]
+        for index, (w, queued) in enumerate(zip(writes, answers, strict=True)):
+            if type(queued) is int and queued <= WRITE_HIGH_WATER:
+                w.queued = queued  # _sent's common case, without its call
+                continue
+            try:
+                w._sent(queued)
+            except Exception as exc:
+                failed.append((index, exc))
+        return failed
+    for index, (w, frame) in enumerate(zip(writes, frames, strict=True)):
+        try:
+            w.reply(frame)
+        except Exception as exc:
+            failed.append((index, exc))
+    return failed
 
 
 def _send_nowait(sock: socket.socket, buffers: list[Any]) -> list[memoryview]:

@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 9
+#define CODEC_ABI_VERSION 10
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -40,6 +40,10 @@ PyObject *scan_command_at(const ScanInput *in);
 PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* recv_command's read and judgement of one descriptor (frames.c), for recv_round (round.c). */
+PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
+                      int check_signals);
+PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -165,6 +165,49 @@ PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * judgement in one call, the bytes of a lone request's read made and freed here. */
 #define READ_CHUNK 65536
 
+/* One recv of up to READ_CHUNK from fd, judged as recv_command says (its answer, or NULL with
+ * the error set); check_signals: run the signal handlers on EINTR, as socket.recv does (the
+ * round's read, recv_round, leaves them to the interpreter's next check instead, so that one
+ * connection's signal cannot lose the bytes already read from the others). */
+PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
+                      int check_signals) {
+    PyObject *data = PyBytes_FromStringAndSize(NULL, READ_CHUNK);
+    if (data == NULL) return NULL;
+    ssize_t n;
+    for (;;) {
+        /* MSG_DONTWAIT: never blocks the event loop, whatever the socket's mode. */
+        n = recv(fd, PyBytes_AS_STRING(data), READ_CHUNK, MSG_DONTWAIT);
+        if (n >= 0) break;
+        int err = errno;
+        if (err == EINTR) {
+            if (check_signals && PyErr_CheckSignals() < 0) {
+                Py_DECREF(data);
+                return NULL;
+            }
+            continue;
+        }
+        Py_DECREF(data);
+        if (err == EAGAIN || err == EWOULDBLOCK) return PyBytes_FromStringAndSize(NULL, 0);
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (n == 0) {
+        Py_DECREF(data);
+        Py_RETURN_NONE;
+    }
+    if (whole_read) {
+        PyObject *got = whole_of(frame_type, (const unsigned char *)PyBytes_AS_STRING(data),
+                                 (Py_ssize_t)n, max_frame, 1);
+        if (got != Py_None) {
+            Py_DECREF(data);
+            return got; /* or NULL: an error */
+        }
+        Py_DECREF(got);
+    }
+    if (_PyBytes_Resize(&data, (Py_ssize_t)n) < 0) return NULL;
+    return data;
+}
+
 PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     static const char usage[] = "recv_command(sock, frame_type, max_frame_bytes, whole)";
     if (nargs != 4 || !PyType_Check(args[1]) ||
@@ -185,40 +228,5 @@ PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     if (max_frame == -1 && PyErr_Occurred()) return NULL;
     int whole_read = PyObject_IsTrue(args[3]);
     if (whole_read < 0) return NULL;
-    PyObject *data = PyBytes_FromStringAndSize(NULL, READ_CHUNK);
-    if (data == NULL) return NULL;
-    ssize_t n;
-    for (;;) {
-        /* MSG_DONTWAIT: never blocks the event loop, whatever the socket's mode. */
-        n = recv(fd, PyBytes_AS_STRING(data), READ_CHUNK, MSG_DONTWAIT);
-        if (n >= 0) break;
-        int err = errno;
-        if (err == EINTR) {
-            if (PyErr_CheckSignals() < 0) {
-                Py_DECREF(data);
-                return NULL;
-            }
-            continue;
-        }
-        Py_DECREF(data);
-        if (err == EAGAIN || err == EWOULDBLOCK) return PyBytes_FromStringAndSize(NULL, 0);
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    if (n == 0) {
-        Py_DECREF(data);
-        Py_RETURN_NONE;
-    }
-    if (whole_read) {
-        PyObject *got = whole_of((PyTypeObject *)args[1],
-                                 (const unsigned char *)PyBytes_AS_STRING(data), (Py_ssize_t)n,
-                                 max_frame, 1);
-        if (got != Py_None) {
-            Py_DECREF(data);
-            return got; /* or NULL: an error */
-        }
-        Py_DECREF(got);
-    }
-    if (_PyBytes_Resize(&data, (Py_ssize_t)n) < 0) return NULL;
-    return data;
+    return recv_judged(fd, (PyTypeObject *)args[1], max_frame, whole_read, 1);
 }

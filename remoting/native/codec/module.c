@@ -45,6 +45,8 @@ static PyMethodDef methods[] = {
      "whole_frame, a JSON header scanned to its command as split_commands does."},
     {"recv_command", (PyCFunction)(void (*)(void))recv_command, METH_FASTCALL,
      "One recv of a ready socket, judged as whole_command (remoting.receive)."},
+    {"recv_round", (PyCFunction)(void (*)(void))recv_round, METH_FASTCALL,
+     "A selector round's reads: the plain connections' lone requests staged (remoting.receive)."},
     {"whole_frame", (PyCFunction)(void (*)(void))whole_frame, METH_FASTCALL,
      "A read that is exactly one plain frame as that frame, else None (remoting.frame)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,

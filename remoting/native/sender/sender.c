@@ -171,28 +171,18 @@ static PyObject *Sender_add(Sender *s, PyObject *arg) {
 
 /* send(id, buffers) -> bytes queued for the connection after this. Raises OSError once a write
  * of it failed. Nothing leaves before the next kick(). */
-static PyObject *Sender_send(Sender *s, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "send(id, buffers)");
-    int id = (int)PyLong_AsLong(args[0]);
-    if (id == -1 && PyErr_Occurred()) return NULL;
-    release_done(s);
-    PyObject *seq = PySequence_Fast(args[1], "buffers must be a sequence");
-    if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+/* Queue items[0..n) (bytes-like) for connection id: the bytes it has queued now, or NULL with
+ * the error set (OSError once a write of it failed, KeyError for an unknown id, RuntimeError
+ * once the sender is closed). */
+static PyObject *queue_buffers(Sender *s, int id, PyObject *const *items, Py_ssize_t n) {
     chunk *ch = PyMem_RawMalloc(sizeof(chunk) + sizeof(Py_buffer) * (size_t)(n ? n : 1));
-    if (!ch) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
+    if (!ch) return PyErr_NoMemory();
     ch->next = NULL;
     ch->nbuf = ch->index = ch->offset = 0;
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_buffer *b = &ch->bufs[ch->nbuf];
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), b, PyBUF_SIMPLE) != 0) {
-            Py_DECREF(seq);
-            goto fail;
-        }
+        if (PyObject_GetBuffer(items[i], b, PyBUF_SIMPLE) != 0) goto fail;
         if (b->len == 0) {
             PyBuffer_Release(b);
             continue;
@@ -200,7 +190,6 @@ static PyObject *Sender_send(Sender *s, PyObject *const *args, Py_ssize_t nargs)
         total += b->len;
         ch->nbuf++;
     }
-    Py_DECREF(seq);
     pthread_mutex_lock(&s->mu);
     conn *c = lookup(s, id);
     if (c && c->err) {
@@ -233,6 +222,53 @@ fail:
     for (Py_ssize_t j = 0; j < ch->nbuf; j++) PyBuffer_Release(&ch->bufs[j]);
     PyMem_RawFree(ch);
     return NULL;
+}
+
+static PyObject *Sender_send(Sender *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "send(id, buffers)");
+    int id = (int)PyLong_AsLong(args[0]);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    release_done(s);
+    PyObject *seq = PySequence_Fast(args[1], "buffers must be a sequence");
+    if (!seq) return NULL;
+    PyObject *pending =
+        queue_buffers(s, id, PySequence_Fast_ITEMS(seq), PySequence_Fast_GET_SIZE(seq));
+    Py_DECREF(seq);
+    return pending;
+}
+
+/* send_each(ids, frames) -> list: send(ids[i], (frames[i],)) for each i, in order, in one call
+ * (a selector round's replies, one per connection: remoting/writes.py reply_round). Each item
+ * is what that send returned, or the exception it raised (the others are still queued). */
+static PyObject *Sender_send_each(Sender *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
+        PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]))
+        return PyErr_Format(PyExc_TypeError, "send_each(ids, frames): two lists of one length");
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    release_done(s);
+    PyObject *out = PyList_New(n);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *frame = PyList_GET_ITEM(args[1], i);
+        Py_INCREF(frame); /* a buffer's exporter may run code that changes the list */
+        int id = (int)PyLong_AsLong(PyList_GET_ITEM(args[0], i));
+        PyObject *got = id == -1 && PyErr_Occurred() ? NULL : queue_buffers(s, id, &frame, 1);
+        Py_DECREF(frame);
+        if (got == NULL) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+            if (value == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            got = value;
+        }
+        PyList_SET_ITEM(out, i, got);
+    }
+    return out;
 }
 
 /* Write the one ready connection here, without the GIL (mutex held, released on return). */
@@ -381,6 +417,8 @@ static PyMethodDef Sender_methods[] = {
     {"add", (PyCFunction)Sender_add, METH_O, "add(fd) -> id: write for this socket from now on."},
     {"send", (PyCFunction)(void (*)(void))Sender_send, METH_FASTCALL,
      "send(id, buffers) -> bytes queued for it (the buffers are held, not copied)."},
+    {"send_each", (PyCFunction)(void (*)(void))Sender_send_each, METH_FASTCALL,
+     "send_each(ids, frames) -> list: each send(ids[i], (frames[i],))'s answer or exception."},
     {"kick", (PyCFunction)(void (*)(void))Sender_kick, METH_FASTCALL,
      "kick(timeout=None): start writing what was queued."},
     {"write_now", (PyCFunction)Sender_write_now, METH_O,

@@ -12,7 +12,7 @@
 #include <time.h>
 
 /* What remoting/sender.py expects: bumped whenever the Python interface changes. */
-#define SENDER_ABI_VERSION 2
+#define SENDER_ABI_VERSION 3
 
 #define MAX_IOV 256
 #define MAX_EVENTS 64

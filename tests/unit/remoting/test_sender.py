@@ -201,3 +201,39 @@ def test_unknown_ids_and_a_closed_sender_are_refused() -> None:
     assert s.remove(cid, ours.fileno()) is False  # closing after its server: ours to close
     ours.close()
     s.kick()
+
+
+def test_send_each_queues_each_frame_as_its_own_send_and_answers_each(sender) -> None:
+    """A selector round's replies in one call: each id's frame queued as send(id, (frame,))
+    queues it, each answer that send's (bytes queued, or its exception), a bad item not
+    stopping the others."""
+    pairs = [pair() for _ in range(3)]
+    ids = [sender.add(ours) for ours, _ in pairs]
+    broken, broken_peer = pair()
+    broken_id = sender.add(broken)
+    broken_peer.close()
+    with pytest.raises(OSError):
+        for _ in range(1000):  # until the sender has seen the write fail
+            sender.send(broken_id, [b"x" * 4096])
+            sender.kick()
+            if sender.watch(broken_id, 0):
+                wait_notice(sender)
+    frames = [b"one", memoryview(b"two!"), b"", bytearray(b"four"), b"five", 5]
+    answers = sender.send_each([ids[0], ids[1], ids[2], 999, broken_id, ids[0]], frames)
+    assert answers[:3] == [3, 4, 0]
+    assert isinstance(answers[3], KeyError)
+    assert isinstance(answers[4], OSError)
+    assert isinstance(answers[5], TypeError)  # not a buffer: refused, nothing queued
+    assert sender.pending(ids[0]) == 3
+    sender.kick()
+    assert read_all(pairs[0][1], 3) == b"one"
+    assert read_all(pairs[1][1], 4) == b"two!"
+    assert sender.send_each([ids[2]], [b"x"]) == [1]
+    for bad in (([ids[0]], []), ((ids[0],), [b"x"]), ([ids[0]], (b"x",))):
+        with pytest.raises(TypeError):
+            sender.send_each(*bad)
+    closed = native_sender().Sender()
+    cid = closed.add(pairs[2][0])
+    closed.close()
+    (answer,) = closed.send_each([cid], [b"x"])
+    assert isinstance(answer, RuntimeError)
