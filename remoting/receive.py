@@ -71,6 +71,7 @@ def recv_round_reference(
         or not (isinstance(frame_type, type) and issubclass(frame_type, tuple))
     ):
         raise TypeError("recv_round(events, connections, plain, frame_type)")
+    events = tuple(events)  # type: ignore[assignment]  # what a connection's code may not change
     for event in events:
         if not isinstance(event, tuple) or not event or not isinstance(event[0], int):
             raise TypeError("recv_round: events are (fd, mask) tuples")

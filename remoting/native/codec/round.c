@@ -121,9 +121,9 @@ static int read_one(PyObject *connection, PyObject *entry, int fd, PyTypeObject 
 
 /* The events' descriptors, checked before any read: a bad list reads nothing. */
 static int event_fds(PyObject *events, int *fds) {
-    Py_ssize_t n = PyList_GET_SIZE(events);
+    Py_ssize_t n = PyTuple_GET_SIZE(events);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *event = PyList_GET_ITEM(events, i);
+        PyObject *event = PyTuple_GET_ITEM(events, i);
         if (!PyTuple_Check(event) || PyTuple_GET_SIZE(event) < 1 ||
             !PyLong_Check(PyTuple_GET_ITEM(event, 0))) {
             PyErr_SetString(PyExc_TypeError, "recv_round: events are (fd, mask) tuples");
@@ -150,14 +150,21 @@ PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     if (!intern_names()) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    /* A tuple of the events: the attribute reads below may run Python code, which must not
+     * change what this loop walks. */
+    PyObject *events = PyList_AsTuple(args[0]);
+    if (events == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(events);
     int *fds = PyMem_Malloc(sizeof(int) * (size_t)(n ? n : 1));
-    if (fds == NULL) return PyErr_NoMemory();
+    if (fds == NULL) {
+        Py_DECREF(events);
+        return PyErr_NoMemory();
+    }
     PyObject *owners = PyList_New(0), *staged = PyList_New(0), *rest = PyList_New(0);
-    if (owners == NULL || staged == NULL || rest == NULL || event_fds(args[0], fds) < 0)
+    if (owners == NULL || staged == NULL || rest == NULL || event_fds(events, fds) < 0)
         goto error;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *key = PyTuple_GET_ITEM(PyList_GET_ITEM(args[0], i), 0);
+        PyObject *key = PyTuple_GET_ITEM(PyTuple_GET_ITEM(events, i), 0);
         PyObject *connection = PyDict_GetItemWithError(args[1], key);
         if (connection == NULL) {
             if (PyErr_Occurred()) goto error;
@@ -181,9 +188,11 @@ PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         if (done < 0) goto error;
     }
     PyMem_Free(fds);
+    Py_DECREF(events);
     return Py_BuildValue("(NNN)", owners, staged, rest);
 error:
     PyMem_Free(fds);
+    Py_DECREF(events);
     Py_XDECREF(owners);
     Py_XDECREF(staged);
     Py_XDECREF(rest);

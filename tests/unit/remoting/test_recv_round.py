@@ -204,6 +204,56 @@ def test_dead_descriptors_and_connections_that_raise_go_to_their_own_path(
     assert missing._ios == 0
 
 
+class Meddling(FakeConnection):
+    """A connection whose ``closed`` empties the round's lists and tables when read."""
+
+    def __init__(self, round_args: tuple[Any, ...]) -> None:
+        super().__init__(False)
+        self.round_args = round_args
+
+    @property  # type: ignore[override]
+    def closed(self) -> bool:
+        events, connections, plain = self.round_args
+        events.clear()
+        connections.clear()
+        plain.clear()
+        return False
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        pass
+
+
+def test_a_connection_that_changes_the_round_under_it_changes_only_what_is_left(
+    made: list[Any],
+) -> None:
+    """Code a connection runs while the round is read (its attributes) may empty the events
+    and the tables: the events are walked as they were, the connections looked up as the
+    tables are now (the others, gone, are skipped), and nothing breaks."""
+    outcomes: list[Any] = []
+    for run in (_native_round, receive.recv_round_reference):
+        socks = [socket.socketpair() for _ in range(3)]
+        for reader, writer in socks:
+            made += [reader, writer]
+            reader.setblocking(False)
+            writer.sendall(encode_frame(0, HEADERS[0], b"b"))
+        events: list[Any] = [(reader.fileno(), 1) for reader, _ in socks]
+        connections: dict[int, Any] = {}
+        plain: dict[int, Any] = {}
+        meddling = Meddling((events, connections, plain))
+        for index, (reader, _) in enumerate(socks):
+            fake = meddling if index == 0 else FakeConnection(False)
+            connections[reader.fileno()] = fake
+            plain[reader.fileno()] = (fake, FrameDecoder(), 1 << 20)
+        owners, _, rest = run(events, connections, plain, Frame)
+        outcomes.append((owners == [meddling], [(c is meddling, _view(g)) for c, g in rest]))
+    # The C staged the scanned request; the twin, which has no scan, handed its Frame back for
+    # stage_got. Either way only that connection was read: the others were gone.
+    assert outcomes[0] == (True, [])
+    assert outcomes[1][0] is False
+    assert [(mine, view[0]) for mine, view in outcomes[1][1]] == [(True, "whole")]
+
+
 class _Fd:
     def __init__(self, fd: int) -> None:
         self.fd = fd
