@@ -12,7 +12,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 10
+ABI_VERSION = 11
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -31,6 +31,7 @@ NAMES = (
     "whole_command",
     "recv_command",
     "recv_round",
+    "finish_plain_round",
     "plain_send_rows",
     "scan_send_command",
     "configure_send_scan",

@@ -33,6 +33,8 @@ from remoting.memory import trim
 from remoting.receive import READ_CHUNK as READ_CHUNK  # the server's budget floor uses it
 from remoting.receive import recv_command
 from remoting.receive import take_commands as take_commands  # bench/bench_split.py times it
+from remoting.round_finish import finish_plain_round
+from remoting import writes as _writes
 from remoting.writes import ThreadWrites, reply_round
 
 if TYPE_CHECKING:
@@ -59,6 +61,15 @@ def finish_round(
     ``finish_lone`` does; anything else takes ``finish_lone``. Returns the connections that
     leave the selector (finished, or paused); one that raises goes to ``failed`` (with the
     exception when it is not the one being handled), the others are still answered."""
+    w = owners[0]._writes if owners else None
+    if type(w) is ThreadWrites:
+        # A round of reply frames (plain sends), the common case under sync senders: one
+        # call for every connection; only what it hands back is looked at here
+        tail = finish_plain_round(
+            owners, staged, results, ThreadWrites, w._sender, _writes.WRITE_HIGH_WATER
+        )
+        if tail is not None:
+            return _finish_tail(owners, tail, failed) if tail else []
     leaving: list[ReadBatches] = []
     fast: list[ReadBatches] = []
     frames: list[bytes] = []
@@ -87,6 +98,39 @@ def finish_round(
         leaving.append(fast[index])
     for connection, w in zip(fast, writes, strict=True):
         connection._in_read_batch = False
+        if connection.closed:  # a failed write (closing, as reply's) or a bug above
+            continue
+        if connection._in_flight.full or w.paused:  # type: ignore[union-attr]
+            try:
+                if not connection._keep_reading():
+                    leaving.append(connection)
+            except Exception:
+                failed(connection, None)
+                leaving.append(connection)
+    return leaving
+
+
+def _finish_tail(
+    owners: list[ReadBatches],
+    tail: list[tuple[int, Any]],
+    failed: Callable[[ReadBatches, BaseException | None], None],
+) -> list[ReadBatches]:
+    """``finish_round``'s end for the connections ``finish_plain_round`` handed back: (i, None)
+    answered, its pause to look at; (i, answer) the sender's answer still to take; (i, an
+    exception) a bug met taking it."""
+    leaving: list[ReadBatches] = []
+    for index, answer in tail:
+        connection = owners[index]
+        w = connection._writes
+        if answer is not None:
+            try:
+                if isinstance(answer, Exception) and not isinstance(answer, (OSError, RuntimeError)):
+                    raise answer
+                w._sent(answer)  # type: ignore[union-attr]
+            except Exception as exc:
+                failed(connection, exc)
+                leaving.append(connection)
+            connection._in_read_batch = False
         if connection.closed:  # a failed write (closing, as reply's) or a bug above
             continue
         if connection._in_flight.full or w.paused:  # type: ignore[union-attr]

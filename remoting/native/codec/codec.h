@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 10
+#define CODEC_ABI_VERSION 11
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -44,6 +44,7 @@ PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
                       int check_signals);
 PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *finish_plain_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -47,6 +47,8 @@ static PyMethodDef methods[] = {
      "One recv of a ready socket, judged as whole_command (remoting.receive)."},
     {"recv_round", (PyCFunction)(void (*)(void))recv_round, METH_FASTCALL,
      "A selector round's reads: the plain connections' lone requests staged (remoting.receive)."},
+    {"finish_plain_round", (PyCFunction)(void (*)(void))finish_plain_round, METH_FASTCALL,
+     "A round of reply frames handed to the sender and its read batches ended (remoting.receive)."},
     {"whole_frame", (PyCFunction)(void (*)(void))whole_frame, METH_FASTCALL,
      "A read that is exactly one plain frame as that frame, else None (remoting.frame)."},
     {"plain_send_rows", (PyCFunction)(void (*)(void))plain_send_rows, METH_FASTCALL,
