@@ -43,6 +43,9 @@ Processor = Callable[[Connection, RemotingCommand], HandlerResult]
 # (connection, requests) of one connection, or with ``connections=`` (one per request, a
 # selector round's: remoting/selector.py) of several, the first of them as ``connection``.
 GroupProcessor = Callable[..., list[HandlerResult | bytes | Exception]]
+RoundProcessor = Callable[
+    [list[Connection], list[RemotingCommand]], list[HandlerResult | bytes | Exception] | None
+]
 # The access check (acl/hook.py): None lets the request through, a command is its refusal.
 Authorize = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
@@ -125,6 +128,7 @@ class RemotingServer:
         self.host, self.port = host, port
         self.processors: dict[int, Processor] = dict(processors or {})
         self.group_processors: dict[int, GroupProcessor] = {}
+        self.round_processor: RoundProcessor | None = None
         self.default_processor = default_processor
         self.authorize = authorize
         self.connections: set[Connection] = set()
@@ -163,12 +167,18 @@ class RemotingServer:
         connections=...)`` (one per request); ``register``'s still takes lone ones."""
         self.group_processors[int(code)] = processor
 
+    def register_round(self, processor: RoundProcessor) -> None:
+        """``processor(connections, requests)`` takes a selector round first, whole, when no
+        ACL asks first: its results, or None having done nothing (the round then goes on as
+        below). The broker's round of plain sends (broker/processor/send_plain.py)."""
+        self.round_processor = processor
+
     def handle_requests(
         self, connection: Connection, requests: list[RemotingCommand]
     ) -> list[HandlerResult | bytes | Exception]:
         """The requests of one read, one result each, in order: runs of consecutive requests
         to one group processor go to it together, every other request to ``handle_request``."""
-        return self.handle_round([connection] * len(requests), requests)
+        return self._handle_runs([connection] * len(requests), requests)
 
     def handle_round(
         self, connections: list[Connection], requests: list[RemotingCommand]
@@ -177,6 +187,21 @@ class RemotingServer:
         ``connections[i]`` (each connection's in its order): a run of one group processor's
         requests may span connections, so one store pass takes every ready connection's sends
         (the selector's round, remoting/selector.py)."""
+        whole = self.round_processor
+        if whole is not None and self.authorize is None:
+            try:
+                results = whole(connections, requests)
+            except Exception as exc:  # a bug: every request of the round answers it
+                return [exc] * len(requests)
+            if results is not None:
+                return results
+        return self._handle_runs(connections, requests)
+
+    def _handle_runs(
+        self, connections: list[Connection], requests: list[RemotingCommand]
+    ) -> list[HandlerResult | bytes | Exception]:
+        """``handle_round`` past its round processor: runs of one group processor's requests
+        go to it together, every other request to ``handle_request``."""
         groups, authorize = self.group_processors, self.authorize
         if authorize is None and requests:
             # The common round (every sync send of a busy broker): one group processor's

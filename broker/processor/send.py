@@ -7,12 +7,20 @@ awaitable that waits for the group commit / the slave's ack.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
-from broker.processor.send_plain import QueueBounds, born_host, plain_send_reply, plain_sends
+from broker.processor.send_plain import (
+    QueueBounds,
+    born_host,
+    plain_decoder_built,
+    plain_round,
+    plain_send_reply,
+    plain_sends,
+)
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
@@ -114,6 +122,9 @@ class SendMessageProcessor:
         self.sync_flush = store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.sync_master = store_config.broker_role is BrokerRole.SYNC_MASTER
         self.queue_bounds = QueueBounds(broker.topics.table)  # the plain pass's queue check
+        # The plain pass's fixed conditions (send_plain.py): the native header decoder, and an
+        # answer that waits for no flush and no slave (both fixed at start)
+        self.plain_mode = plain_decoder_built() and not self.sync_flush and not self.sync_master
 
     def register(self, server: Any) -> None:
         for code in (
@@ -123,6 +134,7 @@ class SendMessageProcessor:
         ):
             server.register(code, self.handle)
             server.register_group(code, self.handle_group)
+        server.register_round(functools.partial(plain_round, self))
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.broker.send_back.handle)
 
     # ------------------------------------------------------------------------ checks

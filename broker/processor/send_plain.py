@@ -57,6 +57,11 @@ _decode = native.decode_send_header if native is not None else None
 _to_properties = native.string_to_properties if native is not None else None
 
 
+def plain_decoder_built() -> bool:
+    """Whether the native header decoder the plain pass needs is here (not in pure mode)."""
+    return _decode is not None
+
+
 def born_host(connection: Connection) -> tuple[bytes, int]:
     """The connection's peer as a record's born host (address bytes, port), made once."""
     cached = connection.attributes.get("born_host")
@@ -71,12 +76,11 @@ def born_host(connection: Connection) -> tuple[bytes, int]:
 
 def broker_takes_plain(processor: SendMessageProcessor) -> bool:
     """The broker-wide conditions of the plain pass (Java's msgCheck's first checks, and an
-    answer that does not wait for a flush or a slave)."""
+    answer that does not wait for a flush or a slave). ``plain_round`` makes the same test
+    inline."""
     broker = processor.broker
     return (
-        _decode is not None
-        and not processor.sync_flush
-        and not processor.sync_master
+        processor.plain_mode
         and bool(broker.config.broker_permission & _PERM_WRITE)
         and broker.registrar.fenced is None
         and (not broker.min_in_sync_slaves or broker.enough_in_sync_slaves())
@@ -92,22 +96,50 @@ def plain_sends(
     """The replies (frames, or the reference's answers for messages the append passed on) to
     a group of plain sends, in order; None when one request is not plain. ``connections``:
     who sent each request, when a selector round's group spans connections."""
-    if not broker_takes_plain(processor):
-        return None
     if connections is None:
-        hosts = born_host(connection)
-    else:  # born_host's kept value without its call per request, made for a connection's first
-        hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]
-    replies = _store_plain(processor, hosts, requests)
-    if replies is None:
+        return plain_round(processor, [connection] * len(requests), requests, born_host(connection))
+    return plain_round(processor, connections, requests)
+
+
+def plain_round(
+    processor: SendMessageProcessor,
+    connections: list[Connection],
+    requests: list[RemotingCommand],
+    hosts: tuple[bytes, int] | None = None,
+) -> list[Any] | None:
+    """``plain_sends`` of a selector round (``requests[i]`` from ``connections[i]``), the
+    server's first try for a round when no ACL asks first (remoting/server.py
+    ``register_round``): the results, or None with nothing done when one request is not a
+    plain send or the broker does not take plain sends now (the server's general path then
+    judges the round, as it did every round before). ``hosts``: every request's born host,
+    when one connection sent them all. One frame for what ``broker_takes_plain``,
+    ``_store_plain`` and ``plain_sends`` did in three: a round is ~0.25 of a sync send."""
+    broker = processor.broker
+    # broker_takes_plain's test, inline (it runs once a round)
+    if (
+        not processor.plain_mode
+        or not broker.config.broker_permission & _PERM_WRITE
+        or broker.registrar.fenced is not None
+        or (broker.min_in_sync_slaves and not broker.enough_in_sync_slaves())
+    ):
         return None
-    done = len(replies)
-    results: list[Any] = replies
+    if hosts is None:  # born_host's kept value, made for a connection's first send
+        hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
+    cluster = broker.config.broker_cluster_name
+    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
+    if rows is None:
+        return None
+    stored = put_plain_run(broker.store, rows, REPLY_PIECES)
+    if stored is None:  # the store refuses every put now: the reference answers each
+        return None
+    results, totals = stored
+    if totals:
+        broker.stats.on_puts(totals, cluster)
+    done = len(results)
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
         # to the reference in order, after the ones stored.
-        rest = None if connections is None else connections[done:]
-        results += processor.reference_group(connection, requests[done:], rest)
+        results += processor.reference_group(connections[done], requests[done:], connections[done:])
     return results
 
 

@@ -227,6 +227,7 @@ class DefaultMessageStore(QueueLookups):
     # ================================================================ writing
 
     def _refuse(self) -> PutMessageResult | None:
+        # group_put.put_plain_run makes the same tests inline: a change here goes there too
         if self.is_slave:
             return PutMessageResult(
                 status=PutMessageStatus.SERVICE_NOT_AVAILABLE,
