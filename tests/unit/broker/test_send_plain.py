@@ -560,3 +560,80 @@ def test_a_plain_send_wakes_a_held_pull_when_the_broker_wants_arrivals(
         assert woken == ["T1"] and controller.pull_hold.held == 0
     else:
         assert woken == [] and controller.pull_hold.held == 1  # left to its check
+
+
+def _refused_by(controller: BrokerController, gate: str) -> None:
+    """Make the broker (or its store) refuse plain sends for ``gate``'s reason."""
+    import attrs
+
+    if gate == "read_only":
+        controller.config = attrs.evolve(controller.config, broker_permission=PERM_READ)
+    elif gate == "fenced":
+        controller.registrar.fenced = "FENCED: a test"
+    elif gate == "in_sync":
+        controller.min_in_sync_slaves = 1
+        controller.enough_in_sync_slaves = lambda: False  # type: ignore[method-assign]
+    elif gate == "slave":
+        controller.store.is_slave = True
+    elif gate == "shutting_down":
+        controller.store.shutting_down = True
+    elif gate == "disk_full":
+        controller.store.clean.disk_full = True
+    elif gate == "unhealthy":
+        controller.store.health.writable = False
+    elif gate == "plain_mode":
+        controller.send.plain_mode = False
+
+
+GATES = ["read_only", "fenced", "in_sync", "slave", "shutting_down", "disk_full", "unhealthy",
+         "plain_mode"]  # fmt: skip
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_a_round_is_declined_untouched_when_the_broker_does_not_take_plain_sends(
+    tmp_path: Path, gate: str
+) -> None:
+    """plain_round makes broker_takes_plain's and the store's _refuse tests inline: each one
+    that fails leaves the round to the server's general path with nothing stored, and that
+    path answers it as the reference does (the refusal, or the stored replies)."""
+    plain, reference = broker(tmp_path / "plain"), broker(tmp_path / "reference")
+    try:
+        first = [build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)]
+        assert_same(plain, reference, first, tmp_path)
+        peers = [Peer(), Peer()]
+        requests = [build(RequestCode.SEND_MESSAGE_V2, n % 3, 50, [], {}, n) for n in (1, 2)]
+        taken = send_plain.plain_round(plain.send, peers, requests)  # open: taken
+        assert taken is not None
+        assert frames(taken, requests) == frames(
+            reference.send.reference_group(peers[0], requests, peers), requests
+        )
+        assert files(tmp_path / "plain") == files(tmp_path / "reference")
+        for controller in (plain, reference):
+            _refused_by(controller, gate)
+        before = files(tmp_path / "plain")
+        assert send_plain.plain_round(plain.send, peers, requests) is None
+        assert files(tmp_path / "plain") == before
+        # the inline tests agree with the ones they stand for
+        if gate in ("slave", "shutting_down", "disk_full", "unhealthy"):
+            assert plain.store._refuse() is not None
+        else:
+            assert not send_plain.broker_takes_plain(plain.send)
+        assert_same(plain, reference, requests, tmp_path)
+    finally:
+        close(plain, reference)
+
+
+def test_an_acl_server_never_hands_a_round_to_its_round_processor() -> None:
+    """With an ACL (``authorize``) every request is checked one by one: the round processor,
+    which checks none, is not asked."""
+    from remoting.server import RemotingServer
+
+    asked: list[Any] = []
+    server = RemotingServer("127.0.0.1", 0, authorize=lambda connection, request: None)
+    server.register_round(lambda connections, requests: asked.append(requests) or ["taken"])
+    server.register(RequestCode.SEND_MESSAGE_V2, lambda connection, request: "general")
+    request = build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)
+    assert server.handle_round([Peer()], [request]) == ["general"]
+    assert asked == []
+    server.authorize = None
+    assert server.handle_round([Peer()], [request]) == ["taken"]
