@@ -10,7 +10,7 @@ slaves dispatch records read back from the log, in log order (``dispatch_many``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from broker.store.config import MessageStoreConfig
@@ -115,15 +115,21 @@ class CommitLogDispatcher:
             self.index_service.build_index_runs(requests)
         self.last_dispatched_timestamp = requests[-1].store_timestamp
 
-    def dispatch_rows(self, appended: AppendedRows, *, notify: bool = True) -> None:
+    def dispatch_rows(
+        self, appended: AppendedRows, *, notify: bool = True, topics: Collection[str] | None = None
+    ) -> None:
         """``dispatch_many`` for the records one ``put_rows`` call appended, from what it
         packed (broker/store/plain_dispatch.py): per queue run its units in one copy and its
-        wake-ups, then the index entries in a pass per store timestamp; nothing per record."""
+        wake-ups, then the index entries in a pass per store timestamp; nothing per record.
+        ``topics``: every topic of the runs, when the caller has them (``put_rows``' totals):
+        a pass with nobody to wake then skips its queues' wake-up loop."""
         runs, key_chunks, last_timestamp = appended
         listener = self.arrival_listener if notify else None
         # asked once per pass, not per queue: most passes have nobody to wake
         wanted = self.arrivals_wanted
         wanted = listener is not None and (wanted is None or wanted())
+        if not wanted and topics is not None and ALWAYS_HEARD.isdisjoint(topics):
+            listener = None
         table = self.consume_queues
         taken = put_cq_runs(table.by_topic, table.dirty, runs)  # every run but the rare ones
         queued = taken == len(runs) or table.put_runs(runs, taken)

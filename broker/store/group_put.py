@@ -218,7 +218,7 @@ def put_plain_run(
             reput.wake()
         else:
             try:
-                store.dispatcher.dispatch_rows(appended)
+                store.dispatcher.dispatch_rows(appended, topics=totals)
             except DiskError as exc:  # answered PUT_OK all the same: reput dispatches it later
                 store.health.failed(DISPATCH, exc)
             else:

@@ -363,3 +363,23 @@ def test_a_pass_nobody_waits_on_calls_the_listener_for_the_services_topics_only(
     assert len(store.consume_queues.take_dirty()) == 3  # queues that existed: dirty again
     assert [store.get_max_offset_in_queue(t, 0) for t in ("T", TIMER_TOPIC, "U")] == [2, 2, 2]
     store.shutdown()
+
+
+def test_a_pass_given_its_topics_skips_the_wake_up_loop_only_when_none_is_heard(tmp_path) -> None:
+    """``topics`` (put_plain_run passes put_rows' totals): with nobody waiting and none of them
+    the schedule's or the timer's, no listener call and the units all the same; with the
+    timer's among them, its wake-up as without ``topics``."""
+    pack = python_plain_dispatch if native is None else native.plain_dispatch
+    store = StoreFactory(tmp_path).open()
+    calls: list[tuple] = []
+    store.dispatcher.arrival_listener = lambda *args: calls.append(args[:3])
+    store.dispatcher.arrivals_wanted = lambda: False
+    log = Requests()
+    users = [(topic, 0, 0, "", "", 0, 0, False) for topic in ("T", "U")]
+    store.dispatcher.dispatch_rows(pack(log.make(users)), topics={"T": [1, 0], "U": [1, 0]})
+    assert calls == []
+    assert [store.get_max_offset_in_queue(t, 0) for t in ("T", "U")] == [1, 1]
+    mixed = [(topic, 0, 0, "", "", 0, 0, False) for topic in ("T", TIMER_TOPIC)]
+    store.dispatcher.dispatch_rows(pack(log.make(mixed)), topics=("T", TIMER_TOPIC))
+    assert calls == [(TIMER_TOPIC, 0, 1)]
+    store.shutdown()
