@@ -55,6 +55,10 @@ IDLE_TIMEOUT_S = 120.0
 
 class Connection(ReadBatches, RequestHandling):
     secure = False  # TLS (remoting/tls_connection.py)
+    # The peer as a stored record's born host (address bytes, port), kept by the broker's
+    # first send (broker/processor/send_plain.py born_host): an attribute, so that a round of
+    # sends reads every connection's in one C-level map instead of a Python loop.
+    born_host: tuple[bytes, int] | None = None
 
     def __init__(
         self,

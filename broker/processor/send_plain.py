@@ -16,6 +16,7 @@ the same CommitLog bytes, ConsumeQueue units and reply frames.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ _RETRY_PREFIX = K.RETRY_GROUP_TOPIC_PREFIX
 _FORBIDDEN = K.NOT_ALLOWED_SEND_TOPICS
 _PERM_WRITE = K.PERM_WRITE
 _decode = native.decode_send_header if native is not None else None
+_BORN_HOST = operator.attrgetter("born_host")
 _to_properties = native.string_to_properties if native is not None else None
 
 
@@ -71,6 +73,7 @@ def born_host(connection: Connection) -> tuple[bytes, int]:
             codec.host_bytes(host.strip("[]")),
             int(port),
         )
+        connection.born_host = cached  # plain_round's map reads it
     return cached
 
 
@@ -123,8 +126,13 @@ def plain_round(
         or (broker.min_in_sync_slaves and not broker.enough_in_sync_slaves())
     ):
         return None
-    if hosts is None:  # born_host's kept value, made for a connection's first send
-        hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
+    if hosts is None:  # born_host's kept values in one C-level map; a first send makes its own
+        try:
+            hosts = list(map(_BORN_HOST, connections))  # type: ignore[assignment]
+        except AttributeError:  # a connection of another kind (a test's fake)
+            hosts = [None]  # type: ignore[assignment, list-item]
+        if None in hosts:  # type: ignore[operator]
+            hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
     cluster = broker.config.broker_cluster_name
     rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
     if rows is None:

@@ -637,3 +637,33 @@ def test_an_acl_server_never_hands_a_round_to_its_round_processor() -> None:
     assert asked == []
     server.authorize = None
     assert server.handle_round([Peer()], [request]) == ["taken"]
+
+
+class HostPeer(Peer):
+    born_host = None  # as Connection's: kept by born_host, read by plain_round's map
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.peer = f"10.0.0.{port % 250}:{port}"
+
+
+def test_a_round_reads_each_connections_kept_born_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first round of a connection makes its born host (born_host keeps it as an
+    attribute); later rounds read the kept ones in one map: every row its sender's."""
+    controller = broker(tmp_path)
+    seen: list[Any] = []
+    rows = send_plain.plain_rows
+    monkeypatch.setattr(send_plain, "plain_rows", lambda *a: seen.append(a[-1]) or rows(*a))
+    peers = [HostPeer(4001), HostPeer(4002), HostPeer(4003)]
+    first = build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)
+    controller.send.reference_group(peers[0], [first])  # makes the first segment
+    for _ in range(2):
+        requests = [build(RequestCode.SEND_MESSAGE_V2, n % 3, 50, [], {}, n) for n in range(3)]
+        assert send_plain.plain_round(controller.send, peers, requests) is not None
+    want = [send_plain.born_host(p) for p in peers]
+    assert seen == [want, want]
+    assert [p.born_host for p in peers] == want
+    assert want[1] == (bytes([10, 0, 0, 4002 % 250]), 4002)
+    close(controller)
