@@ -72,7 +72,7 @@ def finish_plain_round_reference(
     if type(answers) is not list or len(answers) != count:
         raise TypeError("send_each: one answer per reply")
     tail: list[tuple[int, Any]] = []
-    for index, answer in enumerate(answers):
+    for index, answer in enumerate(tuple(answers)):  # settling must not change what is walked
         if type(answer) is not int or not _LONG_MIN <= answer <= high_water:
             tail.append((index, answer))
             continue

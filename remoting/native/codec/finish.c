@@ -171,15 +171,20 @@ PyObject *finish_plain_round(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_INCREF(tail);
         goto done;
     }
-    answers = PyObject_CallMethodObjArgs(args[4], s_send_each, handles, out, NULL);
-    if (answers == NULL) goto done;
-    if (!PyList_CheckExact(answers) || PyList_GET_SIZE(answers) != n) {
+    PyObject *got = PyObject_CallMethodObjArgs(args[4], s_send_each, handles, out, NULL);
+    if (got == NULL) goto done;
+    if (!PyList_CheckExact(got) || PyList_GET_SIZE(got) != n) {
+        Py_DECREF(got);
         PyErr_SetString(PyExc_TypeError, "send_each: one answer per reply");
         goto done;
     }
+    /* A tuple of them: settling runs attribute code, which must not change what is walked. */
+    answers = PyList_AsTuple(got);
+    Py_DECREF(got);
+    if (answers == NULL) goto done;
     tail = PyList_New(0);
     for (Py_ssize_t i = 0; tail != NULL && i < n; i++) {
-        PyObject *answer = PyList_GET_ITEM(answers, i);
+        PyObject *answer = PyTuple_GET_ITEM(answers, i);
         Py_INCREF(answer);
         if (settle_at(tail, i, PyList_GET_ITEM(who, i), PyList_GET_ITEM(writes, i), answer,
                       high_water) < 0)

@@ -62,7 +62,8 @@ class Sender:
         self.calls.append((list(handles), list(frames)))
         if isinstance(self.answers, Exception):
             raise self.answers
-        return self.answers
+        self.given = list(self.answers)
+        return self.given
 
 
 ANSWERS = st.one_of(
@@ -174,3 +175,24 @@ def test_hostile_arguments_are_refused_alike(args: tuple[Any, ...]) -> None:
         else:
             outcomes.append(None)
     assert outcomes[0] is not None and outcomes[0] == outcomes[1]
+
+
+class Shrinking(Writes):
+    """Writes whose ``queued`` setter empties the answer list send_each handed out."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "queued" and hasattr(self._sender, "given"):
+            self._sender.given.clear()
+        object.__setattr__(self, name, value)
+
+
+def test_an_answer_list_changed_while_settling_is_walked_as_it_was() -> None:
+    from remoting.codec_native import native
+
+    for function in (native.finish_plain_round, round_finish.finish_plain_round_reference):
+        sender = Sender([1, 2, 3])
+        owners = [Connection(False, Shrinking(sender, False, 3, False), False, None)
+                  for _ in range(3)]  # fmt: skip
+        got = function(owners, [Request(0)] * 3, [b"r"] * 3, Shrinking, sender, HIGH)
+        assert got == []
+        assert [object.__getattribute__(c, "_writes").queued for c in owners] == [1, 2, 3]
