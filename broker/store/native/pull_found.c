@@ -135,24 +135,20 @@ typedef struct {
     ScanOutcome scan;
 } Found;
 
-/* The units from `queue_offset` in `cq`'s file and their records in one CommitLog segment,
- * into `buffers` (python_pull_found's read): 1 found, 0 not this path, -1 an error. */
-static int read_found(PyObject *reader, PyObject *cq, long long queue_offset, long long max_msgs,
-                      PyObject *codes, PyObject *buffers, Found *f) {
-    PyObject *cq_queue = NULL, *cq_files = NULL, *mapped = NULL, *view = NULL, *log = NULL;
-    PyObject *log_queue = NULL, *log_files = NULL, *segment = NULL, *seg_view = NULL;
-    PyObject *config = NULL;
-    Py_buffer units = {0};
+/* The units from `queue_offset` in `cq`'s file (python_pull_found's _units): 1 and `units`
+ * held (its buffer, `*at` and `*count` the units' place in it), 0 not this path, -1 an
+ * error. Sets f->low and f->high. */
+static int cq_units(PyObject *cq, long long queue_offset, long long max_msgs, Py_buffer *units,
+                    Py_ssize_t *at, Py_ssize_t *count, Found *f) {
+    PyObject *queue = NULL, *files = NULL, *mapped = NULL, *view = NULL;
+    long long start_offset, wrote, min_logic;
     int status = -1;
-    long long start_offset, wrote, min_logic, first, seg_start, seg_size, seg_wrote, last_start,
-        last_wrote;
-    ScanLimits l;
-    if ((cq_queue = PyObject_GetAttr(cq, names[N_QUEUE])) == NULL ||
-        (cq_files = list_attr(cq_queue, N_FILES)) == NULL)
+    if ((queue = PyObject_GetAttr(cq, names[N_QUEUE])) == NULL ||
+        (files = list_attr(queue, N_FILES)) == NULL)
         goto done;
     status = 0;
-    if (PyList_GET_SIZE(cq_files) == 0) goto done;
-    mapped = Py_NewRef(PyList_GET_ITEM(cq_files, PyList_GET_SIZE(cq_files) - 1));
+    if (PyList_GET_SIZE(files) == 0) goto done;
+    mapped = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
     status = -1;
     if (int_attr(mapped, N_START, &start_offset) < 0 || int_attr(mapped, N_WROTE, &wrote) < 0 ||
         int_attr(cq, N_MIN_LOGIC, &min_logic) < 0)
@@ -163,87 +159,111 @@ static int read_found(PyObject *reader, PyObject *cq, long long queue_offset, lo
     if (queue_offset < f->low || queue_offset >= f->high) goto done;
     long long byte_offset = queue_offset * CQ_UNIT_SIZE; /* below high: no overflow */
     if (byte_offset < start_offset) {
-        Py_SETREF(mapped, find_file(cq_queue, cq_files, byte_offset));
-        if (mapped == NULL) {
-            status = PyErr_Occurred() ? -1 : 0;
+        Py_SETREF(mapped, find_file(queue, files, byte_offset));
+        status = -1;
+        if (mapped == NULL || int_attr(mapped, N_START, &start_offset) < 0 ||
+            int_attr(mapped, N_WROTE, &wrote) < 0) {
+            if (!PyErr_Occurred()) status = 0;
             goto done;
         }
-        status = -1;
-        if (int_attr(mapped, N_START, &start_offset) < 0 ||
-            int_attr(mapped, N_WROTE, &wrote) < 0)
-            goto done;
-        status = 0;
     }
     long long start = byte_offset - start_offset, end = wrote;
     long long wanted = max_msgs > MIN_UNITS ? max_msgs : MIN_UNITS;
     if (wanted < (1LL << 40) && start + wanted * CQ_UNIT_SIZE < end)
         end = start + wanted * CQ_UNIT_SIZE;
-    if (end - start < CQ_UNIT_SIZE) goto done;
     status = -1;
     if ((view = PyObject_GetAttr(mapped, names[N_VIEW])) == NULL ||
-        PyObject_GetBuffer(view, &units, PyBUF_SIMPLE) < 0)
+        PyObject_GetBuffer(view, units, PyBUF_SIMPLE) < 0)
         goto done;
-    status = 0;
-    if (end > units.len) end = units.len; /* a slice past the view's end stops at it */
-    if (end - start < CQ_UNIT_SIZE) goto done;
-    const unsigned char *unit = (const unsigned char *)units.buf + start;
-    first = get_i64(unit);
-    status = -1;
+    if (end > units->len) end = units->len; /* a slice past the view's end stops at it */
+    status = end - start >= CQ_UNIT_SIZE;
+    if (status) {
+        *at = (Py_ssize_t)start;
+        *count = (Py_ssize_t)((end - start) / CQ_UNIT_SIZE);
+    } else {
+        PyBuffer_Release(units);
+    }
+done:
+    Py_XDECREF(view);
+    Py_XDECREF(mapped);
+    Py_XDECREF(files);
+    Py_XDECREF(queue);
+    return status;
+}
+
+/* The CommitLog segment holding `first` (the last one tried first) and the log's end: a new
+ * reference, NULL and no error when none, NULL and an error on failure. */
+static PyObject *log_segment(PyObject *reader, long long first, long long *max_phys) {
+    PyObject *log = NULL, *queue = NULL, *files = NULL, *segment = NULL;
+    long long last_start, last_size, last_wrote;
     if ((log = PyObject_GetAttr(reader, names[N_COMMIT_LOG])) == NULL ||
-        (log_queue = PyObject_GetAttr(log, names[N_QUEUE])) == NULL ||
-        (log_files = list_attr(log_queue, N_FILES)) == NULL)
+        (queue = PyObject_GetAttr(log, names[N_QUEUE])) == NULL ||
+        (files = list_attr(queue, N_FILES)) == NULL || PyList_GET_SIZE(files) == 0)
         goto done;
-    status = 0;
-    Py_ssize_t n_log = PyList_GET_SIZE(log_files);
-    if (n_log == 0) goto done;
-    PyObject *last = PyList_GET_ITEM(log_files, n_log - 1);
-    status = -1;
-    if (int_attr(last, N_START, &last_start) < 0 || int_attr(last, N_FILE_SIZE, &seg_size) < 0 ||
+    PyObject *last = PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1);
+    if (int_attr(last, N_START, &last_start) < 0 || int_attr(last, N_FILE_SIZE, &last_size) < 0 ||
         int_attr(last, N_WROTE, &last_wrote) < 0)
         goto done;
-    if (last_start <= first && first < last_start + seg_size) {
+    *max_phys = last_start + last_wrote;
+    if (last_start <= first && first < last_start + last_size)
         segment = Py_NewRef(last);
-    } else if ((segment = find_file(log_queue, log_files, first)) == NULL) {
-        status = PyErr_Occurred() ? -1 : 0;
+    else
+        segment = find_file(queue, files, first);
+done:
+    Py_XDECREF(files);
+    Py_XDECREF(queue);
+    Py_XDECREF(log);
+    return segment;
+}
+
+/* The transfer limits and memory threshold of `reader` (its config, live). */
+static int limits_of(PyObject *reader, ScanLimits *l) {
+    PyObject *config = PyObject_GetAttr(reader, names[N_CONFIG]);
+    int failed = config == NULL || int_attr(reader, N_THRESHOLD, &l->threshold) < 0 ||
+                 int_attr(config, N_DISK_BYTES, &l->disk_bytes) < 0 ||
+                 int_attr(config, N_DISK_COUNT, &l->disk_count) < 0 ||
+                 int_attr(config, N_MEMORY_BYTES, &l->memory_bytes) < 0 ||
+                 int_attr(config, N_MEMORY_COUNT, &l->memory_count) < 0;
+    Py_XDECREF(config);
+    return failed ? -1 : 0;
+}
+
+/* The units' records in one CommitLog segment, into `buffers` (python_pull_found's read): 1
+ * found, 0 not this path, -1 an error. */
+static int read_found(PyObject *reader, PyObject *cq, long long queue_offset, long long max_msgs,
+                      PyObject *codes, PyObject *buffers, Found *f) {
+    Py_buffer units = {0};
+    Py_ssize_t at = 0, count = 0;
+    int status = cq_units(cq, queue_offset, max_msgs, &units, &at, &count, f);
+    if (status <= 0) return status;
+    const unsigned char *unit = (const unsigned char *)units.buf + at;
+    ScanLimits l;
+    PyObject *view = NULL, *segment = log_segment(reader, get_i64(unit), &l.max_phys);
+    long long seg_start, seg_wrote;
+    status = -1;
+    if (segment == NULL) {
+        if (!PyErr_Occurred()) status = 0;
         goto done;
     }
     if (int_attr(segment, N_START, &seg_start) < 0 || int_attr(segment, N_WROTE, &seg_wrote) < 0 ||
-        (seg_view = PyObject_GetAttr(segment, names[N_VIEW])) == NULL)
+        (view = PyObject_GetAttr(segment, names[N_VIEW])) == NULL || limits_of(reader, &l) < 0)
         goto done;
-    if (!PyMemoryView_Check(seg_view)) {
+    if (!PyMemoryView_Check(view)) {
         PyErr_SetString(PyExc_TypeError, "a segment's view is a memoryview");
         goto done;
     }
-    if ((config = PyObject_GetAttr(reader, names[N_CONFIG])) == NULL ||
-        int_attr(reader, N_THRESHOLD, &l.threshold) < 0 ||
-        int_attr(config, N_DISK_BYTES, &l.disk_bytes) < 0 ||
-        int_attr(config, N_DISK_COUNT, &l.disk_count) < 0 ||
-        int_attr(config, N_MEMORY_BYTES, &l.memory_bytes) < 0 ||
-        int_attr(config, N_MEMORY_COUNT, &l.memory_count) < 0)
-        goto done;
     l.start = seg_start;
     l.end = seg_start + seg_wrote;
-    l.max_phys = last_start + last_wrote;
     l.max_msgs = max_msgs;
-    if (scan_loop(unit, (end - start) / CQ_UNIT_SIZE, seg_view, codes, buffers, 1, &l, &f->scan) <
-        0)
-        goto done;
+    if (scan_loop(unit, count, view, codes, buffers, 1, &l, &f->scan) < 0) goto done;
     f->next_begin = queue_offset + f->scan.scanned;
     f->max_phys = l.max_phys;
     f->threshold = l.threshold;
     status = f->scan.stop != 2 && f->scan.count > 0;
 done:
-    if (units.obj != NULL) PyBuffer_Release(&units);
-    Py_XDECREF(config);
-    Py_XDECREF(seg_view);
-    Py_XDECREF(segment);
-    Py_XDECREF(log_files);
-    Py_XDECREF(log_queue);
-    Py_XDECREF(log);
+    PyBuffer_Release(&units);
     Py_XDECREF(view);
-    Py_XDECREF(mapped);
-    Py_XDECREF(cq_files);
-    Py_XDECREF(cq_queue);
+    Py_XDECREF(segment);
     return status;
 }
 
