@@ -1,9 +1,10 @@
 """Property: a scanned PULL_MESSAGE through the plain pass (broker/processor/pull_plain.py, via
 ``PullMessageProcessor.handle``) and through the reference (``process`` with the header decoded
-from extFields) give the same reply bytes or the same refusal, read the store once with the
-same arguments, commit the same offsets, count the same stats and hold the same pulls, for
-hostile header values and broker states (permissions, role, slave reads, unknown and disabled
-groups, unreadable topics, filters, offsets out of range).
+from extFields) give the same reply bytes or the same refusal, commit the same offsets, count
+the same store and broker stats (which also says the store was read once: a found pull's one
+call, broker/store/reads_found.py, reads without ``store.get_message``) and hold the same
+pulls, for hostile header values and broker states (permissions, role, slave reads, unknown and
+disabled groups, unreadable topics, filters, offsets out of range).
 
 One broker (a controller built in this process, its store loaded and holding tagged messages
 in two queues) answers each drawn pull twice, once per path; its side-effect calls are
@@ -277,7 +278,10 @@ def test_the_plain_pass_answers_as_the_reference(broker, ext, state, as_numbers)
         _unpatched(broker, _recording(broker, []))
         _restore(old)
     assert plain == expected
-    assert _reads(plain_calls) == _reads(reference_calls)
+    if any(call[0] == "get" for call in plain_calls):  # the general read, as the reference's
+        assert plain_calls == reference_calls
+    else:
+        assert _reads(plain_calls) == _reads(reference_calls)
     assert plain_counted == reference_counted
 
 
