@@ -74,8 +74,11 @@ class BrokerStatsManager:
         self.clock = clock
         self.items: dict[tuple[str, str], StatsItem] = {}
         # on_get's (topic, group, cluster) -> its GROUP_GET_NUMS, GROUP_GET_SIZE and
-        # BROKER_GET_NUMS items (of ``items``, which never drops one)
+        # BROKER_GET_NUMS items (of ``items``, which never drops one); ``get_items`` is the
+        # same dict, never rebound: the plain pull pass counts a found pull in them itself
+        # (broker/store/reads_found.py), once on_get has made them
         self._get_items: dict[tuple[str, str, str], tuple[StatsItem, StatsItem, StatsItem]] = {}
+        self.get_items = self._get_items
         # on_put's (topic, cluster) -> its TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS
         # items, as on_get's
         self._put_items: dict[tuple[str, str], tuple[StatsItem, StatsItem, StatsItem]] = {}

@@ -7,7 +7,10 @@ slices of the mapped CommitLog as buffers), with no header object, no response c
 extFields dict and no encoder. The checks here only let a pull through: anything they would
 refuse (the broker or topic not readable, no group config or a group to auto-create, consume
 disabled, no topic, a queue out of range) goes to PullMessageProcessor.process, which decides
-and answers as before. After the store's read, every status but FOUND goes to
+and answers as before. A TAG filter ("*" or tags) goes to the store's one call for a found
+pull (broker/store/reads_found.py ``pull_found``: the read, the reply frame's head and the
+store's and broker's stats, in C); whatever that call does not take (it counts nothing then)
+goes to the store's general read. After that read, every status but FOUND goes to
 ``PullMessageProcessor.after_get`` (the code, the commit, the hold), so a read is done once.
 
 tests/unit/broker/test_pull_plain.py holds the reply bytes and the side effects equal to the
@@ -18,11 +21,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.processor.message_filter import TAG_TYPES, tags_filter
 from broker.processor.pull_reply import found_reply
 from broker.store.config import BrokerRole
-from broker.store.types import GetMessageStatus
+from broker.store.reads_found import pull_found
+from broker.store.types import GetMessageStatus, TagsFilter
 from remoting import constants as K
-from remoting.codes import SerializeType
+from remoting.codes import ResponseCode, SerializeType
 from remoting.command import EncodedReply, RemotingCommand
 from remoting.headers import PullMessageRequestHeader
 
@@ -36,6 +41,11 @@ _SLAVE = BrokerRole.SLAVE
 _FOUND = GetMessageStatus.FOUND
 _JSON = int(SerializeType.JSON)
 _COMMIT_OFFSET = 0x1  # pull.FLAG_COMMIT_OFFSET (not imported: pull.py imports this module)
+_SUBSCRIPTION = 0x4  # pull.FLAG_SUBSCRIPTION
+_TAG_TYPES = frozenset(TAG_TYPES)
+_RETRY = K.RETRY_GROUP_TOPIC_PREFIX
+_TagsFilter = TagsFilter
+_SUCCESS = int(ResponseCode.SUCCESS)
 
 
 def plain_pull(
@@ -63,9 +73,26 @@ def plain_pull(
     ):
         header = PullMessageRequestHeader(*values)
         return processor.process(connection, request, header, allow_suspend=True)
-    message_filter = processor.filter_of(
-        sys_flag, group, topic, subscription, expression_type, sub_version, group_config
-    )
+    if sys_flag & _SUBSCRIPTION and expression_type in _TAG_TYPES and not topic.startswith(_RETRY):
+        try:  # message_filter's TAG case; a refusal is message_filter's to word
+            message_filter = tags_filter(subscription)
+        except ValueError:
+            message_filter = processor.filter_of(
+                sys_flag, group, topic, subscription, expression_type, sub_version, group_config
+            )
+    else:
+        message_filter = processor.filter_of(
+            sys_flag, group, topic, subscription, expression_type, sub_version, group_config
+        )
+    if type(message_filter) is _TagsFilter and request.serialize_type == _JSON:
+        reply = _found_at_once(
+            broker, config, request.opaque, group, topic, queue_id, queue_offset,
+            max_msg_nums, message_filter.codes, group_config,
+        )  # fmt: skip
+        if reply is not None:
+            if sys_flag & _COMMIT_OFFSET and commit_offset >= 0:
+                _commit(processor, group, topic, queue_id, commit_offset)
+            return reply
     result = broker.store.get_message(
         group, topic, queue_id, queue_offset, max_msg_nums, message_filter, runs=True
     )
@@ -77,6 +104,36 @@ def plain_pull(
     if sys_flag & _COMMIT_OFFSET and commit_offset >= 0:
         _commit(processor, group, topic, queue_id, commit_offset)
     return _found(processor, request.opaque, group, topic, result, group_config)
+
+
+def _found_at_once(
+    broker: Any,
+    config: Any,
+    opaque: int,
+    group: str,
+    topic: str,
+    queue_id: int,
+    queue_offset: int,
+    max_msg_nums: int,
+    codes: frozenset[int] | None,
+    group_config: Any,
+) -> EncodedReply | None:
+    """A found pull's reply from one store call (reads_found.pull_found: the read, the frame
+    head, the store's and the broker's stats); None when it is not that case (nothing
+    counted): the general read then decides. The first found pull of a (topic, group) goes
+    the general way, whose on_get makes the stats items this one counts in."""
+    items = broker.stats.get_items.get((topic, group, config.broker_cluster_name))
+    if items is None:
+        return None
+    if config.slave_read_enable:
+        suggest, slow = group_config.broker_id, group_config.which_broker_when_consume_slowly
+    else:
+        suggest = slow = _MASTER_ID
+    buffers = pull_found(
+        broker.store, topic, queue_id, queue_offset, max_msg_nums, codes, opaque, suggest,
+        slow, items,
+    )  # fmt: skip
+    return None if buffers is None else EncodedReply(_SUCCESS, buffers)
 
 
 def _commit(

@@ -12,10 +12,11 @@ from __future__ import annotations
 from broker.store import layout
 from broker.store.types import DispatchRequest
 from remoting import record_layout
+from remoting.codes import CURRENT_VERSION
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT, TRANSACTION_ROLLBACK_TYPE
 from remoting.native_loader import load
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -29,6 +30,7 @@ NAMES = (
     "pack_cq_units",
     "put_cq_runs",
     "populate_write",
+    "pull_found",
     "scan_runs",
     "put_rows",
     "plain_dispatch",
@@ -57,6 +59,7 @@ CONSTANTS = {
     "RECORD_FIXED_BYTES": record_layout.RECORD_FIXED_BYTES,
     "IPV6_EXTRA_BYTES": record_layout.IPV6_EXTRA_BYTES,
     "DISPATCH_REQUEST_FIELDS": DispatchRequest._fields,
+    "REMOTING_VERSION": CURRENT_VERSION,
 }
 
 native = load(

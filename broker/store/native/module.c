@@ -9,9 +9,10 @@
  * the record layout is compiled in from remoting/native/record_layout.h.
  *
  * The seam: buffers and plain values in, new objects out. Nothing here calls back into
- * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs
- * (consume_queue.c says which and why). The state it mutates is its own (the
- * AppendCursor's table) or the bytes of a buffer it was handed (a mapped segment). The one
+ * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs and
+ * pull_found (consume_queue.c and pull_found.c say which and why). The state it mutates is its
+ * own (the AppendCursor's table), the bytes of a buffer it was handed (a mapped segment), and
+ * the attributes those two name (a queue's positions, a found pull's stats counters). The one
  * tuple type it fills, DispatchRequest, is handed to it, and its field order is exported for
  * the import-time check.
  *
@@ -84,6 +85,8 @@ static PyMethodDef methods[] = {
      "scan_units, adjacent records joined into one slice (a pull's reply body)."},
     {"put_rows", (PyCFunction)(void (*)(void))put_rows, METH_FASTCALL,
      "Plain sends appended and answered in one call (broker/store/group_put.py)."},
+    {"pull_found", (PyCFunction)(void (*)(void))pull_found, METH_FASTCALL,
+     "A found pull's read, reply head and stats in one call (broker/store/reads_found.py)."},
     {"plain_dispatch", plain_dispatch, METH_O,
      "Dispatch requests packed as put_rows packs its own (broker/store/plain_dispatch.py)."},
     {NULL, NULL, 0, NULL},
@@ -111,6 +114,7 @@ static int add_constants(PyObject *m) {
         {"INDEX_REQUEST_MAX_KEYS", INDEX_REQUEST_MAX_KEYS},
         {"BATCH_KEY_SIZE", BATCH_KEY_SIZE},
         {"TRANSACTION_ROLLBACK_TYPE", TRANSACTION_ROLLBACK_TYPE},
+        {"REMOTING_VERSION", REMOTING_VERSION},
     };
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) return -1;

@@ -26,28 +26,10 @@ static int append_slice(PyObject *view, PyObject *buffers, long long pos, long l
     return appended;
 }
 
-static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
-    if (nargs != 13 || !PyMemoryView_Check(args[1]) || !PyList_CheckExact(args[12]) ||
-        (args[4] != Py_None && !PyAnySet_Check(args[4]))) {
-        PyErr_SetString(PyExc_TypeError, "scan_units(units, view, start, end, codes, max_phys, "
-                                         "memory_threshold, max_msgs, 4 limits, buffers)");
-        return NULL;
-    }
-    /* start, end, max_phys, memory_threshold, max_msgs, disk bytes/count, memory bytes/count */
-    static const int at[9] = {2, 3, 5, 6, 7, 8, 9, 10, 11};
-    long long n[9];
-    for (int i = 0; i < 9; i++) {
-        n[i] = PyLong_AsLongLong(args[at[i]]);
-        if (n[i] == -1 && PyErr_Occurred()) return NULL;
-    }
-    const long long start = n[0], end = n[1], max_phys = n[2], threshold = n[3];
-    const long long max_msgs = n[4], disk_bytes = n[5], disk_count = n[6];
-    const long long memory_bytes = n[7], memory_count = n[8];
-    PyObject *view = args[1], *codes = args[4], *buffers = args[12];
-    Py_buffer units;
-    if (PyObject_GetBuffer(args[0], &units, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *p = (const unsigned char *)units.buf;
-    Py_ssize_t total = units.len / CQ_UNIT_SIZE, scanned = 0;
+int scan_loop(const unsigned char *p, Py_ssize_t total, PyObject *view, PyObject *codes,
+              PyObject *buffers, int runs, const ScanLimits *l, ScanOutcome *o) {
+    const long long start = l->start, end = l->end, max_phys = l->max_phys;
+    Py_ssize_t scanned = 0;
     long long count = 0, total_bytes = 0, max_phys_pulling = 0;
     int stop = 0;
     long long run_pos = 0, run_len = 0; /* the slice not appended yet, relative to start */
@@ -63,12 +45,12 @@ static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
         max_phys_pulling = phys; /* also for the unit that stops the scan, as in Python */
         if (count) {
             int full;
-            if (count >= max_msgs)
+            if (count >= l->max_msgs)
                 full = 1;
-            else if (max_phys - phys > threshold)
-                full = total_bytes + size > disk_bytes || count >= disk_count;
+            else if (max_phys - phys > l->threshold)
+                full = total_bytes + size > l->disk_bytes || count >= l->disk_count;
             else
-                full = total_bytes + size > memory_bytes || count >= memory_count;
+                full = total_bytes + size > l->memory_bytes || count >= l->memory_count;
             if (full) {
                 stop = 1;
                 break;
@@ -78,7 +60,7 @@ static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
             PyObject *code = PyLong_FromLongLong(tags);
             int matched = code == NULL ? -1 : PySet_Contains(codes, code);
             Py_XDECREF(code);
-            if (matched < 0) goto fail;
+            if (matched < 0) return -1;
             if (!matched) continue;
         }
         if (size > end - phys) {
@@ -89,19 +71,46 @@ static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
         if (runs && run_len && phys - start == run_pos + run_len) {
             run_len += size;
         } else {
-            if (append_slice(view, buffers, run_pos, run_len) < 0) goto fail;
+            if (append_slice(view, buffers, run_pos, run_len) < 0) return -1;
             run_pos = phys - start;
             run_len = size;
         }
         count++;
         total_bytes += size;
     }
-    if (append_slice(view, buffers, run_pos, run_len) < 0) goto fail;
+    if (append_slice(view, buffers, run_pos, run_len) < 0) return -1;
+    o->scanned = scanned;
+    o->count = count;
+    o->total_bytes = total_bytes;
+    o->max_phys_pulling = max_phys_pulling;
+    o->stop = stop;
+    return 0;
+}
+
+static PyObject *scan(PyObject *const *args, Py_ssize_t nargs, int runs) {
+    if (nargs != 13 || !PyMemoryView_Check(args[1]) || !PyList_CheckExact(args[12]) ||
+        (args[4] != Py_None && !PyAnySet_Check(args[4]))) {
+        PyErr_SetString(PyExc_TypeError, "scan_units(units, view, start, end, codes, max_phys, "
+                                         "memory_threshold, max_msgs, 4 limits, buffers)");
+        return NULL;
+    }
+    /* start, end, max_phys, memory_threshold, max_msgs, disk bytes/count, memory bytes/count */
+    static const int at[9] = {2, 3, 5, 6, 7, 8, 9, 10, 11};
+    long long n[9];
+    for (int i = 0; i < 9; i++) {
+        n[i] = PyLong_AsLongLong(args[at[i]]);
+        if (n[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    const ScanLimits limits = {n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8]};
+    ScanOutcome o;
+    Py_buffer units;
+    if (PyObject_GetBuffer(args[0], &units, PyBUF_SIMPLE) < 0) return NULL;
+    int failed = scan_loop((const unsigned char *)units.buf, units.len / CQ_UNIT_SIZE, args[1],
+                           args[4], args[12], runs, &limits, &o);
     PyBuffer_Release(&units);
-    return Py_BuildValue("(nLLLi)", scanned, count, total_bytes, max_phys_pulling, stop);
-fail:
-    PyBuffer_Release(&units);
-    return NULL;
+    if (failed) return NULL;
+    return Py_BuildValue("(nLLLi)", o.scanned, o.count, o.total_bytes, o.max_phys_pulling,
+                         o.stop);
 }
 
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -8,12 +8,14 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 7
+#define STORE_ABI_VERSION 8
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
 #define CQ_UNIT_SIZE 20
 #define CQ_FILLER_SIZE 0x7FFFFFFF /* the size field of a filler unit */
+/* remoting/codes.py CURRENT_VERSION: the version field of a found pull's reply (pull_found.c) */
+#define REMOTING_VERSION 409
 #define INDEX_HEADER_SIZE 40
 #define INDEX_SLOT_SIZE 4
 #define INDEX_ENTRY_SIZE 20
@@ -155,6 +157,21 @@ PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 PyObject *sync_range(PyObject *self, PyObject *args);
+/* The unit loop of scan_units (scan_units.c): `total` units from `p`, slices of `view` (the
+ * segment mapped from log offset l->start, written up to l->end) appended to `buffers`; -1
+ * with an error set. */
+typedef struct {
+    long long start, end, max_phys, threshold, max_msgs, disk_bytes, disk_count, memory_bytes,
+        memory_count;
+} ScanLimits;
+typedef struct {
+    Py_ssize_t scanned;
+    long long count, total_bytes, max_phys_pulling;
+    int stop;
+} ScanOutcome;
+int scan_loop(const unsigned char *p, Py_ssize_t total, PyObject *view, PyObject *codes,
+              PyObject *buffers, int runs, const ScanLimits *l, ScanOutcome *o);
+PyObject *pull_found(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

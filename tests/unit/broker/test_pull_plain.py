@@ -1,9 +1,10 @@
 """Property: a scanned PULL_MESSAGE through the plain pass (broker/processor/pull_plain.py, via
 ``PullMessageProcessor.handle``) and through the reference (``process`` with the header decoded
-from extFields) give the same reply bytes or the same refusal, read the store once with the
-same arguments, commit the same offsets, count the same stats and hold the same pulls, for
-hostile header values and broker states (permissions, role, slave reads, unknown and disabled
-groups, unreadable topics, filters, offsets out of range).
+from extFields) give the same reply bytes or the same refusal, commit the same offsets, count
+the same store and broker stats (which also says the store was read once: a found pull's one
+call, broker/store/reads_found.py, reads without ``store.get_message``) and hold the same
+pulls, for hostile header values and broker states (permissions, role, slave reads, unknown and
+disabled groups, unreadable topics, filters, offsets out of range).
 
 One broker (a controller built in this process, its store loaded and holding tagged messages
 in two queues) answers each drawn pull twice, once per path; its side-effect calls are
@@ -144,9 +145,35 @@ def _recording(broker: Any, calls: list[Any]) -> dict[str, Any]:
     return {
         "store.get_message": get_message,
         "offsets.commit": lambda *args: calls.append(("commit", args)),
-        "stats.on_get": lambda *args: calls.append(("stats", args)),
         "pull_processor._suspended": suspended,
     }
+
+
+def _counters(broker: Any) -> tuple[Any, ...]:
+    """The stats a pull counts in: the store's found/miss/transferred and the broker's get
+    items (the one-call path counts in them without on_get)."""
+    stats = broker.store.stats
+    return (
+        stats.get_message_times_total_found,
+        stats.get_message_times_total_miss,
+        stats.get_message_transferred_msg_count,
+        {key: (item.value, item.times) for key, item in broker.stats.items.items()},
+    )
+
+
+def _delta(before: tuple[Any, ...], after: tuple[Any, ...]) -> tuple[Any, ...]:
+    items = {
+        key: (value - before[3].get(key, (0, 0))[0], times - before[3].get(key, (0, 0))[1])
+        for key, (value, times) in after[3].items()
+    }
+    counts = tuple(a - b for a, b in zip(after[:3], before[:3], strict=True))
+    return (*counts, {k: v for k, v in items.items() if v != (0, 0)})
+
+
+def _reads(calls: list[Any]) -> list[Any]:
+    """The calls but the general read: the one-call path (reads_found.pull_found) reads
+    without it; the stats deltas say it read once, as the reference did."""
+    return [c for c in calls if c[0] != "get"]
 
 
 def _patched(broker: Any, patches: dict[str, Any]) -> None:
@@ -231,7 +258,9 @@ def test_the_plain_pass_answers_as_the_reference(broker, ext, state, as_numbers)
         patches = _recording(broker, plain_calls)
         _patched(broker, patches)
         request = _scanned(ext)
+        before = _counters(broker)
         plain = _outcome(lambda: processor.handle(connection, request))
+        plain_counted = _delta(before, _counters(broker))
         _unpatched(broker, patches)
         patches = _recording(broker, reference_calls)
         _patched(broker, patches)
@@ -241,13 +270,19 @@ def test_the_plain_pass_answers_as_the_reference(broker, ext, state, as_numbers)
             header = _reference_header(request.ext_fields)
             return processor.process(connection, request, header, allow_suspend=True)
 
+        before = _counters(broker)
         expected = _outcome(reference)
+        reference_counted = _delta(before, _counters(broker))
         _unpatched(broker, patches)
     finally:
         _unpatched(broker, _recording(broker, []))
         _restore(old)
     assert plain == expected
-    assert plain_calls == reference_calls
+    if any(call[0] == "get" for call in plain_calls):  # the general read, as the reference's
+        assert plain_calls == reference_calls
+    else:
+        assert _reads(plain_calls) == _reads(reference_calls)
+    assert plain_counted == reference_counted
 
 
 def test_a_found_pull_takes_the_plain_pass(broker) -> None:
@@ -259,15 +294,18 @@ def test_a_found_pull_takes_the_plain_pass(broker) -> None:
         "suspendTimeoutMillis": "15000", "subVersion": str(SUB_VERSION),
         "expressionType": "TAG",
     }  # fmt: skip
+    processor = broker.pull_processor
+    processor.handle(_Connection(), _scanned(ext))  # the group's first found pull: its stats items
     request = _scanned(ext)
     assert request.header_values is not None
-    processor = broker.pull_processor
     vars(processor)["process"] = lambda *args, **kwargs: pytest.fail("went to process")
     vars(processor)["after_get"] = lambda *args, **kwargs: pytest.fail("went to after_get")
+    vars(broker.store)["get_message"] = lambda *args, **kwargs: pytest.fail("read twice")
     try:
         reply = processor.handle(_Connection(), request)
     finally:
         vars(processor).pop("process")
         vars(processor).pop("after_get")
+        vars(broker.store).pop("get_message")
     assert type(reply) is EncodedReply and reply.code == 0
     assert b'"remark":"FOUND"' in bytes(reply.buffers[0])
