@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import httpx
 import orjson
 
 from etcdstate import etcd_json as J
@@ -44,7 +43,12 @@ class EtcdClient:
             raise ValueError("no etcd endpoint")
         self.endpoints = [e.rstrip("/") for e in endpoints]
         self._current = 0
+        # Imported here: every mqadmin run and broker start imports this module, and httpx
+        # (~50-80 ms of start-up CPU) is needed only where etcd is used
+        import httpx
+
         self._http = httpx.AsyncClient(timeout=timeout_s, trust_env=False)
+        self._transport_errors = (httpx.HTTPError, OSError)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -57,7 +61,7 @@ class EtcdClient:
             url = f"{self.endpoints[index]}/v3/{path}"
             try:
                 reply = await self._post(url, body)
-            except (httpx.HTTPError, OSError) as exc:
+            except self._transport_errors as exc:
                 errors.append(f"{self.endpoints[index]}: {type(exc).__name__} {exc}")
                 continue
             self._current = index
