@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting import writes as _writes
 from remoting.command import (
     RPC_ONEWAY,
     RPC_RESPONSE,
@@ -34,7 +35,6 @@ from remoting.receive import READ_CHUNK as READ_CHUNK  # the server's budget flo
 from remoting.receive import recv_command
 from remoting.receive import take_commands as take_commands  # bench/bench_split.py times it
 from remoting.round_finish import finish_plain_round
-from remoting import writes as _writes
 from remoting.writes import ThreadWrites, reply_round
 
 if TYPE_CHECKING:
@@ -98,15 +98,7 @@ def finish_round(
         leaving.append(fast[index])
     for connection, w in zip(fast, writes, strict=True):
         connection._in_read_batch = False
-        if connection.closed:  # a failed write (closing, as reply's) or a bug above
-            continue
-        if connection._in_flight.full or w.paused:  # type: ignore[union-attr]
-            try:
-                if not connection._keep_reading():
-                    leaving.append(connection)
-            except Exception:
-                failed(connection, None)
-                leaving.append(connection)
+        _check_pause(connection, w, failed, leaving)
     return leaving
 
 
@@ -124,23 +116,37 @@ def _finish_tail(
         w = connection._writes
         if answer is not None:
             try:
-                if isinstance(answer, Exception) and not isinstance(answer, (OSError, RuntimeError)):
+                if isinstance(answer, Exception) and not isinstance(
+                    answer, (OSError, RuntimeError)
+                ):
                     raise answer
                 w._sent(answer)  # type: ignore[union-attr]
             except Exception as exc:
                 failed(connection, exc)
                 leaving.append(connection)
             connection._in_read_batch = False
-        if connection.closed:  # a failed write (closing, as reply's) or a bug above
-            continue
-        if connection._in_flight.full or w.paused:  # type: ignore[union-attr]
-            try:
-                if not connection._keep_reading():
-                    leaving.append(connection)
-            except Exception:
-                failed(connection, None)
-                leaving.append(connection)
+        _check_pause(connection, w, failed, leaving)
     return leaving
+
+
+def _check_pause(
+    connection: ReadBatches,
+    w: Any,
+    failed: Callable[[ReadBatches, BaseException | None], None],
+    leaving: list[ReadBatches],
+) -> None:
+    """An answered connection of a round: if still open with its in-flight table full or its
+    writes paused, whether it keeps reading (``leaving`` gets it when not, or when that
+    raises)."""
+    if connection.closed:  # a failed write (closing, as reply's) or a bug above
+        return
+    if connection._in_flight.full or w.paused:
+        try:
+            if not connection._keep_reading():
+                leaving.append(connection)
+        except Exception:
+            failed(connection, None)
+            leaving.append(connection)
 
 
 class ReadBatches:

@@ -40,7 +40,9 @@ def finish_plain_round_reference(
         or not isinstance(writes_type, type)
         or type(high_water) is not int
     ):
-        raise TypeError("finish_plain_round(owners, staged, frames, writes_type, sender, high_water)")
+        raise TypeError(
+            "finish_plain_round(owners, staged, frames, writes_type, sender, high_water)"
+        )
     if not _LONG_MIN <= high_water <= _LONG_MAX:
         raise OverflowError("finish_plain_round: high_water out of range")
     count = len(owners)
@@ -50,11 +52,16 @@ def finish_plain_round_reference(
     handles: list[int] = []
     writes: list[Any] = []
     try:
-        for connection, request, frame in zip(owners, staged, frames):
+        for connection, request, frame in zip(owners, staged, frames, strict=True):
             if type(frame) is not bytes or connection.closed is not False:
                 return None
             flag = request.flag
-            if type(flag) is not int or not _LONG_MIN <= flag <= _LONG_MAX or flag == -1 or flag & RPC_ONEWAY:
+            if (
+                type(flag) is not int
+                or not _LONG_MIN <= flag <= _LONG_MAX
+                or flag == -1
+                or flag & RPC_ONEWAY
+            ):
                 return None
             w = connection._writes
             if type(w) is not writes_type or w._closed is not False or w._sender is not sender:
@@ -91,6 +98,4 @@ def _settle(connection: Any, w: Any, queued: int) -> bool:
     return not (connection._in_flight.full or w.paused)
 
 
-finish_plain_round = (
-    finish_plain_round_reference if native is None else native.finish_plain_round
-)
+finish_plain_round = finish_plain_round_reference if native is None else native.finish_plain_round

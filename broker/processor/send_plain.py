@@ -115,8 +115,8 @@ def plain_round(
     ``register_round``): the results, or None with nothing done when one request is not a
     plain send or the broker does not take plain sends now (the server's general path then
     judges the round, as it did every round before). ``hosts``: every request's born host,
-    when one connection sent them all. One frame for what ``broker_takes_plain``,
-    ``_store_plain`` and ``plain_sends`` did in three: a round is ~0.25 of a sync send."""
+    when one connection sent them all. ``broker_takes_plain``'s test is made inline: a round
+    is ~0.25 of a sync send, and the gates are one expression of it."""
     broker = processor.broker
     # broker_takes_plain's test, inline (it runs once a round)
     if (
@@ -133,16 +133,9 @@ def plain_round(
             hosts = [None]  # type: ignore[assignment, list-item]
         if None in hosts:  # type: ignore[operator]
             hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
-    cluster = broker.config.broker_cluster_name
-    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
-    if rows is None:
+    results = _store_plain(processor, hosts, requests)
+    if results is None:
         return None
-    stored = put_plain_run(broker.store, rows, REPLY_PIECES)
-    if stored is None:  # the store refuses every put now: the reference answers each
-        return None
-    results, totals = stored
-    if totals:
-        broker.stats.on_puts(totals, cluster)
     done = len(results)
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
@@ -179,7 +172,8 @@ def _store_plain(
     if stored is None:  # the store refuses every put now: the reference answers each
         return None
     replies, totals = stored
-    broker.stats.on_puts(totals, cluster)
+    if totals:
+        broker.stats.on_puts(totals, cluster)
     return replies
 
 
