@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,16 @@ def fresh_log_limits() -> None:
     in the same worker process."""
     peer_warnings.forget()
     bug_tracebacks.forget()
+
+
+@pytest.fixture(autouse=True)
+def root_logging_restored():
+    """A test that runs a server's main() in-process (a bad config's exit code) gets the root
+    logger's handlers set to that test's captured stderr, which pytest closes after it. Left
+    in place, any later record in the worker (py4j's at interpreter exit) printed a "Logging
+    error" traceback into the suite's output."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
