@@ -21,7 +21,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.processor.send_reply import REPLY_PIECES
-from broker.store.group_put import put_plain_run
+from broker.store.dispatch import ALWAYS_HEARD
+from broker.store.group_put import finish_plain_run, put_plain_run
+from broker.store.plain_pass import plain_pass
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from remoting import constants as K
 from remoting import message as codec
@@ -133,9 +135,17 @@ def plain_round(
             hosts = [None]  # type: ignore[assignment, list-item]
         if None in hosts:  # type: ignore[operator]
             hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
-    results = _store_plain(processor, hosts, requests)
-    if results is None:
+    # _store_plain inline (one frame a round less)
+    cluster = broker.config.broker_cluster_name
+    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
+    if rows is None:
         return None
+    store = broker.store
+    results = plain_pass(store, rows, REPLY_PIECES, broker.stats.put_items, cluster, ALWAYS_HEARD)
+    if type(results) is not list:  # not the common pass: Python does the rest
+        results = _store_rest(broker, rows, results, cluster)
+        if results is None:
+            return None
     done = len(results)
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
@@ -168,9 +178,26 @@ def _store_plain(
     rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
     if rows is None:
         return None
-    stored = put_plain_run(broker.store, rows, REPLY_PIECES)
-    if stored is None:  # the store refuses every put now: the reference answers each
-        return None
+    store = broker.store
+    replies = plain_pass(store, rows, REPLY_PIECES, broker.stats.put_items, cluster, ALWAYS_HEARD)
+    if type(replies) is list:
+        return replies
+    return _store_rest(broker, rows, replies, cluster)
+
+
+def _store_rest(
+    broker: Any, rows: list[tuple[Any, ...]], passed: tuple[Any, ...] | None, cluster: str
+) -> list[Any] | None:
+    """What ``plain_pass`` left: the whole pass (``passed`` None: ``put_plain_run``, which
+    decides every case) or what follows its append (``finish_plain_run``), then the broker's
+    stats of the pass; None when the store refuses every put now (the reference answers
+    each)."""
+    if passed is None:
+        stored = put_plain_run(broker.store, rows, REPLY_PIECES)
+        if stored is None:
+            return None
+    else:
+        stored = finish_plain_run(broker.store, passed)
     replies, totals = stored
     if totals:
         broker.stats.on_puts(totals, cluster)
