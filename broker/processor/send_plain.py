@@ -137,7 +137,9 @@ def plain_round(
             hosts = [c.attributes.get("born_host") or born_host(c) for c in connections]  # type: ignore[assignment]
     # _store_plain inline (one frame a round less)
     cluster = broker.config.broker_cluster_name
-    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
+    rows = plain_rows(
+        requests, valid_topics, processor.queue_bounds.lookup, _SPECIAL, cluster, hosts
+    )
     if rows is None:
         return None
     store = broker.store
@@ -175,7 +177,9 @@ def _store_plain(
     every put now."""
     broker = processor.broker
     cluster = broker.config.broker_cluster_name
-    rows = plain_rows(requests, valid_topics, processor.queue_bounds, _SPECIAL, cluster, hosts)
+    rows = plain_rows(
+        requests, valid_topics, processor.queue_bounds.lookup, _SPECIAL, cluster, hosts
+    )
     if rows is None:
         return None
     store = broker.store
@@ -247,7 +251,7 @@ def python_plain_rows(
         (_, topic, _, _, queue_id, sys_flag, born_ts, flag, text, reconsume, *_) = values
         bound = bounds.get(topic)
         if bound is None:
-            bound = bounds[topic] = bound_of(topic)
+            bound = bounds[topic] = _ask_bound(bound_of, topic)
         if not 0 <= queue_id < bound or sys_flag & TRANSACTION_ROLLBACK_TYPE:
             return None
         properties = row_properties(text, specials, cluster)
@@ -258,6 +262,21 @@ def python_plain_rows(
              reconsume or 0, request.opaque)
         )  # fmt: skip
     return rows
+
+
+def _ask_bound(bound_of: Any, topic: str) -> int:
+    """``bound_of(topic)``, or for a (table, kept, fallback) triple (QueueBounds.lookup) the
+    bound it keeps while the table holds the config it came from, else ``fallback(topic)``
+    (plain_send.c's ask_bound)."""
+    if type(bound_of) is not tuple or len(bound_of) != 3:
+        return bound_of(topic)  # type: ignore[no-any-return]
+    table, kept, fallback = bound_of
+    if type(table) is dict and type(kept) is dict:
+        config = table.get(topic)
+        entry = kept.get(topic) if config is not None else None
+        if type(entry) is tuple and len(entry) == 2 and entry[0] is config:
+            return entry[1]  # type: ignore[no-any-return]
+    return fallback(topic)  # type: ignore[no-any-return]
 
 
 plain_rows = python_plain_rows if native is None else native.plain_send_rows
@@ -332,11 +351,14 @@ class QueueBounds:
     update puts a new one in the table), so the bound holds while the table holds that very
     object. Only topics the table has are kept: a client naming others adds nothing."""
 
-    __slots__ = ("_bounds", "_table")
+    __slots__ = ("_bounds", "_table", "lookup")
 
     def __init__(self, table: dict[str, Any]) -> None:
         self._table = table
         self._bounds: dict[str, tuple[Any, int]] = {}
+        # what plain_rows takes instead of this callable: it reads a kept bound itself (the
+        # two dicts are never rebound) and calls this only for a topic it has none of
+        self.lookup = (table, self._bounds, self)
 
     def __call__(self, topic: str) -> int:
         config = self._table.get(topic)

@@ -527,6 +527,43 @@ def test_a_topics_queue_bound_follows_its_config() -> None:
     assert not bounds._bounds
 
 
+_configs = st.one_of(
+    st.none(),  # deleted
+    st.just("kept"),  # the same config object as the round before
+    st.just("kept"),
+    st.builds(
+        lambda read, write, perm: TopicConfig(
+            topic_name="T", read_queue_nums=read, write_queue_nums=write, perm=perm
+        ),
+        st.integers(0, 5),
+        st.integers(0, 5),
+        st.sampled_from([PERM_READ, 6]),
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_configs, groups()), min_size=1, max_size=6))
+def test_the_kept_bounds_lookup_gives_the_callables_rows(steps) -> None:
+    """plain_rows given QueueBounds.lookup (the C reads a kept bound without calling Python)
+    gives the rows the callable gives, in the C and the twin, as T's config is replaced by a
+    new one, deleted or made again between rounds."""
+    table: dict[str, TopicConfig] = {"T": TopicConfig(topic_name="T", read_queue_nums=4)}
+    bounds = send_plain.QueueBounds(table)
+    topics = {"T", "RO", "%RETRY%G", "TBW102"}
+    for config, drawn in steps:
+        if config is None:
+            table.pop("T", None)
+        elif config != "kept":
+            table["T"] = config
+        requests = [build(*send, n) for n, send in enumerate(drawn)]
+        fresh = send_plain.QueueBounds(dict(table))  # nothing kept: asks the config each time
+        args = (send_plain._SPECIAL, "C1", HOST)
+        want = send_plain.python_plain_rows(requests, topics, fresh, *args)
+        assert native.plain_send_rows(requests, topics, bounds.lookup, *args) == want
+        assert send_plain.python_plain_rows(requests, topics, bounds.lookup, *args) == want
+
+
 @pytest.mark.parametrize("long_polling", [True, False])
 def test_a_plain_send_wakes_a_held_pull_when_the_broker_wants_arrivals(
     tmp_path: Path, long_polling: bool
