@@ -133,6 +133,7 @@ class BrokerController:
         # Certificates load now: a bad one stops start-up (ConfigError naming the key).
         self.tls = broker_tls(config, is_slave=store_config.broker_role is BrokerRole.SLAVE)
         self._build_ha()
+        self._declare_plain_idle()
         self.schedule = ScheduleMessageService(
             self.store,
             self.delay_offsets,
@@ -291,6 +292,26 @@ class BrokerController:
         self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
         if self.pop_polling.waiting:
             self.pop_polling.notify(topic)
+
+    def _declare_plain_idle(self) -> None:
+        """When the store's listeners have nothing to do, for its plain pass in one call
+        (DefaultMessageStore.plain_idle): ``_arrivals_wanted``'s counters (no pull held, no
+        pop waiting: nothing but the services' own topics, which the pass leaves to Python, is
+        woken) and HA's ``notify_new_data``'s (no connection waiting for data)."""
+        store = self.store
+        counters: tuple[tuple[object, str], ...] = (
+            (self.pull_hold, "held"),
+            (self.pop_polling, "waiting"),
+        )
+        if self.ha_service is not None:
+            counters += ((self.ha_service, "new_data_waiters"),)
+        dispatcher = store.dispatcher
+        store.plain_idle = (
+            store.put_listener,
+            dispatcher.arrival_listener,
+            dispatcher.arrivals_wanted,
+            counters,
+        )
 
     def _arrivals_wanted(self) -> bool:
         """Whether ``_on_arrival`` would wake anything for a user topic now: a plain put asks

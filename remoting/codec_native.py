@@ -12,7 +12,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 11
+ABI_VERSION = 12
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",

@@ -194,37 +194,54 @@ def put_plain_run(
         return [], {}  # the reference makes the next segment
     started = perf_counter_ns()
     mapped = files[-1]
-    wrote_from, start_offset = mapped.wrote_position, mapped.start_offset
-    # reput.caught_up() without its three calls: the log's end is this segment's written end
-    reput = store.reput
-    caught_up = reput.reput_from_offset == start_offset + wrote_from
+    wrote_from = mapped.wrote_position
     # One store timestamp for the pass (a clock read per row was a Python call per send): the
     # rows are appended within microseconds, as a batch's entries share one in Java
     position, appended, replies, totals = put_rows(
-        log.cursor, mapped.mmap, wrote_from, start_offset, log.clock(),
+        log.cursor, mapped.mmap, wrote_from, mapped.start_offset, log.clock(),
         log.config.max_message_size, rows, pieces,
     )  # fmt: skip
+    if not replies:
+        return replies, totals
+    return finish_plain_run(store, (replies, totals, appended, position, wrote_from, started))
+
+
+def finish_plain_run(
+    store: DefaultMessageStore, appended_rows: tuple[Any, ...]
+) -> tuple[list[bytes], dict[str, list[int]]]:
+    """What ``put_plain_run`` does once ``put_rows`` appended rows in the last segment:
+    ``appended_rows`` is (reply frames, totals, the packed dispatch, the segment's next write
+    position, where the pass began writing, the pass's perf_counter_ns start), the tuple
+    plain_pass (broker/store/plain_pass.py) hands back when it stops after the append. The
+    dispatch is done here only when reput is caught up to where the pass began (else it was
+    woken and dispatches from the log)."""
+    replies, totals, appended, position, wrote_from, started = appended_rows
+    mapped = store.commit_log.queue.files[-1]  # put_rows rolls no segment
+    start_offset = mapped.start_offset
+    # reput.caught_up() before the pass without its three calls: nothing but dispatch moves
+    # reput's position between there and here
+    reput = store.reput
+    caught_up = reput.reput_from_offset == start_offset + wrote_from
     count = len(replies)
-    if count:
-        mapped.wrote_position = position
-        warmer = log.warmer
-        if position + warmer.ahead > mapped.warmed_position:  # wrote's first test, no call
-            warmer.wrote(mapped)
-        if store.put_listener is not None:
-            store.put_listener()
-        # _stored's bookkeeping inline (a lone sync send pays it per message): _dispatch_ok and
-        # dispatched_to without their calls
-        if not caught_up:
-            reput.wake()
+    mapped.wrote_position = position
+    warmer = store.commit_log.warmer
+    if position + warmer.ahead > mapped.warmed_position:  # wrote's first test, no call
+        warmer.wrote(mapped)
+    if store.put_listener is not None:
+        store.put_listener()
+    # _stored's bookkeeping inline (a lone sync send pays it per message): _dispatch_ok and
+    # dispatched_to without their calls
+    if not caught_up:
+        reput.wake()
+    else:
+        try:
+            store.dispatcher.dispatch_rows(appended, topics=totals)
+        except DiskError as exc:  # answered PUT_OK all the same: reput dispatches it later
+            store.health.failed(DISPATCH, exc)
         else:
-            try:
-                store.dispatcher.dispatch_rows(appended, topics=totals)
-            except DiskError as exc:  # answered PUT_OK all the same: reput dispatches it later
-                store.health.failed(DISPATCH, exc)
-            else:
-                reput.reput_from_offset = start_offset + position
-        elapsed = (perf_counter_ns() - started) // count
-        store.stats.on_put_run(count, position - wrote_from, elapsed, count)
+            reput.reput_from_offset = start_offset + position
+    elapsed = (perf_counter_ns() - started) // count
+    store.stats.on_put_run(count, position - wrote_from, elapsed, count)
     return replies, totals
 
 

@@ -91,6 +91,11 @@ class DefaultMessageStore(QueueLookups):
         self.is_slave = config.broker_role is BrokerRole.SLAVE  # fixed at start
         # Called after every successful put (HA wakes its idle connection writers).
         self.put_listener: Callable[[], None] | None = None
+        # (put listener, arrival listener, arrivals_wanted, ((object, counter name), ...)): the
+        # listeners named have nothing to do for a user topic while each counter reads 0, so
+        # a plain pass in one call skips them (broker/store/plain_pass.py); None: not known,
+        # and a pass with a listener set goes through Python
+        self.plain_idle: tuple[Any, Any, Any, tuple[tuple[object, str], ...]] | None = None
         self.health = health = StoreHealth()
         self.allocation = AllocateMappedFileService(config.mapped_file_size_commit_log)
         self.allocation.on_failed = lambda exc: health.failed(COMMIT_LOG, exc)

@@ -90,9 +90,19 @@ static int int_attr(PyObject *o, PyObject *name, long long *value) {
     return taken ? 0 : 1;
 }
 
-/* One run into its queue when it is the common case (see put_cq_runs): 1 written, 0 left to
- * the Python twin (nothing changed, no error), -1 an error set. */
-static int put_cq_run(PyObject *table, PyObject *dirty, PyObject *run) {
+/* What cq_run_check found for a run it takes (store.h CqTarget). */
+void cq_target_release(CqTarget *t) {
+    if (t->out.obj != NULL) PyBuffer_Release(&t->out);
+    Py_CLEAR(t->mapped);
+    Py_CLEAR(t->consume_queue);
+}
+
+/* Whether a run goes into its queue the common way (see put_cq_runs): 1 it does, `t` holding
+ * the queue, its last file, that file's buffer and the new ends (cq_run_write or
+ * cq_target_release then); 0 left to the Python twin (nothing held, no error); -1 an error. */
+int cq_run_check(PyObject *table, PyObject *run, CqTarget *t) {
+    memset(t, 0, sizeof *t);
+    if (intern_names() < 0) return -1;
     if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) return 0;
     PyObject *topic = PyTuple_GET_ITEM(run, 0), *queue_id = PyTuple_GET_ITEM(run, 1);
     PyObject *first = PyTuple_GET_ITEM(run, 2), *units = PyTuple_GET_ITEM(run, 3);
@@ -110,14 +120,13 @@ static int put_cq_run(PyObject *table, PyObject *dirty, PyObject *run) {
     if (queues == NULL || !PyDict_CheckExact(queues)) return PyErr_Occurred() ? -1 : 0;
     PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
     if (consume_queue == NULL) return PyErr_Occurred() ? -1 : 0;
-    Py_INCREF(consume_queue); /* the attribute reads below run no Python, but hold it anyway */
+    t->consume_queue = Py_NewRef(consume_queue);
+    t->units = units;
     int status = 0;
-    PyObject *mapped_queue = NULL, *files = NULL, *mapped = NULL, *mm = NULL;
-    PyObject *new_end = NULL, *new_max = NULL;
-    Py_buffer out = {0};
+    PyObject *mapped_queue = NULL, *files = NULL, *mm = NULL;
     const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(units), *last;
-    long long count = length / CQ_UNIT_SIZE, max_phys, position, file_size, start, phys,
-              end_phys, expected, at, end, last_end;
+    long long count = length / CQ_UNIT_SIZE, max_phys, file_size, start, end_phys, expected,
+              at;
     int got;
     if ((got = int_attr(consume_queue, name_max_phys, &max_phys)) != 0) goto leave;
     mapped_queue = PyObject_GetAttr(consume_queue, name_queue);
@@ -125,45 +134,34 @@ static int put_cq_run(PyObject *table, PyObject *dirty, PyObject *run) {
     files = PyObject_GetAttr(mapped_queue, name_files);
     if (files == NULL) goto missing;
     if (!PyList_CheckExact(files) || PyList_GET_SIZE(files) == 0) goto done;
-    mapped = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
-    if ((got = int_attr(mapped, name_wrote, &position)) != 0 ||
-        (got = int_attr(mapped, name_file_size, &file_size)) != 0 ||
-        (got = int_attr(mapped, name_start, &start)) != 0)
+    t->mapped = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
+    if ((got = int_attr(t->mapped, name_wrote, &t->position)) != 0 ||
+        (got = int_attr(t->mapped, name_file_size, &file_size)) != 0 ||
+        (got = int_attr(t->mapped, name_start, &start)) != 0)
         goto leave;
-    phys = get_i64(src);
     /* What put_units' slice takes: past its first unit's end, at the queue's end, in the file.
      * Any sum that overflows int64 is not that case (Python's ints would not overflow). */
-    if (__builtin_add_overflow(phys, (long long)get_i32(src + 8), &end_phys) ||
+    if (__builtin_add_overflow(get_i64(src), (long long)get_i32(src + 8), &end_phys) ||
         end_phys <= max_phys)
         goto done;
     if (__builtin_mul_overflow(queue_offset, (long long)CQ_UNIT_SIZE, &expected) ||
-        __builtin_add_overflow(start, position, &at) || at != expected || position < 0 ||
-        __builtin_add_overflow(position, (long long)length, &end) || end > file_size)
+        __builtin_add_overflow(start, t->position, &at) || at != expected || t->position < 0 ||
+        __builtin_add_overflow(t->position, (long long)length, &t->end) || t->end > file_size)
         goto done;
-    mm = PyObject_GetAttr(mapped, name_mmap);
+    mm = PyObject_GetAttr(t->mapped, name_mmap);
     if (mm == NULL) goto missing;
-    if (PyObject_GetBuffer(mm, &out, PyBUF_WRITABLE) < 0) { /* closed: the twin says so */
+    if (PyObject_GetBuffer(mm, &t->out, PyBUF_WRITABLE) < 0) { /* closed: the twin says so */
         PyErr_Clear();
+        t->out.obj = NULL;
         goto done;
     }
-    if (end > out.len) goto done;
+    if (t->end > t->out.len) goto done;
     last = src + length - CQ_UNIT_SIZE;
-    last_end = end_phys;
+    t->last_end = end_phys;
     if (count > 1 &&
-        __builtin_add_overflow(get_i64(last), (long long)get_i32(last + 8), &last_end))
+        __builtin_add_overflow(get_i64(last), (long long)get_i32(last + 8), &t->last_end))
         goto done;
-    new_end = PyLong_FromLongLong(end);
-    new_max = new_end == NULL ? NULL : PyLong_FromLongLong(last_end);
-    /* dirty first, as put_runs marks a queue before writing it */
-    if (new_max == NULL || PySet_Add(dirty, consume_queue) < 0) {
-        status = -1;
-        goto done;
-    }
-    memcpy((unsigned char *)out.buf + position, src, (size_t)length);
     status = 1;
-    if (PyObject_SetAttr(mapped, name_wrote, new_end) < 0 ||
-        PyObject_SetAttr(consume_queue, name_max_phys, new_max) < 0)
-        status = -1;
     goto done;
 missing:
     got = PyErr_ExceptionMatches(PyExc_AttributeError) ? 1 : -1;
@@ -171,15 +169,40 @@ missing:
 leave:
     status = got < 0 ? -1 : 0;
 done:
-    Py_XDECREF(new_end);
-    Py_XDECREF(new_max);
-    if (out.obj != NULL) PyBuffer_Release(&out);
     Py_XDECREF(mm);
-    Py_XDECREF(mapped);
     Py_XDECREF(files);
     Py_XDECREF(mapped_queue);
-    Py_DECREF(consume_queue);
+    if (status != 1) cq_target_release(t);
     return status;
+}
+
+/* The run cq_run_check took, written: the queue marked dirty, the units copied, the file's
+ * and the queue's ends moved on; `t` released. 0, or -1 with an error set. */
+int cq_run_write(PyObject *dirty, CqTarget *t) {
+    int status = -1;
+    PyObject *new_end = PyLong_FromLongLong(t->end);
+    PyObject *new_max = new_end == NULL ? NULL : PyLong_FromLongLong(t->last_end);
+    /* dirty first, as put_runs marks a queue before writing it */
+    if (new_max != NULL && PySet_Add(dirty, t->consume_queue) == 0) {
+        memcpy((unsigned char *)t->out.buf + t->position, PyBytes_AS_STRING(t->units),
+               (size_t)PyBytes_GET_SIZE(t->units));
+        if (PyObject_SetAttr(t->mapped, name_wrote, new_end) == 0 &&
+            PyObject_SetAttr(t->consume_queue, name_max_phys, new_max) == 0)
+            status = 0;
+    }
+    Py_XDECREF(new_end);
+    Py_XDECREF(new_max);
+    cq_target_release(t);
+    return status;
+}
+
+/* One run into its queue when it is the common case (see put_cq_runs): 1 written, 0 left to
+ * the Python twin (nothing changed, no error), -1 an error set. */
+static int put_cq_run(PyObject *table, PyObject *dirty, PyObject *run) {
+    CqTarget t;
+    int status = cq_run_check(table, run, &t);
+    if (status <= 0) return status;
+    return cq_run_write(dirty, &t) < 0 ? -1 : 1;
 }
 
 /* put_cq_runs(table, dirty, runs) -> int
@@ -205,7 +228,6 @@ PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_TypeError, "put_cq_runs takes a dict, a set and a list");
         return NULL;
     }
-    if (intern_names() < 0) return NULL;
     Py_ssize_t taken = 0;
     for (; taken < PyList_GET_SIZE(runs); taken++) {
         PyObject *run = Py_NewRef(PyList_GET_ITEM(runs, taken));

@@ -9,8 +9,9 @@
  * the record layout is compiled in from remoting/native/record_layout.h.
  *
  * The seam: buffers and plain values in, new objects out. Nothing here calls back into
- * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs and
- * pull_found (consume_queue.c and pull_found.c say which and why). The state it mutates is its
+ * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs,
+ * pull_found and plain_pass (consume_queue.c, pull_found.c and plain_pass.c say which and why;
+ * plain_pass calls the CommitLog's clock, the builtin now_ms in the broker). The state it mutates is its
  * own (the AppendCursor's table), the bytes of a buffer it was handed (a mapped segment), and
  * the attributes those two name (a queue's positions, a found pull's stats counters). The one
  * tuple type it fills, DispatchRequest, is handed to it, and its field order is exported for
@@ -85,6 +86,9 @@ static PyMethodDef methods[] = {
      "scan_units, adjacent records joined into one slice (a pull's reply body)."},
     {"put_rows", (PyCFunction)(void (*)(void))put_rows, METH_FASTCALL,
      "Plain sends appended and answered in one call (broker/store/group_put.py)."},
+    {"plain_pass", (PyCFunction)(void (*)(void))plain_pass, METH_FASTCALL,
+     "A round of plain sends' store pass in one call (broker/store/plain_pass.py)."},
+    {"now_ms", now_ms, METH_NOARGS, "The wall clock in ms (broker/store/mapped_file_queue.py)."},
     {"pull_found", (PyCFunction)(void (*)(void))pull_found, METH_FASTCALL,
      "A found pull's read, reply head and stats in one call (broker/store/reads_found.py)."},
     {"plain_dispatch", plain_dispatch, METH_O,
@@ -119,6 +123,19 @@ static int add_constants(PyObject *m) {
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) return -1;
     if (add_layout_constants(m) < 0) return -1;
+    PyObject *bounds = PyTuple_New(PUT_BUCKETS);
+    if (bounds == NULL) return -1;
+    for (int i = 0; i < PUT_BUCKETS; i++) {
+        PyObject *bound = PyLong_FromLongLong(put_bucket_bounds_ms[i]);
+        if (bound == NULL) {
+            Py_DECREF(bounds);
+            return -1;
+        }
+        PyTuple_SET_ITEM(bounds, i, bound);
+    }
+    int added = PyModule_AddObjectRef(m, "PUT_BUCKET_BOUNDS_MS", bounds);
+    Py_DECREF(bounds);
+    if (added < 0) return -1;
     return add_field_names(m, "DISPATCH_REQUEST_FIELDS", dispatch_request_fields, DR_FIELDS);
 }
 

@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 8
+#define STORE_ABI_VERSION 9
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -151,6 +151,17 @@ PyObject *batch_plan(PyObject *self, PyObject *args);
 PyObject *dispatch_fields(PyObject *self, PyObject *arg);
 PyObject *pack_cq_units(PyObject *self, PyObject *args);
 PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* A plain pass's run that goes into its queue's last file (consume_queue.c): what
+ * cq_run_check found, for cq_run_write. */
+typedef struct {
+    PyObject *consume_queue, *mapped; /* new references */
+    PyObject *units;                  /* borrowed from the run */
+    Py_buffer out;                    /* the file's mapping, held */
+    long long position, end, last_end;
+} CqTarget;
+int cq_run_check(PyObject *table, PyObject *run, CqTarget *t);
+int cq_run_write(PyObject *dirty, CqTarget *t);
+void cq_target_release(CqTarget *t);
 PyObject *index_requests(PyObject *self, PyObject *args);
 PyObject *index_put_keys(PyObject *self, PyObject *args);
 PyObject *index_put_entries(PyObject *self, PyObject *args);
@@ -175,6 +186,12 @@ PyObject *pull_found(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *scan_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *plain_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *now_ms(PyObject *self, PyObject *unused);
+/* Java's putMessageDistributeTime bucket bounds (ms), broker/store/stats.py's; the last bucket
+ * is open-ended. */
+#define PUT_BUCKETS 12
+extern const long long put_bucket_bounds_ms[PUT_BUCKETS];
 
 /* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
 typedef struct PlainPack PlainPack;

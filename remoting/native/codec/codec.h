@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 11
+#define CODEC_ABI_VERSION 12
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);

@@ -50,12 +50,36 @@ static long int_attr(PyObject *o, PyObject *name, int *ok) {
     return out;
 }
 
+/* The bound a (table, kept, fallback) bound_of keeps for `topic` (send_plain.QueueBounds'
+ * lookup): kept[topic] is (config, bound), good while table[topic] is that very config. A new
+ * reference; NULL without an error when it keeps none (the fallback is asked). */
+static PyObject *kept_bound(PyObject *lookup, PyObject *topic) {
+    PyObject *table = PyTuple_GET_ITEM(lookup, 0), *kept = PyTuple_GET_ITEM(lookup, 1);
+    if (!PyDict_CheckExact(table) || !PyDict_CheckExact(kept)) return NULL;
+    PyObject *config = PyDict_GetItemWithError(table, topic); /* borrowed */
+    PyObject *entry = config == NULL ? NULL : PyDict_GetItemWithError(kept, topic);
+    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 ||
+        PyTuple_GET_ITEM(entry, 0) != config)
+        return NULL;
+    return Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+}
+
+/* bound_of(topic): a callable, or (table, kept, fallback) whose kept bound is read without a
+ * call (a Python frame per topic of a round, QueueBounds.__call__), else fallback(topic). */
+static PyObject *ask_bound(PyObject *bound_of, PyObject *topic) {
+    if (!PyTuple_CheckExact(bound_of) || PyTuple_GET_SIZE(bound_of) != 3)
+        return PyObject_CallOneArg(bound_of, topic);
+    PyObject *bound = kept_bound(bound_of, topic);
+    if (bound != NULL || PyErr_Occurred()) return bound;
+    return PyObject_CallOneArg(PyTuple_GET_ITEM(bound_of, 2), topic);
+}
+
 /* The queue ids `topic` may name: cached per call in `bounds`, else asked of bound_of. */
 static long topic_bound(PyObject *bounds, PyObject *bound_of, PyObject *topic) {
     PyObject *bound = PyDict_GetItemWithError(bounds, topic); /* borrowed */
     if (bound == NULL) {
         if (PyErr_Occurred()) return -1;
-        bound = PyObject_CallOneArg(bound_of, topic);
+        bound = ask_bound(bound_of, topic);
         if (bound == NULL) return -1;
         int r = PyDict_SetItem(bounds, topic, bound);
         Py_DECREF(bound);
@@ -331,6 +355,8 @@ done:
 
 /* plain_send_rows(requests, valid_topics, bound_of, specials, cluster, born_host)
  *   -> [row, ...] | None
+ * bound_of: topic -> the queue ids it may name, a callable or (table, kept, fallback)
+ * (ask_bound);
  * born_host: one host for every request, or a list of each request's (a selector round's
  * group spans connections), as long as requests. */
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

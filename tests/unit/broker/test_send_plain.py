@@ -354,6 +354,43 @@ def test_a_plain_group_is_stored_and_answered_in_one_pass(tmp_path: Path) -> Non
     close(controller)
 
 
+def test_a_round_to_queues_that_exist_is_stored_by_one_store_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker names its listeners' idle counters to the store (plain_idle); a round to
+    queues and topics already made, with nobody waiting, is stored by plain_pass whole (no
+    Python path after it), and one with a pull held takes the Python path, which wakes it."""
+    controller = broker(tmp_path)
+    store = controller.store
+    # the broker's own listeners back (broker() records arrivals instead)
+    store.dispatcher.arrival_listener = controller._on_arrival
+    store.dispatcher.arrivals_wanted = controller._arrivals_wanted
+    controller._declare_plain_idle()
+    assert store.plain_idle is not None and store.plain_idle[0] is store.put_listener
+    peer = Peer()
+    controller.send.reference_group(peer, [build(RequestCode.SEND_MESSAGE_V2, 0, 10, [], {}, 0)])
+    store.commit_log.warmer.ahead = 0  # the warmer has nothing to ask for this pass
+    rest: list[object] = []
+    real_rest = send_plain._store_rest
+    monkeypatch.setattr(send_plain, "_store_rest", lambda *a: rest.append(a) or real_rest(*a))
+    requests = [build(RequestCode.SEND_MESSAGE_V2, n % 4, 100, [], {}, n) for n in range(1, 9)]
+    first = send_plain.plain_round(controller.send, [peer] * 8, requests)
+    assert len(rest) == 1 and all(type(r) is bytes for r in first)  # queues 1-3 were new
+    store.commit_log.queue.files[-1].warmed_position = 1 << 40
+    again = send_plain.plain_round(controller.send, [peer] * 8, requests)
+    assert len(rest) == 1 and len(again) == 8
+    assert store.get_max_offset_in_queue("T", 0) == 5
+    assert controller.stats.get("TOPIC_PUT_NUMS", "T").value == 17
+    assert store.stats.put_message_times_total == 17
+    controller.pull_hold.held += 1  # as a held pull counts itself
+    try:
+        send_plain.plain_round(controller.send, [peer], requests[:1])
+    finally:
+        controller.pull_hold.held -= 1
+    assert len(rest) == 2
+    close(controller)
+
+
 def lone_reference(controller: BrokerController, peer: Peer, request: RemotingCommand) -> Any:
     """What ``handle`` answered a lone send before the plain pass took it: Java's checks and
     one ``put_message``."""
@@ -527,6 +564,43 @@ def test_a_topics_queue_bound_follows_its_config() -> None:
     assert not bounds._bounds
 
 
+_configs = st.one_of(
+    st.none(),  # deleted
+    st.just("kept"),  # the same config object as the round before
+    st.just("kept"),
+    st.builds(
+        lambda read, write, perm: TopicConfig(
+            topic_name="T", read_queue_nums=read, write_queue_nums=write, perm=perm
+        ),
+        st.integers(0, 5),
+        st.integers(0, 5),
+        st.sampled_from([PERM_READ, 6]),
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_configs, groups()), min_size=1, max_size=6))
+def test_the_kept_bounds_lookup_gives_the_callables_rows(steps) -> None:
+    """plain_rows given QueueBounds.lookup (the C reads a kept bound without calling Python)
+    gives the rows the callable gives, in the C and the twin, as T's config is replaced by a
+    new one, deleted or made again between rounds."""
+    table: dict[str, TopicConfig] = {"T": TopicConfig(topic_name="T", read_queue_nums=4)}
+    bounds = send_plain.QueueBounds(table)
+    topics = {"T", "RO", "%RETRY%G", "TBW102"}
+    for config, drawn in steps:
+        if config is None:
+            table.pop("T", None)
+        elif config != "kept":
+            table["T"] = config
+        requests = [build(*send, n) for n, send in enumerate(drawn)]
+        fresh = send_plain.QueueBounds(dict(table))  # nothing kept: asks the config each time
+        args = (send_plain._SPECIAL, "C1", HOST)
+        want = send_plain.python_plain_rows(requests, topics, fresh, *args)
+        assert native.plain_send_rows(requests, topics, bounds.lookup, *args) == want
+        assert send_plain.python_plain_rows(requests, topics, bounds.lookup, *args) == want
+
+
 @pytest.mark.parametrize("long_polling", [True, False])
 def test_a_plain_send_wakes_a_held_pull_when_the_broker_wants_arrivals(
     tmp_path: Path, long_polling: bool
@@ -612,6 +686,8 @@ def test_a_round_is_declined_untouched_when_the_broker_does_not_take_plain_sends
             _refused_by(controller, gate)
         before = files(tmp_path / "plain")
         assert send_plain.plain_round(plain.send, peers, requests) is None
+        # a lone send makes the same tests inline too
+        assert send_plain.plain_send_reply(plain.send, peers[0], requests[0]) is None
         assert files(tmp_path / "plain") == before
         # the inline tests agree with the ones they stand for
         if gate in ("slave", "shutting_down", "disk_full", "unhealthy"):
