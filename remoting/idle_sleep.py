@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import select
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,12 +45,17 @@ MAX_SLEEP_S = 86400.0
 MAX_TASKS = 256
 # Events one sleep reports: the selector's own look takes as many.
 MAX_EVENTS = 64
+_INF = math.inf
 
 
 class IdleSleep:
-    def __init__(self, runner: Any, trio_epoll_fd: int) -> None:
+    def __init__(self, runner: Any, trio_epoll_fd: int, clock_offset: float | None) -> None:
+        """``clock_offset``: Trio's SystemClock's (its time is perf_counter plus it), for the
+        sleep's timeout without the clock's two calls; None asks the clock."""
         self._trio_fd = trio_epoll_fd
         self._runner = runner
+        self._deadlines = runner.deadlines
+        self._offset = clock_offset
         # Trio's epoll and every socket the selector reads (``add``/``remove``, as the
         # selector's own epoll): a sleep's events are the ready sockets themselves.
         self._epoll = select.epoll()
@@ -60,7 +66,7 @@ class IdleSleep:
         """For the running Trio run; None when Trio's runner is not what this knows (the
         selector then waits through Trio)."""
         try:
-            from trio._core._run import GLOBAL_RUN_CONTEXT
+            from trio._core._run import GLOBAL_RUN_CONTEXT, SystemClock
 
             runner = GLOBAL_RUN_CONTEXT.runner
             trio_epoll = runner.io_manager._epoll
@@ -70,13 +76,18 @@ class IdleSleep:
                 and hasattr(runner, "tasks")
                 and all(hasattr(task, "_next_send_fn") for task in runner.tasks)
                 and callable(runner.deadlines.next_deadline)
+                and type(getattr(runner.deadlines, "_heap", None)) is list
                 and callable(runner.clock.deadline_to_sleep_time)
                 and hasattr(runner, "waiting_for_idle")
                 and hasattr(runner, "clock_autojump_threshold")
             )
+            clock = runner.clock
+            offset = getattr(clock, "offset", None)
+            if type(clock) is not SystemClock or type(offset) is not float:
+                offset = None
         except (ImportError, AttributeError):
             return None
-        return cls(runner, trio_epoll.fileno()) if known else None
+        return cls(runner, trio_epoll.fileno(), offset) if known else None
 
     def add(self, fd: int) -> None:
         self._epoll.register(fd, select.EPOLLIN)
@@ -98,9 +109,7 @@ class IdleSleep:
         Trio's scheduler since its last sleep here that answered events (its batch may hold
         other tasks still to run)."""
         runner = self._runner
-        if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
-            return None
-        if runner.runq:
+        if runner.runq or runner.waiting_for_idle or runner.clock_autojump_threshold != _INF:
             return None
         if resumed_by_trio:
             # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
@@ -112,15 +121,33 @@ class IdleSleep:
             for task in tasks:
                 if task._next_send_fn is not None:
                     return None
-        timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
-        if timeout <= 0:
-            return None
+        # Trio's next deadline as next_deadline finds it (the heap's first entry while it is
+        # current; a stale one goes to next_deadline, which drops it), then the sleep time.
+        deadlines = self._deadlines
+        heap = deadlines._heap
+        if heap:
+            deadline, _, scope = heap[0]
+            if deadline != scope._registered_deadline:
+                deadline = deadlines.next_deadline()
+            offset = self._offset
+            if offset is None:
+                timeout = runner.clock.deadline_to_sleep_time(deadline)
+            else:
+                timeout = deadline - offset - perf_counter()
+            if timeout <= 0:
+                return None
+            if timeout > MAX_SLEEP_S:
+                timeout = MAX_SLEEP_S
+        else:
+            timeout = MAX_SLEEP_S
         if flush is not None:
             flush()  # what Trio's before_io_wait would have done: the queued replies leave
-        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), MAX_EVENTS)
+        events = self._epoll.poll(timeout, MAX_EVENTS)
         if not events:
             return None  # Trio's deadline
         trio_fd = self._trio_fd
+        if len(events) == 1:  # a lone client's request, the common wake
+            return None if events[0][0] == trio_fd else events
         for fd, _ in events:
             if fd == trio_fd:
                 return None  # the sockets stay ready for the selector's look after Trio's

@@ -232,6 +232,13 @@ class ReadBatches:
                 except Exception as exc:
                     result = self._failure_response(command, exc)
                 kind = type(result)
+                if kind is EncodedReply and not self.closed and not command.flag & RPC_ONEWAY:
+                    # A reply the processor encoded (a found pull's, a lone plain send's):
+                    # queued and written in one call, the read having counted the I/O.
+                    self._in_read_batch = False
+                    if self._writes.answer(result.buffers) and not self._in_flight.full:  # type: ignore[union-attr]
+                        return True
+                    return self._keep_reading()
                 if kind is RemotingCommand or kind is EncodedReply:  # ready at once
                     if command.flag & RPC_ONEWAY:
                         pass
@@ -244,9 +251,10 @@ class ReadBatches:
                 else:
                     self._complete(command, result)
         finally:
-            self._in_read_batch = False
-            if not self.closed:
-                self._writes.flush()
+            if self._in_read_batch:
+                self._in_read_batch = False
+                if not self.closed:
+                    self._writes.flush()
         if self._in_flight.full or not self._writes.drained.is_set():
             return self._keep_reading()
         return True

@@ -159,6 +159,7 @@ class ReadSelector:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
+        connections = self._connections
         lone = LoneLooks()
         idle = self._idle = IdleSleep.for_current_run()
         if idle is not None:
@@ -180,17 +181,31 @@ class ReadSelector:
                     # counts as one that found nothing and they stop.
                     if lone_look:
                         lone.looked(False)
-                    resumed = lone_look = False
+                    resumed = False
+                    if len(ready) == 1:
+                        # One socket woke it: a lone read, read here (a pass would end after
+                        # it: no clock, budget or look). The next sleep, or Trio's
+                        # before_io_wait when it declines, kicks the sender for what the read
+                        # left queued.
+                        connection = connections.get(ready[0][0])
+                        if connection is not None:
+                            try:
+                                reading = connection.on_readable()
+                            except Exception:
+                                self._failed(connection)
+                                reading = False
+                            if not reading:
+                                self.remove(connection)
+                        lone_look = look = lone.look_again()
+                        continue
+                    lone_look = False
                 elif look:
                     await checkpoint()
                     ready, resumed = None, True
                 else:
                     await wait_readable(epoll_fd)
                     ready, resumed = None, True
-                if ready is not None and len(ready) == 1:
-                    found, more = self._read_woken(ready, flush)
-                else:
-                    found, more = self._pass(poll, flush, clock, lone, ready)
+                found, more = self._pass(poll, flush, clock, lone, ready)
                 if lone_look:  # a look after a lone read (or a probe), through Trio's pass
                     lone.looked(found > 0)
                 # Several reads: their peers' next requests are usually in once the loop's
@@ -237,18 +252,6 @@ class ReadSelector:
                 # client.
                 return found, False
         return found, True
-
-    def _read_woken(
-        self, events: list[tuple[int, int]], flush: Callable[[], None] | None
-    ) -> tuple[int, bool]:
-        """``_pass`` for the one socket that woke the idle sleep, without its clock and bounds:
-        a lone read. The pass would end after it too unless looks after lone reads pay (the
-        sleep came right after one of them missed); the loop's next look, LoneLooks', then
-        takes the place of the pass's."""
-        self._read_events(events)
-        if flush is not None:
-            flush()  # as the pass would: what waited for the sender's thread leaves
-        return 1, False
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:
