@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import select
+from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -52,14 +53,27 @@ class IdleSleep:
     def __init__(self, runner: Any, trio_epoll_fd: int, clock_offset: float | None) -> None:
         """``clock_offset``: Trio's SystemClock's (its time is perf_counter plus it), for the
         sleep's timeout without the clock's two calls; None asks the clock."""
-        self._trio_fd = trio_epoll_fd
-        self._runner = runner
-        self._deadlines = runner.deadlines
-        self._offset = clock_offset
         # Trio's epoll and every socket the selector reads (``add``/``remove``, as the
         # selector's own epoll): a sleep's events are the ready sockets themselves.
         self._epoll = select.epoll()
         self._epoll.register(trio_epoll_fd, select.EPOLLIN)
+        from remoting.codec_native import native  # its module imports this one's bounds
+
+        state = (
+            runner,
+            runner.deadlines,
+            clock_offset,
+            self._epoll,
+            self._epoll.fileno(),
+            trio_epoll_fd,
+            perf_counter,
+        )
+        wait = idle_wait_reference if native is None else native.idle_wait
+        # sleep(flush, resumed_by_trio): idle_wait's, bound to this run's state (a C call when
+        # the codec is built: no Python frame per sleep).
+        self.sleep: Callable[[Callable[[], None] | None, bool], list[tuple[int, int]] | None] = (
+            partial(wait, state)
+        )
 
     @classmethod
     def for_current_run(cls) -> IdleSleep | None:
@@ -99,59 +113,59 @@ class IdleSleep:
         except (OSError, ValueError):
             pass
 
-    def sleep(
-        self, flush: Callable[[], None] | None, resumed_by_trio: bool
-    ) -> list[tuple[int, int]] | None:
-        """Sleep until a socket or Trio's epoll is ready, or Trio's next deadline. The ready
-        sockets' events: read them without Trio's wait. None when the caller must wait through
-        Trio: a task is runnable, someone waits for the loop to go idle, a test clock jumps, a
-        deadline is due, or Trio's epoll woke. ``resumed_by_trio``: the caller has been through
-        Trio's scheduler since its last sleep here that answered events (its batch may hold
-        other tasks still to run)."""
-        runner = self._runner
-        if runner.runq or runner.waiting_for_idle or runner.clock_autojump_threshold != _INF:
-            return None
-        if resumed_by_trio:
-            # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
-            # itself): a task's next send is set from its reschedule until it runs. Once none
-            # is, none can be until the caller yields again: what it wakes goes to runq.
-            tasks = runner.tasks
-            if len(tasks) > MAX_TASKS:
-                return None
-            for task in tasks:
-                if task._next_send_fn is not None:
-                    return None
-        # Trio's next deadline as next_deadline finds it (the heap's first entry while it is
-        # current; a stale one goes to next_deadline, which drops it), then the sleep time.
-        deadlines = self._deadlines
-        heap = deadlines._heap
-        if heap:
-            deadline, _, scope = heap[0]
-            if deadline != scope._registered_deadline:
-                deadline = deadlines.next_deadline()
-            offset = self._offset
-            if offset is None:
-                timeout = runner.clock.deadline_to_sleep_time(deadline)
-            else:
-                timeout = deadline - offset - perf_counter()
-            if timeout <= 0:
-                return None
-            if timeout > MAX_SLEEP_S:
-                timeout = MAX_SLEEP_S
-        else:
-            timeout = MAX_SLEEP_S
-        if flush is not None:
-            flush()  # what Trio's before_io_wait would have done: the queued replies leave
-        events = self._epoll.poll(timeout, MAX_EVENTS)
-        if not events:
-            return None  # Trio's deadline
-        trio_fd = self._trio_fd
-        if len(events) == 1:  # a lone client's request, the common wake
-            return None if events[0][0] == trio_fd else events
-        for fd, _ in events:
-            if fd == trio_fd:
-                return None  # the sockets stay ready for the selector's look after Trio's
-        return events
-
     def close(self) -> None:
         self._epoll.close()
+
+
+def idle_wait_reference(
+    state: tuple[Any, Any, float | None, select.epoll, int, int, Callable[[], float]],
+    flush: Callable[[], None] | None,
+    resumed_by_trio: bool,
+) -> list[tuple[int, int]] | None:
+    """Sleep until a socket or Trio's epoll is ready, or Trio's next deadline (the native
+    ``idle_wait``'s twin, remoting/native/codec/idle.c). The ready sockets' events: read them
+    without Trio's wait. None when the caller must wait through Trio: a task is runnable,
+    someone waits for the loop to go idle, a test clock jumps, a deadline is due, or Trio's
+    epoll woke. ``state``: (Trio's runner, its deadlines, its SystemClock's offset or None to
+    ask the clock, the sleep's epoll and its descriptor (the C's), Trio's epoll descriptor,
+    perf_counter).
+    ``resumed_by_trio``: the caller has been through Trio's scheduler since its last sleep
+    here that answered events (its batch may hold other tasks still to run)."""
+    runner, deadlines, offset, epoll, _, trio_fd, clock = state
+    if runner.runq or runner.waiting_for_idle or runner.clock_autojump_threshold != _INF:
+        return None
+    if resumed_by_trio:
+        # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
+        # itself): a task's next send is set from its reschedule until it runs. Once none
+        # is, none can be until the caller yields again: what it wakes goes to runq.
+        tasks = runner.tasks
+        if len(tasks) > MAX_TASKS:
+            return None
+        for task in tasks:
+            if task._next_send_fn is not None:
+                return None
+    # Trio's next deadline as next_deadline finds it (the heap's first entry while it is
+    # current; a stale one goes to next_deadline, which drops it), then the sleep time.
+    heap = deadlines._heap
+    if heap:
+        deadline, _, scope = heap[0]
+        if deadline != scope._registered_deadline:
+            deadline = deadlines.next_deadline()
+        if offset is None:
+            timeout = runner.clock.deadline_to_sleep_time(deadline)
+        else:
+            timeout = deadline - offset - clock()
+        if timeout <= 0:
+            return None
+        if timeout > MAX_SLEEP_S:
+            timeout = MAX_SLEEP_S
+    else:
+        timeout = MAX_SLEEP_S
+    if flush is not None:
+        flush()  # what Trio's before_io_wait would have done: the queued replies leave
+    events = epoll.poll(timeout, MAX_EVENTS)
+    for fd, _ in events:
+        if fd == trio_fd:
+            return None  # the sockets stay ready for the selector's look after Trio's
+    return events or None  # none: Trio's deadline
+
