@@ -13,7 +13,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -38,6 +38,7 @@ NAMES = (
     "configure_send_scan",
     "configure_header_scan",
     "idle_wait",
+    "answer_lone",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.

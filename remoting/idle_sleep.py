@@ -168,4 +168,3 @@ def idle_wait_reference(
         if fd == trio_fd:
             return None  # the sockets stay ready for the selector's look after Trio's
     return events or None  # none: Trio's deadline
-

@@ -44,11 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.command import EncodedReply
 from remoting.frame import Frame
 from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.reading import finish_round
-from remoting.receive import recv_round
+from remoting.receive import answer_lone, recv_round
+from remoting.writes import WRITE_HIGH_WATER, ThreadWrites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EVENTS = 64
+# What answer_lone takes as the common case (remoting/receive.py).
+_LONE_KINDS = (Frame, EncodedReply, ThreadWrites, WRITE_HIGH_WATER)
 # Rounds a pass may read before it yields to Trio's scheduler (when Trio has anything to do:
 # the idle sleep's checks), while it has taken less than PASS_BUDGET_S: the loop's other tasks
 # wait at most about that long.
@@ -159,7 +163,6 @@ class ReadSelector:
         wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
         poll, flush, clock = self._epoll.poll, self._flush, time.perf_counter
         epoll_fd = self._epoll.fileno()
-        connections = self._connections
         lone = LoneLooks()
         idle = self._idle = IdleSleep.for_current_run()
         if idle is not None:
@@ -183,19 +186,10 @@ class ReadSelector:
                         lone.looked(False)
                     resumed = False
                     if len(ready) == 1:
-                        # One socket woke it: a lone read, read here (a pass would end after
-                        # it: no clock, budget or look). The next sleep, or Trio's
-                        # before_io_wait when it declines, kicks the sender for what the read
-                        # left queued.
-                        connection = connections.get(ready[0][0])
-                        if connection is not None:
-                            try:
-                                reading = connection.on_readable()
-                            except Exception:
-                                self._failed(connection)
-                                reading = False
-                            if not reading:
-                                self.remove(connection)
+                        # One socket woke it: a lone read (a pass would end after it: no
+                        # clock, budget or look). The next sleep, or Trio's before_io_wait
+                        # when it declines, kicks the sender for what the read left queued.
+                        self._read_lone(ready[0][0])
                         lone_look = look = lone.look_again()
                         continue
                     lone_look = False
@@ -218,6 +212,26 @@ class ReadSelector:
                 self._idle = None
                 idle.close()
             self._epoll.close()
+
+    def _read_lone(self, fd: int) -> None:
+        """The one ready socket's read: a plain connection's read, handler call and reply in
+        one call (``answer_lone``), whatever it hands back finished by the connection."""
+        connection = self._connections.get(fd)
+        if connection is None:
+            return
+        entry = self._plain.get(fd)
+        try:
+            if entry is None:
+                reading = connection.on_readable()
+            else:
+                reading = answer_lone(entry, fd, _LONE_KINDS)
+                if type(reading) is not bool:
+                    reading = connection.lone_rest(reading)
+        except Exception:
+            self._failed(connection)
+            reading = False
+        if not reading:
+            self.remove(connection)
 
     def _pass(
         self,

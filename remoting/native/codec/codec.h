@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 12
+#define CODEC_ABI_VERSION 13
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -44,6 +44,11 @@ PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
                       int check_signals);
 PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* round.c's, for answer_lone (lone.c): a read batch begun (_ios += 1, _in_read_batch = True;
+ * -1 on an error), and the pending error taken as its exception object (NULL if none). */
+int begin_batch(PyObject *connection);
+PyObject *take_error(void);
+PyObject *answer_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *finish_plain_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);

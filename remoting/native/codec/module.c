@@ -62,6 +62,8 @@ static PyMethodDef methods[] = {
     {"scan_send_command", (PyCFunction)(void (*)(void))scan_send_command, METH_FASTCALL,
      "A SEND_MESSAGE(_V2) JSON header read from its bytes in its strict plain form into a "
      "ScannedCommand, else None (remoting.command)."},
+    {"answer_lone", (PyCFunction)(void (*)(void))answer_lone, METH_FASTCALL,
+     "A lone request's read, handler call and encoded reply in one call (remoting.receive)."},
     {"idle_wait", (PyCFunction)(void (*)(void))idle_wait, METH_FASTCALL,
      "The selector's idle sleep: Trio's state checked, the kick, the wait (remoting.idle_sleep)."},
     {"plain_command", plain_command, METH_O,
