@@ -8,11 +8,12 @@ remoting/java_hash.py when it is None.
 
 from __future__ import annotations
 
+from remoting import idle_sleep
 from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 12
+ABI_VERSION = 14
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -36,6 +37,8 @@ NAMES = (
     "scan_send_command",
     "configure_send_scan",
     "configure_header_scan",
+    "idle_wait",
+    "answer_lone",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.
@@ -50,6 +53,9 @@ CONSTANTS = {
     "RECORD_SCAN_FIELDS": layout.RecordScan._fields,
     "BATCH_ENTRY_FIELDS": layout.BatchEntry._fields,
     "SEND_SYS_FLAG_MASK": CLIENT_SYS_FLAG_BITS,
+    "IDLE_MAX_TASKS": idle_sleep.MAX_TASKS,
+    "IDLE_MAX_EVENTS": idle_sleep.MAX_EVENTS,
+    "IDLE_MAX_SLEEP_S": idle_sleep.MAX_SLEEP_S,
 }
 
 native = load(

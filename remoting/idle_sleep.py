@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import math
 import select
+from functools import partial
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -44,23 +46,41 @@ MAX_SLEEP_S = 86400.0
 MAX_TASKS = 256
 # Events one sleep reports: the selector's own look takes as many.
 MAX_EVENTS = 64
+_INF = math.inf
 
 
 class IdleSleep:
-    def __init__(self, runner: Any, trio_epoll_fd: int) -> None:
-        self._trio_fd = trio_epoll_fd
-        self._runner = runner
+    def __init__(self, runner: Any, trio_epoll_fd: int, clock_offset: float | None) -> None:
+        """``clock_offset``: Trio's SystemClock's (its time is perf_counter plus it), for the
+        sleep's timeout without the clock's two calls; None asks the clock."""
         # Trio's epoll and every socket the selector reads (``add``/``remove``, as the
         # selector's own epoll): a sleep's events are the ready sockets themselves.
         self._epoll = select.epoll()
         self._epoll.register(trio_epoll_fd, select.EPOLLIN)
+        from remoting.codec_native import native  # its module imports this one's bounds
+
+        state = (
+            runner,
+            runner.deadlines,
+            clock_offset,
+            self._epoll,
+            self._epoll.fileno(),
+            trio_epoll_fd,
+            perf_counter,
+        )
+        wait = idle_wait_reference if native is None else native.idle_wait
+        # sleep(flush, resumed_by_trio): idle_wait's, bound to this run's state (a C call when
+        # the codec is built: no Python frame per sleep).
+        self.sleep: Callable[[Callable[[], None] | None, bool], list[tuple[int, int]] | None] = (
+            partial(wait, state)
+        )
 
     @classmethod
     def for_current_run(cls) -> IdleSleep | None:
         """For the running Trio run; None when Trio's runner is not what this knows (the
         selector then waits through Trio)."""
         try:
-            from trio._core._run import GLOBAL_RUN_CONTEXT
+            from trio._core._run import GLOBAL_RUN_CONTEXT, SystemClock
 
             runner = GLOBAL_RUN_CONTEXT.runner
             trio_epoll = runner.io_manager._epoll
@@ -70,13 +90,18 @@ class IdleSleep:
                 and hasattr(runner, "tasks")
                 and all(hasattr(task, "_next_send_fn") for task in runner.tasks)
                 and callable(runner.deadlines.next_deadline)
+                and type(getattr(runner.deadlines, "_heap", None)) is list
                 and callable(runner.clock.deadline_to_sleep_time)
                 and hasattr(runner, "waiting_for_idle")
                 and hasattr(runner, "clock_autojump_threshold")
             )
+            clock = runner.clock
+            offset = getattr(clock, "offset", None)
+            if type(clock) is not SystemClock or type(offset) is not float:
+                offset = None
         except (ImportError, AttributeError):
             return None
-        return cls(runner, trio_epoll.fileno()) if known else None
+        return cls(runner, trio_epoll.fileno(), offset) if known else None
 
     def add(self, fd: int) -> None:
         self._epoll.register(fd, select.EPOLLIN)
@@ -88,43 +113,58 @@ class IdleSleep:
         except (OSError, ValueError):
             pass
 
-    def sleep(
-        self, flush: Callable[[], None] | None, resumed_by_trio: bool
-    ) -> list[tuple[int, int]] | None:
-        """Sleep until a socket or Trio's epoll is ready, or Trio's next deadline. The ready
-        sockets' events: read them without Trio's wait. None when the caller must wait through
-        Trio: a task is runnable, someone waits for the loop to go idle, a test clock jumps, a
-        deadline is due, or Trio's epoll woke. ``resumed_by_trio``: the caller has been through
-        Trio's scheduler since its last sleep here that answered events (its batch may hold
-        other tasks still to run)."""
-        runner = self._runner
-        if runner.waiting_for_idle or runner.clock_autojump_threshold != math.inf:
-            return None
-        if runner.runq:
-            return None
-        if resumed_by_trio:
-            # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
-            # itself): a task's next send is set from its reschedule until it runs. Once none
-            # is, none can be until the caller yields again: what it wakes goes to runq.
-            tasks = runner.tasks
-            if len(tasks) > MAX_TASKS:
-                return None
-            for task in tasks:
-                if task._next_send_fn is not None:
-                    return None
-        timeout = runner.clock.deadline_to_sleep_time(runner.deadlines.next_deadline())
-        if timeout <= 0:
-            return None
-        if flush is not None:
-            flush()  # what Trio's before_io_wait would have done: the queued replies leave
-        events = self._epoll.poll(min(timeout, MAX_SLEEP_S), MAX_EVENTS)
-        if not events:
-            return None  # Trio's deadline
-        trio_fd = self._trio_fd
-        for fd, _ in events:
-            if fd == trio_fd:
-                return None  # the sockets stay ready for the selector's look after Trio's
-        return events
-
     def close(self) -> None:
         self._epoll.close()
+
+
+def idle_wait_reference(
+    state: tuple[Any, Any, float | None, select.epoll, int, int, Callable[[], float]],
+    flush: Callable[[], None] | None,
+    resumed_by_trio: bool,
+) -> list[tuple[int, int]] | None:
+    """Sleep until a socket or Trio's epoll is ready, or Trio's next deadline (the native
+    ``idle_wait``'s twin, remoting/native/codec/idle.c). The ready sockets' events: read them
+    without Trio's wait. None when the caller must wait through Trio: a task is runnable,
+    someone waits for the loop to go idle, a test clock jumps, a deadline is due, or Trio's
+    epoll woke. ``state``: (Trio's runner, its deadlines, its SystemClock's offset or None to
+    ask the clock, the sleep's epoll and its descriptor (the C's), Trio's epoll descriptor,
+    perf_counter).
+    ``resumed_by_trio``: the caller has been through Trio's scheduler since its last sleep
+    here that answered events (its batch may hold other tasks still to run)."""
+    runner, deadlines, offset, epoll, _, trio_fd, clock = state
+    if runner.runq or runner.waiting_for_idle or runner.clock_autojump_threshold != _INF:
+        return None
+    if resumed_by_trio:
+        # Tasks still to run in the batch the caller was resumed in (Trio keeps the batch to
+        # itself): a task's next send is set from its reschedule until it runs. Once none
+        # is, none can be until the caller yields again: what it wakes goes to runq.
+        tasks = runner.tasks
+        if len(tasks) > MAX_TASKS:
+            return None
+        for task in tasks:
+            if task._next_send_fn is not None:
+                return None
+    # Trio's next deadline as next_deadline finds it (the heap's first entry while it is
+    # current; a stale one goes to next_deadline, which drops it), then the sleep time.
+    heap = deadlines._heap
+    if heap:
+        deadline, _, scope = heap[0]
+        if deadline != scope._registered_deadline:
+            deadline = deadlines.next_deadline()
+        if offset is None:
+            timeout = runner.clock.deadline_to_sleep_time(deadline)
+        else:
+            timeout = deadline - offset - clock()
+        if timeout <= 0:
+            return None
+        if timeout > MAX_SLEEP_S:
+            timeout = MAX_SLEEP_S
+    else:
+        timeout = MAX_SLEEP_S
+    if flush is not None:
+        flush()  # what Trio's before_io_wait would have done: the queued replies leave
+    events = epoll.poll(timeout, MAX_EVENTS)
+    for fd, _ in events:
+        if fd == trio_fd:
+            return None  # the sockets stay ready for the selector's look after Trio's
+    return events or None  # none: Trio's deadline

@@ -195,8 +195,12 @@ class ReadBatches:
         try:
             got = recv_command(self._sock, Frame, decoder.max_frame_bytes, decoder.empty)
         except OSError as exc:
-            self._mark_closed(f"read failed: {exc!r}")
-            return False
+            got = exc
+        return self.took(got)
+
+    def took(self, got: Any) -> bool:
+        """``on_readable`` after its read: ``got`` is what ``recv_command`` returned or the
+        OSError it raised."""
         if type(got) is bytes:
             if got and self._received(got) is None:
                 return False
@@ -204,9 +208,22 @@ class ReadBatches:
         if got is None:
             self._mark_closed("peer closed the connection")
             return False
+        if isinstance(got, OSError):
+            self._mark_closed(f"read failed: {got!r}")
+            return False
         # No read bytes for _end_read's TLS hint: a whole frame (at most 64 KiB) cannot be a
         # ClientHello, whose first bytes read as a 369 MB length.
         return self._answer_lone(got, b"")
+
+    def lone_rest(self, rest: Any) -> bool:
+        """What remains of a lone read after ``answer_lone`` (remoting/receive.py) handed it
+        back: Ellipsis, nothing read (``on_readable``); (got,), the read's result (``took``);
+        (command, result, exception), its handler's answer (``answered``)."""
+        if rest is ...:
+            return self.on_readable()
+        if len(rest) == 1:
+            return self.took(rest[0])
+        return self.answered(*rest)
 
     def _answer_lone(self, frame: Frame | RemotingCommand, data: bytes) -> bool:
         """A read of one whole frame (or its command, scanned as it was split: ``whole_command``),
@@ -223,30 +240,60 @@ class ReadBatches:
             self._end_read(None, data)
             raise
         handler = self.request_handler
-        try:
-            if command.flag & RPC_RESPONSE or handler is None:
+        if command.flag & RPC_RESPONSE or handler is None:
+            try:
                 self._on_command(command)
-            else:
-                try:
-                    result = handler(self, command)
-                except Exception as exc:
-                    result = self._failure_response(command, exc)
-                kind = type(result)
-                if kind is RemotingCommand or kind is EncodedReply:  # ready at once
-                    if command.flag & RPC_ONEWAY:
-                        pass
-                    elif self.closed:
-                        self.send_nowait(result)  # dropped, as send_nowait logs it
-                    else:
-                        self._writes.queue(
-                            encode_command(result) if kind is RemotingCommand else result.buffers  # type: ignore[union-attr]
-                        )
+            finally:
+                self._end_lone()
+            return self._lone_read_on()
+        try:
+            result = handler(self, command)
+        except Exception as exc:
+            return self.answered(command, None, exc)
+        except BaseException:
+            self._end_lone()
+            raise
+        return self.answered(command, result, None)
+
+    def answered(
+        self, command: RemotingCommand, result: HandlerResult, exc: Exception | None
+    ) -> bool:
+        """A lone request's end, its read batch begun and its handler run (``result``, or the
+        exception it raised): the reply queued and written, the batch ended."""
+        try:
+            if exc is not None:
+                result = self._failure_response(command, exc)
+            kind = type(result)
+            if kind is EncodedReply and not self.closed and not command.flag & RPC_ONEWAY:
+                # A reply the processor encoded (a found pull's, a lone plain send's):
+                # queued and written in one call, the read having counted the I/O.
+                self._in_read_batch = False
+                if self._writes.answer(result.buffers) and not self._in_flight.full:  # type: ignore[union-attr]
+                    return True
+                return self._keep_reading()
+            if kind is RemotingCommand or kind is EncodedReply:  # ready at once
+                if command.flag & RPC_ONEWAY:
+                    pass
+                elif self.closed:
+                    self.send_nowait(result)  # type: ignore[arg-type]  # dropped, as it logs
                 else:
-                    self._complete(command, result)
+                    self._writes.queue(
+                        encode_command(result) if kind is RemotingCommand else result.buffers  # type: ignore[union-attr,arg-type]
+                    )
+            else:
+                self._complete(command, result)
         finally:
+            self._end_lone()
+        return self._lone_read_on()
+
+    def _end_lone(self) -> None:
+        """A lone request's read batch ends (if still open): what it queued is written."""
+        if self._in_read_batch:
             self._in_read_batch = False
             if not self.closed:
                 self._writes.flush()
+
+    def _lone_read_on(self) -> bool:
         if self._in_flight.full or not self._writes.drained.is_set():
             return self._keep_reading()
         return True

@@ -145,6 +145,9 @@ class _Descriptor:
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
+    def fileno(self) -> int:
+        return self._fd
+
     def recv(self, size: int) -> bytes:
         sock = socket.socket(fileno=self._fd)
         try:
@@ -154,6 +157,74 @@ class _Descriptor:
 
 
 recv_round = recv_round_reference if native is None else native.recv_round
+
+
+def answer_lone_reference(entry: tuple[Any, Any, int], fd: int, kinds: tuple[Any, ...]) -> Any:
+    """A lone request's read, handler call and reply (remoting/native/codec/lone.c
+    answer_lone, its twin, says why): ``entry`` the selector's (connection, decoder,
+    max_frame_bytes) for descriptor ``fd``, ``kinds`` (Frame, EncodedReply, ThreadWrites,
+    WRITE_HIGH_WATER). An open connection whose decoder holds nothing is read
+    (``recv_command``); a read that is one whole frame scanned to a request wanting an answer
+    begins a read batch and goes to the connection's request handler; an EncodedReply on a
+    still open connection ends the batch and is written (the sender's ``send`` and
+    ``write_now`` for ThreadWrites, else the writes' ``answer``): True, or the connection's
+    ``_keep_reading()`` when it pauses or its in-flight table is full. Anything else comes
+    back for ``ReadBatches.lone_rest``: Ellipsis (nothing read), (what the read brought,) or
+    (command, result, None) / (command, None, the exception the handler raised)."""
+    connection, decoder, max_frame = entry
+    frame_type, reply_type, thread_writes, high_water = kinds
+    if connection.closed is not False or decoder.empty is not True:
+        return ...
+    try:
+        got = recv_command(_Descriptor(fd), frame_type, max_frame, True)
+    except OSError as exc:
+        return (exc,)
+    if type(got) is bytes or got is None or isinstance(got, frame_type):
+        return (got,)
+    flag = got.flag
+    handler = connection.request_handler
+    if type(flag) is not int or flag & 3 or handler is None:
+        return (got,)
+    connection._ios += 1
+    connection._in_read_batch = True
+    try:
+        result = handler(connection, got)
+    except Exception as exc:
+        return (got, None, exc)
+    except BaseException:
+        connection._in_read_batch = False
+        if connection.closed is False:
+            connection._writes.flush()
+        raise
+    if type(result) is not reply_type or connection.closed is not False:
+        return (got, result, None)
+    connection._in_read_batch = False
+    writes = connection._writes
+    if type(writes) is thread_writes and writes._closed is False:
+        going = _thread_answer(writes, result.buffers, high_water)
+    else:
+        going = writes.answer(result.buffers)
+    if going and connection._in_flight.full is False:
+        return True
+    return connection._keep_reading()
+
+
+def _thread_answer(writes: Any, buffers: Any, high_water: int) -> bool:
+    """ThreadWrites.answer, as answer_lone does it: whether reading goes on."""
+    sender, handle = writes._sender, writes._handle
+    try:
+        queued = sender.send(handle, buffers)
+    except (OSError, RuntimeError) as exc:
+        writes._sent(exc)  # the write failed or the sender stopped: the connection closes
+        return True
+    writes.queued = queued
+    if queued > high_water and writes.paused is not True:
+        writes._pause()
+    sender.write_now(handle)
+    return writes.paused is False
+
+
+answer_lone = answer_lone_reference if native is None else native.answer_lone
 
 
 def take_commands(decoder: FrameDecoder, commands: list[RemotingCommand]) -> None:

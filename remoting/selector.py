@@ -44,11 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.command import EncodedReply
 from remoting.frame import Frame
 from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.reading import finish_round
-from remoting.receive import recv_round
+from remoting.receive import answer_lone, recv_round
+from remoting.writes import WRITE_HIGH_WATER, ThreadWrites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_EVENTS = 64
+# What answer_lone takes as the common case (remoting/receive.py).
+_LONE_KINDS = (Frame, EncodedReply, ThreadWrites, WRITE_HIGH_WATER)
 # Rounds a pass may read before it yields to Trio's scheduler (when Trio has anything to do:
 # the idle sleep's checks), while it has taken less than PASS_BUDGET_S: the loop's other tasks
 # wait at most about that long.
@@ -180,17 +184,22 @@ class ReadSelector:
                     # counts as one that found nothing and they stop.
                     if lone_look:
                         lone.looked(False)
-                    resumed = lone_look = False
+                    resumed = False
+                    if len(ready) == 1:
+                        # One socket woke it: a lone read (a pass would end after it: no
+                        # clock, budget or look). The next sleep, or Trio's before_io_wait
+                        # when it declines, kicks the sender for what the read left queued.
+                        self._read_lone(ready[0][0])
+                        lone_look = look = lone.look_again()
+                        continue
+                    lone_look = False
                 elif look:
                     await checkpoint()
                     ready, resumed = None, True
                 else:
                     await wait_readable(epoll_fd)
                     ready, resumed = None, True
-                if ready is not None and len(ready) == 1:
-                    found, more = self._read_woken(ready, flush)
-                else:
-                    found, more = self._pass(poll, flush, clock, lone, ready)
+                found, more = self._pass(poll, flush, clock, lone, ready)
                 if lone_look:  # a look after a lone read (or a probe), through Trio's pass
                     lone.looked(found > 0)
                 # Several reads: their peers' next requests are usually in once the loop's
@@ -203,6 +212,26 @@ class ReadSelector:
                 self._idle = None
                 idle.close()
             self._epoll.close()
+
+    def _read_lone(self, fd: int) -> None:
+        """The one ready socket's read: a plain connection's read, handler call and reply in
+        one call (``answer_lone``), whatever it hands back finished by the connection."""
+        connection = self._connections.get(fd)
+        if connection is None:
+            return
+        entry = self._plain.get(fd)
+        try:
+            if entry is None:
+                reading = connection.on_readable()
+            else:
+                reading = answer_lone(entry, fd, _LONE_KINDS)
+                if type(reading) is not bool:
+                    reading = connection.lone_rest(reading)
+        except Exception:
+            self._failed(connection)
+            reading = False
+        if not reading:
+            self.remove(connection)
 
     def _pass(
         self,
@@ -237,18 +266,6 @@ class ReadSelector:
                 # client.
                 return found, False
         return found, True
-
-    def _read_woken(
-        self, events: list[tuple[int, int]], flush: Callable[[], None] | None
-    ) -> tuple[int, bool]:
-        """``_pass`` for the one socket that woke the idle sleep, without its clock and bounds:
-        a lone read. The pass would end after it too unless looks after lone reads pay (the
-        sleep came right after one of them missed); the loop's next look, LoneLooks', then
-        takes the place of the pass's."""
-        self._read_events(events)
-        if flush is not None:
-            flush()  # as the pass would: what waited for the sender's thread leaves
-        return 1, False
 
     def _read_events(self, events: list[tuple[int, int]]) -> None:
         if len(events) > 1 and self._round_handler is not None:

@@ -53,6 +53,13 @@ class LoopWrites:
         self.queue((frame,))
         self.flush()
 
+    def answer(self, buffers: list[Any]) -> bool:
+        """A lone request's reply, outside a read batch: ``queue`` and ``flush``. False while
+        reading is paused (too many bytes queued)."""
+        self.queue(buffers)
+        self.flush()
+        return self.drained.is_set()
+
     def flush(self) -> bool:
         """Write what is queued if the kernel takes it; hand any rest to the writer task."""
         if not self._out or self._writing or self._closed:
@@ -142,6 +149,26 @@ class ThreadWrites:
         selector's, or the kick before Trio's I/O wait), not by ``write_now``, which with
         other connections' replies in the same round leaves them to the kick anyway."""
         self._send((frame,))
+
+    def answer(self, buffers: list[Any]) -> bool:
+        """A lone request's reply, outside a read batch: ``queue`` and ``flush`` in one frame
+        (no ``_on_io``: the read that brought the request counted the connection's I/O, and
+        the idle clock asks only whether the count moved). False while reading is paused."""
+        if self._closed:
+            return True
+        sender = self._sender
+        try:
+            queued = self.queued = sender.send(self._handle, buffers)
+        except OSError as exc:
+            self._on_error(f"write failed: {exc!r}")
+            return True
+        except RuntimeError:  # the server's sender stopped first: the server is going away
+            self._on_error("server stopped")
+            return True
+        if queued > WRITE_HIGH_WATER and not self.paused:
+            self._pause()
+        sender.write_now(self._handle)
+        return not self.paused
 
     def _send(self, buffers: Any) -> bool:
         """Hand the buffers to the sender thread, pausing reading over the high-water mark;

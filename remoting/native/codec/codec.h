@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 12
+#define CODEC_ABI_VERSION 14
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -44,10 +44,22 @@ PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
                       int check_signals);
 PyObject *recv_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* round.c's, for answer_lone (lone.c): a read batch begun (_ios += 1, _in_read_batch = True;
+ * -1 on an error), and the pending error taken as its exception object (NULL if none). */
+int begin_batch(PyObject *connection);
+PyObject *take_error(void);
+PyObject *answer_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *finish_plain_round(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *idle_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* The idle sleep's bounds (idle.c; remoting/idle_sleep.py's MAX_TASKS, MAX_EVENTS and
+ * MAX_SLEEP_S, held equal at load). */
+#define IDLE_MAX_TASKS 256
+#define IDLE_MAX_EVENTS 64
+#define IDLE_MAX_SLEEP_S 86400.0
 
 /* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
  * rest of a sent sysFlag is cleared. */

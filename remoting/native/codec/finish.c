@@ -100,17 +100,6 @@ static int add_tail(PyObject *tail, Py_ssize_t index, PyObject *answer) {
     return appended;
 }
 
-/* A pending error as its exception object, cleared; NULL when none can be made. */
-static PyObject *take_error(void) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
-}
-
 /* What the tail says of connection i: nothing (its answer taken and nothing to look at), None
  * (taken, its pause to be looked at), the answer (not taken: Python's _sent takes it) or the
  * exception of a bug met taking it (that connection closes alone). -1: no tail entry made. */

@@ -15,9 +15,11 @@
  * BatchEntry) are handed to it, and their field orders are exported for the import-time check;
  * so is the command class the header scan fills (remoting/command.py ScannedCommand, its slots
  * handed as their member descriptors). plain_send_rows, the exception, reads its requests'
- * attributes and asks the caller's bound_of.
+ * attributes and asks the caller's bound_of; recv_round and finish_plain_round read and set a
+ * connection's; idle_wait reads Trio's runner (idle.c says why).
  * Every write is bounds-checked against the buffer before anything is written. They run with
- * the GIL held: each call is a few microseconds, less than a thread hop. */
+ * the GIL held (idle_wait's wait excepted): each call is a few microseconds, less than a thread
+ * hop. */
 #include "codec.h"
 
 static PyMethodDef methods[] = {
@@ -60,6 +62,10 @@ static PyMethodDef methods[] = {
     {"scan_send_command", (PyCFunction)(void (*)(void))scan_send_command, METH_FASTCALL,
      "A SEND_MESSAGE(_V2) JSON header read from its bytes in its strict plain form into a "
      "ScannedCommand, else None (remoting.command)."},
+    {"answer_lone", (PyCFunction)(void (*)(void))answer_lone, METH_FASTCALL,
+     "A lone request's read, handler call and encoded reply in one call (remoting.receive)."},
+    {"idle_wait", (PyCFunction)(void (*)(void))idle_wait, METH_FASTCALL,
+     "The selector's idle sleep: Trio's state checked, the kick, the wait (remoting.idle_sleep)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,
@@ -83,6 +89,9 @@ PyMODINIT_FUNC PyInit__codec(void) {
     if (PyModule_AddIntConstant(m, "ABI_VERSION", CODEC_ABI_VERSION) < 0 ||
         add_layout_constants(m) < 0 ||
         PyModule_AddIntConstant(m, "SEND_SYS_FLAG_MASK", SEND_SYS_FLAG_MASK) < 0 ||
+        PyModule_AddIntConstant(m, "IDLE_MAX_TASKS", IDLE_MAX_TASKS) < 0 ||
+        PyModule_AddIntConstant(m, "IDLE_MAX_EVENTS", IDLE_MAX_EVENTS) < 0 ||
+        PyModule_AddObject(m, "IDLE_MAX_SLEEP_S", PyFloat_FromDouble(IDLE_MAX_SLEEP_S)) < 0 ||
         add_field_names(m, "RECORD_SCAN_FIELDS", scan_fields, 10) < 0 ||
         add_field_names(m, "BATCH_ENTRY_FIELDS", entry_fields, 3) < 0) {
         Py_DECREF(m);

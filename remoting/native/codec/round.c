@@ -39,7 +39,7 @@ static int attr_is(PyObject *obj, PyObject *name, PyObject *want) {
 }
 
 /* A pending error as the exception object (for ``rest``); NULL when it cannot be made. */
-static PyObject *take_error(void) {
+PyObject *take_error(void) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -58,7 +58,8 @@ static int add_rest(PyObject *rest, PyObject *connection, PyObject *got) {
 }
 
 /* The staged request's bookkeeping, stage_read's: _ios += 1, _in_read_batch = True. */
-static int begin_batch(PyObject *connection) {
+int begin_batch(PyObject *connection) {
+    if (!intern_names()) return -1;
     PyObject *ios = PyObject_GetAttr(connection, s_ios);
     if (ios == NULL) return -1;
     PyObject *one = PyLong_FromLong(1);

@@ -1,0 +1,223 @@
+/* idle_wait: the selector's idle sleep in one call (remoting/idle_sleep.py idle_wait_reference,
+ * the twin, says what it decides and why). A lock-step client's request costs one such sleep,
+ * and its ~100 bytecodes of checks were a sixth of a found pull's Python.
+ *
+ * It reads Trio's runner the way the twin does (its run queue, the idle waiters, the autojump
+ * threshold, the tasks still to run in the current batch, the first entry of its deadline
+ * heap), calls the flush (the sender's kick) and waits in the sleep's epoll with the GIL
+ * released. One difference: a signal interrupting the wait runs its handlers and declines
+ * (None: the selector goes through Trio's wait, which sees the signal's wake-up byte), where
+ * select.epoll.poll would wait again for the rest of the timeout. */
+#include "codec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sys/epoll.h>
+
+static PyObject *s_runq, *s_waiting, *s_autojump, *s_tasks, *s_next_send, *s_heap,
+    *s_registered, *s_next_deadline, *s_clock, *s_sleep_time;
+
+static int intern_names(void) {
+    if (s_sleep_time != NULL) return 1;
+    s_runq = PyUnicode_InternFromString("runq");
+    s_waiting = PyUnicode_InternFromString("waiting_for_idle");
+    s_autojump = PyUnicode_InternFromString("clock_autojump_threshold");
+    s_tasks = PyUnicode_InternFromString("tasks");
+    s_next_send = PyUnicode_InternFromString("_next_send_fn");
+    s_heap = PyUnicode_InternFromString("_heap");
+    s_registered = PyUnicode_InternFromString("_registered_deadline");
+    s_next_deadline = PyUnicode_InternFromString("next_deadline");
+    s_clock = PyUnicode_InternFromString("clock");
+    s_sleep_time = PyUnicode_InternFromString("deadline_to_sleep_time");
+    return s_runq && s_waiting && s_autojump && s_tasks && s_next_send && s_heap &&
+           s_registered && s_next_deadline && s_clock && s_sleep_time;
+}
+
+/* The attribute's truth: 1, 0, or -1 on an error. */
+static int attr_true(PyObject *obj, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* 1 when Trio has something to do now (the sleep declines), 0 when not, -1 on an error. */
+static int trio_busy(PyObject *runner, int resumed) {
+    int busy = attr_true(runner, s_runq);
+    if (busy) return busy;
+    if ((busy = attr_true(runner, s_waiting)) != 0) return busy;
+    PyObject *autojump = PyObject_GetAttr(runner, s_autojump);
+    if (autojump == NULL) return -1;
+    busy = !PyFloat_CheckExact(autojump) || PyFloat_AS_DOUBLE(autojump) != INFINITY;
+    Py_DECREF(autojump);
+    if (busy || !resumed) return busy;
+    /* A task of the batch the caller was resumed in, still to run: its next send is set. */
+    PyObject *tasks = PyObject_GetAttr(runner, s_tasks);
+    if (tasks == NULL) return -1;
+    Py_ssize_t n = PyObject_Size(tasks);
+    PyObject *iter = n < 0 || n > IDLE_MAX_TASKS ? NULL : PyObject_GetIter(tasks);
+    Py_DECREF(tasks);
+    if (iter == NULL) return n > IDLE_MAX_TASKS ? 1 : -1;
+    PyObject *task;
+    while (!busy && (task = PyIter_Next(iter)) != NULL) {
+        PyObject *next_send = PyObject_GetAttr(task, s_next_send);
+        Py_DECREF(task);
+        if (next_send == NULL) busy = -1;
+        else {
+            busy = next_send != Py_None;
+            Py_DECREF(next_send);
+        }
+    }
+    Py_DECREF(iter);
+    return busy == 0 && PyErr_Occurred() ? -1 : busy;
+}
+
+/* Trio's first current deadline (the heap's first entry, else next_deadline's answer) as a
+ * new reference; Py_None when the heap is empty. */
+static PyObject *first_deadline(PyObject *deadlines) {
+    PyObject *heap = PyObject_GetAttr(deadlines, s_heap);
+    if (heap == NULL) return NULL;
+    if (!PyList_CheckExact(heap)) {
+        Py_DECREF(heap);
+        PyErr_SetString(PyExc_TypeError, "idle_wait: Trio's deadline heap is not a list");
+        return NULL;
+    }
+    if (PyList_GET_SIZE(heap) == 0) {
+        Py_DECREF(heap);
+        Py_RETURN_NONE;
+    }
+    PyObject *first = PyList_GET_ITEM(heap, 0);
+    Py_INCREF(first);
+    Py_DECREF(heap);
+    if (!PyTuple_CheckExact(first) || PyTuple_GET_SIZE(first) != 3) {
+        Py_DECREF(first);
+        PyErr_SetString(PyExc_TypeError, "idle_wait: a deadline entry is not a 3-tuple");
+        return NULL;
+    }
+    PyObject *deadline = PyTuple_GET_ITEM(first, 0);
+    Py_INCREF(deadline);
+    PyObject *registered = PyObject_GetAttr(PyTuple_GET_ITEM(first, 2), s_registered);
+    Py_DECREF(first);
+    /* As Python's !=: no identity shortcut (PyObject_RichCompareBool takes one). */
+    PyObject *stale = registered == NULL ? NULL : PyObject_RichCompare(deadline, registered, Py_NE);
+    Py_XDECREF(registered);
+    int is_stale = stale == NULL ? -1 : PyObject_IsTrue(stale);
+    Py_XDECREF(stale);
+    if (is_stale != 0) {
+        Py_DECREF(deadline);
+        return is_stale < 0 ? NULL : PyObject_CallMethodNoArgs(deadlines, s_next_deadline);
+    }
+    return deadline;
+}
+
+/* The sleep's timeout in seconds: *seconds, 1 when the deadline is due (decline), 0 to sleep,
+ * -1 on an error. */
+static int sleep_time(PyObject *runner, PyObject *deadlines, PyObject *offset,
+                      PyObject *perf_counter, double *seconds) {
+    PyObject *deadline = first_deadline(deadlines);
+    if (deadline == NULL) return -1;
+    if (deadline == Py_None) {
+        Py_DECREF(deadline);
+        *seconds = IDLE_MAX_SLEEP_S;
+        return 0;
+    }
+    double timeout;
+    if (offset == Py_None) {
+        PyObject *clock = PyObject_GetAttr(runner, s_clock);
+        PyObject *left =
+            clock == NULL ? NULL : PyObject_CallMethodOneArg(clock, s_sleep_time, deadline);
+        Py_XDECREF(clock);
+        Py_DECREF(deadline);
+        if (left == NULL) return -1;
+        timeout = PyFloat_AsDouble(left);
+        Py_DECREF(left);
+    } else {
+        double at = PyFloat_AsDouble(deadline);
+        Py_DECREF(deadline);
+        PyObject *now = at == -1.0 && PyErr_Occurred() ? NULL : PyObject_CallNoArgs(perf_counter);
+        if (now == NULL) return -1;
+        double now_s = PyFloat_AsDouble(now);
+        Py_DECREF(now);
+        timeout = at - PyFloat_AS_DOUBLE(offset) - now_s;
+    }
+    if (timeout == -1.0 && PyErr_Occurred()) return -1;
+    if (isnan(timeout)) {
+        PyErr_SetString(PyExc_ValueError, "idle_wait: the sleep time is NaN");
+        return -1;
+    }
+    if (timeout <= 0) return 1;
+    *seconds = timeout < IDLE_MAX_SLEEP_S ? timeout : IDLE_MAX_SLEEP_S;
+    return 0;
+}
+
+/* The wait itself: the ready sockets as select.epoll.poll's list, Py_None when nothing (or
+ * Trio's epoll, or a signal) woke it. */
+static PyObject *wait_events(int epoll_fd, int trio_fd, double seconds) {
+    struct epoll_event events[IDLE_MAX_EVENTS];
+    /* epoll.poll's rounding: up to the next millisecond. */
+    int ms = (int)ceil(seconds * 1000.0);
+    int n;
+    Py_BEGIN_ALLOW_THREADS
+    n = epoll_wait(epoll_fd, events, IDLE_MAX_EVENTS, ms);
+    Py_END_ALLOW_THREADS
+    if (n < 0) {
+        if (errno != EINTR) return PyErr_SetFromErrno(PyExc_OSError);
+        if (PyErr_CheckSignals() < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    for (int i = 0; i < n; i++)
+        if (events[i].data.fd == trio_fd) Py_RETURN_NONE;
+    if (n == 0) Py_RETURN_NONE;
+    PyObject *ready = PyList_New(n);
+    if (ready == NULL) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *event = Py_BuildValue("(iI)", events[i].data.fd, (unsigned)events[i].events);
+        if (event == NULL) {
+            Py_DECREF(ready);
+            return NULL;
+        }
+        PyList_SET_ITEM(ready, i, event);
+    }
+    return ready;
+}
+
+/* idle_wait(state, flush, resumed) -> [(fd, mask), ...] | None; state is (runner, deadlines,
+ * clock offset or None, the sleep's epoll (the twin's; unused here) and its descriptor, Trio's
+ * epoll descriptor, perf_counter). */
+PyObject *idle_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static const char usage[] =
+        "idle_wait((runner, deadlines, offset, epoll, epoll_fd, trio_fd, perf_counter), "
+        "flush, resumed)";
+    PyObject *state = nargs == 3 ? args[0] : NULL;
+    if (state == NULL || !PyTuple_CheckExact(state) || PyTuple_GET_SIZE(state) != 7 ||
+        !(PyTuple_GET_ITEM(state, 2) == Py_None || PyFloat_CheckExact(PyTuple_GET_ITEM(state, 2))) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(state, 4)) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(state, 5))) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    int overflow;
+    long epoll_fd = PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(state, 4), &overflow);
+    long trio_fd = overflow ? -1 : PyLong_AsLongAndOverflow(PyTuple_GET_ITEM(state, 5), &overflow);
+    if (overflow || epoll_fd < 0 || epoll_fd > INT_MAX || trio_fd < 0 || trio_fd > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "idle_wait: a descriptor out of range");
+        return NULL;
+    }
+    if (!intern_names()) return NULL;
+    PyObject *runner = PyTuple_GET_ITEM(state, 0);
+    int resumed = PyObject_IsTrue(args[2]);
+    if (resumed < 0) return NULL;
+    int busy = trio_busy(runner, resumed);
+    if (busy) return busy < 0 ? NULL : Py_NewRef(Py_None);
+    double seconds;
+    int due = sleep_time(runner, PyTuple_GET_ITEM(state, 1), PyTuple_GET_ITEM(state, 2),
+                         PyTuple_GET_ITEM(state, 6), &seconds);
+    if (due) return due < 0 ? NULL : Py_NewRef(Py_None);
+    if (args[1] != Py_None) { /* what Trio's before_io_wait would have done: the kick */
+        PyObject *flushed = PyObject_CallNoArgs(args[1]);
+        if (flushed == NULL) return NULL;
+        Py_DECREF(flushed);
+    }
+    return wait_events((int)epoll_fd, (int)trio_fd, seconds);
+}
