@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-import yaml
 
 from acl.config import (
     ACCOUNTS,
@@ -46,6 +45,8 @@ class AccountUpdate:
 
 
 def _load(text: str, name: str) -> dict[str, Any]:
+    import yaml  # here, not at the top: acl/config.py says why
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -58,6 +59,8 @@ def _load(text: str, name: str) -> dict[str, Any]:
 
 
 def _dump(data: dict[str, Any], name: str, counter: int, now_ms: int) -> tuple[str, AclFile]:
+    import yaml
+
     data[DATA_VERSION] = [{"counter": counter + 1, "timestamp": now_ms}]
     text = yaml.safe_dump(data, default_flow_style=False, sort_keys=False, allow_unicode=True)
     try:

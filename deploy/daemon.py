@@ -10,7 +10,6 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -147,6 +146,10 @@ class Daemons:
 
     def _wait_healthy(self, spec: ProcessSpec) -> None:
         """etcd prints no READY line: its /health answers once it serves."""
+        # Imported here: only etcd layouts need it, and it (with http.client and email) was
+        # ~3 % of every mqcluster start's CPU.
+        import urllib.request
+
         deadline = time.monotonic() + READY_TIMEOUT_S
         process = self.started[spec.name]
         while time.monotonic() < deadline:
