@@ -178,6 +178,9 @@ def broker(root: Path, **overrides: str) -> BrokerController:
     controller = BrokerController(config, store_config)
     controller.store.load()
     controller.store.commit_log.clock = lambda: STORE_TS
+    # A timer send's due time is rounded to the second from its clock: both brokers on one
+    # clock, or a pair run across a second's edge stored different TIMER_OUT_MS (a rare flake).
+    controller.timer.clock = lambda: STORE_TS
     controller.store.dispatcher.arrival_listener = Arrivals()
     controller.store.dispatcher.arrivals_wanted = None  # every arrival heard, on both paths
     controller.topics.update(TopicConfig(topic_name="T", read_queue_nums=4, write_queue_nums=3))
