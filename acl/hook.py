@@ -5,12 +5,10 @@ refused request; a refused oneway request gets no answer, as every oneway reques
 
 from __future__ import annotations
 
-import logging
-import time
 from typing import Any, Protocol
 
 from acl.address import parse_host
-from acl.errors import Refusal
+from acl.refusal_log import RefusalLog
 from acl.rules import AclRules
 from acl.signature import ACCESS_KEY
 from acl.table import MessageLookup
@@ -18,11 +16,8 @@ from acl.validator import validate
 from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand
 
-log = logging.getLogger(__name__)
-
 _ADDR = "acl.addr"  # the peer's address, parsed once per connection
 _MISSING = object()
-LOG_WINDOW_S = 10.0
 
 
 class RulesSource(Protocol):
@@ -34,8 +29,7 @@ class AclHook:
         self.source = source
         self.lookup = lookup
         self.refused = 0
-        self._window_start = -LOG_WINDOW_S
-        self._quiet = 0
+        self._log = RefusalLog()  # one line per reason per window: never the signature or a secret
 
     def __call__(self, connection: Any, request: RemotingCommand) -> RemotingCommand | None:
         addr = connection.attributes.get(_ADDR, _MISSING)
@@ -45,23 +39,5 @@ class AclHook:
         if refusal is None:
             return None
         self.refused += 1
-        self._log(connection.peer, request, refusal)
+        self._log(connection.peer, request.code, request.ext(ACCESS_KEY), refusal.message)
         return request.error_response(ResponseCode.NO_PERMISSION, refusal.remark)
-
-    def _log(self, peer: str, request: RemotingCommand, refusal: Refusal) -> None:
-        """One line per refusal, at most one per LOG_WINDOW_S (then a count): a client retrying
-        with a wrong key must not flood the log. Never the signature or a secret."""
-        now = time.monotonic()
-        if now - self._window_start < LOG_WINDOW_S:
-            self._quiet += 1
-            return
-        if self._quiet:
-            log.warning("ACL: %d more refusals in the last %.0f s", self._quiet, LOG_WINDOW_S)
-        self._window_start, self._quiet = now, 0
-        log.warning(
-            "ACL refused: peer=%s code=%d accessKey=%s reason=%s",
-            peer,
-            request.code,
-            request.ext(ACCESS_KEY),
-            refusal.message,
-        )
