@@ -81,8 +81,8 @@ def born_host(connection: Connection) -> tuple[bytes, int]:
 
 def broker_takes_plain(processor: SendMessageProcessor) -> bool:
     """The broker-wide conditions of the plain pass (Java's msgCheck's first checks, and an
-    answer that does not wait for a flush or a slave). ``plain_round`` makes the same test
-    inline."""
+    answer that does not wait for a flush or a slave). The one place they are written:
+    ``plain_round``, the lone send and the batch pass all ask it."""
     broker = processor.broker
     return (
         processor.plain_mode
@@ -117,16 +117,9 @@ def plain_round(
     ``register_round``): the results, or None with nothing done when one request is not a
     plain send or the broker does not take plain sends now (the server's general path then
     judges the round, as it did every round before). ``hosts``: every request's born host,
-    when one connection sent them all. ``broker_takes_plain``'s test is made inline: a round
-    is ~0.25 of a sync send, and the gates are one expression of it."""
+    when one connection sent them all."""
     broker = processor.broker
-    # broker_takes_plain's test, inline (it runs once a round)
-    if (
-        not processor.plain_mode
-        or not broker.config.broker_permission & _PERM_WRITE
-        or broker.registrar.fenced is not None
-        or (broker.min_in_sync_slaves and not broker.enough_in_sync_slaves())
-    ):
+    if not broker_takes_plain(processor):
         return None
     if hosts is None:  # born_host's kept values in one C-level map; a first send makes its own
         try:
@@ -161,15 +154,8 @@ def plain_send_reply(
 ) -> EncodedReply | None:
     """A lone plain send (a sync send arrives alone in its read) through the same pass: its
     reply, or None, with nothing stored, for the caller's reference path. Under sync sends most
-    requests come this way: ``broker_takes_plain``'s test and the kept born host are read
-    inline (two Python frames a send fewer)."""
-    broker = processor.broker
-    if (
-        not processor.plain_mode
-        or not broker.config.broker_permission & _PERM_WRITE
-        or broker.registrar.fenced is not None
-        or (broker.min_in_sync_slaves and not broker.enough_in_sync_slaves())
-    ):
+    requests come this way: the kept born host is read inline (a Python frame a send fewer)."""
+    if not broker_takes_plain(processor):
         return None
     host = getattr(connection, "born_host", None) or born_host(connection)
     replies = _store_plain(processor, host, [request])

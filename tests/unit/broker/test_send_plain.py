@@ -670,7 +670,7 @@ GATES = ["read_only", "fenced", "in_sync", "slave", "shutting_down", "disk_full"
 def test_a_round_is_declined_untouched_when_the_broker_does_not_take_plain_sends(
     tmp_path: Path, gate: str
 ) -> None:
-    """plain_round makes broker_takes_plain's and the store's _refuse tests inline: each one
+    """plain_round asks broker_takes_plain and makes the store's _refuse tests inline: each one
     that fails leaves the round to the server's general path with nothing stored, and that
     path answers it as the reference does (the refusal, or the stored replies)."""
     plain, reference = broker(tmp_path / "plain"), broker(tmp_path / "reference")
@@ -689,10 +689,10 @@ def test_a_round_is_declined_untouched_when_the_broker_does_not_take_plain_sends
             _refused_by(controller, gate)
         before = files(tmp_path / "plain")
         assert send_plain.plain_round(plain.send, peers, requests) is None
-        # a lone send makes the same tests inline too
+        # a lone send declines too
         assert send_plain.plain_send_reply(plain.send, peers[0], requests[0]) is None
         assert files(tmp_path / "plain") == before
-        # the inline tests agree with the ones they stand for
+        # the gate that declined is the one the test closed
         if gate in ("slave", "shutting_down", "disk_full", "unhealthy"):
             assert plain.store._refuse() is not None
         else:
