@@ -151,23 +151,13 @@ class ThreadWrites:
         self._send((frame,))
 
     def answer(self, buffers: list[Any]) -> bool:
-        """A lone request's reply, outside a read batch: ``queue`` and ``flush`` in one frame
-        (no ``_on_io``: the read that brought the request counted the connection's I/O, and
-        the idle clock asks only whether the count moved). False while reading is paused."""
-        if self._closed:
+        """A lone request's reply, outside a read batch: ``queue`` and ``flush`` together (no
+        ``_on_io``: the read that brought the request counted the connection's I/O, and the
+        idle clock asks only whether the count moved). False while reading is paused; True
+        when the connection is closed or closing (its reader finds out by itself)."""
+        if not self._send(buffers):
             return True
-        sender = self._sender
-        try:
-            queued = self.queued = sender.send(self._handle, buffers)
-        except OSError as exc:
-            self._on_error(f"write failed: {exc!r}")
-            return True
-        except RuntimeError:  # the server's sender stopped first: the server is going away
-            self._on_error("server stopped")
-            return True
-        if queued > WRITE_HIGH_WATER and not self.paused:
-            self._pause()
-        sender.write_now(self._handle)
+        self._sender.write_now(self._handle)
         return not self.paused
 
     def _send(self, buffers: Any) -> bool:

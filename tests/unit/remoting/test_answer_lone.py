@@ -208,27 +208,29 @@ def _run_on(wait: Any, spec: dict[str, Any], reader: socket.socket, writer: sock
     return answer, list(log), state, (writes.queued, writes.paused), left
 
 
+# The case it is for: one scanned request whose handler replies, a thread sender taking it.
+PLAIN_REQUEST: dict[str, Any] = {
+    "data": encode_frame(0, HEADERS[0], b"b"),
+    "eof": False,
+    "closed": False,
+    "holding": False,
+    "max_frame": 16 << 20,
+    "handler": "reply",
+    "writes": "thread",
+    "writes_closed": False,
+    "send": 10,
+    "paused": False,
+    "full": False,
+}
+
+
 @given(spec=specs)
 @settings(
     max_examples=int(os.environ.get("ANSWER_LONE_EXAMPLES", "400")),
     suppress_health_check=[HealthCheck.too_slow],
     deadline=None,
 )
-@example(
-    spec={
-        "data": encode_frame(0, HEADERS[0], b"b"),
-        "eof": False,
-        "closed": False,
-        "holding": False,
-        "max_frame": 16 << 20,
-        "handler": "reply",
-        "writes": "thread",
-        "writes_closed": False,
-        "send": 10,
-        "paused": False,
-        "full": False,
-    }
-)
+@example(spec=PLAIN_REQUEST)
 def test_answer_lone_matches_its_twin(spec: dict[str, Any]) -> None:
     native = receive.native
     assert native is not None
@@ -240,20 +242,7 @@ def test_a_plain_request_is_answered_through_the_sender() -> None:
     sender and written, the read batch ended, True."""
     native = receive.native
     assert native is not None
-    spec = {
-        "data": encode_frame(0, HEADERS[0], b"b"),
-        "eof": False,
-        "closed": False,
-        "holding": False,
-        "max_frame": 16 << 20,
-        "handler": "reply",
-        "writes": "thread",
-        "writes_closed": False,
-        "send": 10,
-        "paused": False,
-        "full": False,
-    }
-    answer, log, state, books, left = _run(native.answer_lone, spec)
+    answer, log, state, books, left = _run(native.answer_lone, PLAIN_REQUEST)
     assert answer is True
     assert [entry[0] for entry in log] == ["handler", "send", "write_now"]
     assert log[1] == ("send", 7, [b"head", b"body"])
