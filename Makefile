@@ -30,13 +30,14 @@ PYTEST_MARKS ?= not slow
 PURE_PATHS ?= tests/unit tests/property tests/integration/broker tests/integration/remoting \
 	tests/integration/namesrv tests/integration/ha
 
-# Bytecode caches for every interpreter a test run starts, under the venv, even when the
-# environment sets PYTHONDONTWRITEBYTECODE (the machines this project's runs were measured on
-# do): the suite starts hundreds of mqbroker, mqnamesrv and mqadmin processes (integration/
-# client alone 189, integration/broker 132 in each mode), and without a cache each one compiled
-# our ~250 modules from source again, a third of its start-up CPU (tests/README.md, "The suite's own cost"). The prefix keeps the source tree
-# free of __pycache__ directories.
-TEST_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+# Bytecode caches for every interpreter a run or a test run starts, under the venv, even
+# when the environment sets PYTHONDONTWRITEBYTECODE (the machines this project's runs were
+# measured on do): the suite starts hundreds of mqbroker, mqnamesrv and mqadmin processes
+# (integration/client alone 189, integration/broker 132 in each mode), and without a cache
+# each one compiled our ~250 modules from source again, a third of its start-up CPU
+# (tests/README.md, "The suite's own cost"). `make run` and `make bench` start the same
+# processes. The prefix keeps the source tree free of __pycache__ directories.
+CACHE_ENV = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
 
 # Test worker processes (pytest-xdist; 0: one process). Each test module runs whole in one
 # worker (--dist loadscope), so a module's shared cluster starts once.
@@ -95,25 +96,25 @@ $(STAMP): pyproject.toml setup.py $(NATIVE) proxy/build_protos.py tests/integrat
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m deploy.mqcluster up deploy/$(LAYOUT) --foreground
+	$(CACHE_ENV) $(BIN)/python -m deploy.mqcluster up deploy/$(LAYOUT) --foreground
 
 test: test-native test-pure
 
 # --durations: CI's output shows where the suite's time goes (it must stay within 15 min).
 test-native: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=30
+	$(CACHE_ENV) $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=30
 
 test-pure: $(STAMP)
-	$(TEST_ENV) ROCKETMQ_TRIO_PURE=1 $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=15 $(PURE_PATHS)
+	$(CACHE_ENV) ROCKETMQ_TRIO_PURE=1 $(BIN)/python -m pytest -m "$(PYTEST_MARKS)" $(XDIST) --durations=15 $(PURE_PATHS)
 
 test-all: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest $(XDIST)
+	$(CACHE_ENV) $(BIN)/python -m pytest $(XDIST)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED) $(if $(FUZZ_DIR),--dir $(FUZZ_DIR))
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(CACHE_ENV) $(BIN)/python -m bench
 
 # make reconcile MASTER_BACKUP=/backups/commitlog SLAVE_STORE=/data/slave-store OUT=/tmp/reconcile
 #   [SPARK_MASTER=spark://host:7077]  (a cluster: the backup at the same path, or a file:// URI,
