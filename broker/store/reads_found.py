@@ -18,12 +18,12 @@ from time import perf_counter_ns
 from typing import Any
 
 from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
+from broker.store.reads_plain import read_window
 from broker.store.store_native import native
 from remoting.codes import CURRENT_VERSION
 from remoting.frame import PREFIX
 
 UNIT = CQ_UNIT.size
-_MIN_UNITS = 16000 // UNIT  # Java reads at least 16,000 bytes of units
 _INT32_MAX = 2**31 - 1
 _INT64 = range(-(2**63), 2**63)
 # pull_reply._HEADER's bytes (the tests hold the two equal)
@@ -84,39 +84,10 @@ def _read(
 ) -> tuple[int, int, int, int, int, bool] | None:
     """plain_get's read, the records appended to ``buffers``: (low, high, units scanned,
     records, bytes, the last record scanned is past the memory threshold), or None."""
-    cq_files = consume_queue.queue.files
-    if not cq_files:
+    window = read_window(reader, consume_queue, queue_offset, max_msgs)
+    if window is None:
         return None
-    mapped = cq_files[-1]
-    high = (mapped.start_offset + mapped.wrote_position) // UNIT
-    low = consume_queue.min_logic_offset // UNIT
-    if queue_offset < low or queue_offset >= high:
-        return None
-    byte_offset = queue_offset * UNIT
-    if byte_offset < mapped.start_offset:
-        mapped = consume_queue.queue.find(byte_offset)
-        if mapped is None:
-            return None
-    start = byte_offset - mapped.start_offset
-    end = mapped.wrote_position
-    wanted = max_msgs if max_msgs > _MIN_UNITS else _MIN_UNITS
-    if wanted < 1 << 40 and start + wanted * UNIT < end:
-        end = start + wanted * UNIT
-    units = mapped.view[start:end]
-    if len(units) < UNIT:
-        return None
-    first = CQ_UNIT.unpack_from(units)[0]
-    log_queue = reader.commit_log.queue
-    log_files = log_queue.files
-    if not log_files:
-        return None
-    last = log_files[-1]
-    segment = last
-    if not last.start_offset <= first < last.start_offset + last.file_size:
-        segment = log_queue.find(first)
-        if segment is None:
-            return None
-    max_phys = last.start_offset + last.wrote_position
+    units, low, high, segment, max_phys = window
     config = reader.config
     threshold = reader.memory_threshold
     scanned, count, total_bytes, max_phys_pulling, stop = python_scan_runs(

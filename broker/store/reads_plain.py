@@ -6,6 +6,8 @@ tests/unit/store/test_reads_plain.py holds the two to the same result on hostile
 
 from __future__ import annotations
 
+from typing import Any
+
 from broker.store.layout import CQ_UNIT
 from broker.store.store_native import native
 from broker.store.types import GetMessageResult, GetMessageStatus, scanned_result
@@ -18,16 +20,15 @@ _NO_MATCHED_MESSAGE = GetMessageStatus.NO_MATCHED_MESSAGE
 _first_phys = CQ_UNIT.unpack_from
 
 
-def plain_get(
-    reader: object,
-    consume_queue: object,
-    queue_offset: int,
-    max_msgs: int,
-    codes: frozenset[int] | None,
-    runs: bool,
-) -> GetMessageResult | None:
-    """``reader`` is the MessageReader (its log, limits and memory threshold); ``codes`` the
-    tag filter's hash codes (None: every tag). None when the general path must decide."""
+def read_window(
+    reader: Any, consume_queue: Any, queue_offset: int, max_msgs: int
+) -> tuple[memoryview, int, int, Any, int] | None:
+    """What a read from ``queue_offset`` scans: (the units, as a view of their one ConsumeQueue
+    file; the queue's low and high offsets; the CommitLog segment of the first unit's record;
+    the CommitLog's end), or None when the general path must decide (no file, the offset
+    outside the queue, the units or the record not where one file or segment has them). The
+    window's size is Java's: at least 16,000 bytes of units. ``plain_get`` and reads_found's
+    reference both read through it."""
     cq_files = consume_queue.queue.files
     if not cq_files:
         return None
@@ -43,9 +44,9 @@ def plain_get(
             return None
     start = byte_offset - mapped.start_offset
     end = mapped.wrote_position
-    wanted = (max_msgs if max_msgs > _MIN_UNITS else _MIN_UNITS) * UNIT
-    if start + wanted < end:
-        end = start + wanted
+    wanted = max_msgs if max_msgs > _MIN_UNITS else _MIN_UNITS
+    if wanted < 1 << 40 and start + wanted * UNIT < end:  # (the C's int64 never overflows)
+        end = start + wanted * UNIT
     if end - start < UNIT:
         return None
     units = mapped.view[start:end]
@@ -53,14 +54,30 @@ def plain_get(
     log_files = reader.commit_log.queue.files
     if not log_files:
         return None
-    segment = log_files[-1]
-    if not segment.start_offset <= first < segment.start_offset + segment.file_size:
+    last = log_files[-1]
+    segment = last
+    if not last.start_offset <= first < last.start_offset + last.file_size:
         segment = reader.commit_log.queue.find(first)
         if segment is None:
             return None
+    return units, low, high, segment, last.start_offset + last.wrote_position
+
+
+def plain_get(
+    reader: Any,
+    consume_queue: Any,
+    queue_offset: int,
+    max_msgs: int,
+    codes: frozenset[int] | None,
+    runs: bool,
+) -> GetMessageResult | None:
+    """``reader`` is the MessageReader (its log, limits and memory threshold); ``codes`` the
+    tag filter's hash codes (None: every tag). None when the general path must decide."""
+    window = read_window(reader, consume_queue, queue_offset, max_msgs)
+    if window is None:
+        return None
+    units, low, high, segment, max_phys = window
     segment_start = segment.start_offset
-    log_last = log_files[-1]
-    max_phys = log_last.start_offset + log_last.wrote_position
     config = reader.config
     buffers: list[memoryview] = []
     scanned, count, total_bytes, max_phys_pulling, stop = (
