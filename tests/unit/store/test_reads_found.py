@@ -22,8 +22,8 @@ from broker.store.reads_found import python_pull_found
 from broker.store.store_native import native
 from broker.store.types import GetMessageStatus
 from tests.kits.nativekit import needs_store_native
-from tests.unit.store.test_reads_plain import Cq, Log, adjacent_units, reader
-from tests.unit.store.test_scan_twin import FILE_SIZE, filters, limits, units
+from tests.unit.store.test_reads_plain import QUEUE_AND_LOG, Cq, Log, adjacent_units, reader
+from tests.unit.store.test_scan_twin import FILE_SIZE, units
 
 ids = st.one_of(st.integers(-3, 9), st.sampled_from([2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]))
 
@@ -87,22 +87,14 @@ def _same_both_ways(
 @settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cq=st.one_of(units, adjacent_units, adjacent_units, adjacent_units),
-    dropped=st.one_of(st.just(0), st.integers(0, 2)),
-    min_offset=st.one_of(st.just(0), st.integers(0, 20)),
     queue_offset=st.one_of(
         st.integers(0, 12),
         st.integers(0, 12),
         st.integers(-2, 45),
         st.sampled_from([2**63, 2**63 - 1, -(2**63)]),
     ),
-    wrote=st.one_of(
-        st.just([FILE_SIZE, FILE_SIZE, 999]),
-        st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
-    ),
-    threshold=st.integers(0, 3000),
     max_msgs=st.one_of(st.integers(1, 40), st.sampled_from([0, -1, 801, 2**31 - 1, 2**62])),
-    limits=limits,
-    message_filter=filters,
+    **QUEUE_AND_LOG,
     topic=st.sampled_from(["T", "T", "T", "E", "U"]),
     queue_id=st.sampled_from([0, 0, 0, 1]),
     opaque=ids,
@@ -126,17 +118,9 @@ def test_c_answers_as_its_twin(cq, dropped, min_offset, queue_offset, wrote, thr
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cq=st.one_of(units, adjacent_units, adjacent_units),
-    dropped=st.one_of(st.just(0), st.integers(0, 2)),
-    min_offset=st.one_of(st.just(0), st.integers(0, 20)),
     queue_offset=st.one_of(st.integers(0, 12), st.integers(-2, 45)),
-    wrote=st.one_of(
-        st.just([FILE_SIZE, FILE_SIZE, 999]),
-        st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
-    ),
-    threshold=st.integers(0, 3000),
     max_msgs=st.one_of(st.integers(1, 40), st.sampled_from([0, -1, 801, 2**31 - 1])),
-    limits=limits,
-    message_filter=filters,
+    **QUEUE_AND_LOG,
     suggest=ids,
     slow=ids,
 )

@@ -41,6 +41,22 @@ adjacent_units = st.lists(
 )
 
 
+# What the read tests here and in test_reads_found.py draw besides the queue's units, the
+# offset and the count: ConsumeQueue files dropped at the front, the queue's low offset, the
+# CommitLog's segments, the memory threshold, the transfer limits and the tag filter.
+QUEUE_AND_LOG = {
+    "dropped": st.one_of(st.just(0), st.integers(0, 2)),
+    "min_offset": st.one_of(st.just(0), st.integers(0, 20)),
+    "wrote": st.one_of(
+        st.just([FILE_SIZE, FILE_SIZE, 999]),
+        st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
+    ),
+    "threshold": st.integers(0, 3000),
+    "limits": limits,
+    "message_filter": filters,
+}
+
+
 class Log:
     """The CommitLog's files (each with its file_size, as MappedFile has) and its end."""
 
@@ -111,17 +127,9 @@ def fields(result: GetMessageResult) -> tuple[Any, ...]:
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cq=st.one_of(units, adjacent_units, adjacent_units),
-    dropped=st.one_of(st.just(0), st.integers(0, 2)),
-    min_offset=st.one_of(st.just(0), st.integers(0, 20)),
     queue_offset=st.one_of(st.integers(0, 12), st.integers(-2, 45)),
-    wrote=st.one_of(
-        st.just([FILE_SIZE, FILE_SIZE, 999]),
-        st.lists(st.sampled_from([FILE_SIZE, FILE_SIZE, 0, 500, 999]), max_size=4),
-    ),
-    threshold=st.integers(0, 3000),
     max_msgs=st.one_of(st.integers(1, 40), st.sampled_from([0, -1, 801, 2**31 - 1])),
-    limits=limits,
-    message_filter=filters,
+    **QUEUE_AND_LOG,
     runs=st.booleans(),
 )
 @example(cq=[(0, 10, 1), (10, 10, 2), (20, 10, 1)], dropped=0, min_offset=0, queue_offset=0,
