@@ -14,6 +14,16 @@ batch appends (~400 MB/s here). With 1 MiB calls and 8 MiB ahead, batch appends 
 the edge and faulted pages in themselves: perf put 40% of the appender's time in the kernel
 zeroing pages, against 0-22% with these defaults (more when the VM's memory is cold).
 
+On a new page the madvise also chose how the page cache gets it: through readahead, in folios
+of up to 2 MiB, which on a VM whose balloon reports free memory to its host come from the
+large free blocks the host has taken back, so zeroing each page faulted on the host: 5-10 us a
+page, a third of the broker's CPU under batches on a fresh machine. So each chunk is first
+written with zeros (``zero_ahead``, pwrite in 256 KiB pieces: smaller folios, from free memory
+still backed, no zero-fill) and then populated (now only the page tables): 1.4-1.7 us a page
+cold (bench/bench_page_cost.py). The bytes written are the zeros the segment holds past its
+writer already, and the write holds the GIL, which every append holds too, so no record is
+ever overwritten.
+
 The appender only compares two ints (``mapped.warmed_position``) and sets an event when the
 warm edge comes near; the thread does the rest, with the GIL released during the madvise when
 broker.store._native is built. Kernels without the advice: the warmer stops itself and appends
@@ -49,6 +59,30 @@ def populate_write(mapped: MappedFile, start: int, length: int) -> bool:
     return True
 
 
+def zero_ahead(mapped: MappedFile, start: int, length: int) -> int:
+    """Write zeros over the whole pages of ``[start, start + length)`` past ``mapped``'s writer
+    so that the page cache takes them in small folios (broker/store/native/pages.c says why);
+    the number of bytes written."""
+    if native is not None:
+        return native.zero_ahead(mapped, start, length)
+    return python_zero_ahead(mapped, start, length)
+
+
+def python_zero_ahead(mapped: MappedFile, start: int, length: int) -> int:
+    """zero_ahead's twin, which counts the same bytes and writes none: ``os.pwrite`` releases
+    the GIL, so in Python the writer could append between the check of its position and the
+    write; and what it would write is the zeros already there (a segment holds zeros past its
+    writer), so the file ends the same."""
+    if not (0 <= start <= mapped.file_size and 0 <= length <= mapped.file_size - start):
+        raise ValueError("range outside the segment")
+    if mapped._fd < 0:
+        return 0
+    wrote = max(mapped.wrote_position, 0)
+    begin = max(wrote + -wrote % OS_PAGE_SIZE, start + -start % OS_PAGE_SIZE)
+    end = start + length - (start + length) % OS_PAGE_SIZE
+    return max(0, end - begin)
+
+
 def next_warm_range(
     wrote: int, warmed: int, file_size: int, ahead: int, chunk: int
 ) -> tuple[int, int] | None:
@@ -78,6 +112,10 @@ class PageWarmer:
         # between its last check and the clear is only taken up on the writer's next put.
         self._busy = False
         self.pages_warmed = 0
+        # Off after a write of zeros failed (a full or failing disk: the store's own writes
+        # report that): pages are then populated only, as before.
+        self.zeroing = True
+        self.bytes_zeroed = 0
 
     def wrote(self, mapped: MappedFile) -> None:
         """The writer moved ``mapped``'s write position: warm further when it comes within
@@ -132,6 +170,8 @@ class PageWarmer:
             if planned is None:
                 return
             start, length = planned
+            if self.zeroing:
+                self._zero(mapped, start, length)
             if not populate_write(mapped, start, length):
                 log.info("MADV_POPULATE_WRITE unsupported by this kernel: pages fault on append")
                 self.enabled = False
@@ -140,6 +180,18 @@ class PageWarmer:
                 mapped.warmed_position = start + length
                 self.pages_warmed += length // OS_PAGE_SIZE
                 self._progress.notify_all()
+
+    def _zero(self, mapped: MappedFile, start: int, length: int) -> None:
+        try:
+            self.bytes_zeroed += zero_ahead(mapped, start, length)
+        except OSError as exc:
+            self.zeroing = False
+            log.warning(
+                "writing zeros ahead of the CommitLog's writer failed, pages are only populated"
+                " from now on: %s: %s",
+                mapped.path.name,
+                exc,
+            )
 
     def wait_warmed(self, mapped: MappedFile, position: int, timeout_s: float) -> bool:
         """Block until ``mapped`` is warm up to ``position`` (for tests and benchmarks)."""
