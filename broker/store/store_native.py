@@ -17,7 +17,7 @@ from remoting.codes import CURRENT_VERSION
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT, TRANSACTION_ROLLBACK_TYPE
 from remoting.native_loader import load
 
-ABI_VERSION = 10
+ABI_VERSION = 9
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
@@ -39,7 +39,6 @@ NAMES = (
     "plain_dispatch",
     "scan_units",
     "sync_range",
-    "zero_ahead",
 )
 # What the C defines too (broker/store/native/store.h, module.c, and the record layout of
 # remoting/native/record_layout.h): one definition each, held equal here.

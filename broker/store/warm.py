@@ -14,15 +14,20 @@ batch appends (~400 MB/s here). With 1 MiB calls and 8 MiB ahead, batch appends 
 the edge and faulted pages in themselves: perf put 40% of the appender's time in the kernel
 zeroing pages, against 0-22% with these defaults (more when the VM's memory is cold).
 
-On a new page the madvise also chose how the page cache gets it: through readahead, in folios
-of up to 2 MiB, which on a VM whose balloon reports free memory to its host come from the
-large free blocks the host has taken back, so zeroing each page faulted on the host: 5-10 us a
-page, a third of the broker's CPU under batches on a fresh machine. So each chunk is first
-written with zeros (``zero_ahead``, pwrite in 256 KiB pieces: smaller folios, from free memory
-still backed, no zero-fill) and then populated (now only the page tables): 1.4-1.7 us a page
-cold (bench/bench_page_cost.py). The bytes written are the zeros the segment holds past its
-writer already, and the write holds the GIL, which every append holds too, so no record is
-ever overwritten.
+On a new page the madvise also chooses how the page cache gets it: through readahead, in
+folios of up to 2 MiB. On a VM whose balloon reports free memory to its host those come from the
+large free blocks the host has taken back, and zeroing each page faults on the host: 5-10 us a
+page, a third of the broker's CPU under batches on a fresh machine. A write of zeros in 256 KiB
+pieces takes folios of at most that size, first from the fragments of free memory too small to
+be reported, and needs no zero-fill (``write_zeros``; bench/bench_page_cost.py: 1.4-1.7 us a page
+while such fragments last, the same as the madvise once they are used up). A write of zeros
+must never land on a record, and the appender writes through the mapping without a lock, so
+only a segment the appender cannot have is written so: the next one, made ready by the
+allocation service (``offer``), before it is handed out (``take`` waits for the write in
+progress). Its first ``2 * ahead`` bytes are written once the active segment is warm to its
+end, which is how far the madvise would warm it after the roll; the active segment is only
+populated, as before. So the gain is the whole log with segments of ``2 * ahead`` (64 MiB) or
+less, and ``2 * ahead`` of each larger segment (1/16 of the default 1 GiB).
 
 The appender only compares two ints (``mapped.warmed_position``) and sets an event when the
 warm edge comes near; the thread does the rest, with the GIL released during the madvise when
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import sys
 import threading
 
@@ -43,6 +49,12 @@ from broker.store.store_native import native
 log = logging.getLogger(__name__)
 
 MADV_POPULATE_WRITE = 23
+# The size of each write of zeros: the page cache takes folios of at most this size for it.
+ZERO_PIECE = 256 << 10
+_ZEROS = memoryview(bytes(ZERO_PIECE))
+# How much is written with the handover lock held: what ``take`` waits for at most (a few ms
+# on cold memory) when the appender rolls onto the segment.
+ZERO_STEP = 1 << 20
 
 
 def populate_write(mapped: MappedFile, start: int, length: int) -> bool:
@@ -59,28 +71,16 @@ def populate_write(mapped: MappedFile, start: int, length: int) -> bool:
     return True
 
 
-def zero_ahead(mapped: MappedFile, start: int, length: int) -> int:
-    """Write zeros over the whole pages of ``[start, start + length)`` past ``mapped``'s writer
-    so that the page cache takes them in small folios (broker/store/native/pages.c says why);
-    the number of bytes written."""
-    if native is not None:
-        return native.zero_ahead(mapped, start, length)
-    return python_zero_ahead(mapped, start, length)
-
-
-def python_zero_ahead(mapped: MappedFile, start: int, length: int) -> int:
-    """zero_ahead's twin, which counts the same bytes and writes none: ``os.pwrite`` releases
-    the GIL, so in Python the writer could append between the check of its position and the
-    write; and what it would write is the zeros already there (a segment holds zeros past its
-    writer), so the file ends the same."""
-    if not (0 <= start <= mapped.file_size and 0 <= length <= mapped.file_size - start):
-        raise ValueError("range outside the segment")
-    if mapped._fd < 0:
-        return 0
-    wrote = max(mapped.wrote_position, 0)
-    begin = max(wrote + -wrote % OS_PAGE_SIZE, start + -start % OS_PAGE_SIZE)
-    end = start + length - (start + length) % OS_PAGE_SIZE
-    return max(0, end - begin)
+def write_zeros(fd: int, start: int, end: int) -> int:
+    """pwrite zeros over ``[start, end)`` of ``fd`` in ZERO_PIECE writes (the GIL released);
+    the number of bytes written. Raises OSError (ENOSPC, EIO)."""
+    position = start
+    while position < end:
+        done = os.pwrite(fd, _ZEROS[: min(ZERO_PIECE, end - position)], position)
+        if done <= 0:
+            break
+        position += done
+    return position - start
 
 
 def next_warm_range(
@@ -112,6 +112,10 @@ class PageWarmer:
         # between its last check and the clear is only taken up on the writer's next put.
         self._busy = False
         self.pages_warmed = 0
+        # The next segment, ready and not yet the appender's: only it is written with zeros.
+        # The lock is held across each write of zeros and by ``take``, which hands it over.
+        self._next: MappedFile | None = None
+        self._handover = threading.Lock()
         # Off after a write of zeros failed (a full or failing disk: the store's own writes
         # report that): pages are then populated only, as before.
         self.zeroing = True
@@ -168,10 +172,11 @@ class PageWarmer:
                 self.chunk,
             )
             if planned is None:
+                following = self._next
+                if following is not None and mapped.warmed_position >= mapped.file_size:
+                    self._warm_next(following)
                 return
             start, length = planned
-            if self.zeroing:
-                self._zero(mapped, start, length)
             if not populate_write(mapped, start, length):
                 log.info("MADV_POPULATE_WRITE unsupported by this kernel: pages fault on append")
                 self.enabled = False
@@ -181,17 +186,57 @@ class PageWarmer:
                 self.pages_warmed += length // OS_PAGE_SIZE
                 self._progress.notify_all()
 
-    def _zero(self, mapped: MappedFile, start: int, length: int) -> None:
-        try:
-            self.bytes_zeroed += zero_ahead(mapped, start, length)
-        except OSError as exc:
-            self.zeroing = False
-            log.warning(
-                "writing zeros ahead of the CommitLog's writer failed, pages are only populated"
-                " from now on: %s: %s",
-                mapped.path.name,
-                exc,
-            )
+    def offer(self, mapped: MappedFile) -> None:
+        """``mapped`` is the next segment, created and not yet handed to the appender (called
+        by the allocation service, from its worker thread): warm its start when the active
+        segment is warm to its end."""
+        with self._handover:
+            self._next = mapped
+        if self._mapped is not None:
+            self.request(self._mapped)
+
+    def take(self, mapped: MappedFile) -> None:
+        """``mapped`` goes to the appender, or is closed: no zeros are written into it from
+        now on. Waits for a write of zeros into it in progress (one ZERO_STEP at most)."""
+        with self._handover:
+            if self._next is mapped:
+                self._next = None
+
+    def _warm_next(self, mapped: MappedFile) -> None:
+        """Zeros, then the populate, over the first ``2 * ahead`` bytes of the next segment
+        while it is still not the appender's."""
+        goal = min(mapped.file_size, 2 * self.ahead)
+        while not self._stopping and mapped.warmed_position < goal:
+            start = mapped.warmed_position
+            end = min(goal, start + self.chunk)
+            if self.zeroing:
+                for step in range(start, end, ZERO_STEP):
+                    if not self._zero_step(mapped, step, min(end, step + ZERO_STEP)):
+                        return  # taken: the active segment's warm carries on from start
+            if not populate_write(mapped, start, end - start):
+                self.enabled = False
+                return
+            with self._progress:
+                mapped.warmed_position = end
+                self.pages_warmed += (end - start) // OS_PAGE_SIZE
+                self._progress.notify_all()
+
+    def _zero_step(self, mapped: MappedFile, start: int, end: int) -> bool:
+        """Zeros over ``[start, end)`` of ``mapped`` if it is still not the appender's."""
+        with self._handover:
+            if self._next is not mapped or mapped._fd < 0:
+                return False
+            try:
+                self.bytes_zeroed += write_zeros(mapped._fd, start, end)
+            except OSError as exc:
+                self.zeroing = False
+                log.warning(
+                    "writing zeros into the next CommitLog segment failed, its pages are only"
+                    " populated from now on: %s: %s",
+                    mapped.path.name,
+                    exc,
+                )
+        return True
 
     def wait_warmed(self, mapped: MappedFile, position: int, timeout_s: float) -> bool:
         """Block until ``mapped`` is warm up to ``position`` (for tests and benchmarks)."""

@@ -10,8 +10,7 @@
  *
  * The seam: buffers and plain values in, new objects out. Nothing here calls back into
  * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs,
- * pull_found, plain_pass and zero_ahead (consume_queue.c, pull_found.c, plain_pass.c and
- * pages.c say which and why;
+ * pull_found and plain_pass (consume_queue.c, pull_found.c and plain_pass.c say which and why;
  * plain_pass calls the CommitLog's clock, the builtin now_ms in the broker). The state it mutates is its
  * own (the AppendCursor's table), the bytes of a buffer it was handed (a mapped segment), and
  * the attributes those two name (a queue's positions, a found pull's stats counters). The one
@@ -19,8 +18,7 @@
  * the import-time check.
  *
  * Every write is bounds-checked against the buffer before anything is written. Calls run with
- * the GIL held (a few microseconds each, less than a thread hop), but for populate_write and sync_range
- * (zero_ahead holds it for a millisecond or two, on purpose: pages.c says why). */
+ * the GIL held (a few microseconds each, less than a thread hop), but for populate_write and sync_range. */
 #include "store.h"
 
 PyObject *RecordRefused;
@@ -82,8 +80,6 @@ static PyMethodDef methods[] = {
      "Fault in a mapping's pages for writing, without the GIL (MADV_POPULATE_WRITE)."},
     {"sync_range", sync_range, METH_VARARGS,
      "fdatasync of a range of a mapping only (msync MS_SYNC), without the GIL."},
-    {"zero_ahead", zero_ahead, METH_VARARGS,
-     "Zeros written over a segment's pages past its writer, with the GIL held (warm.py)."},
     {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL,
      "A pull's units to record slices while they stay in one segment (broker/store/reads.py)."},
     {"scan_runs", (PyCFunction)(void (*)(void))scan_runs, METH_FASTCALL,

@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 10
+#define STORE_ABI_VERSION 9
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -168,7 +168,6 @@ PyObject *index_put_entries(PyObject *self, PyObject *args);
 PyObject *index_request(PyObject *self, PyObject *args);
 PyObject *populate_write(PyObject *self, PyObject *args);
 PyObject *sync_range(PyObject *self, PyObject *args);
-PyObject *zero_ahead(PyObject *self, PyObject *args);
 /* The unit loop of scan_units (scan_units.c): `total` units from `p`, slices of `view` (the
  * segment mapped from log offset l->start, written up to l->end) appended to `buffers`; -1
  * with an error set. */

@@ -1,7 +1,7 @@
-"""zero_ahead, the warmer's writes of zeros ahead of the CommitLog's writer: whole pages past
-the writer's page only, the C (broker/store/native/pages.c) and its twin alike, a failing disk
-turning it off without stopping the warm, and a store warmed this way reading, appending and
-recovering as before."""
+"""The page warmer's writes of zeros (broker/store/warm.py): only into the next CommitLog
+segment while it is not the appender's, its first ``2 * ahead`` bytes once the active segment
+is warm to its end, never after it was handed over; a failing disk turns them off without
+stopping the warm; a store warmed this way appends, reads and recovers as before."""
 
 from __future__ import annotations
 
@@ -10,135 +10,125 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from broker.store import warm
 from broker.store.mapped_file import OS_PAGE_SIZE as PAGE
-from broker.store.mapped_file import MappedFile
-from broker.store.store_native import native
-from broker.store.warm import PageWarmer, python_zero_ahead, zero_ahead
+from broker.store.mapped_file import MappedFile, segment_name
+from broker.store.warm import PageWarmer, write_zeros
 from remoting import message as codec
-from tests.kits.nativekit import needs_store_native
 from tests.unit.store.conftest import StoreFactory, crash, message
 
-PAGES = 24
+PAGES = 64
 
 
-def segment(directory: Path, name: int = 0) -> MappedFile:
-    return MappedFile(directory / f"{name:020d}", PAGES * PAGE, create=True)
+def segment(directory: Path, index: int = 0) -> MappedFile:
+    return MappedFile(directory / segment_name(index * PAGES * PAGE), PAGES * PAGE, create=True)
 
 
-def fill(mapped: MappedFile, wrote: int) -> bytes:
-    """What a segment holds with ``wrote`` bytes appended: data, then zeros."""
-    data = bytes((i * 7 + 3) % 251 or 1 for i in range(wrote))
-    mapped.mmap[:wrote] = data
-    mapped.wrote_position = wrote
-    return data + bytes(mapped.file_size - wrote)
+def pattern(size: int) -> bytes:
+    return bytes((i * 7 + 3) % 251 or 1 for i in range(size))
 
 
-def test_only_the_whole_pages_past_the_writer_are_counted(tmp_path: Path) -> None:
+def warm_to_end(warmer: PageWarmer, active: MappedFile) -> None:
+    warmer._mapped = active
+    active.wrote_position = active.file_size - PAGE
+    warmer._warm(active)
+    assert active.warmed_position == active.file_size
+
+
+def test_zeros_cover_the_range_and_nothing_else(tmp_path: Path) -> None:
     mapped = segment(tmp_path)
-    expected = fill(mapped, 3 * PAGE + 5)
-    assert zero_ahead(mapped, 0, mapped.file_size) == (PAGES - 4) * PAGE
-    assert zero_ahead(mapped, 6 * PAGE + 1, 3 * PAGE) == 2 * PAGE  # partial pages left out
-    assert zero_ahead(mapped, 0, 4 * PAGE) == 0  # the writer's page is the writer's
-    assert mapped.mmap[:] == expected
-    mapped.close()
-    assert zero_ahead(mapped, 0, PAGES * PAGE) == 0  # closed: nothing is written
-    assert (tmp_path / f"{0:020d}").read_bytes() == expected
-
-
-def test_a_range_outside_the_segment_is_refused(tmp_path: Path) -> None:
-    mapped = segment(tmp_path)
-    for start, length in ((-1, PAGE), (0, PAGES * PAGE + 1), (PAGES * PAGE + 1, 0), (0, -1)):
-        with pytest.raises(ValueError):
-            zero_ahead(mapped, start, length)
-        with pytest.raises(ValueError):
-            python_zero_ahead(mapped, start, length)
+    data = pattern(PAGES * PAGE)
+    mapped.mmap[:] = data
+    assert write_zeros(mapped._fd, 3 * PAGE, 40 * PAGE + 5) == 37 * PAGE + 5
+    assert mapped.mmap[: 3 * PAGE] == data[: 3 * PAGE]
+    assert mapped.mmap[3 * PAGE : 40 * PAGE + 5] == bytes(37 * PAGE + 5)
+    assert mapped.mmap[40 * PAGE + 5 :] == data[40 * PAGE + 5 :]
     mapped.close()
 
 
-@needs_store_native
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    wrote=st.integers(0, PAGES * PAGE),
-    start=st.integers(0, PAGES * PAGE),
-    length=st.integers(0, PAGES * PAGE),
-)
-def test_the_c_and_its_twin_count_the_same_bytes_and_leave_the_same_file(
-    tmp_path_factory: pytest.TempPathFactory, wrote: int, start: int, length: int
+def test_the_next_segment_is_written_once_the_active_one_is_warm_to_its_end(
+    tmp_path: Path,
 ) -> None:
-    length = min(length, PAGES * PAGE - start)
-    directory = tmp_path_factory.mktemp("zero")
-    mapped = segment(directory)
-    expected = fill(mapped, wrote)
-    assert native.zero_ahead(mapped, start, length) == python_zero_ahead(mapped, start, length)
-    assert mapped.mmap[:] == expected
-    mapped.close()
+    active, following = segment(tmp_path), segment(tmp_path, 1)
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
+    warmer._next = following
+    warmer._mapped = active
+    active.wrote_position = 10 * PAGE  # far from the end: the next segment is left alone
+    warmer._warm(active)
+    assert active.warmed_position < active.file_size
+    assert following.warmed_position == 0 and warmer.bytes_zeroed == 0
+    warm_to_end(warmer, active)
+    assert following.warmed_position == 16 * PAGE  # 2 * ahead, as after the roll
+    assert warmer.bytes_zeroed == 16 * PAGE
+    assert following.mmap[:] == bytes(PAGES * PAGE)
+    active.close()
+    following.close()
 
 
-@needs_store_native
-@settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(wrote=st.integers(0, PAGES * PAGE), start=st.integers(0, PAGES * PAGE))
-def test_no_byte_below_the_end_of_the_writers_page_is_ever_written(
-    tmp_path_factory: pytest.TempPathFactory, wrote: int, start: int
-) -> None:
-    """The safety of writing zeros ahead: even over bytes that are not zeros (which a segment
-    never holds past its writer), only whole pages past the writer's page change."""
-    mapped = segment(tmp_path_factory.mktemp("zero"))
-    pattern = bytes(range(1, 256)) * (PAGES * PAGE // 255 + 1)
-    mapped.mmap[:] = pattern[: PAGES * PAGE]
-    mapped.wrote_position = wrote
-    written = native.zero_ahead(mapped, start, PAGES * PAGE - start)
-    kept = max(wrote + -wrote % PAGE, start + -start % PAGE)
-    assert mapped.mmap[:kept] == pattern[:kept]
-    assert mapped.mmap[kept:] == bytes(written)
-    mapped.close()
+def test_a_segment_taken_by_the_appender_is_never_written_again(tmp_path: Path) -> None:
+    active, following = segment(tmp_path), segment(tmp_path, 1)
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
+    warmer.offer(following)
+    warmer.take(following)  # the roll: the appender writes into it from now on
+    records = pattern(20 * PAGE)
+    following.mmap[: len(records)] = records
+    warm_to_end(warmer, active)
+    warmer._warm_next(following)  # a warmer that still held it from before the take
+    assert following.mmap[: len(records)] == records
+    assert warmer.bytes_zeroed == 0
+    warmer.take(active)  # another segment's take leaves nothing to do
+    active.close()
+    following.close()
 
 
 def test_a_failing_write_of_zeros_turns_it_off_and_the_warm_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def full(mapped: MappedFile, start: int, length: int) -> int:
+    def full(fd: int, start: int, end: int) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(warm, "zero_ahead", full)
-    mapped = segment(tmp_path)
-    warmer = PageWarmer(ahead=4 * PAGE, chunk=2 * PAGE)
-    warmer._mapped = mapped
+    monkeypatch.setattr(warm, "write_zeros", full)
+    active, following = segment(tmp_path), segment(tmp_path, 1)
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=2 * PAGE)
+    warmer._next = following
     with caplog.at_level(logging.WARNING, logger="broker.store.warm"):
-        warmer._warm(mapped)
-    assert mapped.warmed_position == 8 * PAGE  # populated all the same
+        warm_to_end(warmer, active)
+    assert following.warmed_position == 16 * PAGE  # populated all the same
     assert not warmer.zeroing and warmer.bytes_zeroed == 0
     assert len(caplog.records) == 1  # once, not per chunk
-    mapped.close()
+    active.close()
+    following.close()
 
 
-def test_a_warmed_segment_appends_reads_and_recovers_as_before(stores: StoreFactory) -> None:
-    store = stores.open(mapped_file_size_commit_log=4 << 20)
+def test_a_store_appends_into_a_zeroed_segment_and_recovers_it(stores: StoreFactory) -> None:
+    size = 4 << 20
+    store = stores.open(mapped_file_size_commit_log=size)
     warmer = store.commit_log.warmer
     warmer.ahead, warmer.chunk = 1 << 20, 256 << 10
-    bodies = [bytes([65 + i % 26]) * (900 + i % 200) for i in range(3000)]  # ~3 MiB: 1 segment
-    for body in bodies[:10]:
+    bodies = [bytes([65 + i % 26]) * (900 + i % 200) for i in range(6000)]  # ~6 MiB: 2 segments
+    count = 0
+    active = None
+    while active is None or active.wrote_position < size - (3 << 20) // 2:
+        store.put_message(message(body=bodies[count]))
+        active, count = store.commit_log.queue.last, count + 1
+    assert warmer.wait_warmed(active, size, timeout_s=10)
+    path = active.path.with_name(segment_name(size))
+    store.allocation._create(path)  # the allocation service's worker: offered to the warmer
+    following = store.allocation.ready[path.name]
+    if warmer.enabled:
+        assert warmer.wait_warmed(following, 2 << 20, timeout_s=10)
+        assert warmer.bytes_zeroed == 2 << 20
+    for body in bodies[count:]:
         store.put_message(message(body=body))
-    active = store.commit_log.queue.last
-    assert warmer.wait_warmed(active, 2 << 20, timeout_s=10)
-    if native is not None and warmer.enabled:
-        assert warmer.bytes_zeroed > 0  # the range ahead went through zero_ahead
-    for body in bodies[10:]:
-        store.put_message(message(body=body))
-    wrote = active.wrote_position
-    assert active.mmap[wrote : active.file_size] == bytes(active.file_size - wrote)
+    assert store.commit_log.queue.last is following  # handed over by the allocation service
+    wrote = following.wrote_position
+    assert wrote > 2 << 20  # past the zeroed start, into what was only populated
     crash(store)
-    recovered = stores.open(mapped_file_size_commit_log=4 << 20)
+    recovered = stores.open(mapped_file_size_commit_log=size)
     assert recovered.recovery_report.mode == "abnormal"
-    assert recovered.commit_log.max_phys_offset == wrote
-    found = recovered.get_message("G", "T", 0, 0, 32)
-    assert [codec.decode_message(b).body for b in found.buffers] == bodies[:32]
-    tail = recovered.get_message("G", "T", 0, 2990, 32)
-    assert [codec.decode_message(b).body for b in tail.buffers] == bodies[2990:]
+    assert recovered.commit_log.max_phys_offset == size + wrote
+    for start in (0, count - 5, 5990):
+        found = recovered.get_message("G", "T", 0, start, 10)
+        got = [codec.decode_message(b).body for b in found.buffers]
+        assert got == bodies[start : start + 10]
