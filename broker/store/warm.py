@@ -24,9 +24,10 @@ while such fragments last, the same as the madvise once they are used up). A wri
 must never land on a record, and the appender writes through the mapping without a lock, so
 only a segment the appender cannot have is written so: the next one, made ready by the
 allocation service (``offer``), before it is handed out (``take`` waits for the write in
-progress). Its first ``2 * ahead`` bytes are written once the active segment is warm to its
-end, which is how far the madvise would warm it after the roll; the active segment is only
-populated, as before. So the gain is the whole log with segments of ``2 * ahead`` (64 MiB) or
+progress). It is written as the warm edge reaches into it, ``2 * ahead`` past the writer as
+within a segment (so zeros are dirty no further ahead than the madvise's pages were: a slow
+writer would find them written back, write-protected, and fault on them); the active segment
+is only populated, as before. So the gain is the whole log with segments of ``2 * ahead`` (64 MiB) or
 less, and ``2 * ahead`` of each larger segment (1/16 of the default 1 GiB).
 
 The appender only compares two ints (``mapped.warmed_position``) and sets an event when the
@@ -129,13 +130,28 @@ class PageWarmer:
         round trip, 5% of a single put when the thread waited for the GIL between chunks).
         Nor once the segment is warm to its end: the writer's last ``ahead`` bytes of it would
         otherwise wake the thread on every put to find nothing to do (a futex wake, a context
-        switch and a GIL hand-over per put; half of every put with 64 MiB segments)."""
-        if (
-            mapped.wrote_position + self.ahead > mapped.warmed_position
-            and mapped.warmed_position < mapped.file_size
-            and (not self._busy or mapped is not self._mapped)
+        switch and a GIL hand-over per put; half of every put with 64 MiB segments), unless
+        the next segment, ready and not the appender's yet, is behind ``2 * ahead`` past the
+        writer (``next_goal``)."""
+        if mapped.wrote_position + self.ahead <= mapped.warmed_position or (
+            self._busy and mapped is self._mapped
+        ):
+            return
+        if mapped.warmed_position < mapped.file_size:
+            self.request(mapped)
+            return
+        following = self._next  # next_goal inline: every put of the last stretch asks this
+        if following is not None and following.warmed_position < min(
+            following.file_size, mapped.wrote_position + 2 * self.ahead - mapped.file_size
         ):
             self.request(mapped)
+
+    def next_goal(self, mapped: MappedFile, following: MappedFile) -> int:
+        """How far into ``following`` the warm edge goes with ``mapped``'s writer where it is:
+        ``2 * ahead`` past the writer, as within a segment, in whole pages; so the zeros are
+        dirty no further ahead of the writer than the madvise's pages were."""
+        goal = mapped.wrote_position + 2 * self.ahead - mapped.file_size
+        return max(0, min(following.file_size, goal + -goal % OS_PAGE_SIZE))
 
     def request(self, mapped: MappedFile) -> None:
         """Warm ``mapped`` ahead of its writer, in the warmer's thread."""
@@ -174,7 +190,7 @@ class PageWarmer:
             if planned is None:
                 following = self._next
                 if following is not None and mapped.warmed_position >= mapped.file_size:
-                    self._warm_next(following)
+                    self._warm_next(mapped, following)
                 return
             start, length = planned
             if not populate_write(mapped, start, length):
@@ -202,13 +218,12 @@ class PageWarmer:
             if self._next is mapped:
                 self._next = None
 
-    def _warm_next(self, mapped: MappedFile) -> None:
-        """Zeros, then the populate, over the first ``2 * ahead`` bytes of the next segment
-        while it is still not the appender's."""
-        goal = min(mapped.file_size, 2 * self.ahead)
-        while not self._stopping and mapped.warmed_position < goal:
+    def _warm_next(self, active: MappedFile, mapped: MappedFile) -> None:
+        """Zeros, then the populate, over the next segment up to ``next_goal`` while it is
+        still not the appender's."""
+        while not self._stopping and mapped.warmed_position < self.next_goal(active, mapped):
             start = mapped.warmed_position
-            end = min(goal, start + self.chunk)
+            end = min(self.next_goal(active, mapped), start + self.chunk)
             if self.zeroing:
                 for step in range(start, end, ZERO_STEP):
                     if not self._zero_step(mapped, step, min(end, step + ZERO_STEP)):

@@ -58,9 +58,9 @@ def test_the_next_segment_is_written_once_the_active_one_is_warm_to_its_end(
     warmer._warm(active)
     assert active.warmed_position < active.file_size
     assert following.warmed_position == 0 and warmer.bytes_zeroed == 0
-    warm_to_end(warmer, active)
-    assert following.warmed_position == 16 * PAGE  # 2 * ahead, as after the roll
-    assert warmer.bytes_zeroed == 16 * PAGE
+    warm_to_end(warmer, active)  # the writer one page from the end
+    assert following.warmed_position == 15 * PAGE  # 2 * ahead past the writer
+    assert warmer.bytes_zeroed == 15 * PAGE
     assert following.mmap[:] == bytes(PAGES * PAGE)
     active.close()
     following.close()
@@ -74,7 +74,7 @@ def test_a_segment_taken_by_the_appender_is_never_written_again(tmp_path: Path) 
     records = pattern(20 * PAGE)
     following.mmap[: len(records)] = records
     warm_to_end(warmer, active)
-    warmer._warm_next(following)  # a warmer that still held it from before the take
+    warmer._warm_next(active, following)  # a warmer that still held it from before the take
     assert following.mmap[: len(records)] == records
     assert warmer.bytes_zeroed == 0
     warmer.take(active)  # another segment's take leaves nothing to do
@@ -94,7 +94,7 @@ def test_a_failing_write_of_zeros_turns_it_off_and_the_warm_goes_on(
     warmer._next = following
     with caplog.at_level(logging.WARNING, logger="broker.store.warm"):
         warm_to_end(warmer, active)
-    assert following.warmed_position == 16 * PAGE  # populated all the same
+    assert following.warmed_position == 15 * PAGE  # populated all the same
     assert not warmer.zeroing and warmer.bytes_zeroed == 0
     assert len(caplog.records) == 1  # once, not per chunk
     active.close()
@@ -109,21 +109,23 @@ def test_a_store_appends_into_a_zeroed_segment_and_recovers_it(stores: StoreFact
     bodies = [bytes([65 + i % 26]) * (900 + i % 200) for i in range(6000)]  # ~6 MiB: 2 segments
     count = 0
     active = None
-    while active is None or active.wrote_position < size - (3 << 20) // 2:
+    while active is None or active.wrote_position < size - (256 << 10):
         store.put_message(message(body=bodies[count]))
         active, count = store.commit_log.queue.last, count + 1
     assert warmer.wait_warmed(active, size, timeout_s=10)
     path = active.path.with_name(segment_name(size))
     store.allocation._create(path)  # the allocation service's worker: offered to the warmer
     following = store.allocation.ready[path.name]
+    goal = warmer.next_goal(active, following)
+    assert goal > 1 << 20  # the writer within 1 MiB of the end: 2 * ahead reaches past it
     if warmer.enabled:
-        assert warmer.wait_warmed(following, 2 << 20, timeout_s=10)
-        assert warmer.bytes_zeroed == 2 << 20
+        assert warmer.wait_warmed(following, goal, timeout_s=10)
+        assert warmer.bytes_zeroed == goal
     for body in bodies[count:]:
         store.put_message(message(body=body))
     assert store.commit_log.queue.last is following  # handed over by the allocation service
     wrote = following.wrote_position
-    assert wrote > 2 << 20  # past the zeroed start, into what was only populated
+    assert wrote > goal  # past the zeroed start, into what was only populated
     crash(store)
     recovered = stores.open(mapped_file_size_commit_log=size)
     assert recovered.recovery_report.mode == "abnormal"
@@ -132,3 +134,24 @@ def test_a_store_appends_into_a_zeroed_segment_and_recovers_it(stores: StoreFact
         found = recovered.get_message("G", "T", 0, start, 10)
         got = [codec.decode_message(b).body for b in found.buffers]
         assert got == bodies[start : start + 10]
+
+
+def test_the_writer_in_its_segments_last_stretch_asks_for_the_next_one(tmp_path: Path) -> None:
+    """A segment warm to its end asks the thread for nothing, unless the next segment is behind
+    ``2 * ahead`` past the writer: then the writer's puts keep its warm edge moving."""
+    active, following = segment(tmp_path), segment(tmp_path, 1)
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
+    warm_to_end(warmer, active)
+    asked: list[MappedFile] = []
+    warmer.request = asked.append  # type: ignore[method-assign]
+    active.wrote_position = PAGES * PAGE - 6 * PAGE
+    warmer.wrote(active)
+    assert asked == []  # no next segment
+    warmer._next = following
+    warmer.wrote(active)
+    assert asked == [active]  # goal 10 pages into it, nothing warm there yet
+    following.warmed_position = 12 * PAGE
+    warmer.wrote(active)
+    assert asked == [active]  # far enough
+    active.close()
+    following.close()
