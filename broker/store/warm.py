@@ -131,8 +131,8 @@ class PageWarmer:
         Nor once the segment is warm to its end: the writer's last ``ahead`` bytes of it would
         otherwise wake the thread on every put to find nothing to do (a futex wake, a context
         switch and a GIL hand-over per put; half of every put with 64 MiB segments), unless
-        the next segment, ready and not the appender's yet, is behind ``2 * ahead`` past the
-        writer (``next_goal``)."""
+        the next segment, ready and not the appender's yet, is warm to less than ``ahead``
+        past the writer."""
         if mapped.wrote_position + self.ahead <= mapped.warmed_position or (
             self._busy and mapped is self._mapped
         ):
@@ -140,9 +140,12 @@ class PageWarmer:
         if mapped.warmed_position < mapped.file_size:
             self.request(mapped)
             return
-        following = self._next  # next_goal inline: every put of the last stretch asks this
+        # The next segment's edge within ``ahead`` of the writer (then the thread takes it to
+        # next_goal, ``2 * ahead`` past it, as within a segment): asked against next_goal
+        # itself, every put of the last stretch woke the thread for its own few pages.
+        following = self._next
         if following is not None and following.warmed_position < min(
-            following.file_size, mapped.wrote_position + 2 * self.ahead - mapped.file_size
+            following.file_size, mapped.wrote_position + self.ahead - mapped.file_size
         ):
             self.request(mapped)
 

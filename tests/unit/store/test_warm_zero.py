@@ -137,8 +137,9 @@ def test_a_store_appends_into_a_zeroed_segment_and_recovers_it(stores: StoreFact
 
 
 def test_the_writer_in_its_segments_last_stretch_asks_for_the_next_one(tmp_path: Path) -> None:
-    """A segment warm to its end asks the thread for nothing, unless the next segment is behind
-    ``2 * ahead`` past the writer: then the writer's puts keep its warm edge moving."""
+    """A segment warm to its end asks the thread for nothing, unless the next segment is warm
+    to less than ``ahead`` past the writer: then the writer's puts keep its warm edge moving,
+    and not for every few pages the writer moves on."""
     active, following = segment(tmp_path), segment(tmp_path, 1)
     warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
     warm_to_end(warmer, active)
@@ -149,9 +150,14 @@ def test_the_writer_in_its_segments_last_stretch_asks_for_the_next_one(tmp_path:
     assert asked == []  # no next segment
     warmer._next = following
     warmer.wrote(active)
-    assert asked == [active]  # goal 10 pages into it, nothing warm there yet
-    following.warmed_position = 12 * PAGE
+    assert asked == [active]  # ahead reaches 2 pages into it, nothing warm there yet
+    following.warmed_position = 10 * PAGE  # next_goal: 2 * ahead past the writer
+    for _ in range(8):
+        active.wrote_position += PAGE
+        warmer.wrote(active)
+    assert asked == [active]  # the writer is still more than ahead behind the edge
+    active.wrote_position += PAGE
     warmer.wrote(active)
-    assert asked == [active]  # far enough
+    assert asked == [active, active]
     active.close()
     following.close()
