@@ -16,19 +16,20 @@ zeroing pages, against 0-22% with these defaults (more when the VM's memory is c
 
 On a new page the madvise also chooses how the page cache gets it: through readahead, in
 folios of up to 2 MiB. On a VM whose balloon reports free memory to its host those come from the
-large free blocks the host has taken back, and zeroing each page faults on the host: 5-10 us a
-page, a third of the broker's CPU under batches on a fresh machine. A write of zeros in 256 KiB
-pieces takes folios of at most that size, first from the fragments of free memory too small to
-be reported, and needs no zero-fill (``write_zeros``; bench/bench_page_cost.py: 1.4-1.7 us a page
-while such fragments last, the same as the madvise once they are used up). A write of zeros
-must never land on a record, and the appender writes through the mapping without a lock, so
-only a segment the appender cannot have is written so: the next one, made ready by the
-allocation service (``offer``), before it is handed out (``take`` waits for the write in
-progress). It is written as the warm edge reaches into it, ``2 * ahead`` past the writer as
-within a segment (so zeros are dirty no further ahead than the madvise's pages were: a slow
-writer would find them written back, write-protected, and fault on them); the active segment
-is only populated, as before. So the gain is the whole log with segments of ``2 * ahead`` (64 MiB) or
-less, and ``2 * ahead`` of each larger segment (1/16 of the default 1 GiB).
+large free blocks the host has taken back, and zeroing each page faults on the host (5-10 us a
+page). A write of zeros in 256 KiB pieces (``write_zeros``) takes folios of at most that size,
+which come first from the fragments of free memory too small to be reported, still backed:
+bench/bench_page_cost.py gave 1.2-1.7 us a page against 5.3-7.3 while such fragments last, and
+the same as the madvise once they are used up; recycled pages cost the same either way.
+
+A write of zeros must never land on a record, and the appender writes through the mapping
+without a lock, so only a segment the appender cannot have yet is written so: the next one,
+made ready by the allocation service (``offer``), before it is handed out (``take`` waits for
+the write in progress). It is written as the warm edge reaches into it, ``2 * ahead`` past the
+writer as within a segment, so zeros are dirty no further ahead than the madvise's pages are (a
+slow writer would find them written back, write-protected, and fault on them). The active
+segment is only populated. So segments of up to ``2 * ahead`` (64 MiB) get the writes of zeros
+on all but the first, larger ones on their first ``2 * ahead`` bytes (1/16 of the default 1 GiB).
 
 The appender only compares two ints (``mapped.warmed_position``) and sets an event when the
 warm edge comes near; the thread does the rest, with the GIL released during the madvise when
