@@ -32,19 +32,18 @@ class AllocateMappedFileService:
         self.on_failed: Callable[[DiskError], None] = lambda _: None
         self.on_recovered: Callable[[], None] = lambda: None
         # The page warmer's (broker/store/warm.py): a segment made ready is offered to it, and
-        # taken back from it before it goes to the appender or is closed.
+        # taken back from it (by start offset) before that segment, or a file of the same
+        # name the appender creates itself, goes to the appender, or before it is closed.
         self.on_ready: Callable[[MappedFile], None] = lambda _: None
-        self.on_handover: Callable[[MappedFile], None] = lambda _: None
+        self.on_handover: Callable[[int], None] = lambda _: None
         self._wanted = trio.Event()
         self._retry: Path | None = None
         self._warned_for: str | None = None  # a failed pre-allocation is logged once per name
 
     def allocate(self, path: Path, file_size: int) -> MappedFile:
+        self.on_handover(int(path.name))
         ready = self.ready.pop(path.name, None)
-        if ready is None:
-            return MappedFile(path, file_size, create=True)
-        self.on_handover(ready)
-        return ready
+        return ready if ready is not None else MappedFile(path, file_size, create=True)
 
     def request(self, queue: object) -> None:
         self._wanted.set()
@@ -96,7 +95,7 @@ class AllocateMappedFileService:
                 for f in queue.files  # type: ignore[attr-defined]
             ):
                 stale = self.ready.pop(path.name)  # the append path created it meanwhile
-                self.on_handover(stale)
+                self.on_handover(stale.start_offset)
                 stale.close()
             if self._retry == path:
                 self._retry = None
@@ -110,6 +109,6 @@ class AllocateMappedFileService:
 
     def close(self) -> None:
         for mapped in self.ready.values():
-            self.on_handover(mapped)
+            self.on_handover(mapped.start_offset)
             mapped.close()
         self.ready.clear()

@@ -117,6 +117,7 @@ class PageWarmer:
         # The next segment, ready and not yet the appender's: only it is written with zeros.
         # The lock is held across each write of zeros and by ``take``, which hands it over.
         self._next: MappedFile | None = None
+        self._taken = -1  # the highest start offset handed to the appender (``take``)
         self._handover = threading.Lock()
         # Off after a write of zeros failed (a full or failing disk: the store's own writes
         # report that): pages are then populated only, as before.
@@ -193,7 +194,11 @@ class PageWarmer:
             )
             if planned is None:
                 following = self._next
-                if following is not None and mapped.warmed_position >= mapped.file_size:
+                if (
+                    following is not None
+                    and mapped.warmed_position >= mapped.file_size
+                    and following.start_offset == mapped.end_offset
+                ):
                     self._warm_next(mapped, following)
                 return
             start, length = planned
@@ -209,17 +214,23 @@ class PageWarmer:
     def offer(self, mapped: MappedFile) -> None:
         """``mapped`` is the next segment, created and not yet handed to the appender (called
         by the allocation service, from its worker thread): warm its start when the active
-        segment is warm to its end."""
+        segment is warm to its end. Refused for a segment at or below one already taken: the
+        appender may have created that file itself, while this one was being created."""
         with self._handover:
+            if mapped.start_offset <= self._taken:
+                return
             self._next = mapped
         if self._mapped is not None:
             self.request(self._mapped)
 
-    def take(self, mapped: MappedFile) -> None:
-        """``mapped`` goes to the appender, or is closed: no zeros are written into it from
-        now on. Waits for a write of zeros into it in progress (one ZERO_STEP at most)."""
+    def take(self, start_offset: int) -> None:
+        """The segment starting at ``start_offset`` goes to the appender (the one made ready or
+        one it creates itself), or is closed: no zeros are written into it, or into any
+        segment offered for it or below it, from now on. Waits for a write of zeros in
+        progress (one ZERO_STEP at most)."""
         with self._handover:
-            if self._next is mapped:
+            self._taken = max(self._taken, start_offset)
+            if self._next is not None and self._next.start_offset <= self._taken:
                 self._next = None
 
     def _warm_next(self, active: MappedFile, mapped: MappedFile) -> None:

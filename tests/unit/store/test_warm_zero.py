@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from broker.store import warm
+from broker.store.allocate import AllocateMappedFileService
 from broker.store.mapped_file import OS_PAGE_SIZE as PAGE
 from broker.store.mapped_file import MappedFile, segment_name
 from broker.store.warm import PageWarmer, write_zeros
@@ -70,14 +71,14 @@ def test_a_segment_taken_by_the_appender_is_never_written_again(tmp_path: Path) 
     active, following = segment(tmp_path), segment(tmp_path, 1)
     warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
     warmer.offer(following)
-    warmer.take(following)  # the roll: the appender writes into it from now on
+    warmer.take(following.start_offset)  # the roll: the appender writes into it from now on
     records = pattern(20 * PAGE)
     following.mmap[: len(records)] = records
     warm_to_end(warmer, active)
     warmer._warm_next(active, following)  # a warmer that still held it from before the take
     assert following.mmap[: len(records)] == records
     assert warmer.bytes_zeroed == 0
-    warmer.take(active)  # another segment's take leaves nothing to do
+    warmer.take(active.start_offset)  # a lower segment's take leaves nothing to do
     active.close()
     following.close()
 
@@ -161,3 +162,47 @@ def test_the_writer_in_its_segments_last_stretch_asks_for_the_next_one(tmp_path:
     assert asked == [active, active]
     active.close()
     following.close()
+
+
+def test_a_segment_offered_after_the_appender_made_its_own_is_refused(tmp_path: Path) -> None:
+    """The append path creates the next file itself when the allocation service is late; the
+    service's own object for that file, offered after, must never be written."""
+    active, following = segment(tmp_path), segment(tmp_path, 1)
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
+    warmer.take(following.start_offset)  # allocate() on a miss: the appender's own file
+    warmer.offer(following)
+    records = pattern(20 * PAGE)
+    following.mmap[: len(records)] = records
+    warm_to_end(warmer, active)
+    assert following.mmap[: len(records)] == records
+    assert warmer._next is None and warmer.bytes_zeroed == 0
+    active.close()
+    following.close()
+
+
+def test_only_the_active_segments_successor_is_written(tmp_path: Path) -> None:
+    active, beyond = segment(tmp_path), segment(tmp_path, 2)  # a gap: not the next one
+    warmer = PageWarmer(ahead=8 * PAGE, chunk=4 * PAGE)
+    warmer.offer(beyond)
+    warm_to_end(warmer, active)
+    assert warmer.bytes_zeroed == 0 and beyond.warmed_position == 0
+    active.close()
+    beyond.close()
+
+
+def test_the_allocation_service_hands_over_before_the_appender_gets_a_segment(
+    tmp_path: Path,
+) -> None:
+    service = AllocateMappedFileService(PAGES * PAGE)
+    handed: list[int] = []
+    offered: list[MappedFile] = []
+    service.on_handover, service.on_ready = handed.append, offered.append
+    first = service.allocate(tmp_path / segment_name(0), PAGES * PAGE)  # a miss: made here
+    service._create(tmp_path / segment_name(PAGES * PAGE))
+    second = service.allocate(tmp_path / segment_name(PAGES * PAGE), PAGES * PAGE)
+    assert offered == [second] and handed == [0, PAGES * PAGE]
+    service._create(tmp_path / segment_name(2 * PAGES * PAGE))
+    service.close()
+    assert handed == [0, PAGES * PAGE, 2 * PAGES * PAGE]
+    first.close()
+    second.close()
