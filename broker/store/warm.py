@@ -256,6 +256,8 @@ class PageWarmer:
         with self._handover:
             if self._next is not mapped or mapped._fd < 0:
                 return False
+            if not self.zeroing:  # failed at an earlier step of this chunk
+                return True
             try:
                 self.bytes_zeroed += write_zeros(mapped._fd, start, end)
             except OSError as exc:
