@@ -31,11 +31,17 @@ class AllocateMappedFileService:
         self.ready: dict[str, MappedFile] = {}
         self.on_failed: Callable[[DiskError], None] = lambda _: None
         self.on_recovered: Callable[[], None] = lambda: None
+        # The page warmer's (broker/store/warm.py): a segment made ready is offered to it, and
+        # taken back from it (by start offset) before that segment, or a file of the same
+        # name the appender creates itself, goes to the appender, or before it is closed.
+        self.on_ready: Callable[[MappedFile], None] = lambda _: None
+        self.on_handover: Callable[[int], None] = lambda _: None
         self._wanted = trio.Event()
         self._retry: Path | None = None
         self._warned_for: str | None = None  # a failed pre-allocation is logged once per name
 
     def allocate(self, path: Path, file_size: int) -> MappedFile:
+        self.on_handover(int(path.name))
         ready = self.ready.pop(path.name, None)
         return ready if ready is not None else MappedFile(path, file_size, create=True)
 
@@ -88,16 +94,21 @@ class AllocateMappedFileService:
                 f.start_offset == mapped.start_offset
                 for f in queue.files  # type: ignore[attr-defined]
             ):
-                self.ready.pop(path.name).close()  # the append path created it meanwhile
+                stale = self.ready.pop(path.name)  # the append path created it meanwhile
+                self.on_handover(stale.start_offset)
+                stale.close()
             if self._retry == path:
                 self._retry = None
                 self.on_recovered()
 
     def _create(self, path: Path) -> None:
         """In a worker thread: create and map ``path`` (kept in ``ready``)."""
-        self.ready[path.name] = MappedFile(path, self.file_size, create=True)
+        mapped = MappedFile(path, self.file_size, create=True)
+        self.ready[path.name] = mapped
+        self.on_ready(mapped)
 
     def close(self) -> None:
         for mapped in self.ready.values():
+            self.on_handover(mapped.start_offset)
             mapped.close()
         self.ready.clear()

@@ -107,6 +107,8 @@ class DefaultMessageStore(QueueLookups):
             allocator=self.allocation.allocate,
         )
         commit_log.on_segment_rolled = lambda _: self.allocation.request(commit_log.queue)
+        self.allocation.on_ready = commit_log.warmer.offer
+        self.allocation.on_handover = commit_log.warmer.take
         commit_log.on_disk_error = self._segment_refused
         self.consume_queues = ConsumeQueueTable(
             config.consume_queue_dir, config.mapped_file_size_consume_queue
