@@ -38,8 +38,7 @@ enum {
     N_CLOCK, N_CONFIG, N_MAX_SIZE, N_WARMER, N_AHEAD, N_REPUT, N_REPUT_FROM, N_DISPATCHER,
     N_PUT_LISTENER, N_PLAIN_IDLE, N_ARRIVAL_LISTENER, N_ARRIVALS_WANTED, N_CONSUME_QUEUES,
     N_BY_TOPIC, N_DIRTY, N_INDEX_SERVICE, N_INDEX_ENABLE, N_FILE, N_SLOTS, N_MAX_ENTRIES,
-    N_LAST_DISPATCHED, N_STATS, N_TIMES_TOTAL, N_SIZE_TOTAL, N_TIME_SUM, N_TIME_MAX,
-    N_DISTRIBUTION, N_VALUE, N_TIMES, N_NAMES,
+    N_LAST_DISPATCHED, N_STATS, N_NAMES,
 };
 static const char *const spelled[N_NAMES] = {
     "is_slave", "shutting_down", "loaded", "clean", "disk_full", "health", "writable",
@@ -48,8 +47,7 @@ static const char *const spelled[N_NAMES] = {
     "reput", "reput_from_offset", "dispatcher", "put_listener", "plain_idle",
     "arrival_listener", "arrivals_wanted", "consume_queues", "by_topic", "dirty",
     "index_service", "message_index_enable", "file", "slots", "max_entries",
-    "last_dispatched_timestamp", "stats", "put_message_times_total", "put_message_size_total",
-    "put_time_sum_ns", "put_time_max_ns", "put_distribution", "value", "times",
+    "last_dispatched_timestamp", "stats",
 };
 static PyObject *names[N_NAMES];
 
@@ -93,32 +91,33 @@ static int is(PyObject *o, int name, PyObject *expected) {
     return v == expected;
 }
 
-/* o.<name> += add, in Python ints (a total never overflows, as in the twin); -1 error. */
-static int add_to(PyObject *o, int name, PyObject *add) {
-    PyObject *was = get(o, name);
-    PyObject *sum = was == NULL ? NULL : PyNumber_Add(was, add);
-    int failed = sum == NULL || PyObject_SetAttr(o, names[name], sum) < 0;
-    Py_XDECREF(was);
-    Py_XDECREF(sum);
-    return failed ? -1 : 0;
-}
-
 static long long monotonic_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t); /* time.perf_counter_ns's clock on Linux */
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* What the pass holds between its steps. */
+/* A topic's items of on_puts and what the pass adds to them. */
+typedef struct {
+    PyObject *tuple; /* (messages, bytes, broker messages), a new reference */
+    StatsCounter *items[3];
+    long long n, size;
+} TopicCount;
+
+/* What the pass holds between its steps. The arrays come last: only what is before them is
+ * zeroed per call (the arrays' first n_targets and n_topics entries are all that is read). */
 typedef struct {
     PyObject *store, *log, *mapped, *reput, *dispatcher, *dirty; /* new references but store */
     long long wrote_from, start, started_ns, position;
-    CqTarget targets[MAX_RUNS];
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
     PyObject *keys; /* borrowed from the appended pack: the one chunk's packed entries */
     long long keys_ts;
+    PyObject *stats; /* the store's PutCounters, a new reference */
+    Py_ssize_t n_topics;
+    CqTarget targets[MAX_RUNS];
+    TopicCount topics[MAX_RUNS];
 } Pass;
 
 static void pass_release(Pass *p) {
@@ -130,6 +129,9 @@ static void pass_release(Pass *p) {
     Py_CLEAR(p->reput);
     Py_CLEAR(p->dispatcher);
     Py_CLEAR(p->dirty);
+    Py_CLEAR(p->stats);
+    for (Py_ssize_t i = 0; i < p->n_topics; i++) Py_CLEAR(p->topics[i].tuple);
+    p->n_topics = 0;
 }
 
 /* _refuse()'s tests: each gate holds the value an open, writable master store has (an
@@ -315,48 +317,47 @@ static int check_index(Pass *p, PyObject *chunks) {
     return PyBytes_GET_SIZE(keys) == 0 ? 1 : open_index(p, keys);
 }
 
-/* Whether o.<name> reads an exact int (the counters the pass adds to). */
-static int int_attr_is_int(PyObject *o, int name) {
-    PyObject *v = get(o, name);
-    if (v == NULL) return declined();
-    int ok = PyLong_CheckExact(v);
-    Py_DECREF(v);
-    return ok;
-}
-
-/* The stats counters the pass adds to are there: the store's, and each topic's items of
- * on_puts (a topic's first put makes them in Python). */
+/* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
+ * on_puts as StatsCounters (a topic's first put makes them in Python), kept for the write
+ * phase. No item may pass int64 with all of the pass's additions (topics share the broker's
+ * item): checked against their sum, as the twin does. */
 static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster) {
-    static const int counters[] = {N_TIMES_TOTAL, N_SIZE_TOTAL, N_TIME_SUM, N_TIME_MAX};
-    PyObject *stats = get(p->store, N_STATS);
-    if (stats == NULL) return declined();
-    int ok = 1;
-    for (size_t i = 0; ok > 0 && i < sizeof counters / sizeof *counters; i++)
-        ok = int_attr_is_int(stats, counters[i]);
-    PyObject *distribution = ok > 0 ? get(stats, N_DISTRIBUTION) : NULL;
-    if (ok > 0 && distribution == NULL) ok = declined();
-    if (ok > 0) ok = PyList_CheckExact(distribution) && PyList_GET_SIZE(distribution) == PUT_BUCKETS + 1;
-    for (Py_ssize_t i = 0; ok > 0 && i <= PUT_BUCKETS; i++)
-        ok = PyLong_CheckExact(PyList_GET_ITEM(distribution, i));
-    Py_XDECREF(distribution);
-    Py_DECREF(stats);
+    if ((p->stats = get(p->store, N_STATS)) == NULL) return declined();
+    if (!PyObject_TypeCheck(p->stats, &PutCountersType) || PyDict_GET_SIZE(totals) > MAX_RUNS)
+        return 0;
+    long long all_n = 0, all_added = 0, sum;
     Py_ssize_t at = 0;
     PyObject *topic, *pair;
-    while (ok > 0 && PyDict_Next(totals, &at, &topic, &pair)) {
+    while (PyDict_Next(totals, &at, &topic, &pair)) {
         PyObject *key = PyTuple_Pack(2, topic, cluster);
         PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
         Py_XDECREF(key);
-        if (items == NULL) {
-            ok = PyErr_Occurred() ? -1 : 0;
-            break;
+        if (items == NULL) return PyErr_Occurred() ? -1 : 0;
+        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3 ||
+            !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
+            return 0;
+        TopicCount *t = &p->topics[p->n_topics];
+        t->n = as_long_long(PyList_GET_ITEM(pair, 0));
+        t->size = t->n == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
+        if (t->size == -1 && PyErr_Occurred()) return declined();
+        if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||
+            __builtin_add_overflow(all_added, t->n, &all_added) ||
+            __builtin_add_overflow(all_added, t->size, &all_added))
+            return 0;
+        for (int i = 0; i < 3; i++) {
+            PyObject *item = PyTuple_GET_ITEM(items, i);
+            if (!PyObject_TypeCheck(item, &StatsCounterType)) return 0;
+            t->items[i] = (StatsCounter *)item;
         }
-        ok = PyTuple_CheckExact(items) && PyTuple_GET_SIZE(items) == 3;
-        for (Py_ssize_t i = 0; ok > 0 && i < 3; i++) {
-            ok = int_attr_is_int(PyTuple_GET_ITEM(items, i), N_VALUE);
-            if (ok > 0) ok = int_attr_is_int(PyTuple_GET_ITEM(items, i), N_TIMES);
-        }
+        t->tuple = Py_NewRef(items); /* keeps the three alive to the write phase */
+        p->n_topics++;
     }
-    return ok;
+    for (Py_ssize_t i = 0; i < p->n_topics; i++)
+        for (int k = 0; k < 3; k++)
+            if (__builtin_add_overflow(p->topics[i].items[k]->value, all_added, &sum) ||
+                __builtin_add_overflow(p->topics[i].items[k]->times, all_n, &sum))
+                return 0;
+    return 1;
 }
 
 /* What the write phase needs after the append: no page-warmer call due, every run, the index
@@ -376,63 +377,29 @@ static int pass_check(Pass *p, PyObject *appended, PyObject *totals, PyObject *p
     return check_stats(p, totals, put_items, cluster);
 }
 
-/* The index of a put's elapsed time in StoreStats.put_distribution (on_put_times'). */
-static int put_bucket(long long elapsed_ns) {
-    if (elapsed_ns < 1000000) return 0;
-    long long ms = elapsed_ns / 1000000;
-    int i = 0;
-    while (i < PUT_BUCKETS && put_bucket_bounds_ms[i] < ms) i++; /* bisect_left */
-    return i;
-}
-
-/* o.<name> += n for a C count. */
-static int add_count(PyObject *o, int name, long long n) {
-    PyObject *add = PyLong_FromLongLong(n);
-    int failed = add == NULL || add_to(o, name, add) < 0;
-    Py_XDECREF(add);
-    return failed ? -1 : 0;
-}
-
-/* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in place. */
-static int count_stats(Pass *p, Py_ssize_t count, PyObject *totals, PyObject *put_items,
-                       PyObject *cluster) {
-    long long elapsed = (monotonic_ns() - p->started_ns) / count, max_ns;
-    PyObject *stats = get(p->store, N_STATS);
-    PyObject *distribution = stats == NULL ? NULL : get(stats, N_DISTRIBUTION);
-    int failed = distribution == NULL || add_count(stats, N_TIMES_TOTAL, count) < 0 ||
-                 add_count(stats, N_SIZE_TOTAL, p->position - p->wrote_from) < 0 ||
-                 add_count(stats, N_TIME_SUM, elapsed * count) < 0 ||
-                 int_of(stats, N_TIME_MAX, &max_ns) <= 0;
-    if (!failed) {
-        int bucket = put_bucket(elapsed);
-        PyObject *add = PyLong_FromSsize_t(count);
-        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(distribution, bucket), add);
-        failed = sum == NULL || PyList_SetItem(distribution, bucket, sum) < 0; /* steals sum */
-        Py_XDECREF(add);
+/* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in the counters' structs
+ * (checked: only the time's sum, which is not known before, can pass int64). */
+static int count_stats(Pass *p, Py_ssize_t count) {
+    long long elapsed = (monotonic_ns() - p->started_ns) / count;
+    PutCounts *c = &((PutCounters *)p->stats)->n, was = *c;
+    if (put_counters_add(c, count, p->position - p->wrote_from) < 0 ||
+        put_counters_times(c, elapsed, count) < 0) {
+        *c = was;
+        return -1;
     }
-    if (!failed && elapsed > max_ns) failed = add_count(stats, N_TIME_MAX, elapsed - max_ns) < 0;
-    Py_XDECREF(distribution);
-    Py_XDECREF(stats);
-    Py_ssize_t at = 0;
-    PyObject *topic, *pair;
-    while (!failed && PyDict_Next(totals, &at, &topic, &pair)) {
-        PyObject *key = PyTuple_Pack(2, topic, cluster);
-        PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
-        Py_XDECREF(key);
-        if (items == NULL) return -1;
-        PyObject *n = PyList_GET_ITEM(pair, 0), *size = PyList_GET_ITEM(pair, 1);
-        PyObject *nums = PyTuple_GET_ITEM(items, 0), *sizes = PyTuple_GET_ITEM(items, 1);
-        PyObject *broker = PyTuple_GET_ITEM(items, 2);
-        failed = add_to(nums, N_VALUE, n) < 0 || add_to(nums, N_TIMES, n) < 0 ||
-                 add_to(sizes, N_VALUE, size) < 0 || add_to(sizes, N_TIMES, n) < 0 ||
-                 add_to(broker, N_VALUE, n) < 0 || add_to(broker, N_TIMES, n) < 0;
+    for (Py_ssize_t i = 0; i < p->n_topics; i++) {
+        TopicCount *t = &p->topics[i];
+        long long adds[3] = {t->n, t->size, t->n};
+        for (int k = 0; k < 3; k++) {
+            t->items[k]->value += adds[k];
+            t->items[k]->times += t->n;
+        }
     }
-    return failed ? -1 : 0;
+    return 0;
 }
 
 /* The write phase: everything was checked, so only an out-of-memory error stops it. */
-static int pass_write(Pass *p, PyObject *replies, PyObject *totals, PyObject *appended,
-                      PyObject *put_items, PyObject *cluster) {
+static int pass_write(Pass *p, PyObject *replies, PyObject *appended) {
     PyObject *end = PyLong_FromLongLong(p->position);
     PyObject *reput_to = PyLong_FromLongLong(p->start + p->position);
     int failed = end == NULL || reput_to == NULL ||
@@ -453,7 +420,7 @@ static int pass_write(Pass *p, PyObject *replies, PyObject *totals, PyObject *ap
     failed = failed || PyObject_SetAttr(p->dispatcher, names[N_LAST_DISPATCHED],
                                         PyTuple_GET_ITEM(appended, 2)) < 0 ||
              PyObject_SetAttr(p->reput, names[N_REPUT_FROM], reput_to) < 0 ||
-             count_stats(p, PyList_GET_SIZE(replies), totals, put_items, cluster) < 0;
+             count_stats(p, PyList_GET_SIZE(replies)) < 0;
     Py_XDECREF(end);
     Py_XDECREF(reput_to);
     return failed ? -1 : 0;
@@ -502,7 +469,7 @@ static PyObject *pass_run(Pass *p, PyObject *const *args) {
         result = Py_NewRef(replies);
     } else {
         int common = pass_check(p, appended, totals, args[3], args[4], args[5]);
-        if (common > 0 && pass_write(p, replies, totals, appended, args[3], args[4]) == 0)
+        if (common > 0 && pass_write(p, replies, appended) == 0)
             result = Py_NewRef(replies);
         else if (common == 0)
             result = Py_BuildValue("(OOOLLL)", replies, totals, appended, p->position,
@@ -522,7 +489,7 @@ PyObject *plain_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (intern_names() < 0) return NULL;
     Pass p;
-    memset(&p, 0, sizeof p);
+    memset(&p, 0, offsetof(Pass, targets));
     p.store = args[0];
     PyObject *result = pass_run(&p, args);
     pass_release(&p);

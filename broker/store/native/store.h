@@ -8,7 +8,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 9
+#define STORE_ABI_VERSION 10
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -192,6 +192,26 @@ PyObject *now_ms(PyObject *self, PyObject *unused);
  * is open-ended. */
 #define PUT_BUCKETS 12
 extern const long long put_bucket_bounds_ms[PUT_BUCKETS];
+
+/* StoreStats' put counters and a StatsItem's, as int64s (counters.c): the types plain_pass
+ * adds to once it has checked them, and Python reads through member descriptors. */
+typedef struct {
+    long long times_total, size_total, time_sum_ns, time_max_ns;
+    long long distribution[PUT_BUCKETS + 1];
+} PutCounts;
+typedef struct {
+    PyObject_HEAD
+    PutCounts n;
+} PutCounters;
+typedef struct {
+    PyObject_HEAD
+    long long value, times;
+} StatsCounter;
+extern PyTypeObject PutCountersType, StatsCounterType;
+int put_bucket(long long elapsed_ns);
+/* Additions to the counts, -1 with OverflowError (nothing added) past int64. */
+int put_counters_add(PutCounts *c, long long messages, long long size);
+int put_counters_times(PutCounts *c, long long elapsed_ns, long long puts);
 
 /* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
 typedef struct PlainPack PlainPack;

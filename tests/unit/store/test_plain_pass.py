@@ -262,3 +262,38 @@ def test_the_native_clock_is_the_wall_clock_in_ms() -> None:
     before = time.time_ns() // 1_000_000
     now = native.now_ms()
     assert before <= now <= mapped_file_queue.python_now_ms()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_counters_it_cannot_add_to_leave_the_rest_to_python(tmp_path: Path, way: str) -> None:
+    """The pass counts in the store's PutCounters and the topics' StatsCounters only: other
+    counters, or an addition that would pass int64 (the broker's item, which every topic
+    shares), stop it after the append; the stats it counts read back as on_puts' would."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x" * 10), ("U", 1, 0, b"", b"y" * 5)])
+    kind, replies = side.send(sends)
+    assert kind == "list" and len(replies) == 2
+    nums, _, broker = side.stats.put_items["T", CLUSTER]
+    assert (nums.value, nums.times, broker.value, broker.times) == (3, 3, 6, 6)  # seeds: 2, 4
+    assert side.stats.put_items["U", CLUSTER][1].value > 4 + 4 + 5  # the record's bytes
+    assert side.store.stats.runtime_info()["putMessageTimesTotal"] == "7"
+    top = (1 << 63) - 1
+    broker.value = top - 150  # checked against all the pass's additions, messages and bytes
+    assert side.send(sends[:1])[0] == "list"  # one record's fit
+    assert side.send(sends)[0] == "tuple"  # two records' may not: on_puts counts them
+    assert broker.value == top - 150 + 3
+    if native is not None:  # the twin StatsCounter is plain slots (broker/store/counters.py)
+        broker.value = top
+        with pytest.raises(OverflowError):  # Java's long: the Python path's member refuses
+            side.send(sends[:1])
+    broker.value = 0
+    stats = side.store.stats
+    side.store.stats = types.SimpleNamespace(
+        **{  # not PutCounters
+            name: getattr(stats, name) for name in ("put_message_times_total", "on_put_run")
+        }
+    )
+    assert side.send(sends[:1])[0] == "tuple"
+    side.store.stats = stats
+    assert side.send(sends[:1])[0] == "list"
+    side.store.shutdown()
