@@ -74,6 +74,21 @@ SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
 
 
 class DefaultMessageStore(QueueLookups):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = (
+        "clean",
+        "commit_log",
+        "dispatcher",
+        "health",
+        "is_slave",
+        "loaded",
+        "plain_idle",
+        "put_listener",
+        "reput",
+        "shutting_down",
+        "stats",
+    )
+
     def __init__(
         self,
         config: MessageStoreConfig,

@@ -22,7 +22,10 @@
  *
  * Like put_cq_runs and pull_found it reads attributes of the store's Python objects (plain
  * instance attributes and slots, so no Python runs; only the CommitLog's clock is called,
- * a builtin in the broker) and sets the counters and positions named below. */
+ * a builtin in the broker) and sets the positions named below: those the store's objects
+ * keep in __slots__ at their offsets (store.h slot_get and slot_set, broker/store/slotted.py),
+ * the rest through the generic lookup. It counts in the store's PutCounters and the topics'
+ * StatsCounters (counters.c) in place. */
 #include <time.h>
 
 #include "store.h"
@@ -68,7 +71,13 @@ static int declined(void) {
     return 0;
 }
 
-static PyObject *get(PyObject *o, int name) { return PyObject_GetAttr(o, names[name]); }
+static SlotCache get_sites[N_NAMES], set_sites[N_NAMES], counter_sites[4];
+
+static PyObject *get(PyObject *o, int name) { return slot_get(o, names[name], &get_sites[name]); }
+
+static int set(PyObject *o, int name, PyObject *v) {
+    return slot_set(o, names[name], v, &set_sites[name]);
+}
 
 /* o.<name> as an int64: 1 and *value, 0 declined (missing, not an exact int64), -1 error. */
 static int int_of(PyObject *o, int name, long long *value) {
@@ -161,7 +170,8 @@ static int counters_zero(PyObject *counters) {
         if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
             !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 1)))
             return 0;
-        PyObject *v = PyObject_GetAttr(PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+        PyObject *o = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
+        PyObject *v = i < 4 ? slot_get(o, name, &counter_sites[i]) : PyObject_GetAttr(o, name);
         if (v == NULL) return declined();
         int overflow, zero = PyLong_CheckExact(v) && PyLong_AsLongLongAndOverflow(v, &overflow) == 0 &&
                              !overflow;
@@ -403,7 +413,7 @@ static int pass_write(Pass *p, PyObject *replies, PyObject *appended) {
     PyObject *end = PyLong_FromLongLong(p->position);
     PyObject *reput_to = PyLong_FromLongLong(p->start + p->position);
     int failed = end == NULL || reput_to == NULL ||
-                 PyObject_SetAttr(p->mapped, names[N_WROTE], end) < 0;
+                 set(p->mapped, N_WROTE, end) < 0;
     for (Py_ssize_t i = 0; i < p->n_targets; i++) /* each released as it goes */
         if (failed ? (cq_target_release(&p->targets[i]), 0)
                    : cq_run_write(p->dirty, &p->targets[i]) < 0)
@@ -417,9 +427,9 @@ static int pass_write(Pass *p, PyObject *replies, PyObject *appended) {
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
         writer_close(&p->writer);
     }
-    failed = failed || PyObject_SetAttr(p->dispatcher, names[N_LAST_DISPATCHED],
+    failed = failed || set(p->dispatcher, N_LAST_DISPATCHED,
                                         PyTuple_GET_ITEM(appended, 2)) < 0 ||
-             PyObject_SetAttr(p->reput, names[N_REPUT_FROM], reput_to) < 0 ||
+             set(p->reput, N_REPUT_FROM, reput_to) < 0 ||
              count_stats(p, PyList_GET_SIZE(replies)) < 0;
     Py_XDECREF(end);
     Py_XDECREF(reput_to);

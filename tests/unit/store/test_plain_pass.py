@@ -297,3 +297,53 @@ def test_counters_it_cannot_add_to_leave_the_rest_to_python(tmp_path: Path, way:
     side.store.stats = stats
     assert side.send(sends[:1])[0] == "list"
     side.store.shutdown()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_gates_flipping_between_passes_are_read_each_pass(tmp_path: Path, way: str) -> None:
+    """The store's gates and listeners' counters, kept in slots that the C reads at their
+    offsets (broker/store/slotted.py), are read anew by every pass: a gate closed between two
+    passes declines the next, opened again it is taken."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x")])
+    assert side.send(sends)[0] == "list"
+    store = side.store
+    gates = (
+        (store, "is_slave", True, False),
+        (store, "shutting_down", True, False),
+        (store, "loaded", False, True),
+        (store.clean, "disk_full", True, False),
+        (store.health, "writable", False, True),
+        (side.waiting, "count", 1, 0),
+    )
+    for target, name, closed, opened in gates:
+        setattr(target, name, closed)
+        assert side.send(sends)[0] == "NoneType", name
+        setattr(target, name, opened)
+        assert side.send(sends)[0] == "list", name
+    store.shutdown()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_a_slot_shadowed_later_is_read_as_python_reads_it(tmp_path: Path, way: str) -> None:
+    """A class that puts a property where a slot was (a subclass, or the class changed after
+    passes ran) is read through it: nothing the C found before is taken as still true."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x")])
+    assert side.send(sends)[0] == "list"
+    store, health = side.store, side.store.health
+
+    class Fenced(type(health)):  # type: ignore[misc]
+        writable = property(lambda self: False)
+
+    health.__class__ = Fenced
+    assert side.send(sends)[0] == "NoneType"
+    health.__class__ = Fenced.__mro__[1]
+    assert side.send(sends)[0] == "list"
+    Fenced.writable = property(lambda self: True)  # the subclass changed: a new version
+    health.__class__ = Fenced
+    assert side.send(sends)[0] == "list"
+    Fenced.writable = property(lambda self: False)
+    assert side.send(sends)[0] == "NoneType"
+    health.__class__ = Fenced.__mro__[1]
+    store.shutdown()
