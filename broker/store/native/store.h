@@ -105,8 +105,9 @@ static inline Py_ssize_t slot_offset(PyObject *o, PyObject *name, SlotCache *c, 
     PyTypeObject *type = Py_TYPE(o);
     for (int i = 0; i < 2; i++) {
         SlotEntry *e = &c->entries[i];
+        /* PyType_Modified zeroes the tag with the valid-tag flag, so the tag alone says */
         if (e->type == type && e->name == name && e->version != 0 &&
-            type->tp_version_tag == e->version && (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+            type->tp_version_tag == e->version)
             return e->offset;
     }
     int generic = setting ? type->tp_setattro == PyObject_GenericSetAttr
