@@ -105,29 +105,36 @@ void cq_target_release(CqTarget *t) {
  * cq_target_release then); 0 left to the Python twin (nothing held, no error); -1 an error. */
 int cq_run_check(PyObject *table, PyObject *run, CqTarget *t) {
     memset(t, 0, sizeof *t);
-    if (intern_names() < 0) return -1;
     if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) return 0;
-    PyObject *topic = PyTuple_GET_ITEM(run, 0), *queue_id = PyTuple_GET_ITEM(run, 1);
     PyObject *first = PyTuple_GET_ITEM(run, 2), *units = PyTuple_GET_ITEM(run, 3);
-    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id) ||
-        !PyLong_CheckExact(first) || !PyBytes_CheckExact(units))
-        return 0;
-    Py_ssize_t length = PyBytes_GET_SIZE(units);
-    if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
+    if (!PyLong_CheckExact(first) || !PyBytes_CheckExact(units)) return 0;
     long long queue_offset = as_long_long(first);
     if (queue_offset == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
+    return cq_run_check_values(table, PyTuple_GET_ITEM(run, 0), PyTuple_GET_ITEM(run, 1),
+                               queue_offset, (const unsigned char *)PyBytes_AS_STRING(units),
+                               PyBytes_GET_SIZE(units), t);
+}
+
+int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
+                        long long queue_offset, const unsigned char *src, Py_ssize_t length,
+                        CqTarget *t) {
+    memset(t, 0, sizeof *t);
+    if (intern_names() < 0) return -1;
+    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id)) return 0;
+    if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
     PyObject *queues = PyDict_GetItemWithError(table, topic); /* borrowed */
     if (queues == NULL || !PyDict_CheckExact(queues)) return PyErr_Occurred() ? -1 : 0;
     PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
     if (consume_queue == NULL) return PyErr_Occurred() ? -1 : 0;
     t->consume_queue = Py_NewRef(consume_queue);
-    t->units = units;
+    t->units = src;
+    t->length = length;
     int status = 0;
     PyObject *mapped_queue = NULL, *files = NULL, *mm = NULL;
-    const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(units), *last;
+    const unsigned char *last;
     long long count = length / CQ_UNIT_SIZE, max_phys, file_size, start, end_phys, expected,
               at;
     int got;
@@ -187,8 +194,7 @@ int cq_run_write(PyObject *dirty, CqTarget *t) {
     PyObject *new_max = new_end == NULL ? NULL : PyLong_FromLongLong(t->last_end);
     /* dirty first, as put_runs marks a queue before writing it */
     if (new_max != NULL && PySet_Add(dirty, t->consume_queue) == 0) {
-        memcpy((unsigned char *)t->out.buf + t->position, PyBytes_AS_STRING(t->units),
-               (size_t)PyBytes_GET_SIZE(t->units));
+        memcpy((unsigned char *)t->out.buf + t->position, t->units, (size_t)t->length);
         if (slot_set(t->mapped, name_wrote, new_end, &sites[7]) == 0 &&
             slot_set(t->consume_queue, name_max_phys, new_max, &sites[8]) == 0)
             status = 0;

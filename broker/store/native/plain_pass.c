@@ -121,10 +121,11 @@ typedef struct {
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the appended pack: the one chunk's packed entries */
+    PyObject *keys; /* borrowed from the pack's chunks: the one chunk's packed entries */
     long long keys_ts;
     PyObject *stats; /* the store's PutCounters, a new reference */
     Py_ssize_t n_topics;
+    PutRowsOut rows; /* what put_rows made, held to the end */
     CqTarget targets[MAX_RUNS];
     TopicCount topics[MAX_RUNS];
 } Pass;
@@ -141,6 +142,7 @@ static void pass_release(Pass *p) {
     Py_CLEAR(p->stats);
     for (Py_ssize_t i = 0; i < p->n_topics; i++) Py_CLEAR(p->topics[i].tuple);
     p->n_topics = 0;
+    put_rows_release(&p->rows); /* last: the targets and the index keys point into its pack */
 }
 
 /* _refuse()'s tests: each gate holds the value an open, writable master store has (an
@@ -241,7 +243,9 @@ static int pass_open(Pass *p) {
 
 /* Each run goes into its queue's last file in one slice (cq_run_check), no two into one queue,
  * none of a topic the broker's services hear (their wake-ups are Python's). */
-static int check_runs(Pass *p, PyObject *runs, PyObject *heard) {
+static int check_runs(Pass *p, PyObject *heard) {
+    PackRun runs[MAX_RUNS];
+    Py_ssize_t n = plain_pack_runs(p->rows.pack, runs, MAX_RUNS);
     PyObject *cq = get(p->dispatcher, N_CONSUME_QUEUES);
     PyObject *table = cq == NULL ? NULL : get(cq, N_BY_TOPIC);
     p->dirty = table == NULL ? NULL : get(cq, N_DIRTY);
@@ -250,17 +254,13 @@ static int check_runs(Pass *p, PyObject *runs, PyObject *heard) {
         Py_XDECREF(table);
         return declined();
     }
-    int ok = PyDict_CheckExact(table) && PySet_CheckExact(p->dirty) && PyList_CheckExact(runs) &&
-             PyList_GET_SIZE(runs) <= MAX_RUNS;
-    for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(runs); i++) {
-        PyObject *run = PyList_GET_ITEM(runs, i);
-        if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) {
-            ok = 0;
-            break;
-        }
-        ok = PySet_Contains(heard, PyTuple_GET_ITEM(run, 0));
+    int ok = PyDict_CheckExact(table) && PySet_CheckExact(p->dirty) && n >= 0;
+    for (Py_ssize_t i = 0; ok > 0 && i < n; i++) {
+        ok = PySet_Contains(heard, runs[i].topic);
         ok = ok < 0 ? declined() : !ok;
-        if (ok > 0) ok = cq_run_check(table, run, &p->targets[p->n_targets]);
+        if (ok > 0)
+            ok = cq_run_check_values(table, runs[i].topic, runs[i].queue_id, runs[i].first,
+                                     runs[i].units, runs[i].length, &p->targets[p->n_targets]);
         if (ok <= 0) break;
         CqTarget *t = &p->targets[p->n_targets++];
         for (Py_ssize_t j = 0; j + 1 < p->n_targets; j++)
@@ -372,8 +372,8 @@ static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject 
 
 /* What the write phase needs after the append: no page-warmer call due, every run, the index
  * keys and the stats the common case. */
-static int pass_check(Pass *p, PyObject *appended, PyObject *totals, PyObject *put_items,
-                      PyObject *cluster, PyObject *heard) {
+static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster,
+                      PyObject *heard) {
     long long ahead, warmed, edge;
     PyObject *warmer = get(p->log, N_WARMER);
     if (warmer == NULL) return declined();
@@ -382,8 +382,10 @@ static int pass_check(Pass *p, PyObject *appended, PyObject *totals, PyObject *p
     if (ok > 0) ok = int_of(p->mapped, N_WARMED, &warmed);
     if (ok <= 0) return ok;
     if (__builtin_add_overflow(p->position, ahead, &edge) || edge > warmed) return 0;
-    if ((ok = check_runs(p, PyTuple_GET_ITEM(appended, 0), heard)) <= 0) return ok;
-    if ((ok = check_index(p, PyTuple_GET_ITEM(appended, 1))) <= 0) return ok;
+    if ((ok = check_runs(p, heard)) <= 0) return ok;
+    PyObject *chunks = plain_pack_chunks(p->rows.pack);
+    if (chunks == NULL) return -1;
+    if ((ok = check_index(p, chunks)) <= 0) return ok;
     return check_stats(p, totals, put_items, cluster);
 }
 
@@ -409,10 +411,11 @@ static int count_stats(Pass *p, Py_ssize_t count) {
 }
 
 /* The write phase: everything was checked, so only an out-of-memory error stops it. */
-static int pass_write(Pass *p, PyObject *replies, PyObject *appended) {
+static int pass_write(Pass *p, PyObject *replies) {
     PyObject *end = PyLong_FromLongLong(p->position);
     PyObject *reput_to = PyLong_FromLongLong(p->start + p->position);
-    int failed = end == NULL || reput_to == NULL ||
+    PyObject *last_ts = PyLong_FromLongLong(plain_pack_last_ts(p->rows.pack));
+    int failed = end == NULL || reput_to == NULL || last_ts == NULL ||
                  set(p->mapped, N_WROTE, end) < 0;
     for (Py_ssize_t i = 0; i < p->n_targets; i++) /* each released as it goes */
         if (failed ? (cq_target_release(&p->targets[i]), 0)
@@ -427,22 +430,25 @@ static int pass_write(Pass *p, PyObject *replies, PyObject *appended) {
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
         writer_close(&p->writer);
     }
-    failed = failed || set(p->dispatcher, N_LAST_DISPATCHED,
-                                        PyTuple_GET_ITEM(appended, 2)) < 0 ||
+    failed = failed || set(p->dispatcher, N_LAST_DISPATCHED, last_ts) < 0 ||
              set(p->reput, N_REPUT_FROM, reput_to) < 0 ||
              count_stats(p, PyList_GET_SIZE(replies)) < 0;
     Py_XDECREF(end);
     Py_XDECREF(reput_to);
+    Py_XDECREF(last_ts);
     return failed ? -1 : 0;
 }
 
 /* The rows through put_rows at the segment's write position, with one store timestamp from the
- * CommitLog's clock: put_rows' (position, appended, replies, totals), or NULL. */
-static PyObject *append(Pass *p, PyObject *rows, PyObject *pieces) {
+ * CommitLog's clock, into p->rows (its pack left unfinished: the common pass reads it in
+ * place, and only a pass that stops after the append makes it put_rows' Python objects).
+ * 0, or -1 with an error. */
+static int append(Pass *p, PyObject *rows, PyObject *pieces) {
+    int result = -1;
     PyObject *cursor = get(p->log, N_CURSOR), *clock = get(p->log, N_CLOCK);
     PyObject *config = get(p->log, N_CONFIG);
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
-    PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL, *result = NULL;
+    PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
     PyObject *position = PyLong_FromLongLong(p->wrote_from);
     PyObject *start = PyLong_FromLongLong(p->start);
     if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL && position != NULL &&
@@ -451,7 +457,7 @@ static PyObject *append(Pass *p, PyObject *rows, PyObject *pieces) {
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {
             PyObject *args[8] = {cursor, mm, position, start, ts, max_size, rows, pieces};
-            result = put_rows(NULL, args, 8);
+            result = put_rows_run(args, 8, &p->rows);
         }
     }
     Py_XDECREF(cursor);
@@ -470,23 +476,16 @@ static PyObject *pass_run(Pass *p, PyObject *const *args) {
     int open = pass_open(p);
     if (open <= 0) return open < 0 ? NULL : Py_NewRef(Py_None);
     p->started_ns = monotonic_ns();
-    PyObject *done = append(p, rows, pieces);
-    if (done == NULL) return NULL;
-    p->position = PyLong_AsLongLong(PyTuple_GET_ITEM(done, 0));
-    PyObject *appended = PyTuple_GET_ITEM(done, 1), *replies = PyTuple_GET_ITEM(done, 2);
-    PyObject *totals = PyTuple_GET_ITEM(done, 3), *result = NULL;
-    if (PyList_GET_SIZE(replies) == 0) { /* nothing taken: the reference takes every row */
-        result = Py_NewRef(replies);
-    } else {
-        int common = pass_check(p, appended, totals, args[3], args[4], args[5]);
-        if (common > 0 && pass_write(p, replies, appended) == 0)
-            result = Py_NewRef(replies);
-        else if (common == 0)
-            result = Py_BuildValue("(OOOLLL)", replies, totals, appended, p->position,
-                                   p->wrote_from, p->started_ns);
-    }
-    Py_DECREF(done);
-    return result;
+    if (append(p, rows, pieces) < 0) return NULL;
+    p->position = p->rows.position;
+    PyObject *replies = p->rows.replies, *totals = p->rows.totals, *appended;
+    if (PyList_GET_SIZE(replies) == 0) /* nothing taken: the reference takes every row */
+        return Py_NewRef(replies);
+    int common = pass_check(p, totals, args[3], args[4], args[5]);
+    if (common > 0) return pass_write(p, replies) == 0 ? Py_NewRef(replies) : NULL;
+    if (common < 0 || (appended = plain_pack_finish(p->rows.pack)) == NULL) return NULL;
+    return Py_BuildValue("(OONLLL)", replies, totals, appended, p->position, p->wrote_from,
+                         p->started_ns);
 }
 
 PyObject *plain_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -223,11 +223,16 @@ PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
  * cq_run_check found, for cq_run_write. */
 typedef struct {
     PyObject *consume_queue, *mapped; /* new references */
-    PyObject *units;                  /* borrowed from the run */
-    Py_buffer out;                    /* the file's mapping, held */
+    const unsigned char *units;       /* the run's, borrowed: alive to cq_run_write */
+    Py_ssize_t length;
+    Py_buffer out; /* the file's mapping, held */
     long long position, end, last_end;
 } CqTarget;
 int cq_run_check(PyObject *table, PyObject *run, CqTarget *t);
+/* cq_run_check of a run given as its values (topic, queue id, first queue offset, units). */
+int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
+                        long long queue_offset, const unsigned char *units, Py_ssize_t length,
+                        CqTarget *t);
 int cq_run_write(PyObject *dirty, CqTarget *t);
 void cq_target_release(CqTarget *t);
 PyObject *index_requests(PyObject *self, PyObject *args);
@@ -293,6 +298,29 @@ PlainPack *plain_pack_new(void);
 int plain_pack_add(PlainPack *p, const PlainRecord *record);
 /* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
 PyObject *plain_pack_finish(PlainPack *p);
+/* A run of a pack as plain_pass reads it in place, before plain_pack_finish (which resizes
+ * the units: nothing here is valid after it). */
+typedef struct {
+    PyObject *topic, *queue_id; /* borrowed from the pack */
+    long long first;            /* the queue offset of its first unit */
+    const unsigned char *units;
+    Py_ssize_t length;
+} PackRun;
+/* The pack's runs in plain_pack_finish's order into `out`: their count, -1 past `room`. */
+Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
+/* plain_pack_finish's chunks of index entries (the open one closed), borrowed; NULL: error. */
+PyObject *plain_pack_chunks(PlainPack *p);
+long long plain_pack_last_ts(const PlainPack *p);
+/* put_rows' work, its results as they are made: the position, the replies, the totals and
+ * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
+ * held. put_rows_release drops what is left. */
+typedef struct {
+    Py_ssize_t position;
+    PyObject *replies, *totals; /* new references */
+    PlainPack *pack;
+} PutRowsOut;
+int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out);
+void put_rows_release(PutRowsOut *out);
 void plain_pack_free(PlainPack *p);
 PyObject *plain_dispatch(PyObject *self, PyObject *requests);
 
