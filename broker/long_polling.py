@@ -19,6 +19,7 @@ from itertools import count
 
 import trio
 
+from broker.store.slotted import Slotted
 from broker.store.types import TagsFilter
 from remoting.log_limit import bug_tracebacks, log_limited
 
@@ -62,7 +63,11 @@ class HeldPull:
         self.live = True
 
 
-class PullRequestHoldService:
+class PullRequestHoldService(Slotted):
+    # a counter of the store's plain_idle, read by plain_pass.c from its slot
+    # (broker/store/slotted.py)
+    __slots__ = ("held",)
+
     def __init__(
         self,
         max_offset: Callable[[str, int], int],

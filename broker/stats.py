@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
+from broker.store.counters import StatsCounter
 from remoting.body import BrokerStatsItem
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -28,12 +29,14 @@ SAMPLE_EVERY_MS = 10_000
 WINDOWS = {"minute": (10_000, 7), "hour": (600_000, 7), "day": (3_600_000, 25)}
 
 
-class StatsItem:
-    __slots__ = ("samples", "times", "value")
+class StatsItem(StatsCounter):
+    """``value`` and ``times`` are StatsCounter's (broker/store/counters.py: C int64s natively,
+    which a plain pass adds to in C)."""
+
+    __slots__ = ("samples",)
 
     def __init__(self, now_ms: int) -> None:
-        self.value = 0
-        self.times = 0
+        super().__init__()
         # a first sample at creation, so the first window has a start
         self.samples = {
             name: deque([(now_ms, 0, 0)], maxlen=kept) for name, (_, kept) in WINDOWS.items()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.ha.connection import HAConnection
+from broker.store.slotted import Slotted
 from broker.store.types import PutMessageStatus
 from remoting.tls import TlsServer
 
@@ -40,7 +41,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class HAService:
+class HAService(Slotted):
+    # a counter of the store's plain_idle, read by plain_pass.c from its slot
+    # (broker/store/slotted.py)
+    __slots__ = ("new_data_waiters",)
+
     def __init__(
         self,
         store: DefaultMessageStore,

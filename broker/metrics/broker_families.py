@@ -16,7 +16,7 @@ import psutil
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from broker.store.stats import PUT_BUCKET_BOUNDS_MS
+from broker.store.layout import PUT_BUCKET_BOUNDS_MS
 from remoting.codes import CURRENT_VERSION
 from remoting.version import CURRENT_VERSION_DESC
 

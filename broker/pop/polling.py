@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import trio
 
+from broker.store.slotted import Slotted
 
-class PopLongPollingService:
+
+class PopLongPollingService(Slotted):
+    # a counter of the store's plain_idle, read by plain_pass.c from its slot
+    # (broker/store/slotted.py)
+    __slots__ = ("waiting",)
+
     def __init__(self, max_waiters: int) -> None:
         self.max_waiters = max_waiters
         self.waiting = 0

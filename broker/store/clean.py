@@ -25,6 +25,7 @@ from broker.store.commit_log import CommitLog
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable
 from broker.store.index_service import IndexService
+from broker.store.slotted import Slotted
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,11 @@ def decide(
     return CleanDecision(False, False, disk_full, "")
 
 
-class CleanService:
+class CleanService(Slotted):
     """Owns ``disk_full``: past diskSpaceWarningLevelRatio the store refuses writes."""
+
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("disk_full",)
 
     name = "clean"
 

@@ -24,6 +24,7 @@ from broker.store.delay_level import parse_delay_levels
 from broker.store.layout import MAX_PROPERTIES_BYTES
 from broker.store.mapped_file import DiskError, MappedFile, StoreError
 from broker.store.mapped_file_queue import Allocator, MappedFileQueue
+from broker.store.slotted import Slotted
 from broker.store.types import (
     AppendedBatch,
     AppendMessageResult,
@@ -56,7 +57,10 @@ def _refusal(exc: DiskError) -> PutMessageResult:
     return PutMessageResult(status=status, remark=str(exc))
 
 
-class CommitLog:
+class CommitLog(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("clock", "config", "cursor", "queue", "warmer")
+
     def __init__(
         self,
         config: MessageStoreConfig,

@@ -17,6 +17,7 @@ from pathlib import Path
 from broker.store.layout import CQ_FILLER_SIZE, CQ_UNIT
 from broker.store.mapped_file import MappedFile
 from broker.store.mapped_file_queue import MappedFileQueue
+from broker.store.slotted import Slotted
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 
@@ -47,7 +48,10 @@ def python_pack_cq_units(
 pack_cq_units = native.pack_cq_units if native is not None else python_pack_cq_units
 
 
-class ConsumeQueue:
+class ConsumeQueue(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("max_phys_offset", "queue")
+
     def __init__(self, topic: str, queue_id: int, root: Path, file_size: int) -> None:
         self.topic = topic
         self.queue_id = queue_id

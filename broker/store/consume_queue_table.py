@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from broker.store.consume_queue import UNIT, ConsumeQueue
 from broker.store.layout import CQ_UNIT
+from broker.store.slotted import Slotted
 from broker.store.store_native import native
 
 if TYPE_CHECKING:
@@ -54,7 +55,10 @@ def safe_directory_name(topic: str) -> bool:
     return False
 
 
-class ConsumeQueueTable:
+class ConsumeQueueTable(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("by_topic", "dirty")
+
     def __init__(self, root: Path, file_size: int) -> None:
         self.root = root
         self.file_size = file_size

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from broker.store.config import MessageStoreConfig
 from broker.store.consume_queue_table import ConsumeQueueTable, put_cq_runs
 from broker.store.index_service import IndexService
+from broker.store.slotted import Slotted
 from broker.store.types import AppendedBatch, DispatchRequest
 from broker.timer.transform import TIMER_TOPIC
 from remoting import message as codec
@@ -35,7 +36,17 @@ ALWAYS_HEARD = frozenset({SCHEDULE_TOPIC, TIMER_TOPIC})
 _NOT_QUEUED = codec.TRANSACTION_NOT_QUEUED_BIT  # a prepared (0x4) or rolled-back (0xC) half
 
 
-class CommitLogDispatcher:
+class CommitLogDispatcher(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = (
+        "arrival_listener",
+        "arrivals_wanted",
+        "config",
+        "consume_queues",
+        "index_service",
+        "last_dispatched_timestamp",
+    )
+
     def __init__(
         self,
         consume_queues: ConsumeQueueTable,

@@ -34,6 +34,7 @@ from collections.abc import Callable
 import attrs
 
 from broker.store.mapped_file import DiskError
+from broker.store.slotted import Slotted
 from broker.store.types import PutMessageResult, PutMessageStatus
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,10 @@ class DiskProblem:
         return f"{self.area}: {kind}: {self.error}"
 
 
-class StoreHealth:
+class StoreHealth(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("writable",)
+
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.problems: dict[str, DiskProblem] = {}

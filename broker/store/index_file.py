@@ -28,6 +28,7 @@ from broker.store.layout import INDEX_ENTRY as ENTRY
 from broker.store.layout import INDEX_HEADER as HEADER
 from broker.store.layout import INDEX_SLOT as SLOT
 from broker.store.mapped_file import MappedFile
+from broker.store.slotted import Slotted
 from broker.store.store_native import native
 from broker.store.types import DispatchRequest
 from remoting.java_hash import java_hash
@@ -202,7 +203,10 @@ def key_count(requests: Sequence[DispatchRequest]) -> int:
     return sum(bool(r.uniq_key) + sum(1 for key in r.keys.split(" ") if key) for r in requests)
 
 
-class IndexFile:
+class IndexFile(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("file", "max_entries", "slots")
+
     def __init__(
         self, path: Path, slots: int, entries: int, *, create: bool, begin: tuple[int, int] = (0, 0)
     ) -> None:

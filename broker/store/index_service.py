@@ -26,6 +26,7 @@ from broker.store.index_file import (
 )
 from broker.store.layout import BATCH_KEY
 from broker.store.mapped_file import DiskError, MappedFile
+from broker.store.slotted import Slotted
 from broker.store.types import DispatchRequest
 from remoting import message as codec
 from remoting.java_hash import java_string_hash
@@ -35,8 +36,11 @@ log = logging.getLogger(__name__)
 _ROLLBACK = codec.TRANSACTION_ROLLBACK_TYPE  # a rolled-back half has no index entries
 
 
-class IndexService:
+class IndexService(Slotted):
     """Owns the index directory: builds entries from dispatch, answers key queries."""
+
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("files",)
 
     def __init__(
         self,

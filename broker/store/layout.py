@@ -30,3 +30,7 @@ INDEX_REQUEST_MAX_KEYS = 64
 # at most 32767 (PROPERTIESLENGTH is a short).
 MAX_TOPIC_BYTES = 127
 MAX_PROPERTIES_BYTES = 32767
+
+# Upper bounds (ms) of Java's putMessageDistributeTime buckets; one more bucket is open-ended
+# (StoreStats' put_distribution; the C's put_bucket_bounds_ms, plain_pass.c).
+PUT_BUCKET_BOUNDS_MS = (0, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10_000)

@@ -23,6 +23,7 @@ from broker.store.mapped_file import (
     remove_stale_allocations,
     segment_name,
 )
+from broker.store.slotted import Slotted
 from broker.store.store_native import native
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,10 @@ def create_mapped_file(path: Path, file_size: int) -> MappedFile:
     return MappedFile(path, file_size, create=True)
 
 
-class MappedFileQueue:
+class MappedFileQueue(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("files",)
+
     def __init__(self, directory: Path, file_size: int, allocator: Allocator | None = None) -> None:
         self.directory = directory
         self.file_size = file_size

@@ -74,6 +74,22 @@ SHUTDOWN_FLUSH_TIMEOUT_S = 30.0
 
 
 class DefaultMessageStore(QueueLookups):
+    # read by plain_pass.c from their slots (broker/store/slotted.py); QueueLookups gives the
+    # other attributes their __dict__, as Slotted does elsewhere
+    __slots__ = (
+        "clean",
+        "commit_log",
+        "dispatcher",
+        "health",
+        "is_slave",
+        "loaded",
+        "plain_idle",
+        "put_listener",
+        "reput",
+        "shutting_down",
+        "stats",
+    )
+
     def __init__(
         self,
         config: MessageStoreConfig,

@@ -24,16 +24,15 @@ no pull held, no pop waiting), so the pass skips them. Any other listener declin
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
 from broker.store.append_cursor import PythonAppendCursor
 from broker.store.consume_queue_table import _takes, _writable_length
+from broker.store.counters import PutCounters, StatsCounter
 from broker.store.group_put import put_rows
 from broker.store.index_file import python_index_put_keys, read_header
 from broker.store.layout import BATCH_KEY, CQ_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
-from broker.store.stats import PUT_BUCKET_BOUNDS_MS
 from broker.store.store_native import native
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ def python_plain_pass(
     if checked is None:
         return replies, totals, appended, position, wrote_from, started
     _write(store, mapped, start, position, appended, checked)
-    _count(store, len(replies), position - wrote_from, started, totals, put_items, cluster)
+    _count(checked[2], len(replies), position - wrote_from, started, checked[3])
     return replies
 
 
@@ -153,8 +152,9 @@ def _check(
     cluster: str,
     heard: Collection[str],
 ) -> tuple[list[Any], Any] | None:
-    """plain_pass.c's pass_check: (the queues of the runs, the index file and keys or None),
-    or None when the rest is not the common case."""
+    """plain_pass.c's pass_check: (the queues of the runs, the index file and keys or None,
+    the store's PutCounters, each topic's (items, messages, bytes)), or None when the rest is
+    not the common case."""
     ahead, warmed = log.warmer.ahead, mapped.warmed_position
     if not (_int64(ahead) and _int64(warmed) and _int64(position + ahead)):
         return None
@@ -168,9 +168,13 @@ def _check(
     if queues is None:
         return None
     index = _check_index(store.dispatcher, chunks)
-    if index is False or not _check_stats(store.stats, totals, put_items, cluster):
+    if index is False:
         return None
-    return queues, index
+    stats = store.stats
+    counted = _check_stats(stats, totals, put_items, cluster)
+    if counted is None:
+        return None
+    return queues, index, stats, counted
 
 
 def _check_runs(table: Any, runs: Any, heard: Collection[str]) -> list[Any] | None:
@@ -246,32 +250,40 @@ def _check_index(dispatcher: Any, chunks: Any) -> Any:
     return index, stamp, keys
 
 
-def _check_stats(stats: Any, totals: dict[str, list[int]], put_items: Any, cluster: str) -> bool:
-    for name in (
-        "put_message_times_total",
-        "put_message_size_total",
-        "put_time_sum_ns",
-        "put_time_max_ns",
-    ):
-        if type(getattr(stats, name)) is not int:
-            return False
-    distribution = stats.put_distribution
-    if type(distribution) is not list or len(distribution) != len(PUT_BUCKET_BOUNDS_MS) + 1:
-        return False
-    if not all(type(v) is int for v in distribution):
-        return False
-    for topic in totals:
+def _check_stats(
+    stats: Any, totals: dict[str, list[int]], put_items: Any, cluster: str
+) -> list[tuple[Any, int, int]] | None:
+    """plain_pass.c's check_stats: each topic's (items, messages, bytes), when the store's
+    counters are PutCounters, each topic's items StatsCounters, and none of them passes int64
+    with the pass's additions (their sum: topics share the broker's item); else None."""
+    if not isinstance(stats, PutCounters) or len(totals) > MAX_RUNS:
+        return None
+    counted = []
+    all_n = all_added = 0
+    for topic, pair in totals.items():
         items = put_items.get((topic, cluster))
-        if type(items) is not tuple or len(items) != 3:
-            return False
-        if not all(type(i.value) is int and type(i.times) is int for i in items):
-            return False
-    return True
+        if type(items) is not tuple or len(items) != 3 or type(pair) is not list or len(pair) != 2:
+            return None
+        messages, nbytes = pair
+        if not (_int64(messages) and _int64(nbytes)) or messages < 0 or nbytes < 0:
+            return None
+        all_n += messages
+        all_added += messages + nbytes
+        if not (_int64(all_n) and _int64(all_added)):
+            return None
+        if not all(isinstance(item, StatsCounter) for item in items):
+            return None
+        counted.append((items, messages, nbytes))
+    for items, _, _ in counted:
+        for item in items:
+            if not (_int64(item.value + all_added) and _int64(item.times + all_n)):
+                return None
+    return counted
 
 
 def _write(store: Any, mapped: Any, start: int, position: int, appended: Any, checked: Any) -> None:
     """The write phase: the segment's end, the units, the keys, the positions."""
-    queues, index = checked
+    queues, index, _, _ = checked
     runs, _, last_timestamp = appended
     mapped.wrote_position = position
     dirty = store.dispatcher.consume_queues.dirty
@@ -294,26 +306,11 @@ def _write(store: Any, mapped: Any, start: int, position: int, appended: Any, ch
 
 
 def _count(
-    store: Any,
-    count: int,
-    size: int,
-    started: int,
-    totals: dict[str, list[int]],
-    put_items: Any,
-    cluster: str,
+    stats: Any, count: int, size: int, started: int, counted: list[tuple[Any, int, int]]
 ) -> None:
     """StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in place."""
-    elapsed = (perf_counter_ns() - started) // count
-    stats = store.stats
-    stats.put_message_times_total += count
-    stats.put_message_size_total += size
-    stats.put_time_sum_ns += elapsed * count
-    bucket = 0 if elapsed < 1_000_000 else bisect_left(PUT_BUCKET_BOUNDS_MS, elapsed // 1_000_000)
-    stats.put_distribution[bucket] += count
-    if elapsed > stats.put_time_max_ns:
-        stats.put_time_max_ns = elapsed
-    for topic, (messages, nbytes) in totals.items():
-        nums, sizes, broker_nums = put_items[topic, cluster]
+    stats.on_put_run(count, size, (perf_counter_ns() - started) // count, count)
+    for (nums, sizes, broker_nums), messages, nbytes in counted:
         nums.value += messages
         nums.times += messages
         sizes.value += nbytes

@@ -27,12 +27,16 @@ from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.dispatch import CommitLogDispatcher
 from broker.store.health import DISPATCH, RETRY_S, StoreHealth
 from broker.store.mapped_file import DiskError
+from broker.store.slotted import Slotted
 from remoting.record import RecordKind, scan_record
 
 log = logging.getLogger(__name__)
 
 
-class ReputMessageService:
+class ReputMessageService(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("reput_from_offset",)
+
     name = "reput"
 
     def __init__(

@@ -10,17 +10,19 @@ StoreStatsService thread does), the last 601 kept, and ``putTps``, ``getFoundTps
 Put latency is counted per put request (one message or one batch) in Java's buckets of
 ``putMessageDistributeTime``, cumulative since start (Java shows the last minute's), with
 Java's ``putMessageEntireTimeMax``; reads keep ``getMessageEntireTimeMax``. A put pays two clock
-reads and a compare (~0.15 us on our machine).
+reads and a compare (~0.15 us on our machine). The put counters and their methods are
+``PutCounters``' (broker/store/counters.py: C int64s natively, which a plain pass adds to in
+C, broker/store/native/plain_pass.c).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
 import trio
 
+from broker.store.counters import PutCounters
 from broker.store.types import GetMessageResult, GetMessageStatus
 
 _STATUS_FOUND = GetMessageStatus.FOUND  # bound once: ~80 ns a pull from the Enum class
@@ -30,60 +32,24 @@ SAMPLE_INTERVAL_S = 1.0  # Java's FREQUENCY_OF_SAMPLING
 # a sample: (ms, puts, gets found, gets missed, messages transferred by gets)
 _PUT, _FOUND, _MISS, _TRANSFERRED = 1, 2, 3, 4
 
-# Upper bounds (ms) of Java's putMessageDistributeTime buckets; one more bucket is open-ended.
-PUT_BUCKET_BOUNDS_MS = (0, 10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10_000)
+# PUT_BUCKET_BOUNDS_MS (broker/store/layout.py): the upper bounds (ms) of Java's
+# putMessageDistributeTime buckets; one more bucket is open-ended.
 PUT_BUCKET_NAMES = (
     "<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s",
     "2~3s", "3~4s", "4~5s", "5~10s", "10s~",
 )  # fmt: skip
 
 
-class StoreStats:
+class StoreStats(PutCounters):
     def __init__(self, clock: Callable[[], int]) -> None:
+        super().__init__()
         self.clock = clock
         self.boot_timestamp = clock()
-        self.put_message_times_total = 0
-        self.put_message_size_total = 0
         self.get_message_times_total_found = 0
         self.get_message_times_total_miss = 0
         self.get_message_transferred_msg_count = 0
         self._samples: deque[tuple[int, int, int, int, int]] = deque(maxlen=TPS_WINDOWS_S[-1] + 1)
-        self.put_distribution = [0] * (len(PUT_BUCKET_BOUNDS_MS) + 1)
-        self.put_time_sum_ns = 0
-        self.put_time_max_ns = 0
         self.get_time_max_ns = 0
-
-    def on_put_time(self, elapsed_ns: int) -> None:
-        """A put request took ``elapsed_ns``; Java counts whole milliseconds."""
-        self.on_put_times(elapsed_ns, 1)
-
-    def on_put_times(self, elapsed_ns: int, count: int) -> None:
-        """``count`` put requests took ``elapsed_ns`` each (a group's share of its pass)."""
-        self.put_time_sum_ns += elapsed_ns * count
-        if elapsed_ns < 1_000_000:
-            self.put_distribution[0] += count
-        else:
-            self.put_distribution[bisect_left(PUT_BUCKET_BOUNDS_MS, elapsed_ns // 1_000_000)] += (
-                count
-            )
-        if elapsed_ns > self.put_time_max_ns:
-            self.put_time_max_ns = elapsed_ns
-
-    def on_put(self, count: int, size: int) -> None:
-        self.put_message_times_total += count
-        self.put_message_size_total += size
-
-    def on_put_run(self, messages: int, size: int, elapsed_ns: int, puts: int) -> None:
-        """``on_put`` and ``on_put_times`` in one call (a plain pass's bookkeeping, once per
-        selector round): ``messages`` stored, ``size`` bytes in all, by ``puts`` put requests
-        that took ``elapsed_ns`` each."""
-        self.put_message_times_total += messages
-        self.put_message_size_total += size
-        if elapsed_ns >= 1_000_000 or elapsed_ns > self.put_time_max_ns:
-            self.on_put_times(elapsed_ns, puts)  # rare: a slow pass or a new maximum
-            return
-        self.put_time_sum_ns += elapsed_ns * puts
-        self.put_distribution[0] += puts
 
     def on_get(self, result: GetMessageResult, elapsed_ns: int = 0) -> None:
         """A GetMessage answered in ``elapsed_ns`` (one call per pull, not two)."""

@@ -10,17 +10,18 @@ the record codec's extension: the two load, go stale and are switched off indepe
 from __future__ import annotations
 
 from broker.store import layout
-from broker.store.stats import PUT_BUCKET_BOUNDS_MS
 from broker.store.types import DispatchRequest
 from remoting import record_layout
 from remoting.codes import CURRENT_VERSION
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT, TRANSACTION_ROLLBACK_TYPE
 from remoting.native_loader import load
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
+    "PutCounters",
+    "StatsCounter",
     "RecordRefused",
     "batch_plan",
     "dispatch_fields",
@@ -62,7 +63,7 @@ CONSTANTS = {
     "RECORD_FIXED_BYTES": record_layout.RECORD_FIXED_BYTES,
     "IPV6_EXTRA_BYTES": record_layout.IPV6_EXTRA_BYTES,
     "DISPATCH_REQUEST_FIELDS": DispatchRequest._fields,
-    "PUT_BUCKET_BOUNDS_MS": PUT_BUCKET_BOUNDS_MS,
+    "PUT_BUCKET_BOUNDS_MS": layout.PUT_BUCKET_BOUNDS_MS,
     "REMOTING_VERSION": CURRENT_VERSION,
 }
 

@@ -46,6 +46,7 @@ import sys
 import threading
 
 from broker.store.mapped_file import OS_PAGE_SIZE, MappedFile
+from broker.store.slotted import Slotted
 from broker.store.store_native import native
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,10 @@ def next_warm_range(
     return start, min(chunk, goal - start)
 
 
-class PageWarmer:
+class PageWarmer(Slotted):
+    # read by plain_pass.c from their slots (broker/store/slotted.py)
+    __slots__ = ("ahead",)
+
     def __init__(self, ahead: int = 32 << 20, chunk: int = 4 << 20) -> None:
         self.ahead, self.chunk = ahead, chunk
         # The advice number is Linux's; elsewhere pages fault in on append as before.

@@ -69,10 +69,13 @@ static int intern_names(void) {
     return 0;
 }
 
+/* The call sites' slot caches (store.h slot_get, slot_set). */
+static SlotCache sites[9];
+
 /* An attribute that must be an int64: 0 and `*value` set, 1 it is missing or not such an int
  * (no error left: the Python twin decides), -1 another error (out of memory). */
-static int int_attr(PyObject *o, PyObject *name, long long *value) {
-    PyObject *v = PyObject_GetAttr(o, name);
+static int int_attr(PyObject *o, PyObject *name, long long *value, SlotCache *site) {
+    PyObject *v = slot_get(o, name, site);
     if (v == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
         PyErr_Clear();
@@ -102,42 +105,49 @@ void cq_target_release(CqTarget *t) {
  * cq_target_release then); 0 left to the Python twin (nothing held, no error); -1 an error. */
 int cq_run_check(PyObject *table, PyObject *run, CqTarget *t) {
     memset(t, 0, sizeof *t);
-    if (intern_names() < 0) return -1;
     if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) return 0;
-    PyObject *topic = PyTuple_GET_ITEM(run, 0), *queue_id = PyTuple_GET_ITEM(run, 1);
     PyObject *first = PyTuple_GET_ITEM(run, 2), *units = PyTuple_GET_ITEM(run, 3);
-    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id) ||
-        !PyLong_CheckExact(first) || !PyBytes_CheckExact(units))
-        return 0;
-    Py_ssize_t length = PyBytes_GET_SIZE(units);
-    if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
+    if (!PyLong_CheckExact(first) || !PyBytes_CheckExact(units)) return 0;
     long long queue_offset = as_long_long(first);
     if (queue_offset == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
+    return cq_run_check_values(table, PyTuple_GET_ITEM(run, 0), PyTuple_GET_ITEM(run, 1),
+                               queue_offset, (const unsigned char *)PyBytes_AS_STRING(units),
+                               PyBytes_GET_SIZE(units), t);
+}
+
+int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
+                        long long queue_offset, const unsigned char *src, Py_ssize_t length,
+                        CqTarget *t) {
+    memset(t, 0, sizeof *t);
+    if (intern_names() < 0) return -1;
+    if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id)) return 0;
+    if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
     PyObject *queues = PyDict_GetItemWithError(table, topic); /* borrowed */
     if (queues == NULL || !PyDict_CheckExact(queues)) return PyErr_Occurred() ? -1 : 0;
     PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
     if (consume_queue == NULL) return PyErr_Occurred() ? -1 : 0;
     t->consume_queue = Py_NewRef(consume_queue);
-    t->units = units;
+    t->units = src;
+    t->length = length;
     int status = 0;
     PyObject *mapped_queue = NULL, *files = NULL, *mm = NULL;
-    const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(units), *last;
+    const unsigned char *last;
     long long count = length / CQ_UNIT_SIZE, max_phys, file_size, start, end_phys, expected,
               at;
     int got;
-    if ((got = int_attr(consume_queue, name_max_phys, &max_phys)) != 0) goto leave;
-    mapped_queue = PyObject_GetAttr(consume_queue, name_queue);
+    if ((got = int_attr(consume_queue, name_max_phys, &max_phys, &sites[0])) != 0) goto leave;
+    mapped_queue = slot_get(consume_queue, name_queue, &sites[1]);
     if (mapped_queue == NULL) goto missing;
-    files = PyObject_GetAttr(mapped_queue, name_files);
+    files = slot_get(mapped_queue, name_files, &sites[2]);
     if (files == NULL) goto missing;
     if (!PyList_CheckExact(files) || PyList_GET_SIZE(files) == 0) goto done;
     t->mapped = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
-    if ((got = int_attr(t->mapped, name_wrote, &t->position)) != 0 ||
-        (got = int_attr(t->mapped, name_file_size, &file_size)) != 0 ||
-        (got = int_attr(t->mapped, name_start, &start)) != 0)
+    if ((got = int_attr(t->mapped, name_wrote, &t->position, &sites[3])) != 0 ||
+        (got = int_attr(t->mapped, name_file_size, &file_size, &sites[4])) != 0 ||
+        (got = int_attr(t->mapped, name_start, &start, &sites[5])) != 0)
         goto leave;
     /* What put_units' slice takes: past its first unit's end, at the queue's end, in the file.
      * Any sum that overflows int64 is not that case (Python's ints would not overflow). */
@@ -148,7 +158,7 @@ int cq_run_check(PyObject *table, PyObject *run, CqTarget *t) {
         __builtin_add_overflow(start, t->position, &at) || at != expected || t->position < 0 ||
         __builtin_add_overflow(t->position, (long long)length, &t->end) || t->end > file_size)
         goto done;
-    mm = PyObject_GetAttr(t->mapped, name_mmap);
+    mm = slot_get(t->mapped, name_mmap, &sites[6]);
     if (mm == NULL) goto missing;
     if (PyObject_GetBuffer(mm, &t->out, PyBUF_WRITABLE) < 0) { /* closed: the twin says so */
         PyErr_Clear();
@@ -184,10 +194,9 @@ int cq_run_write(PyObject *dirty, CqTarget *t) {
     PyObject *new_max = new_end == NULL ? NULL : PyLong_FromLongLong(t->last_end);
     /* dirty first, as put_runs marks a queue before writing it */
     if (new_max != NULL && PySet_Add(dirty, t->consume_queue) == 0) {
-        memcpy((unsigned char *)t->out.buf + t->position, PyBytes_AS_STRING(t->units),
-               (size_t)PyBytes_GET_SIZE(t->units));
-        if (PyObject_SetAttr(t->mapped, name_wrote, new_end) == 0 &&
-            PyObject_SetAttr(t->consume_queue, name_max_phys, new_max) == 0)
+        memcpy((unsigned char *)t->out.buf + t->position, t->units, (size_t)t->length);
+        if (slot_set(t->mapped, name_wrote, new_end, &sites[7]) == 0 &&
+            slot_set(t->consume_queue, name_max_phys, new_max, &sites[8]) == 0)
             status = 0;
     }
     Py_XDECREF(new_end);

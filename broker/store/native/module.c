@@ -12,7 +12,7 @@
  * Python, and nothing reads or sets an attribute of a Python object but put_cq_runs,
  * pull_found and plain_pass (consume_queue.c, pull_found.c and plain_pass.c say which and why;
  * plain_pass calls the CommitLog's clock, the builtin now_ms in the broker). The state it mutates is its
- * own (the AppendCursor's table), the bytes of a buffer it was handed (a mapped segment), and
+ * own (the AppendCursor's table, the counters of PutCounters and StatsCounter, counters.c), the bytes of a buffer it was handed (a mapped segment), and
  * the attributes those two name (a queue's positions, a found pull's stats counters). The one
  * tuple type it fills, DispatchRequest, is handed to it, and its field order is exported for
  * the import-time check.
@@ -140,7 +140,9 @@ static int add_constants(PyObject *m) {
 }
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&AppendCursorType) < 0) return NULL;
+    if (PyType_Ready(&AppendCursorType) < 0 || PyType_Ready(&PutCountersType) < 0 ||
+        PyType_Ready(&StatsCounterType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     RecordRefused = PyErr_NewExceptionWithDoc(
@@ -149,7 +151,9 @@ PyMODINIT_FUNC PyInit__native(void) {
         NULL, NULL);
     if (RecordRefused == NULL || add_constants(m) < 0 ||
         PyModule_AddObjectRef(m, "RecordRefused", RecordRefused) < 0 ||
-        PyModule_AddObjectRef(m, "AppendCursor", (PyObject *)&AppendCursorType) < 0) {
+        PyModule_AddObjectRef(m, "AppendCursor", (PyObject *)&AppendCursorType) < 0 ||
+        PyModule_AddObjectRef(m, "PutCounters", (PyObject *)&PutCountersType) < 0 ||
+        PyModule_AddObjectRef(m, "StatsCounter", (PyObject *)&StatsCounterType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -356,6 +356,24 @@ PyObject *plain_pack_finish(PlainPack *p) {
     return Py_BuildValue("(NOL)", runs, p->chunks, p->last_ts);
 }
 
+Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < p->count; i++) { /* plain_pack_finish's order */
+        if (!p->runs[i].first_of_queue) continue;
+        for (Py_ssize_t j = i; j >= 0; j = p->runs[j].later) {
+            const Run *r = &p->runs[j];
+            if (n == room) return -1;
+            out[n++] = (PackRun){r->topic, r->queue_id, r->first,
+                                 (const unsigned char *)PyBytes_AS_STRING(r->units), r->used};
+        }
+    }
+    return n;
+}
+
+PyObject *plain_pack_chunks(PlainPack *p) { return close_chunk(p) < 0 ? NULL : p->chunks; }
+
+long long plain_pack_last_ts(const PlainPack *p) { return p->last_ts; }
+
 /* plain_dispatch(requests) -> (runs, index entry chunks, last store timestamp): the twin of
  * plain_dispatch.py python_plain_dispatch, for the tests (put_rows packs as it appends). */
 PyObject *plain_dispatch(PyObject *self, PyObject *requests) {

@@ -22,7 +22,10 @@
  *
  * Like put_cq_runs and pull_found it reads attributes of the store's Python objects (plain
  * instance attributes and slots, so no Python runs; only the CommitLog's clock is called,
- * a builtin in the broker) and sets the counters and positions named below. */
+ * a builtin in the broker) and sets the positions named below: those the store's objects
+ * keep in __slots__ at their offsets (store.h slot_get and slot_set, broker/store/slotted.py),
+ * the rest through the generic lookup. It counts in the store's PutCounters and the topics'
+ * StatsCounters (counters.c) in place. */
 #include <time.h>
 
 #include "store.h"
@@ -38,8 +41,7 @@ enum {
     N_CLOCK, N_CONFIG, N_MAX_SIZE, N_WARMER, N_AHEAD, N_REPUT, N_REPUT_FROM, N_DISPATCHER,
     N_PUT_LISTENER, N_PLAIN_IDLE, N_ARRIVAL_LISTENER, N_ARRIVALS_WANTED, N_CONSUME_QUEUES,
     N_BY_TOPIC, N_DIRTY, N_INDEX_SERVICE, N_INDEX_ENABLE, N_FILE, N_SLOTS, N_MAX_ENTRIES,
-    N_LAST_DISPATCHED, N_STATS, N_TIMES_TOTAL, N_SIZE_TOTAL, N_TIME_SUM, N_TIME_MAX,
-    N_DISTRIBUTION, N_VALUE, N_TIMES, N_NAMES,
+    N_LAST_DISPATCHED, N_STATS, N_NAMES,
 };
 static const char *const spelled[N_NAMES] = {
     "is_slave", "shutting_down", "loaded", "clean", "disk_full", "health", "writable",
@@ -48,8 +50,7 @@ static const char *const spelled[N_NAMES] = {
     "reput", "reput_from_offset", "dispatcher", "put_listener", "plain_idle",
     "arrival_listener", "arrivals_wanted", "consume_queues", "by_topic", "dirty",
     "index_service", "message_index_enable", "file", "slots", "max_entries",
-    "last_dispatched_timestamp", "stats", "put_message_times_total", "put_message_size_total",
-    "put_time_sum_ns", "put_time_max_ns", "put_distribution", "value", "times",
+    "last_dispatched_timestamp", "stats",
 };
 static PyObject *names[N_NAMES];
 
@@ -70,7 +71,13 @@ static int declined(void) {
     return 0;
 }
 
-static PyObject *get(PyObject *o, int name) { return PyObject_GetAttr(o, names[name]); }
+static SlotCache get_sites[N_NAMES], set_sites[N_NAMES], counter_sites[4];
+
+static PyObject *get(PyObject *o, int name) { return slot_get(o, names[name], &get_sites[name]); }
+
+static int set(PyObject *o, int name, PyObject *v) {
+    return slot_set(o, names[name], v, &set_sites[name]);
+}
 
 /* o.<name> as an int64: 1 and *value, 0 declined (missing, not an exact int64), -1 error. */
 static int int_of(PyObject *o, int name, long long *value) {
@@ -93,32 +100,34 @@ static int is(PyObject *o, int name, PyObject *expected) {
     return v == expected;
 }
 
-/* o.<name> += add, in Python ints (a total never overflows, as in the twin); -1 error. */
-static int add_to(PyObject *o, int name, PyObject *add) {
-    PyObject *was = get(o, name);
-    PyObject *sum = was == NULL ? NULL : PyNumber_Add(was, add);
-    int failed = sum == NULL || PyObject_SetAttr(o, names[name], sum) < 0;
-    Py_XDECREF(was);
-    Py_XDECREF(sum);
-    return failed ? -1 : 0;
-}
-
 static long long monotonic_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t); /* time.perf_counter_ns's clock on Linux */
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* What the pass holds between its steps. */
+/* A topic's items of on_puts and what the pass adds to them. */
+typedef struct {
+    PyObject *tuple; /* (messages, bytes, broker messages), a new reference */
+    StatsCounter *items[3];
+    long long n, size;
+} TopicCount;
+
+/* What the pass holds between its steps. The arrays come last: only what is before them is
+ * zeroed per call (the arrays' first n_targets and n_topics entries are all that is read). */
 typedef struct {
     PyObject *store, *log, *mapped, *reput, *dispatcher, *dirty; /* new references but store */
     long long wrote_from, start, started_ns, position;
-    CqTarget targets[MAX_RUNS];
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the appended pack: the one chunk's packed entries */
+    PyObject *keys; /* borrowed from the pack's chunks: the one chunk's packed entries */
     long long keys_ts;
+    PyObject *stats; /* the store's PutCounters, a new reference */
+    Py_ssize_t n_topics;
+    PutRowsOut rows; /* what put_rows made, held to the end */
+    CqTarget targets[MAX_RUNS];
+    TopicCount topics[MAX_RUNS];
 } Pass;
 
 static void pass_release(Pass *p) {
@@ -130,6 +139,10 @@ static void pass_release(Pass *p) {
     Py_CLEAR(p->reput);
     Py_CLEAR(p->dispatcher);
     Py_CLEAR(p->dirty);
+    Py_CLEAR(p->stats);
+    for (Py_ssize_t i = 0; i < p->n_topics; i++) Py_CLEAR(p->topics[i].tuple);
+    p->n_topics = 0;
+    put_rows_release(&p->rows); /* last: the targets and the index keys point into its pack */
 }
 
 /* _refuse()'s tests: each gate holds the value an open, writable master store has (an
@@ -159,7 +172,8 @@ static int counters_zero(PyObject *counters) {
         if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
             !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 1)))
             return 0;
-        PyObject *v = PyObject_GetAttr(PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
+        PyObject *o = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
+        PyObject *v = i < 4 ? slot_get(o, name, &counter_sites[i]) : PyObject_GetAttr(o, name);
         if (v == NULL) return declined();
         int overflow, zero = PyLong_CheckExact(v) && PyLong_AsLongLongAndOverflow(v, &overflow) == 0 &&
                              !overflow;
@@ -229,7 +243,9 @@ static int pass_open(Pass *p) {
 
 /* Each run goes into its queue's last file in one slice (cq_run_check), no two into one queue,
  * none of a topic the broker's services hear (their wake-ups are Python's). */
-static int check_runs(Pass *p, PyObject *runs, PyObject *heard) {
+static int check_runs(Pass *p, PyObject *heard) {
+    PackRun runs[MAX_RUNS];
+    Py_ssize_t n = plain_pack_runs(p->rows.pack, runs, MAX_RUNS);
     PyObject *cq = get(p->dispatcher, N_CONSUME_QUEUES);
     PyObject *table = cq == NULL ? NULL : get(cq, N_BY_TOPIC);
     p->dirty = table == NULL ? NULL : get(cq, N_DIRTY);
@@ -238,17 +254,13 @@ static int check_runs(Pass *p, PyObject *runs, PyObject *heard) {
         Py_XDECREF(table);
         return declined();
     }
-    int ok = PyDict_CheckExact(table) && PySet_CheckExact(p->dirty) && PyList_CheckExact(runs) &&
-             PyList_GET_SIZE(runs) <= MAX_RUNS;
-    for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(runs); i++) {
-        PyObject *run = PyList_GET_ITEM(runs, i);
-        if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) {
-            ok = 0;
-            break;
-        }
-        ok = PySet_Contains(heard, PyTuple_GET_ITEM(run, 0));
+    int ok = PyDict_CheckExact(table) && PySet_CheckExact(p->dirty) && n >= 0;
+    for (Py_ssize_t i = 0; ok > 0 && i < n; i++) {
+        ok = PySet_Contains(heard, runs[i].topic);
         ok = ok < 0 ? declined() : !ok;
-        if (ok > 0) ok = cq_run_check(table, run, &p->targets[p->n_targets]);
+        if (ok > 0)
+            ok = cq_run_check_values(table, runs[i].topic, runs[i].queue_id, runs[i].first,
+                                     runs[i].units, runs[i].length, &p->targets[p->n_targets]);
         if (ok <= 0) break;
         CqTarget *t = &p->targets[p->n_targets++];
         for (Py_ssize_t j = 0; j + 1 < p->n_targets; j++)
@@ -315,54 +327,53 @@ static int check_index(Pass *p, PyObject *chunks) {
     return PyBytes_GET_SIZE(keys) == 0 ? 1 : open_index(p, keys);
 }
 
-/* Whether o.<name> reads an exact int (the counters the pass adds to). */
-static int int_attr_is_int(PyObject *o, int name) {
-    PyObject *v = get(o, name);
-    if (v == NULL) return declined();
-    int ok = PyLong_CheckExact(v);
-    Py_DECREF(v);
-    return ok;
-}
-
-/* The stats counters the pass adds to are there: the store's, and each topic's items of
- * on_puts (a topic's first put makes them in Python). */
+/* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
+ * on_puts as StatsCounters (a topic's first put makes them in Python), kept for the write
+ * phase. No item may pass int64 with all of the pass's additions (topics share the broker's
+ * item): checked against their sum, as the twin does. */
 static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster) {
-    static const int counters[] = {N_TIMES_TOTAL, N_SIZE_TOTAL, N_TIME_SUM, N_TIME_MAX};
-    PyObject *stats = get(p->store, N_STATS);
-    if (stats == NULL) return declined();
-    int ok = 1;
-    for (size_t i = 0; ok > 0 && i < sizeof counters / sizeof *counters; i++)
-        ok = int_attr_is_int(stats, counters[i]);
-    PyObject *distribution = ok > 0 ? get(stats, N_DISTRIBUTION) : NULL;
-    if (ok > 0 && distribution == NULL) ok = declined();
-    if (ok > 0) ok = PyList_CheckExact(distribution) && PyList_GET_SIZE(distribution) == PUT_BUCKETS + 1;
-    for (Py_ssize_t i = 0; ok > 0 && i <= PUT_BUCKETS; i++)
-        ok = PyLong_CheckExact(PyList_GET_ITEM(distribution, i));
-    Py_XDECREF(distribution);
-    Py_DECREF(stats);
+    if ((p->stats = get(p->store, N_STATS)) == NULL) return declined();
+    if (!PyObject_TypeCheck(p->stats, &PutCountersType) || PyDict_GET_SIZE(totals) > MAX_RUNS)
+        return 0;
+    long long all_n = 0, all_added = 0, sum;
     Py_ssize_t at = 0;
     PyObject *topic, *pair;
-    while (ok > 0 && PyDict_Next(totals, &at, &topic, &pair)) {
+    while (PyDict_Next(totals, &at, &topic, &pair)) {
         PyObject *key = PyTuple_Pack(2, topic, cluster);
         PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
         Py_XDECREF(key);
-        if (items == NULL) {
-            ok = PyErr_Occurred() ? -1 : 0;
-            break;
+        if (items == NULL) return PyErr_Occurred() ? -1 : 0;
+        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3 ||
+            !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
+            return 0;
+        TopicCount *t = &p->topics[p->n_topics];
+        t->n = as_long_long(PyList_GET_ITEM(pair, 0));
+        t->size = t->n == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
+        if (t->size == -1 && PyErr_Occurred()) return declined();
+        if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||
+            __builtin_add_overflow(all_added, t->n, &all_added) ||
+            __builtin_add_overflow(all_added, t->size, &all_added))
+            return 0;
+        for (int i = 0; i < 3; i++) {
+            PyObject *item = PyTuple_GET_ITEM(items, i);
+            if (!PyObject_TypeCheck(item, &StatsCounterType)) return 0;
+            t->items[i] = (StatsCounter *)item;
         }
-        ok = PyTuple_CheckExact(items) && PyTuple_GET_SIZE(items) == 3;
-        for (Py_ssize_t i = 0; ok > 0 && i < 3; i++) {
-            ok = int_attr_is_int(PyTuple_GET_ITEM(items, i), N_VALUE);
-            if (ok > 0) ok = int_attr_is_int(PyTuple_GET_ITEM(items, i), N_TIMES);
-        }
+        t->tuple = Py_NewRef(items); /* keeps the three alive to the write phase */
+        p->n_topics++;
     }
-    return ok;
+    for (Py_ssize_t i = 0; i < p->n_topics; i++)
+        for (int k = 0; k < 3; k++)
+            if (__builtin_add_overflow(p->topics[i].items[k]->value, all_added, &sum) ||
+                __builtin_add_overflow(p->topics[i].items[k]->times, all_n, &sum))
+                return 0;
+    return 1;
 }
 
 /* What the write phase needs after the append: no page-warmer call due, every run, the index
  * keys and the stats the common case. */
-static int pass_check(Pass *p, PyObject *appended, PyObject *totals, PyObject *put_items,
-                      PyObject *cluster, PyObject *heard) {
+static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster,
+                      PyObject *heard) {
     long long ahead, warmed, edge;
     PyObject *warmer = get(p->log, N_WARMER);
     if (warmer == NULL) return declined();
@@ -371,72 +382,41 @@ static int pass_check(Pass *p, PyObject *appended, PyObject *totals, PyObject *p
     if (ok > 0) ok = int_of(p->mapped, N_WARMED, &warmed);
     if (ok <= 0) return ok;
     if (__builtin_add_overflow(p->position, ahead, &edge) || edge > warmed) return 0;
-    if ((ok = check_runs(p, PyTuple_GET_ITEM(appended, 0), heard)) <= 0) return ok;
-    if ((ok = check_index(p, PyTuple_GET_ITEM(appended, 1))) <= 0) return ok;
+    if ((ok = check_runs(p, heard)) <= 0) return ok;
+    PyObject *chunks = plain_pack_chunks(p->rows.pack);
+    if (chunks == NULL) return -1;
+    if ((ok = check_index(p, chunks)) <= 0) return ok;
     return check_stats(p, totals, put_items, cluster);
 }
 
-/* The index of a put's elapsed time in StoreStats.put_distribution (on_put_times'). */
-static int put_bucket(long long elapsed_ns) {
-    if (elapsed_ns < 1000000) return 0;
-    long long ms = elapsed_ns / 1000000;
-    int i = 0;
-    while (i < PUT_BUCKETS && put_bucket_bounds_ms[i] < ms) i++; /* bisect_left */
-    return i;
-}
-
-/* o.<name> += n for a C count. */
-static int add_count(PyObject *o, int name, long long n) {
-    PyObject *add = PyLong_FromLongLong(n);
-    int failed = add == NULL || add_to(o, name, add) < 0;
-    Py_XDECREF(add);
-    return failed ? -1 : 0;
-}
-
-/* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in place. */
-static int count_stats(Pass *p, Py_ssize_t count, PyObject *totals, PyObject *put_items,
-                       PyObject *cluster) {
-    long long elapsed = (monotonic_ns() - p->started_ns) / count, max_ns;
-    PyObject *stats = get(p->store, N_STATS);
-    PyObject *distribution = stats == NULL ? NULL : get(stats, N_DISTRIBUTION);
-    int failed = distribution == NULL || add_count(stats, N_TIMES_TOTAL, count) < 0 ||
-                 add_count(stats, N_SIZE_TOTAL, p->position - p->wrote_from) < 0 ||
-                 add_count(stats, N_TIME_SUM, elapsed * count) < 0 ||
-                 int_of(stats, N_TIME_MAX, &max_ns) <= 0;
-    if (!failed) {
-        int bucket = put_bucket(elapsed);
-        PyObject *add = PyLong_FromSsize_t(count);
-        PyObject *sum = add == NULL ? NULL : PyNumber_Add(PyList_GET_ITEM(distribution, bucket), add);
-        failed = sum == NULL || PyList_SetItem(distribution, bucket, sum) < 0; /* steals sum */
-        Py_XDECREF(add);
+/* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in the counters' structs
+ * (checked: only the time's sum, which is not known before, can pass int64). */
+static int count_stats(Pass *p, Py_ssize_t count) {
+    long long elapsed = (monotonic_ns() - p->started_ns) / count;
+    PutCounts *c = &((PutCounters *)p->stats)->n, was = *c;
+    if (put_counters_add(c, count, p->position - p->wrote_from) < 0 ||
+        put_counters_times(c, elapsed, count) < 0) {
+        *c = was;
+        return -1;
     }
-    if (!failed && elapsed > max_ns) failed = add_count(stats, N_TIME_MAX, elapsed - max_ns) < 0;
-    Py_XDECREF(distribution);
-    Py_XDECREF(stats);
-    Py_ssize_t at = 0;
-    PyObject *topic, *pair;
-    while (!failed && PyDict_Next(totals, &at, &topic, &pair)) {
-        PyObject *key = PyTuple_Pack(2, topic, cluster);
-        PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
-        Py_XDECREF(key);
-        if (items == NULL) return -1;
-        PyObject *n = PyList_GET_ITEM(pair, 0), *size = PyList_GET_ITEM(pair, 1);
-        PyObject *nums = PyTuple_GET_ITEM(items, 0), *sizes = PyTuple_GET_ITEM(items, 1);
-        PyObject *broker = PyTuple_GET_ITEM(items, 2);
-        failed = add_to(nums, N_VALUE, n) < 0 || add_to(nums, N_TIMES, n) < 0 ||
-                 add_to(sizes, N_VALUE, size) < 0 || add_to(sizes, N_TIMES, n) < 0 ||
-                 add_to(broker, N_VALUE, n) < 0 || add_to(broker, N_TIMES, n) < 0;
+    for (Py_ssize_t i = 0; i < p->n_topics; i++) {
+        TopicCount *t = &p->topics[i];
+        long long adds[3] = {t->n, t->size, t->n};
+        for (int k = 0; k < 3; k++) {
+            t->items[k]->value += adds[k];
+            t->items[k]->times += t->n;
+        }
     }
-    return failed ? -1 : 0;
+    return 0;
 }
 
 /* The write phase: everything was checked, so only an out-of-memory error stops it. */
-static int pass_write(Pass *p, PyObject *replies, PyObject *totals, PyObject *appended,
-                      PyObject *put_items, PyObject *cluster) {
+static int pass_write(Pass *p, PyObject *replies) {
     PyObject *end = PyLong_FromLongLong(p->position);
     PyObject *reput_to = PyLong_FromLongLong(p->start + p->position);
-    int failed = end == NULL || reput_to == NULL ||
-                 PyObject_SetAttr(p->mapped, names[N_WROTE], end) < 0;
+    PyObject *last_ts = PyLong_FromLongLong(plain_pack_last_ts(p->rows.pack));
+    int failed = end == NULL || reput_to == NULL || last_ts == NULL ||
+                 set(p->mapped, N_WROTE, end) < 0;
     for (Py_ssize_t i = 0; i < p->n_targets; i++) /* each released as it goes */
         if (failed ? (cq_target_release(&p->targets[i]), 0)
                    : cq_run_write(p->dirty, &p->targets[i]) < 0)
@@ -450,22 +430,25 @@ static int pass_write(Pass *p, PyObject *replies, PyObject *totals, PyObject *ap
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
         writer_close(&p->writer);
     }
-    failed = failed || PyObject_SetAttr(p->dispatcher, names[N_LAST_DISPATCHED],
-                                        PyTuple_GET_ITEM(appended, 2)) < 0 ||
-             PyObject_SetAttr(p->reput, names[N_REPUT_FROM], reput_to) < 0 ||
-             count_stats(p, PyList_GET_SIZE(replies), totals, put_items, cluster) < 0;
+    failed = failed || set(p->dispatcher, N_LAST_DISPATCHED, last_ts) < 0 ||
+             set(p->reput, N_REPUT_FROM, reput_to) < 0 ||
+             count_stats(p, PyList_GET_SIZE(replies)) < 0;
     Py_XDECREF(end);
     Py_XDECREF(reput_to);
+    Py_XDECREF(last_ts);
     return failed ? -1 : 0;
 }
 
 /* The rows through put_rows at the segment's write position, with one store timestamp from the
- * CommitLog's clock: put_rows' (position, appended, replies, totals), or NULL. */
-static PyObject *append(Pass *p, PyObject *rows, PyObject *pieces) {
+ * CommitLog's clock, into p->rows (its pack left unfinished: the common pass reads it in
+ * place, and only a pass that stops after the append makes it put_rows' Python objects).
+ * 0, or -1 with an error. */
+static int append(Pass *p, PyObject *rows, PyObject *pieces) {
+    int result = -1;
     PyObject *cursor = get(p->log, N_CURSOR), *clock = get(p->log, N_CLOCK);
     PyObject *config = get(p->log, N_CONFIG);
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
-    PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL, *result = NULL;
+    PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
     PyObject *position = PyLong_FromLongLong(p->wrote_from);
     PyObject *start = PyLong_FromLongLong(p->start);
     if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL && position != NULL &&
@@ -474,7 +457,7 @@ static PyObject *append(Pass *p, PyObject *rows, PyObject *pieces) {
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {
             PyObject *args[8] = {cursor, mm, position, start, ts, max_size, rows, pieces};
-            result = put_rows(NULL, args, 8);
+            result = put_rows_run(args, 8, &p->rows);
         }
     }
     Py_XDECREF(cursor);
@@ -493,23 +476,16 @@ static PyObject *pass_run(Pass *p, PyObject *const *args) {
     int open = pass_open(p);
     if (open <= 0) return open < 0 ? NULL : Py_NewRef(Py_None);
     p->started_ns = monotonic_ns();
-    PyObject *done = append(p, rows, pieces);
-    if (done == NULL) return NULL;
-    p->position = PyLong_AsLongLong(PyTuple_GET_ITEM(done, 0));
-    PyObject *appended = PyTuple_GET_ITEM(done, 1), *replies = PyTuple_GET_ITEM(done, 2);
-    PyObject *totals = PyTuple_GET_ITEM(done, 3), *result = NULL;
-    if (PyList_GET_SIZE(replies) == 0) { /* nothing taken: the reference takes every row */
-        result = Py_NewRef(replies);
-    } else {
-        int common = pass_check(p, appended, totals, args[3], args[4], args[5]);
-        if (common > 0 && pass_write(p, replies, totals, appended, args[3], args[4]) == 0)
-            result = Py_NewRef(replies);
-        else if (common == 0)
-            result = Py_BuildValue("(OOOLLL)", replies, totals, appended, p->position,
-                                   p->wrote_from, p->started_ns);
-    }
-    Py_DECREF(done);
-    return result;
+    if (append(p, rows, pieces) < 0) return NULL;
+    p->position = p->rows.position;
+    PyObject *replies = p->rows.replies, *totals = p->rows.totals, *appended;
+    if (PyList_GET_SIZE(replies) == 0) /* nothing taken: the reference takes every row */
+        return Py_NewRef(replies);
+    int common = pass_check(p, totals, args[3], args[4], args[5]);
+    if (common > 0) return pass_write(p, replies) == 0 ? Py_NewRef(replies) : NULL;
+    if (common < 0 || (appended = plain_pack_finish(p->rows.pack)) == NULL) return NULL;
+    return Py_BuildValue("(OONLLL)", replies, totals, appended, p->position, p->wrote_from,
+                         p->started_ns);
 }
 
 PyObject *plain_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -522,7 +498,7 @@ PyObject *plain_pass(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (intern_names() < 0) return NULL;
     Pass p;
-    memset(&p, 0, sizeof p);
+    memset(&p, 0, offsetof(Pass, targets));
     p.store = args[0];
     PyObject *result = pass_run(&p, args);
     pass_release(&p);

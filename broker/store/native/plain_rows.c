@@ -206,27 +206,28 @@ static int stored(const PutValues *put, PyObject *store_ts, PyObject *row,
  * stopped at that row. The packed dispatch is plain_dispatch.py's AppendedRows. An error is
  * raised only for bad arguments or no memory, and then the records packed so far stay past the
  * write position the caller still holds. */
-PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out) {
+    memset(out, 0, sizeof *out);
     if (nargs != 8 || !PyObject_TypeCheck(args[0], &AppendCursorType) ||
         !PyList_CheckExact(args[6]) || !PyTuple_CheckExact(args[7]) ||
         PyTuple_GET_SIZE(args[7]) != REPLY_PIECES) {
         PyErr_SetString(PyExc_TypeError, "put_rows(cursor, mm, position, start_offset, clock, "
                                          "max_body, rows list, pieces tuple)");
-        return NULL;
+        return -1;
     }
     PyObject *const *pieces = &PyTuple_GET_ITEM(args[7], 0);
     for (int i = 0; i < REPLY_PIECES; i++)
         if (!PyBytes_CheckExact(pieces[i])) {
             PyErr_SetString(PyExc_TypeError, "the reply's pieces are bytes");
-            return NULL;
+            return -1;
         }
     Py_ssize_t position = PyLong_AsSsize_t(args[2]);
-    if (position == -1 && PyErr_Occurred()) return NULL;
+    if (position == -1 && PyErr_Occurred()) return -1;
     PyObject *zero = PyLong_FromLong(0);
     PyObject *fixed[4] = {args[1], args[3], args[5], zero}; /* mm, start, max_body, prepared */
     PyObject *rows = args[6], *clock = args[4];
     PlainPack *pack = plain_pack_new();
-    PyObject *replies = PyList_New(0), *totals = PyDict_New(), *appended = NULL;
+    PyObject *replies = PyList_New(0), *totals = PyDict_New();
     if (zero == NULL || pack == NULL || replies == NULL || totals == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
@@ -251,18 +252,30 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         position += put.size;
     }
     Py_DECREF(zero);
-    appended = plain_pack_finish(pack);
-    plain_pack_free(pack);
-    if (appended == NULL) {
-        Py_DECREF(replies);
-        Py_DECREF(totals);
-        return NULL;
-    }
-    return Py_BuildValue("(nNNN)", position, appended, replies, totals);
+    *out = (PutRowsOut){position, replies, totals, pack};
+    return 0;
 fail:
     Py_XDECREF(zero);
     plain_pack_free(pack);
     Py_XDECREF(replies);
     Py_XDECREF(totals);
-    return NULL;
+    return -1;
+}
+
+void put_rows_release(PutRowsOut *out) {
+    Py_CLEAR(out->replies);
+    Py_CLEAR(out->totals);
+    plain_pack_free(out->pack);
+    out->pack = NULL;
+}
+
+PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PutRowsOut out;
+    if (put_rows_run(args, nargs, &out) < 0) return NULL;
+    PyObject *appended = plain_pack_finish(out.pack);
+    PyObject *result = appended == NULL ? NULL
+                                        : Py_BuildValue("(nNOO)", out.position, appended,
+                                                        out.replies, out.totals);
+    put_rows_release(&out);
+    return result;
 }

@@ -6,9 +6,11 @@
 
 #include "record_layout.h"
 
+#include <structmember.h>
+
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 9
+#define STORE_ABI_VERSION 10
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -68,6 +70,72 @@ static inline long long as_long_long(PyObject *o) {
         return -1;
     }
     return value;
+}
+
+/* o.<name> as PyObject_GetAttr gives it (a new reference, or NULL with the error), read at
+ * its slot's offset when the type's own lookup (CPython's method cache) names a __slots__
+ * member there, as the generic path would then read (broker/store/slotted.py says which of
+ * the store's objects are slotted and why). Anything else in that place (a property, a
+ * descriptor of another kind, an instance attribute, an own __getattribute__) or an empty
+ * slot goes the generic way, so it is never read other than as Python reads it. */
+static inline PyMemberDef *slot_member(PyTypeObject *type, PyObject *name) {
+    PyObject *descr = _PyType_Lookup(type, name); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return NULL;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & (READONLY | PY_AUDIT_READ)) ? m : NULL;
+}
+
+/* Where a call site last found (type, name)'s slot, as the interpreter's own attribute caches
+ * keep it: valid while the type's version tag is the one it was found under. CPython gives a
+ * type a new tag whenever anything in its MRO changes (a class attribute set, a base's, its
+ * __getattribute__ or __setattr__), and never reuses one, so a hit is what the lookup would
+ * find. Two entries: a site may see two types (a name read on two kinds of object). */
+typedef struct {
+    PyTypeObject *type; /* compared only, never dereferenced from here */
+    PyObject *name;     /* the same */
+    unsigned int version;
+    Py_ssize_t offset; /* 0: not a slot there, the generic path */
+} SlotEntry;
+typedef struct {
+    SlotEntry entries[2];
+    int next;
+} SlotCache;
+
+static inline Py_ssize_t slot_offset(PyObject *o, PyObject *name, SlotCache *c, int setting) {
+    PyTypeObject *type = Py_TYPE(o);
+    for (int i = 0; i < 2; i++) {
+        SlotEntry *e = &c->entries[i];
+        /* PyType_Modified zeroes the tag with the valid-tag flag, so the tag alone says */
+        if (e->type == type && e->name == name && e->version != 0 &&
+            type->tp_version_tag == e->version)
+            return e->offset;
+    }
+    int generic = setting ? type->tp_setattro == PyObject_GenericSetAttr
+                          : type->tp_getattro == PyObject_GenericGetAttr;
+    PyMemberDef *m = generic ? slot_member(type, name) : NULL; /* the lookup tags the type */
+    SlotEntry *e = &c->entries[c->next];
+    c->next ^= 1;
+    e->type = type;
+    e->name = name;
+    e->version = type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG ? type->tp_version_tag : 0;
+    e->offset = m == NULL ? 0 : m->offset;
+    return e->offset;
+}
+
+static inline PyObject *slot_get(PyObject *o, PyObject *name, SlotCache *c) {
+    Py_ssize_t offset = slot_offset(o, name, c, 0);
+    PyObject *v = offset == 0 ? NULL : *(PyObject **)((char *)o + offset);
+    return v != NULL ? Py_NewRef(v) : PyObject_GetAttr(o, name);
+}
+
+/* o.<name> = v as PyObject_SetAttr does it, into the slot as slot_get reads it. */
+static inline int slot_set(PyObject *o, PyObject *name, PyObject *v, SlotCache *c) {
+    Py_ssize_t offset = slot_offset(o, name, c, 1);
+    if (offset == 0) return PyObject_SetAttr(o, name, v);
+    PyObject **at = (PyObject **)((char *)o + offset), *was = *at;
+    *at = Py_NewRef(v);
+    Py_XDECREF(was);
+    return 0;
 }
 
 /* A new `type` tuple of DR_FIELDS items, stealing each (NULL items: out of memory; the tuple's
@@ -155,11 +223,16 @@ PyObject *put_cq_runs(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
  * cq_run_check found, for cq_run_write. */
 typedef struct {
     PyObject *consume_queue, *mapped; /* new references */
-    PyObject *units;                  /* borrowed from the run */
-    Py_buffer out;                    /* the file's mapping, held */
+    const unsigned char *units;       /* the run's, borrowed: alive to cq_run_write */
+    Py_ssize_t length;
+    Py_buffer out; /* the file's mapping, held */
     long long position, end, last_end;
 } CqTarget;
 int cq_run_check(PyObject *table, PyObject *run, CqTarget *t);
+/* cq_run_check of a run given as its values (topic, queue id, first queue offset, units). */
+int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
+                        long long queue_offset, const unsigned char *units, Py_ssize_t length,
+                        CqTarget *t);
 int cq_run_write(PyObject *dirty, CqTarget *t);
 void cq_target_release(CqTarget *t);
 PyObject *index_requests(PyObject *self, PyObject *args);
@@ -193,6 +266,26 @@ PyObject *now_ms(PyObject *self, PyObject *unused);
 #define PUT_BUCKETS 12
 extern const long long put_bucket_bounds_ms[PUT_BUCKETS];
 
+/* StoreStats' put counters and a StatsItem's, as int64s (counters.c): the types plain_pass
+ * adds to once it has checked them, and Python reads through member descriptors. */
+typedef struct {
+    long long times_total, size_total, time_sum_ns, time_max_ns;
+    long long distribution[PUT_BUCKETS + 1];
+} PutCounts;
+typedef struct {
+    PyObject_HEAD
+    PutCounts n;
+} PutCounters;
+typedef struct {
+    PyObject_HEAD
+    long long value, times;
+} StatsCounter;
+extern PyTypeObject PutCountersType, StatsCounterType;
+int put_bucket(long long elapsed_ns);
+/* Additions to the counts, -1 with OverflowError (nothing added) past int64. */
+int put_counters_add(PutCounts *c, long long messages, long long size);
+int put_counters_times(PutCounts *c, long long elapsed_ns, long long puts);
+
 /* What put_rows' records hand dispatch, packed as they are added (plain_dispatch.c). */
 typedef struct PlainPack PlainPack;
 /* One record as the packer takes it: the objects a wake-up passes on (borrowed), the numbers. */
@@ -205,6 +298,29 @@ PlainPack *plain_pack_new(void);
 int plain_pack_add(PlainPack *p, const PlainRecord *record);
 /* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
 PyObject *plain_pack_finish(PlainPack *p);
+/* A run of a pack as plain_pass reads it in place, before plain_pack_finish (which resizes
+ * the units: nothing here is valid after it). */
+typedef struct {
+    PyObject *topic, *queue_id; /* borrowed from the pack */
+    long long first;            /* the queue offset of its first unit */
+    const unsigned char *units;
+    Py_ssize_t length;
+} PackRun;
+/* The pack's runs in plain_pack_finish's order into `out`: their count, -1 past `room`. */
+Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
+/* plain_pack_finish's chunks of index entries (the open one closed), borrowed; NULL: error. */
+PyObject *plain_pack_chunks(PlainPack *p);
+long long plain_pack_last_ts(const PlainPack *p);
+/* put_rows' work, its results as they are made: the position, the replies, the totals and
+ * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
+ * held. put_rows_release drops what is left. */
+typedef struct {
+    Py_ssize_t position;
+    PyObject *replies, *totals; /* new references */
+    PlainPack *pack;
+} PutRowsOut;
+int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out);
+void put_rows_release(PutRowsOut *out);
 void plain_pack_free(PlainPack *p);
 PyObject *plain_dispatch(PyObject *self, PyObject *requests);
 

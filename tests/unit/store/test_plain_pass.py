@@ -262,3 +262,88 @@ def test_the_native_clock_is_the_wall_clock_in_ms() -> None:
     before = time.time_ns() // 1_000_000
     now = native.now_ms()
     assert before <= now <= mapped_file_queue.python_now_ms()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_counters_it_cannot_add_to_leave_the_rest_to_python(tmp_path: Path, way: str) -> None:
+    """The pass counts in the store's PutCounters and the topics' StatsCounters only: other
+    counters, or an addition that would pass int64 (the broker's item, which every topic
+    shares), stop it after the append; the stats it counts read back as on_puts' would."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x" * 10), ("U", 1, 0, b"", b"y" * 5)])
+    kind, replies = side.send(sends)
+    assert kind == "list" and len(replies) == 2
+    nums, _, broker = side.stats.put_items["T", CLUSTER]
+    assert (nums.value, nums.times, broker.value, broker.times) == (3, 3, 6, 6)  # seeds: 2, 4
+    assert side.stats.put_items["U", CLUSTER][1].value > 4 + 4 + 5  # the record's bytes
+    assert side.store.stats.runtime_info()["putMessageTimesTotal"] == "7"
+    top = (1 << 63) - 1
+    broker.value = top - 150  # checked against all the pass's additions, messages and bytes
+    assert side.send(sends[:1])[0] == "list"  # one record's fit
+    assert side.send(sends)[0] == "tuple"  # two records' may not: on_puts counts them
+    assert broker.value == top - 150 + 3
+    if native is not None:  # the twin StatsCounter is plain slots (broker/store/counters.py)
+        broker.value = top
+        with pytest.raises(OverflowError):  # Java's long: the Python path's member refuses
+            side.send(sends[:1])
+    broker.value = 0
+    stats = side.store.stats
+    side.store.stats = types.SimpleNamespace(
+        **{  # not PutCounters
+            name: getattr(stats, name) for name in ("put_message_times_total", "on_put_run")
+        }
+    )
+    assert side.send(sends[:1])[0] == "tuple"
+    side.store.stats = stats
+    assert side.send(sends[:1])[0] == "list"
+    side.store.shutdown()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_gates_flipping_between_passes_are_read_each_pass(tmp_path: Path, way: str) -> None:
+    """The store's gates and listeners' counters, kept in slots that the C reads at their
+    offsets (broker/store/slotted.py), are read anew by every pass: a gate closed between two
+    passes declines the next, opened again it is taken."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x")])
+    assert side.send(sends)[0] == "list"
+    store = side.store
+    gates = (
+        (store, "is_slave", True, False),
+        (store, "shutting_down", True, False),
+        (store, "loaded", False, True),
+        (store.clean, "disk_full", True, False),
+        (store.health, "writable", False, True),
+        (side.waiting, "count", 1, 0),
+    )
+    for target, name, closed, opened in gates:
+        setattr(target, name, closed)
+        assert side.send(sends)[0] == "NoneType", name
+        setattr(target, name, opened)
+        assert side.send(sends)[0] == "list", name
+    store.shutdown()
+
+
+@pytest.mark.parametrize("way", _ways()[:-1])
+def test_a_slot_shadowed_later_is_read_as_python_reads_it(tmp_path: Path, way: str) -> None:
+    """A class that puts a property where a slot was (a subclass, or the class changed after
+    passes ran) is read through it: nothing the C found before is taken as still true."""
+    side = Side(tmp_path, way)
+    sends = _rows_of([("T", 0, 0, b"", b"x")])
+    assert side.send(sends)[0] == "list"
+    store, health = side.store, side.store.health
+
+    class Fenced(type(health)):  # type: ignore[misc]
+        writable = property(lambda self: False)
+
+    health.__class__ = Fenced
+    assert side.send(sends)[0] == "NoneType"
+    health.__class__ = Fenced.__mro__[1]
+    assert side.send(sends)[0] == "list"
+    Fenced.writable = property(lambda self: True)  # the subclass changed: a new version
+    health.__class__ = Fenced
+    assert side.send(sends)[0] == "list"
+    Fenced.writable = property(lambda self: False)
+    assert side.send(sends)[0] == "NoneType"
+    health.__class__ = Fenced.__mro__[1]
+    store.shutdown()
