@@ -12,8 +12,8 @@
  * frame past int32. The caller then runs the general path, which decides every status.
  *
  * Like put_cq_runs, it reads attributes of the store's Python objects (the store's reader and
- * stats, the reader's tables, files, config and memory threshold; plain instance attributes
- * and slots, so no Python runs) and sets the counters of the stats objects: the Python lookups
+ * stats, the reader's tables, files, config and memory threshold; slots read at their offsets
+ * and plain instance attributes, so no Python runs) and sets the counters of the stats objects: the Python lookups
  * and additions are what it saves. `items` is the (messages, bytes, broker messages) StatsItem
  * triple of BrokerStatsManager.on_get. */
 #include <time.h>
@@ -48,8 +48,17 @@ static int intern_names(void) {
     return 0;
 }
 
+/* The reads and writes of those attributes, at their slots' offsets where the store's objects
+ * keep them in __slots__ (store.h slot_get/slot_set, broker/store/slotted.py), generic
+ * otherwise: one cache per name, as plain_pass.c keeps them. */
+static SlotCache get_sites[N_NAMES], set_sites[N_NAMES];
+static PyObject *get(PyObject *o, int name) { return slot_get(o, names[name], &get_sites[name]); }
+static int set(PyObject *o, int name, PyObject *v) {
+    return slot_set(o, names[name], v, &set_sites[name]);
+}
+
 static int int_attr(PyObject *o, int name, long long *value) {
-    PyObject *v = PyObject_GetAttr(o, names[name]);
+    PyObject *v = get(o, name);
     if (v == NULL) return -1;
     *value = as_long_long(v);
     Py_DECREF(v);
@@ -88,7 +97,7 @@ static PyObject *find_file(PyObject *queue, PyObject *files, long long offset) {
 
 /* A list attribute, a new reference (a TypeError when it is something else). */
 static PyObject *list_attr(PyObject *o, int name) {
-    PyObject *v = PyObject_GetAttr(o, names[name]);
+    PyObject *v = get(o, name);
     if (v != NULL && !PyList_CheckExact(v)) {
         PyErr_Format(PyExc_TypeError, "%s is not a list", spelled[name]);
         Py_CLEAR(v);
@@ -102,7 +111,7 @@ static int add_to(PyObject *o, int name, long long add) {
     if (int_attr(o, name, &v) < 0) return -1;
     PyObject *sum = PyLong_FromLongLong(v + add);
     if (sum == NULL) return -1;
-    int failed = PyObject_SetAttr(o, names[name], sum);
+    int failed = set(o, name, sum);
     Py_DECREF(sum);
     return failed;
 }
@@ -111,12 +120,12 @@ static int add_to(PyObject *o, int name, long long add) {
 static int count_found(PyObject *store, PyObject *items, long long count, long long size,
                        long long elapsed_ns) {
     long long max_ns;
-    PyObject *stats = PyObject_GetAttr(store, names[N_STATS]);
+    PyObject *stats = get(store, N_STATS);
     if (stats == NULL) return -1;
     int failed = int_attr(stats, N_TIME_MAX, &max_ns) < 0;
     if (!failed && elapsed_ns > max_ns) {
         PyObject *v = PyLong_FromLongLong(elapsed_ns);
-        failed = v == NULL || PyObject_SetAttr(stats, names[N_TIME_MAX], v) < 0;
+        failed = v == NULL || set(stats, N_TIME_MAX, v) < 0;
         Py_XDECREF(v);
     }
     failed = failed || add_to(stats, N_FOUND, 1) < 0 || add_to(stats, N_TRANSFERRED, count) < 0;
@@ -143,7 +152,7 @@ static int cq_units(PyObject *cq, long long queue_offset, long long max_msgs, Py
     PyObject *queue = NULL, *files = NULL, *mapped = NULL, *view = NULL;
     long long start_offset, wrote, min_logic;
     int status = -1;
-    if ((queue = PyObject_GetAttr(cq, names[N_QUEUE])) == NULL ||
+    if ((queue = get(cq, N_QUEUE)) == NULL ||
         (files = list_attr(queue, N_FILES)) == NULL)
         goto done;
     status = 0;
@@ -172,7 +181,7 @@ static int cq_units(PyObject *cq, long long queue_offset, long long max_msgs, Py
     if (wanted < (1LL << 40) && start + wanted * CQ_UNIT_SIZE < end)
         end = start + wanted * CQ_UNIT_SIZE;
     status = -1;
-    if ((view = PyObject_GetAttr(mapped, names[N_VIEW])) == NULL ||
+    if ((view = get(mapped, N_VIEW)) == NULL ||
         PyObject_GetBuffer(view, units, PyBUF_SIMPLE) < 0)
         goto done;
     if (end > units->len) end = units->len; /* a slice past the view's end stops at it */
@@ -196,8 +205,8 @@ done:
 static PyObject *log_segment(PyObject *reader, long long first, long long *max_phys) {
     PyObject *log = NULL, *queue = NULL, *files = NULL, *segment = NULL;
     long long last_start, last_size, last_wrote;
-    if ((log = PyObject_GetAttr(reader, names[N_COMMIT_LOG])) == NULL ||
-        (queue = PyObject_GetAttr(log, names[N_QUEUE])) == NULL ||
+    if ((log = get(reader, N_COMMIT_LOG)) == NULL ||
+        (queue = get(log, N_QUEUE)) == NULL ||
         (files = list_attr(queue, N_FILES)) == NULL || PyList_GET_SIZE(files) == 0)
         goto done;
     PyObject *last = PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1);
@@ -218,7 +227,7 @@ done:
 
 /* The transfer limits and memory threshold of `reader` (its config, live). */
 static int limits_of(PyObject *reader, ScanLimits *l) {
-    PyObject *config = PyObject_GetAttr(reader, names[N_CONFIG]);
+    PyObject *config = get(reader, N_CONFIG);
     int failed = config == NULL || int_attr(reader, N_THRESHOLD, &l->threshold) < 0 ||
                  int_attr(config, N_DISK_BYTES, &l->disk_bytes) < 0 ||
                  int_attr(config, N_DISK_COUNT, &l->disk_count) < 0 ||
@@ -246,7 +255,7 @@ static int read_found(PyObject *reader, PyObject *cq, long long queue_offset, lo
         goto done;
     }
     if (int_attr(segment, N_START, &seg_start) < 0 || int_attr(segment, N_WROTE, &seg_wrote) < 0 ||
-        (view = PyObject_GetAttr(segment, names[N_VIEW])) == NULL || limits_of(reader, &l) < 0)
+        (view = get(segment, N_VIEW)) == NULL || limits_of(reader, &l) < 0)
         goto done;
     if (!PyMemoryView_Check(view)) {
         PyErr_SetString(PyExc_TypeError, "a segment's view is a memoryview");
@@ -308,9 +317,9 @@ PyObject *pull_found(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (intern_names() < 0) return NULL;
     PyObject *store = args[0], *reader = NULL, *cq_table = NULL, *table = NULL;
     PyObject *buffers = NULL, *result = NULL;
-    if ((reader = PyObject_GetAttr(store, names[N_READER])) == NULL ||
-        (cq_table = PyObject_GetAttr(reader, names[N_CONSUME_QUEUES])) == NULL ||
-        (table = PyObject_GetAttr(cq_table, names[N_BY_TOPIC])) == NULL)
+    if ((reader = get(store, N_READER)) == NULL ||
+        (cq_table = get(reader, N_CONSUME_QUEUES)) == NULL ||
+        (table = get(cq_table, N_BY_TOPIC)) == NULL)
         goto done;
     if (!PyDict_CheckExact(table)) {
         PyErr_SetString(PyExc_TypeError, "by_topic is a dict");
