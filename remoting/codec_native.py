@@ -8,12 +8,12 @@ remoting/java_hash.py when it is None.
 
 from __future__ import annotations
 
-from remoting import idle_sleep
+from remoting import idle_sleep, lone_loop
 from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 14
+ABI_VERSION = 15
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",
@@ -39,6 +39,8 @@ NAMES = (
     "configure_header_scan",
     "idle_wait",
     "answer_lone",
+    "serve_lone",
+    "LoneLooks",
 )
 # What the C defines too (remoting/native/record_layout.h, codec/module.c): one definition
 # each, held equal here.
@@ -56,6 +58,10 @@ CONSTANTS = {
     "IDLE_MAX_TASKS": idle_sleep.MAX_TASKS,
     "IDLE_MAX_EVENTS": idle_sleep.MAX_EVENTS,
     "IDLE_MAX_SLEEP_S": idle_sleep.MAX_SLEEP_S,
+    "LOOKS_PROBE_EVERY": lone_loop.PROBE_EVERY,
+    "LOOKS_ONE": lone_loop.LOOKS_ONE,
+    "LOOKS_ENOUGH": lone_loop.LOOKS_ENOUGH,
+    "LOOKS_WEIGHT_SHIFT": lone_loop.LOOKS_WEIGHT_SHIFT,
 }
 
 native = load(

@@ -69,6 +69,9 @@ class IdleSleep:
             perf_counter,
         )
         wait = idle_wait_reference if native is None else native.idle_wait
+        # idle_wait's first argument (the selector's lone loop, remoting/lone_loop.py, sleeps
+        # with it too).
+        self.state = state
         # sleep(flush, resumed_by_trio): idle_wait's, bound to this run's state (a C call when
         # the codec is built: no Python frame per sleep).
         self.sleep: Callable[[Callable[[], None] | None, bool], list[tuple[int, int]] | None] = (

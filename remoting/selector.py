@@ -40,14 +40,17 @@ from __future__ import annotations
 import logging
 import select
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
 
+from remoting.codec_native import native
 from remoting.command import EncodedReply
 from remoting.frame import Frame
 from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
+from remoting.lone_loop import LoneLooksReference, serve_lone_reference
 from remoting.reading import finish_round
 from remoting.receive import answer_lone, recv_round
 from remoting.writes import WRITE_HIGH_WATER, ThreadWrites
@@ -74,44 +77,10 @@ _LONE_KINDS = (Frame, EncodedReply, ThreadWrites, WRITE_HIGH_WATER)
 ROUNDS_PER_PASS = 4
 PASS_BUDGET_S = 0.001
 
-
-class LoneLooks:
-    """Whether the selector looks again, after a plain checkpoint, when a pass served one read
-    and then found nothing (one client, one request at a time). A look that finds the next
-    request saves a sleep and a wake-up; one that finds nothing costs a Trio pass and an
-    epoll_wait. A load generator on the same host answering at once had its next request in
-    for ~40% of such looks, in bursts, and looking every time was the cheaper for it; a Python
-    client that works between requests for ~0.4% (5 in 1,206), and a client across a network
-    for none. So the selector keeps a running share of looks that found work (each new one
-    weighs 1/8) and looks while it is at least 1/32 (about 26 misses in a row end the looks;
-    stopping at 1/8 or 1/4 stopped them for the fast client too, its misses come in runs);
-    below that it tries one look every PROBE_EVERY lone passes, so that a client turning fast
-    is noticed."""
-
-    PROBE_EVERY = 16
-    # The share in 1/1024ths.
-    _ONE, _ENOUGH, _WEIGHT_SHIFT = 1024, 32, 3
-
-    def __init__(self) -> None:
-        self._share = self._ONE
-        self._since_probe = 0
-
-    def paying(self) -> bool:
-        """Whether such looks have lately been finding work (no probe counted)."""
-        return self._share >= self._ENOUGH
-
-    def look_again(self) -> bool:
-        if self._share >= self._ENOUGH:
-            return True
-        self._since_probe += 1
-        if self._since_probe < self.PROBE_EVERY:
-            return False
-        self._since_probe = 0
-        return True
-
-    def looked(self, found: bool) -> None:
-        """What the look after a lone pass found."""
-        self._share += ((self._ONE if found else 0) - self._share) >> self._WEIGHT_SHIFT
+# Whether looks after a lone read find work (remoting/lone_loop.py), and the lone requests
+# served between idle sleeps in one call (its serve_lone_reference says what it returns).
+LoneLooks: Any = LoneLooksReference if native is None else native.LoneLooks
+serve_lone: Any = serve_lone_reference if native is None else native.serve_lone
 
 
 class ReadSelector:
@@ -165,9 +134,15 @@ class ReadSelector:
         epoll_fd = self._epoll.fileno()
         lone = LoneLooks()
         idle = self._idle = IdleSleep.for_current_run()
+        serve = None
         if idle is not None:
             for fd in self._connections:
                 idle.add(fd)
+            # serve(resumed, lone_look): the idle sleeps, and the lone plain requests they
+            # name one at a time, until anything else happens (remoting/lone_loop.py).
+            serve = partial(
+                serve_lone, lone, idle.state, self._connections, self._plain, _LONE_KINDS, flush
+            )
         task_status.started()
         try:
             look = lone_look = False
@@ -176,29 +151,33 @@ class ReadSelector:
                 # When Trio has nothing else to do, its pass before a look would only look and
                 # its wait only wait: the idle sleep (it returns at once with whatever is
                 # ready, else sleeps) takes their place, after any pass; when it declines,
-                # they run as before. ``ready``: the sockets it returned, the pass's first
-                # round.
-                if idle is not None and (ready := idle.sleep(flush, resumed)) is not None:
-                    # In place of a look after a lone read: while the sleep answers, such
-                    # looks (after a checkpoint, or within the pass) save nothing, so it
-                    # counts as one that found nothing and they stop.
-                    if lone_look:
-                        lone.looked(False)
-                    resumed = False
-                    if len(ready) == 1:
-                        # One socket woke it: a lone read (a pass would end after it: no
-                        # clock, budget or look). The next sleep, or Trio's before_io_wait
-                        # when it declines, kicks the sender for what the read left queued.
-                        self._read_lone(ready[0][0])
+                # they run as before. A sleep that answers stands in for a look after a lone
+                # read: while the sleep answers, such looks (after a checkpoint, or within the
+                # pass) save nothing, so it counts as one that found nothing and they stop.
+                # One socket woke it: a lone read (a pass would end after it: no clock,
+                # budget or look); the next sleep, or Trio's before_io_wait when it declines,
+                # kicks the sender for what the read left queued. ``serve`` does all that
+                # for as long as the lone reads are plain requests answered at once.
+                ready = None
+                if serve is not None:
+                    got = serve(resumed, lone_look)
+                    if type(got) is tuple:  # a lone read it did not finish
+                        resumed = False
+                        self._lone_rest(got)
                         lone_look = look = lone.look_again()
                         continue
-                    lone_look = False
-                elif look:
-                    await checkpoint()
-                    ready, resumed = None, True
-                else:
-                    await wait_readable(epoll_fd)
-                    ready, resumed = None, True
+                    if type(got) is list:  # several sockets: the pass's first round
+                        resumed = lone_look = False
+                        ready = got
+                    elif got is not None:  # lone reads, then the sleep declined
+                        resumed = False
+                        lone_look = look = got
+                if ready is None:
+                    if look:
+                        await checkpoint()
+                    else:
+                        await wait_readable(epoll_fd)
+                    resumed = True
                 found, more = self._pass(poll, flush, clock, lone, ready)
                 if lone_look:  # a look after a lone read (or a probe), through Trio's pass
                     lone.looked(found > 0)
@@ -212,6 +191,28 @@ class ReadSelector:
                 self._idle = None
                 idle.close()
             self._epoll.close()
+
+    def _lone_rest(self, got: tuple[Any, ...]) -> None:
+        """What ``serve_lone`` handed back of a lone read: (fd,) a socket it did not read,
+        (connection, answer) ``answer_lone``'s answer to finish, (connection, None, exc) the
+        error it raised."""
+        if len(got) == 1:
+            self._read_lone(got[0])
+            return
+        connection = got[0]
+        if len(got) == 3:
+            self._failed(connection, got[2])
+            reading = False
+        else:
+            try:
+                reading = got[1]
+                if type(reading) is not bool:
+                    reading = connection.lone_rest(reading)
+            except Exception:
+                self._failed(connection)
+                reading = False
+        if not reading:
+            self.remove(connection)
 
     def _read_lone(self, fd: int) -> None:
         """The one ready socket's read: a plain connection's read, handler call and reply in
@@ -238,7 +239,7 @@ class ReadSelector:
         poll: Callable[[float, int], list[tuple[int, int]]],
         flush: Callable[[], None] | None,
         clock: Callable[[], float],
-        lone: LoneLooks,
+        lone: Any,
         ready: list[tuple[int, int]] | None,
     ) -> tuple[int, bool]:
         """Read rounds until a look finds nothing, up to the pass's bounds: the events found,

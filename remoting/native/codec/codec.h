@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 14
+#define CODEC_ABI_VERSION 15
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -54,12 +54,22 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *idle_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* lone_loop.c: the selector's LoneLooks as a C type, and its lone requests' loop. */
+extern PyTypeObject LoneLooksType;
+PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The idle sleep's bounds (idle.c; remoting/idle_sleep.py's MAX_TASKS, MAX_EVENTS and
  * MAX_SLEEP_S, held equal at load). */
 #define IDLE_MAX_TASKS 256
 #define IDLE_MAX_EVENTS 64
 #define IDLE_MAX_SLEEP_S 86400.0
+
+/* LoneLooks' share and probe (remoting/lone_loop.py's PROBE_EVERY, LOOKS_ONE, LOOKS_ENOUGH and
+ * LOOKS_WEIGHT_SHIFT, held equal at load). */
+#define LOOKS_PROBE_EVERY 16
+#define LOOKS_ONE 1024
+#define LOOKS_ENOUGH 32
+#define LOOKS_WEIGHT_SHIFT 3
 
 /* The MessageSysFlag bits a client decides (remoting/wire_types.py CLIENT_SYS_FLAG_BITS): the
  * rest of a sent sysFlag is cleared. */

@@ -66,6 +66,8 @@ static PyMethodDef methods[] = {
      "A lone request's read, handler call and encoded reply in one call (remoting.receive)."},
     {"idle_wait", (PyCFunction)(void (*)(void))idle_wait, METH_FASTCALL,
      "The selector's idle sleep: Trio's state checked, the kick, the wait (remoting.idle_sleep)."},
+    {"serve_lone", (PyCFunction)(void (*)(void))serve_lone, METH_FASTCALL,
+     "A lock-step client's lone requests served sleep after sleep (remoting.lone_loop)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,
@@ -77,6 +79,27 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "remoting._codec", "Native twins of the record codec's loops.", -1,
     methods,
 };
+
+/* LoneLooks, with its bounds as the module's constants and PROBE_EVERY as the class's (the
+ * twin's class attribute). */
+static int add_looks_type(PyObject *m) {
+    if (PyType_Ready(&LoneLooksType) < 0) return -1;
+    PyObject *probe = PyLong_FromLong(LOOKS_PROBE_EVERY);
+    int set = probe == NULL ? -1 : PyDict_SetItemString(LoneLooksType.tp_dict, "PROBE_EVERY", probe);
+    Py_XDECREF(probe);
+    if (set < 0) return -1;
+    PyType_Modified(&LoneLooksType);
+    Py_INCREF(&LoneLooksType);
+    if (PyModule_AddObject(m, "LoneLooks", (PyObject *)&LoneLooksType) < 0) {
+        Py_DECREF(&LoneLooksType);
+        return -1;
+    }
+    return PyModule_AddIntConstant(m, "LOOKS_PROBE_EVERY", LOOKS_PROBE_EVERY) < 0 ||
+                   PyModule_AddIntConstant(m, "LOOKS_ONE", LOOKS_ONE) < 0 ||
+                   PyModule_AddIntConstant(m, "LOOKS_ENOUGH", LOOKS_ENOUGH) < 0 ||
+                   PyModule_AddIntConstant(m, "LOOKS_WEIGHT_SHIFT", LOOKS_WEIGHT_SHIFT) < 0
+               ? -1 : 0;
+}
 
 PyMODINIT_FUNC PyInit__codec(void) {
     static const char *const scan_fields[] = {
@@ -92,6 +115,7 @@ PyMODINIT_FUNC PyInit__codec(void) {
         PyModule_AddIntConstant(m, "IDLE_MAX_TASKS", IDLE_MAX_TASKS) < 0 ||
         PyModule_AddIntConstant(m, "IDLE_MAX_EVENTS", IDLE_MAX_EVENTS) < 0 ||
         PyModule_AddObject(m, "IDLE_MAX_SLEEP_S", PyFloat_FromDouble(IDLE_MAX_SLEEP_S)) < 0 ||
+        add_looks_type(m) < 0 ||
         add_field_names(m, "RECORD_SCAN_FIELDS", scan_fields, 10) < 0 ||
         add_field_names(m, "BATCH_ENTRY_FIELDS", entry_fields, 3) < 0) {
         Py_DECREF(m);
