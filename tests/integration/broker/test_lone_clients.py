@@ -1,8 +1,10 @@
-"""Lock-step clients against a real broker, each with one request in flight (the selector's
-lone requests, served between idle sleeps by one call: remoting/lone_loop.py), while other
+"""Lock-step clients against a real NameServer and broker, each with one request in flight
+(the selector's lone requests, served between idle sleeps by one call: remoting/lone_loop.py):
+senders, and a consumer whose long-polling pulls are held until messages come, while other
 connections pipeline, close in the middle of a request or send garbage. Every lock-step
-request is answered in order with its own offset, the pipelined sends in their order, the
-broken connections are dropped alone, and every message is stored once."""
+request is answered in order with its own offset, the pulls see the queue in order, the
+pipelined sends are answered in their order, the broken connections are dropped alone, and
+every message is stored once."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from remoting import message as codec
 from remoting.client import RemotingClient
+from remoting.codes import ResponseCode
 from remoting.command import RemotingCommand, decode_command, encode_command_bytes
 from remoting.frame import FrameDecoder
-from tests.kits.brokerkit import broker_conf, pull_all, send_request, start_broker
+from tests.kits.brokerkit import pull_all, pull_request, send_request, start_cluster
 
 LOCK_STEP, SENDS, PIPELINED = 4, 150, 40
 TOPIC = "LoneClients"
@@ -53,6 +56,25 @@ def _lock_step(addr: str, index: int) -> list[tuple[bytes, int]]:
     return out
 
 
+def _puller(addr: str, want: int) -> list[int]:
+    """Lock-step long-polling pulls of queue 0 from its start until ``want`` messages were
+    seen: their queue offsets, in the order pulled."""
+    seen: list[int] = []
+    offset = 0
+    with _connect(addr) as sock:
+        decoder = FrameDecoder()
+        while len(seen) < want:
+            request = pull_request(TOPIC, 0, offset, suspend_ms=20_000)
+            sock.sendall(encode_command_bytes(request))
+            (reply,) = _replies(sock, decoder, 1)
+            assert reply.opaque == request.opaque
+            assert reply.code in (0, ResponseCode.PULL_NOT_FOUND), (reply.code, reply.remark)
+            if reply.code == 0:
+                seen += [m.queue_offset for m in codec.decode_messages(reply.body)]
+            offset = int(reply.ext("nextBeginOffset"))
+    return seen
+
+
 def _pipelined(addr: str, tag: str) -> list[tuple[bytes, int]]:
     with _connect(addr) as sock:
         requests = [send_request(TOPIC, f"{tag}-{n}".encode()) for n in range(PIPELINED)]
@@ -83,16 +105,21 @@ def _broken(addr: str) -> list[bytes]:
 async def test_lock_step_clients_beside_pipelined_closed_and_garbage_ones(
     processes, tmp_path
 ) -> None:
-    addr = start_broker(processes, broker_conf(tmp_path, autoCreateTopicEnable="true")).addr
+    _, broker = start_cluster(processes, tmp_path, autoCreateTopicEnable="true")
+    addr = broker.addr
     # The topic exists before the clients race: its first sends create it.
     first = _pipelined(addr, "first")
-    with ThreadPoolExecutor(LOCK_STEP + 2) as pool:
+    want = LOCK_STEP * SENDS + 2 * PIPELINED
+    with ThreadPoolExecutor(LOCK_STEP + 3) as pool:
+        pulled = pool.submit(_puller, addr, want)
         lone = [pool.submit(_lock_step, addr, i) for i in range(LOCK_STEP)]
         piped = pool.submit(_pipelined, addr, "piped")
         broken = pool.submit(_broken, addr)
         results = [f.result(TIMEOUT_S) for f in lone]
         piped_result = piped.result(TIMEOUT_S)
         broken_bodies = broken.result(TIMEOUT_S)
+        pulled_offsets = pulled.result(TIMEOUT_S)
+    assert pulled_offsets == list(range(len(pulled_offsets)))
     everyone = (first, *results, piped_result)
     for mine in everyone:
         offsets = [offset for _, offset in mine]
