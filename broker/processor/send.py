@@ -16,6 +16,7 @@ from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
 from broker.processor.send_plain import (
     QueueBounds,
     born_host,
+    lone_front,
     plain_decoder_built,
     plain_round,
     plain_send_reply,
@@ -135,6 +136,9 @@ class SendMessageProcessor:
             server.register(code, self.handle)
             server.register_group(code, self.handle_group)
         server.register_round(functools.partial(plain_round, self))
+        front = lone_front(server, self, SendMessageProcessor.handle)
+        if front is not None:  # a lone plain send answered in C (send_plain.py)
+            server.register_front(front)
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.broker.send_back.handle)
 
     # ------------------------------------------------------------------------ checks
@@ -223,6 +227,10 @@ class SendMessageProcessor:
             reply = plain_send_reply(self, connection, request)
         if reply is not None:
             return reply
+        return self.reference_one(connection, request)
+
+    def reference_one(self, connection: Connection, request: RemotingCommand) -> Any:
+        """A send the plain pass did not take: Java's checks and one put."""
         msg, batch, wait = self.prepare(connection, request)
         return self._store_one(request, msg, batch, wait)
 
