@@ -261,6 +261,15 @@ static PyObject *lone_send_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         return NULL;
     }
     if (intern_names() < 0) return NULL;
+    /* the reply is made by setting its two slots (encoded_reply): a type without them is
+     * refused here, before any send could be stored and then fail to be answered */
+    PyTypeObject *reply = (PyTypeObject *)o[8];
+    if (slot_member(reply, names[N_CODE]) == NULL || slot_member(reply, names[N_BUFFERS]) == NULL ||
+        reply->tp_itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "LoneSend: the reply type must have code and buffers "
+                                         "slots");
+        return NULL;
+    }
     LoneSend *self = (LoneSend *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     PyObject **fields[10] = {&self->server, &self->processor, &self->handle, &self->plain_rows,

@@ -331,7 +331,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     good = (object(), object(), SendMessageProcessor.handle, len, set(), frozenset(), (), set(),
             EncodedReply, len, (V1, V2), 2)  # fmt: skip
     store_native.LoneSend(*good)
-    for index, bad in [(2, len), (4, frozenset()), (5, set()), (6, []), (8, object()),
+    for index, bad in [(2, len), (4, frozenset()), (5, set()), (6, []), (8, object()), (8, int),
                        (10, (V1,)), (10, ("a", "b")), (11, 0), (11, "2")]:  # fmt: skip
         args = list(good)
         args[index] = bad
