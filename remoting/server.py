@@ -104,6 +104,10 @@ def _run_group(
 
 
 class RemotingServer:
+    # What a request handler in C reads at every request (the broker's lone-send front,
+    # broker/store/native/lone_send.c), at their offsets; the rest are ordinary attributes.
+    __slots__ = ("__dict__", "__weakref__", "authorize", "processors")
+
     def __init__(
         self,
         host: str,

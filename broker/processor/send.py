@@ -24,6 +24,7 @@ from broker.processor.send_plain import (
 )
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
+from broker.store.slotted import Slotted
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from broker.transaction import TransactionalMessageService
@@ -116,7 +117,10 @@ def _check_delay_level(delay: str) -> None:
         )
 
 
-class SendMessageProcessor:
+class SendMessageProcessor(Slotted):
+    # What the lone-send front reads at every send (send_plain.lone_front), at their offsets
+    __slots__ = ("broker", "plain_mode", "queue_bounds")
+
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         store_config = broker.store_config
