@@ -60,6 +60,7 @@ from broker.stats import BrokerStatsManager
 from broker.store.config import BrokerRole, MessageStoreConfig
 from broker.store.delay_level import parse_delay_levels
 from broker.store.message_store import DefaultMessageStore
+from broker.store.slotted import Slotted
 from broker.store.types import PutMessageStatus
 from broker.subscription_group import SubscriptionGroupManager
 from broker.timer.service import TimerMessageService, TimerProgress
@@ -80,7 +81,11 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class BrokerController:
+class BrokerController(Slotted):
+    # What the lone-send front reads at every send (broker/store/native/lone_send.c), read at
+    # their offsets (broker/store/slotted.py); every other attribute is an ordinary one.
+    __slots__ = ("config", "min_in_sync_slaves", "registrar", "stats", "store")
+
     def __init__(
         self,
         config: BrokerConfig,

@@ -19,6 +19,7 @@ import trio
 from broker.config import BrokerConfig
 from broker.registration import BrokerIdentity, BrokerOuterAPI, RegisterResult
 from broker.store.config import BrokerRole, MessageStoreConfig
+from broker.store.slotted import Slotted
 from broker.topic_config import TopicConfigManager
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,9 @@ class HaState:
     changed: trio.Event = attrs.Factory(trio.Event)
 
 
-class NamesrvRegistrar:
+class NamesrvRegistrar(Slotted):
+    __slots__ = ("fenced",)  # read by the lone-send front in C (broker/store/slotted.py)
+
     def __init__(
         self,
         config: BrokerConfig,

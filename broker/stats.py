@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 
 from broker.store.counters import StatsCounter
+from broker.store.slotted import Slotted
 from remoting.body import BrokerStatsItem
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -72,7 +73,9 @@ def _count(items: tuple[StatsItem, StatsItem, StatsItem], count: int, size: int)
     broker_nums.times += 1
 
 
-class BrokerStatsManager:
+class BrokerStatsManager(Slotted):
+    __slots__ = ("put_items",)  # read by the plain passes in C (broker/store/slotted.py)
+
     def __init__(self, clock: Callable[[], int]) -> None:
         self.clock = clock
         self.items: dict[tuple[str, str], StatsItem] = {}

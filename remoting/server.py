@@ -104,6 +104,10 @@ def _run_group(
 
 
 class RemotingServer:
+    # What a request handler in C reads at every request (the broker's lone-send front,
+    # broker/store/native/lone_send.c), at their offsets; the rest are ordinary attributes.
+    __slots__ = ("__dict__", "__weakref__", "authorize", "processors")
+
     def __init__(
         self,
         host: str,
@@ -129,6 +133,7 @@ class RemotingServer:
         self.processors: dict[int, Processor] = dict(processors or {})
         self.group_processors: dict[int, GroupProcessor] = {}
         self.round_processor: RoundProcessor | None = None
+        self.front: Processor | None = None
         self.default_processor = default_processor
         self.authorize = authorize
         self.connections: set[Connection] = set()
@@ -172,6 +177,13 @@ class RemotingServer:
         ACL asks first: its results, or None having done nothing (the round then goes on as
         below). The broker's round of plain sends (broker/processor/send_plain.py)."""
         self.round_processor = processor
+
+    def register_front(self, front: Processor) -> None:
+        """``front(connection, request)`` answers every request exactly as ``handle_request``
+        would (calling it for what it does not take itself): the request handler of the
+        connections made from now on. The broker's lone plain send in C
+        (broker/processor/send_plain.py lone_front)."""
+        self.front = front
 
     def handle_requests(
         self, connection: Connection, requests: list[RemotingCommand]
@@ -313,6 +325,7 @@ class RemotingServer:
     async def _connection(self, stream: trio.SocketStream) -> Connection | None:
         """The seam between plain and TLS: a plain connection is read by the selector and
         written by the sender thread; a TLS one has its own reader and writer tasks."""
+        handler = self.handle_request if self.front is None else self.front
         limits = {
             "max_frame_bytes": self._max_frame_bytes,
             "idle_timeout_s": self._idle_timeout_s,
@@ -326,12 +339,10 @@ class RemotingServer:
             if served is None:
                 return None
             if isinstance(served, trio.SSLStream):
-                return TlsConnection(
-                    served, self.handle_request, group_handler=self.handle_requests, **limits
-                )
+                return TlsConnection(served, handler, group_handler=self.handle_requests, **limits)
         return Connection(
             stream,
-            self.handle_request,
+            handler,
             group_handler=self.handle_requests,
             sender=self._sender,
             selector=self._selector,

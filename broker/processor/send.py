@@ -16,6 +16,7 @@ from broker.processor.send_batch_plain import plain_batch_reply, plain_batches
 from broker.processor.send_plain import (
     QueueBounds,
     born_host,
+    lone_front,
     plain_decoder_built,
     plain_round,
     plain_send_reply,
@@ -23,6 +24,7 @@ from broker.processor.send_plain import (
 )
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
+from broker.store.slotted import Slotted
 from broker.store.types import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from broker.transaction import TransactionalMessageService
@@ -115,7 +117,10 @@ def _check_delay_level(delay: str) -> None:
         )
 
 
-class SendMessageProcessor:
+class SendMessageProcessor(Slotted):
+    # What the lone-send front reads at every send (send_plain.lone_front), at their offsets
+    __slots__ = ("broker", "plain_mode", "queue_bounds")
+
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
         store_config = broker.store_config
@@ -135,6 +140,9 @@ class SendMessageProcessor:
             server.register(code, self.handle)
             server.register_group(code, self.handle_group)
         server.register_round(functools.partial(plain_round, self))
+        front = lone_front(server, self, SendMessageProcessor.handle)
+        if front is not None:  # a lone plain send answered in C (send_plain.py)
+            server.register_front(front)
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.broker.send_back.handle)
 
     # ------------------------------------------------------------------------ checks
@@ -223,6 +231,10 @@ class SendMessageProcessor:
             reply = plain_send_reply(self, connection, request)
         if reply is not None:
             return reply
+        return self.reference_one(connection, request)
+
+    def reference_one(self, connection: Connection, request: RemotingCommand) -> Any:
+        """A send the plain pass did not take: Java's checks and one put."""
         msg, batch, wait = self.prepare(connection, request)
         return self._store_one(request, msg, batch, wait)
 

@@ -24,6 +24,7 @@ from broker.processor.send_reply import REPLY_PIECES
 from broker.store.dispatch import ALWAYS_HEARD
 from broker.store.group_put import finish_plain_run, put_plain_run
 from broker.store.plain_pass import plain_pass
+from broker.store.store_native import native as store_native
 from broker.timer.transform import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
 from remoting import constants as K
 from remoting import message as codec
@@ -160,6 +161,43 @@ def plain_send_reply(
     host = getattr(connection, "born_host", None) or born_host(connection)
     replies = _store_plain(processor, host, [request])
     return EncodedReply(0, replies) if replies else None
+
+
+def lone_front(server: Any, processor: SendMessageProcessor, handle: Any) -> Any:
+    """The server's request handler that answers a lone plain send in C (the store module's
+    LoneSend, lone_send.c, which says what it reads and when it hands a request to the
+    Python path), or None where it is not built: then the server calls its
+    ``handle_request``, as it does for every request in pure mode. ``handle`` is the function
+    the processor's registered handlers bind (SendMessageProcessor.handle): the front takes a
+    send only while the server's table holds that processor's. Built only where the chain it
+    stands in for would call the same C (the native rows and pass)."""
+    if store_native is None or plain_pass is not store_native.plain_pass:
+        return None
+    if native is None or plain_rows is not native.plain_send_rows:
+        return None
+    return store_native.LoneSend(
+        server, processor, handle, plain_rows, valid_topics, _SPECIAL, REPLY_PIECES,
+        ALWAYS_HEARD, EncodedReply, lone_rest, (_V1, _V2), _PERM_WRITE,
+    )  # fmt: skip
+
+
+def lone_rest(
+    processor: SendMessageProcessor,
+    connection: Connection,
+    request: RemotingCommand,
+    rows: list[tuple[Any, ...]],
+    passed: Any,
+    cluster: str,
+) -> Any:
+    """What the lone send's chain does after ``plain_pass`` returned ``passed``, for LoneSend
+    when that was not a non-empty list: ``_store_plain``'s tail, ``plain_send_reply``'s reply
+    and, when nothing was stored, ``handle``'s reference path."""
+    replies = (
+        passed if type(passed) is list else _store_rest(processor.broker, rows, passed, cluster)
+    )
+    if replies:
+        return EncodedReply(0, replies)
+    return processor.reference_one(connection, request)
 
 
 def _store_plain(

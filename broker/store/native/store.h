@@ -10,7 +10,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 10
+#define STORE_ABI_VERSION 11
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -281,6 +281,8 @@ typedef struct {
     long long value, times;
 } StatsCounter;
 extern PyTypeObject PutCountersType, StatsCounterType;
+/* A server's request handler for lone plain sends (lone_send.c). */
+extern PyTypeObject LoneSendType;
 int put_bucket(long long elapsed_ns);
 /* Additions to the counts, -1 with OverflowError (nothing added) past int64. */
 int put_counters_add(PutCounts *c, long long messages, long long size);
