@@ -43,13 +43,7 @@ static const char *const spelled[N_NAMES] = {
 static PyObject *names[N_NAMES];
 static SlotCache sites[N_NAMES], reply_sites[2];
 
-static int intern_names(void) {
-    if (names[N_NAMES - 1] != NULL) return 0;
-    for (int i = 0; i < N_NAMES; i++)
-        if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(spelled[i])) == NULL)
-            return -1;
-    return 0;
-}
+static int intern_names(void) { return intern_table(names, spelled, N_NAMES); }
 
 typedef struct {
     PyObject_HEAD

@@ -54,13 +54,7 @@ static const char *const spelled[N_NAMES] = {
 };
 static PyObject *names[N_NAMES];
 
-static int intern_names(void) {
-    if (names[N_NAMES - 1] != NULL) return 0;
-    for (int i = 0; i < N_NAMES; i++)
-        if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(spelled[i])) == NULL)
-            return -1;
-    return 0;
-}
+static int intern_names(void) { return intern_table(names, spelled, N_NAMES); }
 
 /* A failed read in a check: 0 (declined, the error cleared) unless it is out of memory or not
  * an Exception (-1, left set): the Python path meets the same values and says what they are. */

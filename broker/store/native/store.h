@@ -72,6 +72,16 @@ static inline long long as_long_long(PyObject *o) {
     return value;
 }
 
+/* A C file's attribute names, interned once: names[i] spelled spelled[i], the last one set
+ * only when all are (what the callers test). 0, or -1 with the error. */
+static inline int intern_table(PyObject **names, const char *const *spelled, int count) {
+    if (names[count - 1] != NULL) return 0;
+    for (int i = 0; i < count; i++)
+        if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(spelled[i])) == NULL)
+            return -1;
+    return 0;
+}
+
 /* o.<name> as PyObject_GetAttr gives it (a new reference, or NULL with the error), read at
  * its slot's offset when the type's own lookup (CPython's method cache) names a __slots__
  * member there, as the generic path would then read (broker/store/slotted.py says which of
