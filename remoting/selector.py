@@ -201,21 +201,11 @@ class ReadSelector:
         error it raised."""
         if len(got) == 1:
             self._read_lone(got[0])
-            return
-        connection = got[0]
-        if len(got) == 3:
-            self._failed(connection, got[2])
-            reading = False
+        elif len(got) == 3:
+            self._failed(got[0], got[2])
+            self.remove(got[0])
         else:
-            try:
-                reading = got[1]
-                if type(reading) is not bool:
-                    reading = connection.lone_rest(reading)
-            except Exception:
-                self._failed(connection)
-                reading = False
-        if not reading:
-            self.remove(connection)
+            self._finish_lone(got[0], got[1])
 
     def _read_lone(self, fd: int) -> None:
         """The one ready socket's read: a plain connection's read, handler call and reply in
@@ -229,11 +219,20 @@ class ReadSelector:
                 reading = connection.on_readable()
             else:
                 reading = answer_lone(entry, fd, _LONE_KINDS)
-                if type(reading) is not bool:
-                    reading = connection.lone_rest(reading)
         except Exception:
             self._failed(connection)
             reading = False
+        self._finish_lone(connection, reading)
+
+    def _finish_lone(self, connection: Connection, reading: Any) -> None:
+        """A lone read's outcome: True or False (whether the connection reads on), or what
+        ``answer_lone`` left for the connection to finish (``lone_rest``)."""
+        if type(reading) is not bool:
+            try:
+                reading = connection.lone_rest(reading)
+            except Exception:
+                self._failed(connection)
+                reading = False
         if not reading:
             self.remove(connection)
 
