@@ -3,6 +3,7 @@ RemotingCommands over TCP, so the tests pin the wire behaviour, not a client lib
 
 from __future__ import annotations
 
+import socket
 import uuid
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from remoting import properties
 from remoting.body import KVTable, TopicRouteData
 from remoting.client import RemotingClient
 from remoting.codes import RequestCode
-from remoting.command import RemotingCommand
+from remoting.command import RemotingCommand, decode_command
+from remoting.frame import FrameDecoder
 from remoting.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from remoting.serde import decode_body, encode_header_fields
 from tests.harness import (
@@ -25,6 +27,18 @@ from tests.harness import (
 )
 
 TIMEOUT_S = 10.0
+
+
+def read_replies(sock: socket.socket, decoder: FrameDecoder, count: int) -> list[RemotingCommand]:
+    """The next ``count`` commands on a blocking client socket, through the connection's own
+    ``decoder`` (bytes of a later frame stay in it for the next call)."""
+    replies: list[RemotingCommand] = []
+    while len(replies) < count:
+        data = sock.recv(65536)
+        assert data, "the broker closed the connection"
+        decoder.receive_data(data)
+        replies += [decode_command(f) for f in decoder.frames()]
+    return replies
 
 
 # Confs whose ports broker_conf chose: start_broker may move them when the block was taken.

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from remoting import message as codec
 from remoting.client import RemotingClient
 from remoting.codes import ResponseCode
-from remoting.command import RemotingCommand, decode_command, encode_command_bytes
+from remoting.command import encode_command_bytes
 from remoting.frame import FrameDecoder
-from tests.kits.brokerkit import pull_all, pull_request, send_request, start_cluster
+from tests.kits.brokerkit import pull_all, pull_request, read_replies, send_request, start_cluster
 
 LOCK_STEP, SENDS, PIPELINED = 4, 150, 40
 TOPIC = "LoneClients"
@@ -31,16 +31,6 @@ def _connect(addr: str) -> socket.socket:
     return sock
 
 
-def _replies(sock: socket.socket, decoder: FrameDecoder, count: int) -> list[RemotingCommand]:
-    replies: list[RemotingCommand] = []
-    while len(replies) < count:
-        data = sock.recv(65536)
-        assert data, "the broker closed the connection"
-        decoder.receive_data(data)
-        replies += [decode_command(f) for f in decoder.frames()]
-    return replies
-
-
 def _lock_step(addr: str, index: int) -> list[tuple[bytes, int]]:
     """One send in flight at a time: (body, queueOffset) of each, in the order sent."""
     out = []
@@ -50,7 +40,7 @@ def _lock_step(addr: str, index: int) -> list[tuple[bytes, int]]:
             body = f"lone-{index}-{n}".encode()
             request = send_request(TOPIC, body, queue_id=0)
             sock.sendall(encode_command_bytes(request))
-            (reply,) = _replies(sock, decoder, 1)
+            (reply,) = read_replies(sock, decoder, 1)
             assert (reply.opaque, reply.code) == (request.opaque, 0), reply.remark
             out.append((body, int(reply.ext("queueOffset"))))
     return out
@@ -66,7 +56,7 @@ def _puller(addr: str, want: int) -> list[int]:
         while len(seen) < want:
             request = pull_request(TOPIC, 0, offset, suspend_ms=20_000)
             sock.sendall(encode_command_bytes(request))
-            (reply,) = _replies(sock, decoder, 1)
+            (reply,) = read_replies(sock, decoder, 1)
             assert reply.opaque == request.opaque
             assert reply.code in (0, ResponseCode.PULL_NOT_FOUND), (reply.code, reply.remark)
             if reply.code == 0:
@@ -79,7 +69,7 @@ def _pipelined(addr: str, tag: str) -> list[tuple[bytes, int]]:
     with _connect(addr) as sock:
         requests = [send_request(TOPIC, f"{tag}-{n}".encode()) for n in range(PIPELINED)]
         sock.sendall(b"".join(encode_command_bytes(r) for r in requests))
-        replies = _replies(sock, FrameDecoder(), PIPELINED)
+        replies = read_replies(sock, FrameDecoder(), PIPELINED)
     assert [r.opaque for r in replies] == [r.opaque for r in requests]
     assert all(r.code == 0 for r in replies), [(r.code, r.remark) for r in replies]
     return [(r.body, int(p.ext("queueOffset"))) for r, p in zip(requests, replies, strict=True)]

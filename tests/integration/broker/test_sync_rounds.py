@@ -10,22 +10,12 @@ import socket
 
 from remoting import message as codec
 from remoting.client import RemotingClient
-from remoting.command import RemotingCommand, decode_command, encode_command_bytes
+from remoting.command import encode_command_bytes
 from remoting.frame import FrameDecoder
-from tests.kits.brokerkit import broker_conf, pull_all, send_request, start_broker
+from tests.kits.brokerkit import broker_conf, pull_all, read_replies, send_request, start_broker
 
 CONNECTIONS, ROUNDS = 6, 12
 TOPIC = "SyncRounds"
-
-
-def read_replies(sock: socket.socket, decoder: FrameDecoder, count: int) -> list[RemotingCommand]:
-    replies: list[RemotingCommand] = []
-    while len(replies) < count:
-        data = sock.recv(65536)
-        assert data, "the broker closed the connection"
-        decoder.receive_data(data)
-        replies += [decode_command(f) for f in decoder.frames()]
-    return replies
 
 
 async def test_sends_read_in_one_round_are_stored_for_their_own_connection(
