@@ -13,7 +13,7 @@ from remoting import record_layout as layout
 from remoting.native_loader import load
 from remoting.wire_types import CLIENT_SYS_FLAG_BITS
 
-ABI_VERSION = 15
+ABI_VERSION = 16
 SWITCH = "ROCKETMQ_TRIO_PURE_CODEC"
 NAMES = (
     "java_hash",

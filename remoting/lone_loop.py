@@ -72,31 +72,47 @@ def serve_lone_reference(
     flush: Any,
     resumed: bool,
     lone_look: bool,
+    round_handler: Any,
 ) -> Any:
     """The selector's idle sleeps (``idle_wait`` on ``idle_state`` with ``flush``, ``resumed``
     for the first) and, while each names exactly one socket that is a plain connection of the
     selector's (``connections[fd]`` is ``plain[fd]``'s, a round entry) and ``answer_lone``
-    (with ``kinds``) answers True, the next sleep. ``lone_look``: whether the selector's next
-    look would follow a lone read; a sleep that answers counts as such a look that found
-    nothing (``looks.looked(False)``), and after each request served it is
-    ``looks.look_again()``. What stopped it comes back for the selector to finish:
-    None, the first sleep declined (nothing done); a bool, requests were served and then a
-    sleep declined (the selector's look and lone look are that value); the sleep's events
-    when several sockets woke it; (fd,) when the one socket is not such a connection (the
-    selector reads it as before); (connection, answer) when ``answer_lone`` gave anything but
-    True; (connection, None, exc) when it raised an Exception. Anything else raised is raised."""
+    (with ``kinds``) answers True, or several sockets whose round ``serve_round_reference``
+    serves whole with ``round_handler`` (when it is not None), the next sleep.
+    ``lone_look``: whether the selector's next look would follow a lone read; a sleep that
+    answers counts as such a look that found nothing (``looks.looked(False)``), and after each
+    request served it is ``looks.look_again()``, after each round False. What stopped it comes
+    back for the selector to finish: None, the first sleep declined (nothing done); a bool,
+    lone requests were served last and then a sleep declined (the selector's look and lone
+    look are that value); Ellipsis, a round was served last and then a sleep declined (the
+    selector looks, as after a pass of several reads); the sleep's events when several
+    sockets woke it and there is no round handler; (fd,) when the one socket is not such a
+    connection (the selector reads it as before); (connection, answer) when ``answer_lone``
+    gave anything but True; (connection, None, exc) when it raised an Exception; a round's
+    hand-back (``serve_round_reference`` says what). Anything else raised is raised.
+    TypeError, before any sleep, when ``kinds`` is not a 4-tuple."""
     from remoting.receive import answer_lone_reference
 
-    served = False
+    if type(kinds) is not tuple or len(kinds) != 4:
+        raise TypeError("serve_lone: kinds is (frame, reply, writes, high_water)")
+    served: Any = None  # what was served last: None, "lone" or "round"
     while True:
         ready = idle_sleep.idle_wait_reference(idle_state, flush, resumed)  # type: ignore[arg-type]
         if ready is None:
-            return bool(lone_look) if served else None
+            if served is None:
+                return None
+            return ... if served == "round" else bool(lone_look)
         if lone_look:
             looks.looked(False)
         resumed = False
         if len(ready) != 1:
-            return ready
+            if round_handler is None:
+                return ready
+            handed = serve_round_reference(ready, connections, plain, kinds, round_handler)
+            if handed is not True:
+                return handed
+            served, lone_look = "round", False
+            continue
         fd = ready[0][0]
         connection = connections.get(fd)
         entry = None if connection is None else plain.get(fd)
@@ -109,4 +125,54 @@ def serve_lone_reference(
         if answer is not True:
             return (connection, answer)
         lone_look = looks.look_again()
-        served = True
+        served = "lone"
+
+
+_NOT_SENDERS = object()  # the first owner's writes are not the sender's
+
+
+def serve_round_reference(
+    ready: list[tuple[int, int]],
+    connections: dict[int, Any],
+    plain: dict[int, Any],
+    kinds: tuple[Any, ...],
+    round_handler: Any,
+) -> Any:
+    """A sleep's several ready sockets served as the selector's ``_read_round`` serves them
+    (remoting/native/codec/round_loop.c serve_round, its twin, says why): ``recv_round``, the
+    round handler, ``finish_round``'s common case (``finish_plain_round``). True when the
+    round was served whole (nothing staged, or every owner's request answered by the sender
+    with nothing handed back); else (step, owners, staged, what) for the selector to finish:
+    step 0 after ``recv_round`` with its rest (a read that brought anything else, a socket
+    it did not read, or a lone owner after all), step 1 with the handler's results (for
+    ``finish_round``), step 2 with the tail ``finish_plain_round`` handed back. A round
+    handler's Exception answers every request of the round, as the selector's does.
+
+    The reads are the module's ``recv_round``, as ``answer_lone_reference`` reads with the
+    module's ``recv_command``: the C's where there is one (it scans a whole read's header to
+    its command), so that the twins are held to the same steps; in pure mode its twin leaves
+    every whole frame to the connection's own path, so every round is handed back after its
+    reads and the selector's Python serves it as before."""
+    from remoting.receive import recv_round
+    from remoting.round_finish import finish_plain_round_reference
+
+    owners, staged, rest = recv_round(ready, connections, plain, kinds[0])
+    if rest or len(owners) == 1:
+        return (0, owners, staged, rest)
+    if not owners:
+        return True
+    try:
+        results = round_handler(owners, staged)
+    except Exception as exc:
+        results = [exc] * len(staged)
+    try:  # an attribute that cannot be read is left to finish_round, which meets it again
+        w = owners[0]._writes
+        sender = w._sender if type(w) is kinds[2] else _NOT_SENDERS
+    except Exception:
+        sender = _NOT_SENDERS
+    if sender is _NOT_SENDERS:
+        return (1, owners, staged, results)
+    tail = finish_plain_round_reference(owners, staged, results, kinds[2], sender, kinds[3])
+    if tail is None:
+        return (1, owners, staged, results)
+    return True if type(tail) is list and not tail else (2, owners, staged, tail)

@@ -69,7 +69,7 @@ def finish_round(
             owners, staged, results, ThreadWrites, w._sender, _writes.WRITE_HIGH_WATER
         )
         if tail is not None:
-            return _finish_tail(owners, tail, failed) if tail else []
+            return finish_tail(owners, tail, failed) if tail else []
     leaving: list[ReadBatches] = []
     fast: list[ReadBatches] = []
     frames: list[bytes] = []
@@ -102,7 +102,7 @@ def finish_round(
     return leaving
 
 
-def _finish_tail(
+def finish_tail(
     owners: list[ReadBatches],
     tail: list[tuple[int, Any]],
     failed: Callable[[ReadBatches, BaseException | None], None],

@@ -54,7 +54,7 @@ from remoting.frame import Frame
 from remoting.idle_sleep import IdleSleep
 from remoting.log_limit import bug_tracebacks, log_limited
 from remoting.lone_loop import LoneLooksReference, serve_lone_reference
-from remoting.reading import finish_round
+from remoting.reading import finish_round, finish_tail
 from remoting.receive import answer_lone, recv_round
 from remoting.writes import WRITE_HIGH_WATER, ThreadWrites
 
@@ -141,8 +141,8 @@ class ReadSelector:
         if idle is not None:
             for fd in self._connections:
                 idle.add(fd)
-            # serve(resumed, lone_look): the idle sleeps, and the lone plain requests they
-            # name one at a time, until anything else happens (remoting/lone_loop.py).
+            # serve(resumed, lone_look): the idle sleeps, and the lone plain requests and
+            # rounds of them they name, until anything else happens (remoting/lone_loop.py).
             serve = partial(
                 serve_lone, lone, idle.state, self._connections, self._plain, _LONE_KINDS, flush
             )
@@ -160,10 +160,19 @@ class ReadSelector:
                 # One socket woke it: a lone read (a pass would end after it: no clock,
                 # budget or look); the next sleep, or Trio's before_io_wait when it declines,
                 # kicks the sender for what the read left queued. ``serve`` does all that
-                # for as long as the lone reads are plain requests answered at once.
+                # for as long as the lone reads are plain requests answered at once, and
+                # serves a sleep's several plain connections as one round (_read_round's
+                # common case); after a round it goes to the next sleep, which returns at once
+                # with whatever is ready unless Trio has anything to do, in place of this
+                # pass's further looks and the checkpoint after it.
                 ready = None
                 if serve is not None:
-                    got = serve(resumed, lone_look)
+                    got = serve(resumed, lone_look, self._round_handler)
+                    if type(got) is tuple and len(got) == 4:  # a round it did not finish
+                        resumed = lone_look = False
+                        look = True  # as after a pass of several reads
+                        self._round_back(got)
+                        continue
                     if type(got) is tuple:  # a lone read it did not finish
                         resumed = False
                         self._lone_rest(got)
@@ -172,6 +181,9 @@ class ReadSelector:
                     if type(got) is list:  # several sockets: the pass's first round
                         resumed = lone_look = False
                         ready = got
+                    elif got is ...:  # a round last, then the sleep declined
+                        resumed = lone_look = False
+                        look = True
                     elif got is not None:  # lone reads, then the sleep declined
                         resumed = False
                         lone_look = look = got
@@ -295,6 +307,26 @@ class ReadSelector:
         # from one call; the rest (anything else a read brought, or a connection it did not
         # read) take each connection's own path, as their reads would have alone.
         owners, staged, rest = recv_round(events, self._connections, self._plain, Frame)
+        self._round_staged(owners, staged, rest)
+
+    def _round_back(self, got: tuple[int, list[Any], list[Any], Any]) -> None:
+        """What ``serve_lone`` handed back of a round, finished from the step where it stopped
+        (remoting/lone_loop.py serve_round_reference): 0 after the reads, 1 after the round
+        handler, 2 after the sender took the replies."""
+        step, owners, staged, what = got
+        if step == 0:
+            self._round_staged(owners, staged, what)
+        elif step == 1:
+            self._round_finish(owners, staged, what)
+        else:
+            for connection in finish_tail(owners, what, self._failed):
+                self.remove(connection)
+
+    def _round_staged(
+        self, owners: list[Connection], staged: list[Any], rest: list[tuple[Any, Any]]
+    ) -> None:
+        """``_read_round`` from its reads on: the rest staged by each connection's own path,
+        then the round handed over."""
         many = False
         for connection, read in rest:
             try:
@@ -323,6 +355,11 @@ class ReadSelector:
             results = self._round_handler(owners, staged)
         except Exception as exc:  # a bug: every request of the round answers it
             results = [exc] * len(staged)
+        self._round_finish(owners, staged, results)
+
+    def _round_finish(
+        self, owners: list[Connection], staged: list[Any], results: list[Any]
+    ) -> None:
         for connection in finish_round(owners, staged, results, self._failed):
             self.remove(connection)
 

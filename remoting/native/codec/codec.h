@@ -6,7 +6,7 @@
 #include "record_layout.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
-#define CODEC_ABI_VERSION 15
+#define CODEC_ABI_VERSION 16
 
 PyObject *java_hash(PyObject *self, PyObject *arg);
 PyObject *pack_records_into(PyObject *self, PyObject *args);
@@ -57,6 +57,10 @@ PyObject *idle_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* lone_loop.c: the selector's LoneLooks as a C type, and its lone requests' loop. */
 extern PyTypeObject LoneLooksType;
 PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* round_loop.c: a sleep's round of plain connections served for serve_lone (Py_True, borrowed,
+ * when served whole; else what the selector finishes, or NULL on an error). */
+PyObject *serve_round(PyObject *ready, PyObject *connections, PyObject *plain, PyObject *kinds,
+                      PyObject *handler);
 
 /* The idle sleep's bounds (idle.c; remoting/idle_sleep.py's MAX_TASKS, MAX_EVENTS and
  * MAX_SLEEP_S, held equal at load). */

@@ -119,40 +119,57 @@ static PyObject *answer_one(PyObject *fd, PyObject *connections, PyObject *plain
     return NULL;
 }
 
-/* serve_lone(looks, idle_state, connections, plain, kinds, flush, resumed, lone_look) ->
- * None | bool | [(fd, mask), ...] | (fd,) | (connection, answer) | (connection, None, exc). */
+/* What serve_lone served last: what it returns when a sleep then declines. */
+enum { SERVED_NONE, SERVED_LONE, SERVED_ROUND };
+
+/* serve_lone(looks, idle_state, connections, plain, kinds, flush, resumed, lone_look,
+ * round_handler) -> None | bool | Ellipsis | [(fd, mask), ...] | (fd,) | (connection, answer)
+ * | (connection, None, exc) | (step, owners, staged, what). */
 PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8 || !PyObject_TypeCheck(args[0], &LoneLooksType) ||
+    if (nargs != 9 || !PyObject_TypeCheck(args[0], &LoneLooksType) ||
         !PyDict_CheckExact(args[2]) || !PyDict_CheckExact(args[3]) ||
-        !PyTuple_CheckExact(args[4])) {
+        !PyTuple_CheckExact(args[4]) || PyTuple_GET_SIZE(args[4]) != 4) {
         PyErr_SetString(PyExc_TypeError,
                         "serve_lone(looks, idle_state, connections, plain, kinds, flush, "
-                        "resumed, lone_look)");
+                        "resumed, lone_look, round_handler)");
         return NULL;
     }
     LoneLooks *looks = (LoneLooks *)args[0];
     int lone_look = PyObject_IsTrue(args[7]);
     if (lone_look < 0) return NULL;
     PyObject *wait[3] = {args[1], args[5], args[6]};
-    for (int served = 0;; served = 1) {
+    for (int served = SERVED_NONE;;) {
         if (served && PyErr_CheckSignals() < 0) return NULL;
         PyObject *ready = idle_wait(NULL, wait, 3);
         if (ready == NULL) return NULL;
         if (ready == Py_None) {
-            if (!served) return ready;
+            if (served == SERVED_NONE) return ready;
             Py_DECREF(ready);
-            return PyBool_FromLong(lone_look);
+            /* After a round the selector looks again after a checkpoint, as after a pass of
+             * several reads: not a lone look. */
+            return served == SERVED_ROUND ? Py_NewRef(Py_Ellipsis) : PyBool_FromLong(lone_look);
         }
         /* In place of a look after a lone read: one that found nothing (the selector's
          * loop says why). */
         if (lone_look) looks_looked(looks, 0);
         wait[2] = Py_False;
-        if (!PyList_CheckExact(ready) || PyList_GET_SIZE(ready) != 1) return ready;
+        if (!PyList_CheckExact(ready)) return ready;
+        if (PyList_GET_SIZE(ready) != 1) {
+            if (args[8] == Py_None) return ready;
+            PyObject *out = serve_round(ready, args[2], args[3], args[4], args[8]);
+            Py_DECREF(ready);
+            if (out != Py_True) return out;
+            /* A pass of several reads is not a lone read: no lone look follows it. */
+            served = SERVED_ROUND;
+            lone_look = 0;
+            continue;
+        }
         PyObject *fd = PyTuple_GET_ITEM(PyList_GET_ITEM(ready, 0), 0);
         PyObject *out;
         PyObject *answered = answer_one(fd, args[2], args[3], args[4], &out);
         Py_DECREF(ready);
         if (answered == NULL) return out;
         lone_look = looks_look_again(looks);
+        served = SERVED_LONE;
     }
 }

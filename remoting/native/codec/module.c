@@ -67,7 +67,7 @@ static PyMethodDef methods[] = {
     {"idle_wait", (PyCFunction)(void (*)(void))idle_wait, METH_FASTCALL,
      "The selector's idle sleep: Trio's state checked, the kick, the wait (remoting.idle_sleep)."},
     {"serve_lone", (PyCFunction)(void (*)(void))serve_lone, METH_FASTCALL,
-     "A lock-step client's lone requests served sleep after sleep (remoting.lone_loop)."},
+     "Lock-step clients' lone requests and rounds served sleep after sleep (remoting.lone_loop)."},
     {"plain_command", plain_command, METH_O,
      "A JSON command header's values in their plain form, else None (remoting.command)."},
     {"string_to_properties", string_to_properties, METH_O,
