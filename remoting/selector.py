@@ -21,8 +21,9 @@ finds it, and when the loop has nothing else to do the wait for the next one sle
 Trio's wait cycle (``IdleSleep``, remoting/idle_sleep.py), whose epoll names the sockets that
 woke it: they are the pass's first round, with no look to find them. While each sleep names
 one plain connection whose request is answered at once (lock-step clients), the sleeps and
-their reads run in one C call (``serve_lone``, remoting/lone_loop.py), which comes back to
-this loop only for anything else. A connection with too many reply bytes queued leaves the
+their reads run in one C call (``serve_lone``, remoting/lone_loop.py), which also serves a
+sleep that names several plain connections each bringing one request (a round's common case,
+below) and comes back to this loop only for anything else. A connection with too many reply bytes queued leaves the
 epoll until they drain, so its peer is not read meanwhile.
 
 When a round finds several connections ready (sync senders on many connections: 3-4 a round
