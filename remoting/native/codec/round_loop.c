@@ -40,6 +40,8 @@ static PyObject *handle(PyObject *handler, PyObject *owners, PyObject *staged) {
  * NULL on an error that propagates, as it would out of finish_round). An attribute that
  * cannot be read is left to finish_round, which meets it again. */
 static PyObject *finish(PyObject *owners, PyObject *staged, PyObject *results, PyObject *kinds) {
+    if (PyList_GET_SIZE(owners) == 0) /* the handler emptied them */
+        return back(1, owners, staged, results);
     PyObject *w = PyObject_GetAttr(PyList_GET_ITEM(owners, 0), s_writes);
     PyObject *sender = NULL;
     if (w != NULL && (PyObject *)Py_TYPE(w) == PyTuple_GET_ITEM(kinds, 2))

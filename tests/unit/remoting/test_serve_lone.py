@@ -136,6 +136,10 @@ class Script:
             raise ValueError("round handler failed")
         if outcome == "stop":
             raise Stop()
+        if outcome == "empties":  # a handler that takes the round's lists (a bug)
+            owners.clear()
+            staged.clear()
+            return []
         if outcome == "command":
             return [b"r"] * (len(owners) - 1) + [None]
         if outcome == "full":
@@ -288,7 +292,7 @@ ending = st.one_of(
     st.tuples(
         st.just("round"),
         st.sampled_from(ROUNDS),
-        st.sampled_from(["raise", "stop", "command", "full", "over", *_READS]),
+        st.sampled_from(["raise", "stop", "command", "full", "over", "empties", *_READS]),
     ),
     st.tuples(st.just("decline"), st.sampled_from(["runq", "trio", "deadline"])),
 )
