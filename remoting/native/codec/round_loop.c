@@ -48,7 +48,10 @@ static PyObject *finish(PyObject *owners, PyObject *staged, PyObject *results, P
         sender = PyObject_GetAttr(w, s_sender);
     Py_XDECREF(w);
     if (sender == NULL) {
-        PyErr_Clear();
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+            PyErr_Clear();
+        }
         return back(1, owners, staged, results);
     }
     PyObject *call[6] = {owners, staged, results, PyTuple_GET_ITEM(kinds, 2), sender,
