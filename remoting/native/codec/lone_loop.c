@@ -10,7 +10,9 @@
  * ready socket, a plain connection of the selector's, answer_lone's True), calling the same two
  * C functions (idle_wait, answer_lone) with the same arguments in the same order, and hands
  * anything else back at the step where it stopped: the selector carries on from there as its
- * own loop would have. Signals are checked before each further sleep, as the interpreter's
+ * own loop would have. A sleep that names several sockets is served here too when they are a
+ * round's common case (round_loop.c serve_round), so lock-step senders on many connections stay
+ * in this loop as well. Signals are checked before each further sleep, as the interpreter's
  * loop would between bytecodes. */
 #include "codec.h"
 
