@@ -1,0 +1,385 @@
+"""Property: a broker's round processor in C (the store module's RoundSend, round_send.c, built
+by broker/processor/send_plain.py ``round_front``) answers every selector round exactly as
+``plain_round``, the Python it stands in for, and hands it every round it does not take whole
+(a gate closed, a connection without a kept born host or of another kind).
+
+Two brokers (controllers built in this process, same store clock) take the same rounds from
+the same kinds of connections with the same gates, through their servers' ``handle_round``:
+one with a RoundSend as its round processor, one with ``plain_round`` bound to its send
+processor. After every round the results (slot by slot), CommitLog, ConsumeQueue and IndexFile
+bytes, the broker's stats items, the store's put counters and dispatch's position must be
+equal, and the C must have handed the round to ``plain_round`` exactly when a gate was closed."""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from broker.processor import send_plain
+from broker.processor.send_reply import REPLY_PIECES
+from broker.store.dispatch import ALWAYS_HEARD
+from broker.store.store_native import native as store_native
+from remoting.codec_native import native as codec_native
+from remoting.codes import RequestCode, ResponseCode
+from remoting.command import EncodedReply, RemotingCommand, encode_command_bytes
+from remoting.constants import PERM_READ, PERM_WRITE
+from remoting.names import valid_topics
+from tests.kits.nativekit import needs_codec, needs_store_native
+from tests.unit.broker.test_send_plain import (
+    ODD,
+    Peer,
+    broker,
+    build,
+    close,
+    files,
+    odd_sends,
+    plain_sends,
+)
+
+V1, V2 = int(RequestCode.SEND_MESSAGE), int(RequestCode.SEND_MESSAGE_V2)
+# Gates the C reads itself: any closed sends the round to plain_round.
+SEND_GATES = frozenset({"plain_mode", "read_only", "fenced", "in_sync", "in_sync_short"})
+# A connection's born host dropped (the first peer's: a round with it goes to plain_round),
+# the ACL hook (handle_round asks no round processor then) and the store's own gates (the
+# pass declines: round_rest's path).
+GATES = (*sorted(SEND_GATES), "born_host", "acl", "acl_refuses", "disk_full", "slave")
+PEERS = 4
+
+
+class HostPeer(Peer):
+    born_host = None  # as Connection's: kept by send_plain.born_host
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.peer = f"10.0.0.{port % 250}:{port}"
+
+
+class Side:
+    """A broker, its peers, and its server's round processor (RoundSend, or plain_round)."""
+
+    def __init__(self, root: Path, front: bool) -> None:
+        self.controller = controller = broker(root)
+        store = controller.store
+        # the broker's own listeners, named idle to the store: the pass can be the common one
+        store.dispatcher.arrival_listener = controller._on_arrival
+        store.dispatcher.arrivals_wanted = controller._arrivals_wanted
+        controller._declare_plain_idle()
+        store.commit_log.warmer.ahead = 0
+        self.server = controller.server
+        self.peers = [HostPeer(4001 + n) for n in range(PEERS)]
+        self.fell_back = self.rests = 0
+        if front:
+            assert type(self.server.round_processor).__name__ == "RoundSend"
+            self.server.round_processor = round_send(controller.send, self)
+        else:
+            self.server.round_processor = functools.partial(send_plain.plain_round, controller.send)
+
+    def warm(self) -> None:
+        """The first segment counted as warmed: no pass stops to call the page warmer."""
+        self.controller.store.commit_log.queue.files[-1].warmed_position = 1 << 40
+
+    def close_gates(self, closed: frozenset[str]) -> None:
+        controller, server, store = self.controller, self.server, self.controller.store
+        server.authorize = None
+        if "acl_refuses" in closed:
+            server.authorize = lambda connection, request: request.error_response(
+                ResponseCode.NO_PERMISSION, "refused by a test"
+            )
+        elif "acl" in closed:
+            server.authorize = lambda connection, request: None
+        controller.send.plain_mode = "plain_mode" not in closed
+        controller.config = attrs.evolve(
+            controller.config, broker_permission=PERM_READ if "read_only" in closed else 6
+        )
+        controller.registrar.fenced = "FENCED: a test" if "fenced" in closed else None
+        short = "in_sync_short" in closed
+        controller.min_in_sync_slaves = 1 if short or "in_sync" in closed else 0
+        controller.enough_in_sync_slaves = lambda: not short  # type: ignore[method-assign]
+        store.clean.disk_full = "disk_full" in closed
+        store.is_slave = "slave" in closed
+        if "born_host" in closed:  # as on a connection's first send: born_host() makes it
+            self.peers[0].born_host = None
+            self.peers[0].attributes.pop("born_host", None)
+
+    def answer(self, sent: list[tuple[int, RemotingCommand]]) -> list[Any]:
+        random.seed(7)  # a negative queue id picks a random queue: the same one on both
+        connections = [self.peers[n] for n, _ in sent]
+        requests = [request for _, request in sent]
+        return [seen(r) for r in self.server.handle_round(connections, requests)]
+
+    def state(self) -> tuple[Any, ...]:
+        store = self.controller.store
+        items = {k: (v.value, v.times) for k, v in self.controller.stats.items.items()}
+        return (
+            items,
+            store.stats.put_message_times_total,
+            store.stats.put_message_size_total,
+            store.reput.reput_from_offset,
+            store.dispatcher.last_dispatched_timestamp,
+        )
+
+
+def round_send(processor: Any, side: Side) -> Any:
+    """A RoundSend as round_front makes it, but counting its hand-overs to plain_round and
+    to round_rest."""
+
+    def plain_round(*args: Any, **kwargs: Any) -> Any:
+        side.fell_back += 1
+        return send_plain.plain_round(*args, **kwargs)
+
+    def round_rest(*args: Any) -> Any:
+        side.rests += 1
+        return send_plain.round_rest(*args)
+
+    return store_native.RoundSend(
+        processor, send_plain.plain_rows, valid_topics, send_plain._SPECIAL, REPLY_PIECES,
+        ALWAYS_HEARD, plain_round, round_rest, PERM_WRITE,
+    )  # fmt: skip
+
+
+def seen(result: Any) -> Any:
+    """A result as the connection would write it: an EncodedReply slot by slot, an error as
+    its kind and text."""
+    if type(result) is EncodedReply:
+        return ("encoded", {name: getattr(result, name) for name in EncodedReply.__slots__})
+    if type(result) is RemotingCommand:
+        return encode_command_bytes(result)
+    if isinstance(result, Exception):
+        return (type(result).__name__, str(result))
+    return result
+
+
+def pair(root: Path) -> tuple[Side, Side]:
+    """Both sides with a first round stored (the first segment made, every born host kept)."""
+    front, chain = Side(root / "plain", True), Side(root / "reference", False)
+    first = [(n, build(V2, 0, 10, [], {}, n)) for n in range(PEERS)]
+    assert step(front, chain, first, root) == 1  # the born hosts made by plain_round
+    for side in (front, chain):
+        side.warm()
+    return front, chain
+
+
+def step(front: Side, chain: Side, sent: list[tuple[int, RemotingCommand]], root: Path) -> int:
+    """One round to both sides; how many times the C handed it to plain_round."""
+    before = front.fell_back
+    assert front.answer(sent) == chain.answer(sent)
+    assert front.state() == chain.state()
+    assert files(root / "plain") == files(root / "reference")
+    assert [p.born_host for p in front.peers] == [p.born_host for p in chain.peers]
+    return front.fell_back - before
+
+
+rounds = st.lists(
+    st.tuples(st.integers(0, PEERS - 1), st.one_of(plain_sends, plain_sends, odd_sends)),
+    min_size=1,
+    max_size=5,
+)
+
+
+@needs_codec
+@needs_store_native
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.frozensets(st.sampled_from(GATES), max_size=2) | st.just(frozenset()), rounds),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_the_round_in_c_answers_as_plain_round_and_hands_it_over_when_a_gate_closes(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[frozenset[str], Any]]
+) -> None:
+    root = tmp_path_factory.mktemp("round")
+    front, chain = pair(root)
+    n = 100
+    try:
+        for closed, drawn in steps:
+            sent = []
+            for peer, send in drawn:
+                sent.append((peer, build(*send, n)))
+                n += 1
+            for side in (front, chain):
+                side.close_gates(closed)
+            kept = all(front.peers[peer].born_host is not None for peer, _ in sent)
+            fell_back = step(front, chain, sent, root)
+            if closed & {"acl", "acl_refuses"}:
+                assert fell_back == 0  # the round processor is not asked
+            elif closed & SEND_GATES or not kept:
+                assert fell_back == 1, closed
+            else:
+                assert fell_back == 0
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+@pytest.mark.parametrize("gate", GATES)
+def test_each_gate_alone_closed_then_opened(tmp_path: Path, gate: str) -> None:
+    front, chain = pair(tmp_path)
+    try:
+        sent = [(n, build(V2, n % 3, 40, [], {}, 10 + n)) for n in range(3)]
+        assert step(front, chain, sent, tmp_path) == 0
+        for side in (front, chain):
+            side.close_gates(frozenset({gate}))
+        sent = [(n, build(V1, n % 3, 40, [], {}, 20 + n)) for n in (2, 0, 1)]
+        assert step(front, chain, sent, tmp_path) == (gate in SEND_GATES or gate == "born_host")
+        for side in (front, chain):
+            side.close_gates(frozenset())
+        sent = [(n, build(V2, 1, 40, [], {}, 30 + n)) for n in (3, 3, 1)]
+        assert step(front, chain, sent, tmp_path) == 0
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+@pytest.mark.parametrize(("extra", "fields"), ODD)
+def test_an_odd_send_in_the_middle_leaves_the_round_to_the_general_path(
+    tmp_path: Path, extra: list[tuple[str, str]], fields: dict[str, str]
+) -> None:
+    """plain_send_rows' None: the C returns None as plain_round does, with nothing stored, and
+    the server's general path answers the round as the reference."""
+    front, chain = pair(tmp_path)
+    try:
+        sent = [(0, build(V2, 1, 10, [], {}, 1)), (1, build(V2, 0, 50, extra, fields, 2)),
+                (2, build(V1, 2, 10, [], {}, 3))]  # fmt: skip
+        rests = front.rests
+        assert step(front, chain, sent, tmp_path) == 0
+        assert front.rests == rests  # not even a pass: the rows declined
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+def test_the_common_round_runs_no_python_and_the_rest_ends_in_round_rest(tmp_path: Path) -> None:
+    """A new queue (the pass stops after its append) and the disk full (the pass declines)
+    go through round_rest; a round to queues that exist is the C's alone."""
+    front, chain = pair(tmp_path)
+    try:
+        sent = [(0, build(V2, 3, 10, [], {}, 1)), (1, build(V2, 3, 10, [], {}, 2))]  # queue 3 new
+        assert step(front, chain, sent, tmp_path) == 0 and front.rests == 1
+        sent = [(2, build(V2, 3, 10, [], {}, 3)), (3, build(V2, 0, 10, [], {}, 4))]
+        assert step(front, chain, sent, tmp_path) == 0 and front.rests == 1
+        for side in (front, chain):
+            side.close_gates(frozenset({"disk_full"}))
+        assert step(front, chain, sent, tmp_path) == 0 and front.rests == 2
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+def test_a_round_that_crosses_a_segment_end_is_finished_by_the_reference(tmp_path: Path) -> None:
+    """``done < len(requests)``: the sends the pass did not take go to reference_group, in
+    order, through round_rest, as in plain_round."""
+    front, chain = pair(tmp_path)
+    try:
+        for n in range(40):  # 64 KiB segments: rounds of ~8 KiB roll one within a few rounds
+            sent = [(peer, build(V2, peer % 3, 2000, [], {}, 10 * n + peer)) for peer in range(4)]
+            assert step(front, chain, sent, tmp_path) == 0
+        assert front.rests > 0
+        assert len(front.controller.store.commit_log.queue.files) > 1
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+def test_connections_of_another_kind_and_odd_calls_go_to_plain_round(tmp_path: Path) -> None:
+    """A connection with no born_host attribute (plain_round's AttributeError path), lists of
+    different lengths, an empty round, keywords, a third argument: plain_round's answers."""
+    front, chain = pair(tmp_path)
+    try:
+        for side in (front, chain):
+            side.peers[1] = Peer()  # no born_host at all
+            side.peers[1].peer = "10.0.0.9:4009"
+        sent = [(0, build(V2, 0, 10, [], {}, 1)), (1, build(V2, 1, 10, [], {}, 2))]
+        assert step(front, chain, sent, tmp_path) == 1
+        processor = front.server.round_processor
+        requests = [build(V2, 0, 10, [], {}, 3)]
+        before = front.fell_back
+        with pytest.raises(TypeError):  # plain_send_rows: one born host per request
+            processor(front.peers[:2], requests)
+        assert front.fell_back == before + 1
+        with pytest.raises(TypeError):
+            send_plain.plain_round(chain.controller.send, chain.peers[:2], requests)
+        assert processor([], []) == send_plain.plain_round(chain.controller.send, [], [])
+        got = processor(connections=front.peers[:1], requests=requests)
+        want = send_plain.plain_round(chain.controller.send, chain.peers[:1], requests)
+        assert [seen(r) for r in got] == [seen(r) for r in want]
+        got = processor(front.peers[:1], requests, front.peers[0].born_host)
+        want = send_plain.plain_round(
+            chain.controller.send, chain.peers[:1], requests, chain.peers[0].born_host
+        )
+        assert [seen(r) for r in got] == [seen(r) for r in want]
+        assert front.fell_back == before + 4
+        assert files(tmp_path / "plain") == files(tmp_path / "reference")
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_codec
+@needs_store_native
+def test_a_failing_gate_read_goes_to_plain_round(tmp_path: Path) -> None:
+    """A gate whose read raises: plain_round meets the same read and raises, and the server
+    answers every request of the round with it."""
+    front, chain = pair(tmp_path)
+    try:
+        for side in (front, chain):
+            del side.controller.registrar.fenced
+        sent = [(0, build(V2, 1, 10, [], {}, 1)), (1, build(V2, 1, 10, [], {}, 2))]
+        assert step(front, chain, sent, tmp_path) == 1
+        got = front.answer(sent)
+        assert got[0][0] == "AttributeError" and got[0] == got[1]
+    finally:
+        close(front.controller, chain.controller)
+
+
+@needs_store_native
+def test_bad_arguments_are_refused() -> None:
+    good = (object(), len, set(), frozenset(), (), set(), len, len, 2)
+    store_native.RoundSend(*good)
+    for index, bad in [(1, 1), (2, frozenset()), (3, set()), (4, []), (5, {}), (6, None),
+                       (7, "x"), (8, 0), (8, "2")]:  # fmt: skip
+        args = list(good)
+        args[index] = bad
+        with pytest.raises(TypeError):
+            store_native.RoundSend(*args)
+    with pytest.raises(TypeError):
+        store_native.RoundSend(*good[:-1])
+    with pytest.raises(TypeError):
+        store_native.RoundSend(*good, extra=1)
+
+
+def test_the_round_processor_is_the_c_only_where_plain_round_would_call_the_same_c(
+    tmp_path: Path,
+) -> None:
+    """Native: a RoundSend, registered by the send processor; pure modes, or a Python twin of
+    the rows or the pass switched on: plain_round bound to the processor, the reference."""
+    controller = broker(tmp_path)
+    try:
+        send = controller.send
+        registered = controller.server.round_processor
+        built = store_native is not None and codec_native is not None
+        if built:
+            assert type(registered) is store_native.RoundSend
+        else:
+            assert registered.func is send_plain.plain_round and registered.args == (send,)
+        for name, twin in (("plain_pass", lambda *a: None), ("plain_rows", len)):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(send_plain, name, twin)
+                made = send_plain.round_front(send)
+                assert type(made) is functools.partial and made.func is send_plain.plain_round
+    finally:
+        close(controller)
