@@ -138,7 +138,7 @@ class SendMessageProcessor(Slotted):
         ):
             server.register(code, self.handle)
             server.register_group(code, self.handle_group)
-        server.register_round(round_front(self))  # a round of plain sends in C, or Python
+        server.register_round(*round_front(server, self))  # a round of plain sends in C
         front = lone_front(server, self, SendMessageProcessor.handle)
         if front is not None:  # a lone plain send answered in C (send_plain.py)
             server.register_front(front)

@@ -169,19 +169,22 @@ def round_rest(
     return results
 
 
-def round_front(processor: SendMessageProcessor) -> Any:
-    """The server's round processor: the store module's RoundSend (round_send.c, which says
-    what it reads and when it hands a round to ``plain_round``), which answers a round of
-    plain sends in C; where it is not built (pure modes, a Python twin of the rows or the
-    pass switched on), ``plain_round`` bound to the processor, the reference."""
+def round_front(server: Any, processor: SendMessageProcessor) -> tuple[Any, Any]:
+    """The server's round processor and the selector's round handler (``register_round``'s
+    two): the store module's RoundSend (round_send.c, which says what it reads and when it
+    hands a round to ``plain_round`` or the server's ``handle_round``), which answers a round
+    of plain sends in C, and its ``serve``; where it is not built (pure modes, a Python twin
+    of the rows or the pass switched on), ``plain_round`` bound to the processor, the
+    reference, and None (the server's ``handle_round``)."""
     if store_native is None or plain_pass is not store_native.plain_pass:
-        return functools.partial(plain_round, processor)
+        return functools.partial(plain_round, processor), None
     if native is None or plain_rows is not native.plain_send_rows:
-        return functools.partial(plain_round, processor)
-    return store_native.RoundSend(
-        processor, plain_rows, valid_topics, _SPECIAL, REPLY_PIECES, ALWAYS_HEARD,
+        return functools.partial(plain_round, processor), None
+    front = store_native.RoundSend(
+        server, processor, plain_rows, valid_topics, _SPECIAL, REPLY_PIECES, ALWAYS_HEARD,
         plain_round, round_rest, _PERM_WRITE,
     )  # fmt: skip
+    return front, front.serve
 
 
 def plain_send_reply(

@@ -19,19 +19,32 @@
  *   - plain_pass' other returns (None, what follows an append, fewer results than
  *     requests): `rest` (send_plain.round_rest), plain_round's own tail after the pass.
  * An exception from the rows, the pass or `rest` propagates, as out of plain_round (the
- * server answers every request of the round with it). Pure mode builds none of this
- * (send_plain.round_front): the server calls plain_round itself, the reference. */
+ * server answers every request of the round with it).
+ *
+ * Its `serve` method is what the server hands its selector in place of handle_round
+ * (RemotingServer.register_round's handler): handle_round's test (no ACL hook, this the
+ * server's round processor, both read at each call) and its ends (an Exception: every
+ * request answers it; None: the server's _handle_runs) in C, else handle_round itself. So a
+ * common round runs no Python frame between the selector and the store. Pure mode builds
+ * none of this (send_plain.round_front): the server calls plain_round itself, the
+ * reference, from handle_round. */
 #include "store.h"
 
-static PyObject *born_host_name;
-static SlotCache born_host_site;
+enum { N_BORN_HOST, N_AUTHORIZE, N_ROUND_PROCESSOR, N_HANDLE_ROUND, N_HANDLE_RUNS, N_NAMES };
+static const char *const spelled[N_NAMES] = {
+    "born_host", "authorize", "round_processor", "handle_round", "_handle_runs",
+};
+static PyObject *names[N_NAMES];
+static SlotCache sites[N_NAMES];
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    /* fixed when made: the send processor, the codec's plain_send_rows and the arguments
-     * plain_round passes that are module constants, plain_round itself and its tail */
-    PyObject *processor, *plain_rows, *topics, *specials, *pieces, *heard, *round, *rest;
+    /* fixed when made: the server, the send processor, the codec's plain_send_rows and the
+     * arguments plain_round passes that are module constants, plain_round itself and its
+     * tail */
+    PyObject *server, *processor, *plain_rows, *topics, *specials, *pieces, *heard, *round,
+        *rest;
     long perm_write;
 } RoundSend;
 
@@ -60,7 +73,7 @@ static int round_hosts(PyObject *connections, PyObject *requests, PyObject **hos
     if (list == NULL) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *host =
-            slot_get(PyList_GET_ITEM(connections, i), born_host_name, &born_host_site);
+            slot_get(PyList_GET_ITEM(connections, i), names[N_BORN_HOST], &sites[N_BORN_HOST]);
         if (host == NULL || !PyTuple_CheckExact(host) || PyTuple_GET_SIZE(host) == 0) {
             Py_XDECREF(host);
             Py_DECREF(list);
@@ -113,35 +126,106 @@ static PyObject *round_send_call(PyObject *callable, PyObject *const *args, size
     return open ? results : fall_back(self, args, nargsf, kwnames);
 }
 
+/* server.<name>(*args, **kwargs): handle_round, or what it runs past its round processor. */
+static PyObject *server_call(RoundSend *self, int name, PyObject *const *args, Py_ssize_t n,
+                             PyObject *kwnames) {
+    Py_ssize_t total = n + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *small[4], **call = total < 4 ? small : PyMem_New(PyObject *, total + 1);
+    if (call == NULL) return PyErr_NoMemory();
+    call[0] = self->server;
+    for (Py_ssize_t i = 0; i < total; i++) call[i + 1] = args[i];
+    PyObject *result = PyObject_VectorcallMethod(names[name], call, n + 1, kwnames);
+    if (call != small) PyMem_Free(call);
+    return result;
+}
+
+/* handle_round's own test: no ACL hook, and this the round processor it would ask. 1 open,
+ * 0 closed, -1 an error. */
+static int server_gates(RoundSend *self) {
+    PyObject *authorize = slot_get(self->server, names[N_AUTHORIZE], &sites[N_AUTHORIZE]);
+    if (authorize == NULL) return -1;
+    Py_DECREF(authorize);
+    if (authorize != Py_None) return 0;
+    PyObject *whole = slot_get(self->server, names[N_ROUND_PROCESSOR], &sites[N_ROUND_PROCESSOR]);
+    if (whole == NULL) return -1;
+    Py_DECREF(whole);
+    return whole == (PyObject *)self;
+}
+
+/* [exc] * n for the Exception set: handle_round's answer to a round processor that raised. */
+static PyObject *every_one_fails(Py_ssize_t n) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL) PyException_SetTraceback(value, traceback);
+    PyObject *results = PyList_New(n);
+    for (Py_ssize_t i = 0; results != NULL && i < n; i++)
+        PyList_SET_ITEM(results, i, Py_NewRef(value));
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    return results;
+}
+
+/* RoundSend.serve(connections, requests): the server's handle_round, given to the selector
+ * in its place (RemotingServer.register_round's handler). With no ACL hook and this the
+ * server's round processor, the round as handle_round asks it of this, then _handle_runs
+ * when that is None; else handle_round itself, from its start (nothing was done: these are
+ * reads). */
+static PyObject *round_send_serve(RoundSend *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    int open = nargs == 2 && kwnames == NULL && PyList_CheckExact(args[1]) ? server_gates(self)
+                                                                           : 0;
+    if (open < 0) open = send_closed_by_error();
+    if (open <= 0)
+        return open < 0 ? NULL : server_call(self, N_HANDLE_ROUND, args, nargs, kwnames);
+    PyObject *results = round_send_call((PyObject *)self, args, 2, NULL);
+    if (results == NULL)
+        return PyErr_ExceptionMatches(PyExc_Exception)
+                   ? every_one_fails(PyList_GET_SIZE(args[1]))
+                   : NULL;
+    if (results != Py_None) return results;
+    Py_DECREF(results);
+    return server_call(self, N_HANDLE_RUNS, args, 2, NULL);
+}
+
+static PyMethodDef round_send_methods[] = {
+    {"serve", (PyCFunction)(void (*)(void))round_send_serve, METH_FASTCALL | METH_KEYWORDS,
+     "serve(connections, requests): the server's handle_round, the round taken here when it "
+     "would ask this."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyObject *round_send_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static const char usage[] =
-        "RoundSend(processor, plain_rows, topics set, specials frozenset, pieces tuple, heard "
-        "set, plain_round, rest, perm_write)";
-    PyObject *o[8];
+        "RoundSend(server, processor, plain_rows, topics set, specials frozenset, pieces "
+        "tuple, heard set, plain_round, rest, perm_write)";
+    PyObject *o[9];
     long perm;
     if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) ||
-        !PyArg_ParseTuple(args, "OOOOOOOOl", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &perm) ||
-        !PyCallable_Check(o[1]) || !PySet_CheckExact(o[2]) || !PyFrozenSet_CheckExact(o[3]) ||
-        !PyTuple_CheckExact(o[4]) || !PyAnySet_Check(o[5]) || !PyCallable_Check(o[6]) ||
-        !PyCallable_Check(o[7]) || perm <= 0) {
+        !PyArg_ParseTuple(args, "OOOOOOOOOl", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &perm) ||
+        !PyCallable_Check(o[2]) || !PySet_CheckExact(o[3]) || !PyFrozenSet_CheckExact(o[4]) ||
+        !PyTuple_CheckExact(o[5]) || !PyAnySet_Check(o[6]) || !PyCallable_Check(o[7]) ||
+        !PyCallable_Check(o[8]) || perm <= 0) {
         PyErr_Clear();
         PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
-    if (born_host_name == NULL && (born_host_name = PyUnicode_InternFromString("born_host")) == NULL)
-        return NULL;
+    if (intern_table(names, spelled, N_NAMES) < 0) return NULL;
     RoundSend *self = (RoundSend *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
-    PyObject **fields[8] = {&self->processor, &self->plain_rows, &self->topics, &self->specials,
-                            &self->pieces, &self->heard, &self->round, &self->rest};
-    for (int i = 0; i < 8; i++) *fields[i] = Py_NewRef(o[i]);
+    PyObject **fields[9] = {&self->server, &self->processor, &self->plain_rows, &self->topics,
+                            &self->specials, &self->pieces, &self->heard, &self->round,
+                            &self->rest};
+    for (int i = 0; i < 9; i++) *fields[i] = Py_NewRef(o[i]);
     self->perm_write = perm;
     self->vectorcall = round_send_call;
     return (PyObject *)self;
 }
 
 static int round_send_traverse(RoundSend *self, visitproc visit, void *arg) {
+    Py_VISIT(self->server);
     Py_VISIT(self->processor);
     Py_VISIT(self->plain_rows);
     Py_VISIT(self->topics);
@@ -154,6 +238,7 @@ static int round_send_traverse(RoundSend *self, visitproc visit, void *arg) {
 }
 
 static int round_send_clear(RoundSend *self) {
+    Py_CLEAR(self->server);
     Py_CLEAR(self->processor);
     Py_CLEAR(self->plain_rows);
     Py_CLEAR(self->topics);
@@ -182,5 +267,6 @@ PyTypeObject RoundSendType = {
               "else as plain_round (broker/processor/send_plain.py round_front).",
     .tp_traverse = (traverseproc)round_send_traverse,
     .tp_clear = (inquiry)round_send_clear,
+    .tp_methods = round_send_methods,
     .tp_new = round_send_new,
 };

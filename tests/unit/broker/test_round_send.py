@@ -1,12 +1,14 @@
 """Property: a broker's round processor in C (the store module's RoundSend, round_send.c, built
-by broker/processor/send_plain.py ``round_front``) answers every selector round exactly as
-``plain_round``, the Python it stands in for, and hands it every round it does not take whole
-(a gate closed, a connection without a kept born host or of another kind).
+by broker/processor/send_plain.py ``round_front``) and its ``serve``, which the server hands
+its selector in place of ``handle_round``, answer every selector round exactly as
+``handle_round`` asking ``plain_round``, the Python they stand in for, and hand it every round
+they do not take whole (an ACL hook, another round processor, a gate closed, a connection
+without a kept born host or of another kind).
 
 Two brokers (controllers built in this process, same store clock) take the same rounds from
-the same kinds of connections with the same gates, through their servers' ``handle_round``:
-one with a RoundSend as its round processor, one with ``plain_round`` bound to its send
-processor. After every round the results (slot by slot), CommitLog, ConsumeQueue and IndexFile
+the same kinds of connections with the same gates: one through a RoundSend's ``serve``, one
+through its server's ``handle_round`` with ``plain_round`` bound to its send processor as
+the round processor. After every round the results (slot by slot), CommitLog, ConsumeQueue and IndexFile
 bytes, the broker's stats items, the store's put counters and dispatch's position must be
 equal, and the C must have handed the round to ``plain_round`` exactly when a gate was closed."""
 
@@ -46,10 +48,12 @@ from tests.unit.broker.test_send_plain import (
 V1, V2 = int(RequestCode.SEND_MESSAGE), int(RequestCode.SEND_MESSAGE_V2)
 # Gates the C reads itself: any closed sends the round to plain_round.
 SEND_GATES = frozenset({"plain_mode", "read_only", "fenced", "in_sync", "in_sync_short"})
+# handle_round's own: the ACL hook (no round processor is asked then), and the round
+# processor replaced by an equivalent: serve hands the round to handle_round.
+SERVER_GATES = frozenset({"acl", "acl_refuses", "round_processor"})
 # A connection's born host dropped (the first peer's: a round with it goes to plain_round),
-# the ACL hook (handle_round asks no round processor then) and the store's own gates (the
-# pass declines: round_rest's path).
-GATES = (*sorted(SEND_GATES), "born_host", "acl", "acl_refuses", "disk_full", "slave")
+# and the store's own gates (the pass declines: round_rest's path).
+GATES = (*sorted(SEND_GATES | SERVER_GATES), "born_host", "disk_full", "slave")
 PEERS = 4
 
 
@@ -74,12 +78,27 @@ class Side:
         store.commit_log.warmer.ahead = 0
         self.server = controller.server
         self.peers = [HostPeer(4001 + n) for n in range(PEERS)]
-        self.fell_back = self.rests = 0
+        # the RoundSend's hand-overs to plain_round, to round_rest, and its serve's to the
+        # server's handle_round
+        self.fell_back = self.rests = self.handed = 0
+        server = self.server
         if front:
-            assert type(self.server.round_processor).__name__ == "RoundSend"
-            self.server.round_processor = round_send(controller.send, self)
+            assert type(server.round_processor).__name__ == "RoundSend"
+            assert server.round_handler == server.round_processor.serve
+            made = round_send(server, controller.send, self)
+            server.register_round(made, made.serve)
+            chain = server.handle_round
+
+            def handle_round(*args: Any, **kwargs: Any) -> Any:
+                self.handed += 1
+                return chain(*args, **kwargs)
+
+            server.handle_round = handle_round  # serve looks it up on the server each call
+            self.handler = made.serve
         else:
-            self.server.round_processor = functools.partial(send_plain.plain_round, controller.send)
+            server.register_round(functools.partial(send_plain.plain_round, controller.send))
+            self.handler = server.handle_round
+        self.round_processor = server.round_processor
 
     def warm(self) -> None:
         """The first segment counted as warmed: no pass stops to call the page warmer."""
@@ -94,6 +113,9 @@ class Side:
             )
         elif "acl" in closed:
             server.authorize = lambda connection, request: None
+        server.round_processor = self.round_processor
+        if "round_processor" in closed:  # one that does what it does, but is not it
+            server.round_processor = functools.partial(send_plain.plain_round, controller.send)
         controller.send.plain_mode = "plain_mode" not in closed
         controller.config = attrs.evolve(
             controller.config, broker_permission=PERM_READ if "read_only" in closed else 6
@@ -112,7 +134,7 @@ class Side:
         random.seed(7)  # a negative queue id picks a random queue: the same one on both
         connections = [self.peers[n] for n, _ in sent]
         requests = [request for _, request in sent]
-        return [seen(r) for r in self.server.handle_round(connections, requests)]
+        return [seen(r) for r in self.handler(connections, requests)]
 
     def state(self) -> tuple[Any, ...]:
         store = self.controller.store
@@ -126,7 +148,7 @@ class Side:
         )
 
 
-def round_send(processor: Any, side: Side) -> Any:
+def round_send(server: Any, processor: Any, side: Side) -> Any:
     """A RoundSend as round_front makes it, but counting its hand-overs to plain_round and
     to round_rest."""
 
@@ -139,7 +161,7 @@ def round_send(processor: Any, side: Side) -> Any:
         return send_plain.round_rest(*args)
 
     return store_native.RoundSend(
-        processor, send_plain.plain_rows, valid_topics, send_plain._SPECIAL, REPLY_PIECES,
+        server, processor, send_plain.plain_rows, valid_topics, send_plain._SPECIAL, REPLY_PIECES,
         ALWAYS_HEARD, plain_round, round_rest, PERM_WRITE,
     )  # fmt: skip
 
@@ -167,12 +189,16 @@ def pair(root: Path) -> tuple[Side, Side]:
 
 
 def step(front: Side, chain: Side, sent: list[tuple[int, RemotingCommand]], root: Path) -> int:
-    """One round to both sides; how many times the C handed it to plain_round."""
-    before = front.fell_back
+    """One round to both sides; how many times the C handed it to plain_round (-1: serve
+    handed it to handle_round)."""
+    before, handed = front.fell_back, front.handed
     assert front.answer(sent) == chain.answer(sent)
     assert front.state() == chain.state()
     assert files(root / "plain") == files(root / "reference")
     assert [p.born_host for p in front.peers] == [p.born_host for p in chain.peers]
+    if front.handed != handed:
+        assert front.handed == handed + 1 and front.fell_back == before
+        return -1
     return front.fell_back - before
 
 
@@ -211,8 +237,8 @@ def test_the_round_in_c_answers_as_plain_round_and_hands_it_over_when_a_gate_clo
                 side.close_gates(closed)
             kept = all(front.peers[peer].born_host is not None for peer, _ in sent)
             fell_back = step(front, chain, sent, root)
-            if closed & {"acl", "acl_refuses"}:
-                assert fell_back == 0  # the round processor is not asked
+            if closed & SERVER_GATES:
+                assert fell_back == -1  # handle_round's; the RoundSend is not asked
             elif closed & SEND_GATES or not kept:
                 assert fell_back == 1, closed
             else:
@@ -232,7 +258,8 @@ def test_each_gate_alone_closed_then_opened(tmp_path: Path, gate: str) -> None:
         for side in (front, chain):
             side.close_gates(frozenset({gate}))
         sent = [(n, build(V1, n % 3, 40, [], {}, 20 + n)) for n in (2, 0, 1)]
-        assert step(front, chain, sent, tmp_path) == (gate in SEND_GATES or gate == "born_host")
+        want = -1 if gate in SERVER_GATES else int(gate in SEND_GATES or gate == "born_host")
+        assert step(front, chain, sent, tmp_path) == want
         for side in (front, chain):
             side.close_gates(frozenset())
         sent = [(n, build(V2, 1, 40, [], {}, 30 + n)) for n in (3, 3, 1)]
@@ -324,6 +351,13 @@ def test_connections_of_another_kind_and_odd_calls_go_to_plain_round(tmp_path: P
         )
         assert [seen(r) for r in got] == [seen(r) for r in want]
         assert front.fell_back == before + 4
+        handed = front.handed
+        sent = [(0, build(V2, 0, 10, [], {}, 7)), (2, build(V2, 2, 10, [], {}, 8))]
+        connections = [front.peers[n] for n, _ in sent]
+        got = front.handler(connections=connections, requests=[r for _, r in sent])
+        want = chain.handler([chain.peers[n] for n, _ in sent], [r for _, r in sent])
+        assert [seen(r) for r in got] == [seen(r) for r in want]
+        assert front.handed == handed + 1  # serve with keywords: handle_round's
         assert files(tmp_path / "plain") == files(tmp_path / "reference")
     finally:
         close(front.controller, chain.controller)
@@ -348,10 +382,10 @@ def test_a_failing_gate_read_goes_to_plain_round(tmp_path: Path) -> None:
 
 @needs_store_native
 def test_bad_arguments_are_refused() -> None:
-    good = (object(), len, set(), frozenset(), (), set(), len, len, 2)
+    good = (object(), object(), len, set(), frozenset(), (), set(), len, len, 2)
     store_native.RoundSend(*good)
-    for index, bad in [(1, 1), (2, frozenset()), (3, set()), (4, []), (5, {}), (6, None),
-                       (7, "x"), (8, 0), (8, "2")]:  # fmt: skip
+    for index, bad in [(2, 1), (3, frozenset()), (4, set()), (5, []), (6, {}), (7, None),
+                       (8, "x"), (9, 0), (9, "2")]:  # fmt: skip
         args = list(good)
         args[index] = bad
         with pytest.raises(TypeError):
@@ -370,16 +404,50 @@ def test_the_round_processor_is_the_c_only_where_plain_round_would_call_the_same
     controller = broker(tmp_path)
     try:
         send = controller.send
-        registered = controller.server.round_processor
+        server = controller.server
+        registered = server.round_processor
         built = store_native is not None and codec_native is not None
         if built:
             assert type(registered) is store_native.RoundSend
+            assert server.round_handler == registered.serve  # the selector's, at start
         else:
             assert registered.func is send_plain.plain_round and registered.args == (send,)
+            assert server.round_handler is None  # the selector calls handle_round
         for name, twin in (("plain_pass", lambda *a: None), ("plain_rows", len)):
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(send_plain, name, twin)
-                made = send_plain.round_front(send)
+                made, handler = send_plain.round_front(server, send)
                 assert type(made) is functools.partial and made.func is send_plain.plain_round
+                assert handler is None
     finally:
         close(controller)
+
+
+@needs_codec
+@needs_store_native
+def test_a_round_that_raises_is_answered_with_its_exception_by_every_request(
+    tmp_path: Path,
+) -> None:
+    """As handle_round answers a round processor that raised: the exception, once a request."""
+    front, chain = pair(tmp_path)
+    try:
+        boom = ValueError("a test's")
+
+        def rest(*args: Any) -> Any:
+            raise boom
+
+        server = front.server
+        made = store_native.RoundSend(
+            server, front.controller.send, send_plain.plain_rows, valid_topics,
+            send_plain._SPECIAL, REPLY_PIECES, ALWAYS_HEARD, send_plain.plain_round, rest,
+            PERM_WRITE,
+        )  # fmt: skip
+        server.register_round(made, made.serve)
+        requests = [build(V2, 3, 10, [], {}, n) for n in (1, 2)]  # queue 3 new: round_rest
+        got = made.serve(front.peers[:2], requests)
+        assert got == [boom, boom] and boom.__traceback__ is not None
+        front.controller.store.clean.disk_full = True  # the pass declines: round_rest
+        with pytest.raises(ValueError):
+            made(front.peers[:1], [build(V2, 3, 10, [], {}, 3)])  # the processor itself raises
+    finally:
+        close(front.controller, chain.controller)
