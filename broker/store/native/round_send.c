@@ -72,8 +72,15 @@ static int round_hosts(PyObject *connections, PyObject *requests, PyObject **hos
     PyObject *list = PyList_New(n);
     if (list == NULL) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *host =
-            slot_get(PyList_GET_ITEM(connections, i), names[N_BORN_HOST], &sites[N_BORN_HOST]);
+        /* a read may run Python (a property on a connection of another kind), which may
+         * change the list: held, and its length checked before each item is taken */
+        if (PyList_GET_SIZE(connections) != n) {
+            Py_DECREF(list);
+            return 0;
+        }
+        PyObject *connection = Py_NewRef(PyList_GET_ITEM(connections, i));
+        PyObject *host = slot_get(connection, names[N_BORN_HOST], &sites[N_BORN_HOST]);
+        Py_DECREF(connection);
         if (host == NULL || !PyTuple_CheckExact(host) || PyTuple_GET_SIZE(host) == 0) {
             Py_XDECREF(host);
             Py_DECREF(list);

@@ -451,3 +451,33 @@ def test_a_round_that_raises_is_answered_with_its_exception_by_every_request(
             made(front.peers[:1], [build(V2, 3, 10, [], {}, 3)])  # the processor itself raises
     finally:
         close(front.controller, chain.controller)
+
+
+class Shrinking(HostPeer):
+    """A connection of another kind whose born host, once read, empties the round's list."""
+
+    def __init__(self, port: int, connections: list[Any]) -> None:
+        super().__init__(port)
+        self.connections = connections
+
+    @property  # type: ignore[override]
+    def born_host(self) -> Any:
+        self.connections.clear()
+        return (b"\x0a\x00\x00\x01", 4001)
+
+
+@needs_codec
+@needs_store_native
+def test_a_round_whose_list_changes_under_a_read_goes_to_plain_round(tmp_path: Path) -> None:
+    front, chain = pair(tmp_path)
+    try:
+        processor = front.server.round_processor
+        connections: list[Any] = []
+        connections += [Shrinking(4001, connections), front.peers[1], front.peers[2]]
+        requests = [build(V2, 0, 10, [], {}, n) for n in range(3)]
+        before = front.fell_back
+        with pytest.raises(TypeError):  # plain_round's map over the emptied list: no hosts
+            processor(connections, requests)
+        assert front.fell_back == before + 1
+    finally:
+        close(front.controller, chain.controller)
