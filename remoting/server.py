@@ -104,9 +104,10 @@ def _run_group(
 
 
 class RemotingServer:
-    # What a request handler in C reads at every request (the broker's lone-send front,
-    # broker/store/native/lone_send.c), at their offsets; the rest are ordinary attributes.
-    __slots__ = ("__dict__", "__weakref__", "authorize", "processors")
+    # What a request or round handler in C reads at every call (the broker's lone-send front
+    # and round of sends, broker/store/native/lone_send.c, round_send.c), at their offsets;
+    # the rest are ordinary attributes.
+    __slots__ = ("__dict__", "__weakref__", "authorize", "processors", "round_processor")
 
     def __init__(
         self,
@@ -133,6 +134,7 @@ class RemotingServer:
         self.processors: dict[int, Processor] = dict(processors or {})
         self.group_processors: dict[int, GroupProcessor] = {}
         self.round_processor: RoundProcessor | None = None
+        self.round_handler: RoundProcessor | None = None  # the selector's, when not handle_round
         self.front: Processor | None = None
         self.default_processor = default_processor
         self.authorize = authorize
@@ -172,11 +174,17 @@ class RemotingServer:
         connections=...)`` (one per request); ``register``'s still takes lone ones."""
         self.group_processors[int(code)] = processor
 
-    def register_round(self, processor: RoundProcessor) -> None:
+    def register_round(
+        self, processor: RoundProcessor, handler: RoundProcessor | None = None
+    ) -> None:
         """``processor(connections, requests)`` takes a selector round first, whole, when no
         ACL asks first: its results, or None having done nothing (the round then goes on as
-        below). The broker's round of plain sends (broker/processor/send_plain.py)."""
+        below). The broker's round of plain sends (broker/processor/send_plain.py).
+        ``handler``: what answers every round exactly as ``handle_round`` would (calling it
+        for what it does not take itself), given to the selector in its place when the
+        server starts (the broker's round of sends in C, send_plain.round_front)."""
         self.round_processor = processor
+        self.round_handler = handler
 
     def register_front(self, front: Processor) -> None:
         """``front(connection, request)`` answers every request exactly as ``handle_request``
@@ -291,7 +299,8 @@ class RemotingServer:
                     await outer.start(_shielded, transport, self._sender.run)
                 if self._use_selector:
                     self._selector = ReadSelector(
-                        self.handle_round, self._sender.kick if self._sender else None
+                        self.round_handler or self.handle_round,
+                        self._sender.kick if self._sender else None,
                     )
                     await outer.start(_shielded, transport, self._selector.run)
                 try:

@@ -7,7 +7,6 @@ awaitable that waits for the group commit / the slave's ack.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 from typing import TYPE_CHECKING, Any
@@ -18,9 +17,9 @@ from broker.processor.send_plain import (
     born_host,
     lone_front,
     plain_decoder_built,
-    plain_round,
     plain_send_reply,
     plain_sends,
+    round_front,
 )
 from broker.processor.send_reply import stored_reply_frame
 from broker.store.config import BrokerRole, FlushDiskType
@@ -139,7 +138,7 @@ class SendMessageProcessor(Slotted):
         ):
             server.register(code, self.handle)
             server.register_group(code, self.handle_group)
-        server.register_round(functools.partial(plain_round, self))
+        server.register_round(*round_front(server, self))  # a round of plain sends in C
         front = lone_front(server, self, SendMessageProcessor.handle)
         if front is not None:  # a lone plain send answered in C (send_plain.py)
             server.register_front(front)

@@ -16,6 +16,7 @@ the same CommitLog bytes, ConsumeQueue units and reply frames.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,8 @@ def plain_round(
     ``register_round``): the results, or None with nothing done when one request is not a
     plain send or the broker does not take plain sends now (the server's general path then
     judges the round, as it did every round before). ``hosts``: every request's born host,
-    when one connection sent them all."""
+    when one connection sent them all. Where the C is built the server's round processor is
+    RoundSend (``round_front``), which calls this for every round it does not take whole."""
     broker = processor.broker
     if not broker_takes_plain(processor):
         return None
@@ -138,16 +140,51 @@ def plain_round(
         return None
     store = broker.store
     results = plain_pass(store, rows, REPLY_PIECES, broker.stats.put_items, cluster, ALWAYS_HEARD)
-    if type(results) is not list:  # not the common pass: Python does the rest
-        results = _store_rest(broker, rows, results, cluster)
-        if results is None:
-            return None
+    if type(results) is list and len(results) >= len(requests):
+        return results
+    return round_rest(processor, connections, requests, rows, results, cluster)
+
+
+def round_rest(
+    processor: SendMessageProcessor,
+    connections: list[Connection],
+    requests: list[RemotingCommand],
+    rows: list[tuple[Any, ...]],
+    passed: Any,
+    cluster: str,
+) -> list[Any] | None:
+    """``plain_round``'s tail after ``plain_pass`` returned ``passed`` (and RoundSend's, the
+    round in C, round_send.c, when that was not a list of every request's result): what the
+    pass left to Python, then the requests it did not take through the reference."""
+    results = (
+        passed if type(passed) is list else _store_rest(processor.broker, rows, passed, cluster)
+    )
+    if results is None:
+        return None
     done = len(results)
     if done < len(requests):
         # One the single-pass append did not take (a segment to roll, a refusal): the rest go
         # to the reference in order, after the ones stored.
         results += processor.reference_group(connections[done], requests[done:], connections[done:])
     return results
+
+
+def round_front(server: Any, processor: SendMessageProcessor) -> tuple[Any, Any]:
+    """The server's round processor and the selector's round handler (``register_round``'s
+    two): the store module's RoundSend (round_send.c, which says what it reads and when it
+    hands a round to ``plain_round`` or the server's ``handle_round``), which answers a round
+    of plain sends in C, and its ``serve``; where it is not built (pure modes, a Python twin
+    of the rows or the pass switched on), ``plain_round`` bound to the processor, the
+    reference, and None (the server's ``handle_round``)."""
+    if store_native is None or plain_pass is not store_native.plain_pass:
+        return functools.partial(plain_round, processor), None
+    if native is None or plain_rows is not native.plain_send_rows:
+        return functools.partial(plain_round, processor), None
+    front = store_native.RoundSend(
+        server, processor, plain_rows, valid_topics, _SPECIAL, REPLY_PIECES, ALWAYS_HEARD,
+        plain_round, round_rest, _PERM_WRITE,
+    )  # fmt: skip
+    return front, front.serve
 
 
 def plain_send_reply(

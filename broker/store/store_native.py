@@ -16,12 +16,13 @@ from remoting.codes import CURRENT_VERSION
 from remoting.message import TRANSACTION_NOT_QUEUED_BIT, TRANSACTION_ROLLBACK_TYPE
 from remoting.native_loader import load
 
-ABI_VERSION = 11
+ABI_VERSION = 12
 SWITCH = "ROCKETMQ_TRIO_PURE_STORE"
 NAMES = (
     "AppendCursor",
     "LoneSend",
     "PutCounters",
+    "RoundSend",
     "StatsCounter",
     "RecordRefused",
     "batch_plan",

@@ -56,12 +56,7 @@ typedef struct {
     long code_v1, code_v2, perm_write;
 } LoneSend;
 
-/* The objects a taken send needs, read at the gates (new references). */
-typedef struct {
-    PyObject *config, *cluster, *host, *lookup, *store, *put_items;
-} Taken;
-
-static void taken_release(Taken *t) {
+void send_taken_release(SendTaken *t) {
     Py_XDECREF(t->config);
     Py_XDECREF(t->cluster);
     Py_XDECREF(t->host);
@@ -115,36 +110,38 @@ static int server_gates(LoneSend *self, PyObject *request) {
     return open;
 }
 
-/* broker_takes_plain's gates (in its order) and the connection's kept born host. 1 open,
- * 0 closed, -1 an error. */
-static int broker_gates(LoneSend *self, PyObject *broker, PyObject *connection, Taken *t) {
+/* broker_takes_plain's gates (in its order) and, given a connection, its kept born host.
+ * 1 open, 0 closed, -1 an error. */
+static int broker_gates(long perm_write, PyObject *broker, PyObject *connection, SendTaken *t) {
     long value;
     int open = get_long(t->config, N_PERMISSION, &value);
-    if (open <= 0 || !(value & self->perm_write)) return open < 0 ? -1 : 0;
+    if (open <= 0 || !(value & perm_write)) return open < 0 ? -1 : 0;
     PyObject *registrar = get(broker, N_REGISTRAR);
     if (registrar == NULL) return -1;
     open = get_is(registrar, N_FENCED, Py_None);
     Py_DECREF(registrar);
     if (open > 0) open = get_long(broker, N_MIN_IN_SYNC, &value);
     if (open <= 0 || value != 0) return open < 0 ? -1 : 0;
+    if (connection == NULL) return 1;
     if ((t->host = get(connection, N_BORN_HOST)) == NULL) return -1;
     return PyTuple_CheckExact(t->host) && PyTuple_GET_SIZE(t->host) > 0;
 }
 
-/* Every gate, then what _store_plain reads: 1 with `t` filled, 0 closed, -1 an error (`t` is
- * released by the caller either way). */
-static int gates(LoneSend *self, PyObject *connection, PyObject *request, Taken *t) {
-    int open = server_gates(self, request);
-    if (open > 0) open = get_is(self->processor, N_PLAIN_MODE, Py_True);
+/* broker_takes_plain's gates, then what _store_plain reads: 1 with `t` filled, 0 closed, -1
+ * an error (`t` is released by the caller either way). With a connection, its kept born host
+ * too (LoneSend); without, the round's caller reads each connection's (RoundSend). */
+int send_gates(PyObject *processor, long perm_write, PyObject *connection, SendTaken *t) {
+    if (intern_names() < 0) return -1;
+    int open = get_is(processor, N_PLAIN_MODE, Py_True);
     if (open <= 0) return open;
-    PyObject *broker = get(self->processor, N_BROKER), *bounds = NULL, *stats = NULL;
+    PyObject *broker = get(processor, N_BROKER), *bounds = NULL, *stats = NULL;
     if (broker == NULL) return -1;
     open = -1;
     if ((t->config = get(broker, N_CONFIG)) != NULL &&
-        (open = broker_gates(self, broker, connection, t)) > 0) {
+        (open = broker_gates(perm_write, broker, connection, t)) > 0) {
         open = -1;
         if ((t->cluster = get(t->config, N_CLUSTER)) != NULL &&
-            (bounds = get(self->processor, N_QUEUE_BOUNDS)) != NULL &&
+            (bounds = get(processor, N_QUEUE_BOUNDS)) != NULL &&
             (t->lookup = get(bounds, N_LOOKUP)) != NULL &&
             (t->store = get(broker, N_STORE)) != NULL && (stats = get(broker, N_STATS)) != NULL &&
             (t->put_items = get(stats, N_PUT_ITEMS)) != NULL)
@@ -154,6 +151,13 @@ static int gates(LoneSend *self, PyObject *connection, PyObject *request, Taken 
     Py_XDECREF(bounds);
     Py_XDECREF(stats);
     return open;
+}
+
+/* Every gate of a lone send: the server's, then send_gates with the connection. */
+static int gates(LoneSend *self, PyObject *connection, PyObject *request, SendTaken *t) {
+    int open = server_gates(self, request);
+    if (open <= 0) return open;
+    return send_gates(self->processor, self->perm_write, connection, t);
 }
 
 /* EncodedReply(0, replies), its slots set as its __init__ sets them. */
@@ -171,7 +175,7 @@ static PyObject *encoded_reply(LoneSend *self, PyObject *replies) {
 
 /* The plain send's rows, pass and reply, the gates open: 1 with the answer in *answer, 0
  * when the rows say it is not a plain send (nothing done), -1 on an error. */
-static int store_plain(LoneSend *self, PyObject *connection, PyObject *request, Taken *t,
+static int store_plain(LoneSend *self, PyObject *connection, PyObject *request, SendTaken *t,
                        PyObject **answer) {
     PyObject *requests = PyList_New(1);
     if (requests == NULL) return -1;
@@ -215,7 +219,7 @@ static PyObject *fall_back(LoneSend *self, PyObject *const *args, size_t nargsf,
 
 /* A failed read at a gate: closed (the error cleared) unless it is out of memory or not an
  * Exception (-1, left set); the Python path reads the same values and says what they are. */
-static int closed_by_error(void) {
+int send_closed_by_error(void) {
     if (PyErr_ExceptionMatches(PyExc_MemoryError) || !PyErr_ExceptionMatches(PyExc_Exception))
         return -1;
     PyErr_Clear();
@@ -228,12 +232,12 @@ static PyObject *lone_send_call(PyObject *callable, PyObject *const *args, size_
     if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
         return fall_back(self, args, nargsf, kwnames);
     if (intern_names() < 0) return NULL;
-    Taken t = {0};
+    SendTaken t = {0};
     PyObject *answer = NULL;
     int open = gates(self, args[0], args[1], &t);
-    if (open < 0) open = closed_by_error();
+    if (open < 0) open = send_closed_by_error();
     if (open > 0) open = store_plain(self, args[0], args[1], &t, &answer);
-    taken_release(&t);
+    send_taken_release(&t);
     if (open < 0) return NULL;
     return open ? answer : fall_back(self, args, nargsf, kwnames);
 }

@@ -9,10 +9,11 @@
  * the record layout is compiled in from remoting/native/record_layout.h.
  *
  * The seam: buffers and plain values in, new objects out. Nothing here calls back into
- * Python but LoneSend (lone_send.c: a server's request handler, which hands what it does not
- * take to the Python path), and nothing reads or sets an attribute of a Python object but
- * put_cq_runs, pull_found, plain_pass and LoneSend (consume_queue.c, pull_found.c,
- * plain_pass.c and lone_send.c say which and why; plain_pass calls the CommitLog's clock, the
+ * Python but LoneSend and RoundSend (lone_send.c, round_send.c: a server's request handler
+ * and round processor, which hand what they do not take to the Python path), and nothing
+ * reads or sets an attribute of a Python object but put_cq_runs, pull_found, plain_pass,
+ * LoneSend and RoundSend (consume_queue.c, pull_found.c, plain_pass.c, lone_send.c and
+ * round_send.c say which and why; plain_pass calls the CommitLog's clock, the
  * builtin now_ms in the broker). The state it mutates is its own (the AppendCursor's table,
  * the counters of PutCounters and StatsCounter, counters.c), the bytes of a buffer it was
  * handed (a mapped segment), and
@@ -144,7 +145,8 @@ static int add_constants(PyObject *m) {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&AppendCursorType) < 0 || PyType_Ready(&PutCountersType) < 0 ||
-        PyType_Ready(&StatsCounterType) < 0 || PyType_Ready(&LoneSendType) < 0)
+        PyType_Ready(&StatsCounterType) < 0 || PyType_Ready(&LoneSendType) < 0 ||
+        PyType_Ready(&RoundSendType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -157,7 +159,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         PyModule_AddObjectRef(m, "AppendCursor", (PyObject *)&AppendCursorType) < 0 ||
         PyModule_AddObjectRef(m, "PutCounters", (PyObject *)&PutCountersType) < 0 ||
         PyModule_AddObjectRef(m, "StatsCounter", (PyObject *)&StatsCounterType) < 0 ||
-        PyModule_AddObjectRef(m, "LoneSend", (PyObject *)&LoneSendType) < 0) {
+        PyModule_AddObjectRef(m, "LoneSend", (PyObject *)&LoneSendType) < 0 ||
+        PyModule_AddObjectRef(m, "RoundSend", (PyObject *)&RoundSendType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -10,7 +10,7 @@
 
 /* What broker/store/store_native.py expects: bumped whenever a function's or the cursor's
  * arguments or results change. */
-#define STORE_ABI_VERSION 11
+#define STORE_ABI_VERSION 12
 
 /* broker/store/layout.py and remoting/message.py define these too; store_native.py checks
  * that the values exported from here (module.c) equal them before it uses this module. */
@@ -291,8 +291,19 @@ typedef struct {
     long long value, times;
 } StatsCounter;
 extern PyTypeObject PutCountersType, StatsCounterType;
-/* A server's request handler for lone plain sends (lone_send.c). */
-extern PyTypeObject LoneSendType;
+/* A server's request handler for lone plain sends (lone_send.c), and the round processor for
+ * a selector round of them (round_send.c). */
+extern PyTypeObject LoneSendType, RoundSendType;
+/* What a taken plain send needs, read at the gates (new references, or NULL). */
+typedef struct {
+    PyObject *config, *cluster, *host, *lookup, *store, *put_items;
+} SendTaken;
+void send_taken_release(SendTaken *t);
+/* broker_takes_plain's gates and what _store_plain reads (lone_send.c): 1 open with `t`
+ * filled (the connection's born host too when one is given), 0 closed, -1 an error. */
+int send_gates(PyObject *processor, long perm_write, PyObject *connection, SendTaken *t);
+/* After a gate's failed read: 0 (closed, cleared) for an Exception, else -1 (left set). */
+int send_closed_by_error(void);
 int put_bucket(long long elapsed_ns);
 /* Additions to the counts, -1 with OverflowError (nothing added) past int64. */
 int put_counters_add(PutCounts *c, long long messages, long long size);
