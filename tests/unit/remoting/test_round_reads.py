@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from remoting import selector as selector_module
+from remoting import round_reads as round_reads_module
 from remoting import writes as writes_module
 from remoting.command import RemotingCommand, encode_command_bytes
 from remoting.connection import Connection, HandlerResult
@@ -91,7 +91,7 @@ async def test_each_connection_is_answered_in_order_whatever_its_neighbours_read
         staged_by_the_read.append(len(got[0]))
         return got
 
-    monkeypatch.setattr(selector_module, "recv_round", counting)
+    monkeypatch.setattr(round_reads_module, "recv_round", counting)
     server, rounds = await _server(nursery, native_sender)
     port = await nursery.start(server.run)
     socks = await _clients(port, 5)
