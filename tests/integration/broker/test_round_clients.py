@@ -10,8 +10,6 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from remoting import message as codec
-from remoting.client import RemotingClient
 from remoting.command import encode_command_bytes
 from remoting.frame import FrameDecoder
 from tests.integration.broker.test_lone_clients import (
@@ -22,8 +20,9 @@ from tests.integration.broker.test_lone_clients import (
     _connect,
     _pipelined,
     _puller,
+    check_stored,
 )
-from tests.kits.brokerkit import pull_all, read_replies, send_request, start_cluster
+from tests.kits.brokerkit import read_replies, send_request, start_cluster
 
 SENDERS, CONNECTIONS_EACH, STEPS = 6, 2, 60
 
@@ -67,20 +66,5 @@ async def test_lock_step_senders_stepping_together_beside_other_clients(
         piped_result = piped.result(TIMEOUT_S)
         broken_bodies = broken.result(TIMEOUT_S)
         pulled_offsets = pulled.result(TIMEOUT_S)
-    assert pulled_offsets == list(range(len(pulled_offsets)))
     everyone = (first, *per_connection, piped_result)
-    for mine in everyone:
-        offsets = [offset for _, offset in mine]
-        assert offsets == sorted(offsets)  # each connection stored in its own order
-    async with RemotingClient.open() as client:
-        stored: list[codec.MessageExt] = await pull_all(client, addr, TOPIC, 0)
-        again = await client.invoke(addr, send_request(TOPIC, b"after"), TIMEOUT_S)
-    assert again.code == 0
-    bodies = [m.body for m in stored]
-    assert len(bodies) == len(set(bodies))  # nothing stored twice
-    by_body = {m.body: m.queue_offset for m in stored}
-    for body, offset in (pair for mine in everyone for pair in mine):
-        assert by_body[body] == offset
-    assert b"never-whole" not in by_body
-    assert bodies.count(broken_bodies[0]) <= 1
-    assert len(stored) >= want + 1
+    await check_stored(addr, pulled_offsets, everyone, broken_bodies, want)

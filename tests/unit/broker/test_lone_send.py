@@ -55,19 +55,63 @@ class Peer:
         self.attributes: dict[str, Any] = {}
 
 
-class Side:
-    """A broker, its peer, and its server's request handler (the front, or handle_request)."""
+class BrokerSide:
+    """A broker built in this process whose plain pass can be the common one, the gates the
+    C fronts read (closed or opened by name), and the state both sides of a test compare.
+    test_round_send's sides are ones too."""
 
-    def __init__(self, root: Path, front: bool) -> None:
+    def __init__(self, root: Path) -> None:
         self.controller = controller = broker(root)
         store = controller.store
         # the broker's own listeners, named idle to the store: its plain pass can be the
-        # common one, which the front answers without Python
+        # common one, which the fronts answer without Python
         store.dispatcher.arrival_listener = controller._on_arrival
         store.dispatcher.arrivals_wanted = controller._arrivals_wanted
         controller._declare_plain_idle()
         store.commit_log.warmer.ahead = 0
-        self.server = server = controller.server
+        self.server = controller.server
+
+    def warm(self) -> None:
+        """The first segment counted as warmed: no pass stops to call the page warmer."""
+        self.controller.store.commit_log.queue.files[-1].warmed_position = 1 << 40
+
+    def close_gates(self, closed: frozenset[str]) -> None:
+        """The ACL hook and the broker-wide gates of the plain pass, each closed when named."""
+        controller, server = self.controller, self.server
+        server.authorize = None
+        if "acl_refuses" in closed:
+            server.authorize = lambda connection, request: request.error_response(
+                ResponseCode.NO_PERMISSION, "refused by a test"
+            )
+        elif "acl" in closed:
+            server.authorize = lambda connection, request: None
+        controller.send.plain_mode = "plain_mode" not in closed
+        controller.config = attrs.evolve(
+            controller.config, broker_permission=PERM_READ if "read_only" in closed else 6
+        )
+        controller.registrar.fenced = "FENCED: a test" if "fenced" in closed else None
+        short = "in_sync_short" in closed
+        controller.min_in_sync_slaves = 1 if short or "in_sync" in closed else 0
+        controller.enough_in_sync_slaves = lambda: not short  # type: ignore[method-assign]
+
+    def state(self) -> tuple[Any, ...]:
+        store = self.controller.store
+        items = {k: (v.value, v.times) for k, v in self.controller.stats.items.items()}
+        return (
+            items,
+            store.stats.put_message_times_total,
+            store.stats.put_message_size_total,
+            store.reput.reput_from_offset,
+            store.dispatcher.last_dispatched_timestamp,
+        )
+
+
+class Side(BrokerSide):
+    """A broker, its peer, and its server's request handler (the front, or handle_request)."""
+
+    def __init__(self, root: Path, front: bool) -> None:
+        super().__init__(root)
+        server = self.server
         self.peer = Peer()
         self.entries = {code: server.processors[code] for code in (V1, V2)}
         self.fell_back = 0
@@ -84,34 +128,15 @@ class Side:
         else:
             self.handler = chain
 
-    def warm(self) -> None:
-        """The first segment counted as warmed: no pass stops to call the page warmer."""
-        self.controller.store.commit_log.queue.files[-1].warmed_position = 1 << 40
-
     def close_gates(self, closed: frozenset[str]) -> None:
-        controller, server = self.controller, self.server
-        server.authorize = None
-        if "acl_refuses" in closed:
-            server.authorize = lambda connection, request: request.error_response(
-                ResponseCode.NO_PERMISSION, "refused by a test"
-            )
-        elif "acl" in closed:
-            server.authorize = lambda connection, request: None
+        super().close_gates(closed)
         for code, entry in self.entries.items():
             # a processor that does what the send processor's handle does, but is not it
-            server.processors[code] = (
+            self.server.processors[code] = (
                 functools.partial(entry.__func__, entry.__self__)
                 if "processor" in closed
                 else entry
             )
-        controller.send.plain_mode = "plain_mode" not in closed
-        controller.config = attrs.evolve(
-            controller.config, broker_permission=PERM_READ if "read_only" in closed else 6
-        )
-        controller.registrar.fenced = "FENCED: a test" if "fenced" in closed else None
-        short = "in_sync_short" in closed
-        controller.min_in_sync_slaves = 1 if short or "in_sync" in closed else 0
-        controller.enough_in_sync_slaves = lambda: not short  # type: ignore[method-assign]
         if "born_host" in closed:  # as on a connection's first send: born_host() makes it
             self.peer.born_host = None
             self.peer.attributes.pop("born_host", None)
@@ -122,17 +147,6 @@ class Side:
             return seen(self.handler(self.peer, request), request)
         except RequestError as exc:  # the connection answers its code and remark
             return seen(request.error_response(exc.code, exc.remark), request)
-
-    def state(self) -> tuple[Any, ...]:
-        store = self.controller.store
-        items = {k: (v.value, v.times) for k, v in self.controller.stats.items.items()}
-        return (
-            items,
-            store.stats.put_message_times_total,
-            store.stats.put_message_size_total,
-            store.reput.reput_from_offset,
-            store.dispatcher.last_dispatched_timestamp,
-        )
 
 
 def seen(result: Any, request: RemotingCommand) -> Any:

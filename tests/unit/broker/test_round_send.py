@@ -19,7 +19,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,11 +28,12 @@ from broker.processor.send_reply import REPLY_PIECES
 from broker.store.dispatch import ALWAYS_HEARD
 from broker.store.store_native import native as store_native
 from remoting.codec_native import native as codec_native
-from remoting.codes import RequestCode, ResponseCode
+from remoting.codes import RequestCode
 from remoting.command import EncodedReply, RemotingCommand, encode_command_bytes
-from remoting.constants import PERM_READ, PERM_WRITE
+from remoting.constants import PERM_WRITE
 from remoting.names import valid_topics
 from tests.kits.nativekit import needs_codec, needs_store_native
+from tests.unit.broker.test_lone_send import BrokerSide
 from tests.unit.broker.test_send_plain import (
     ODD,
     Peer,
@@ -65,23 +65,16 @@ class HostPeer(Peer):
         self.peer = f"10.0.0.{port % 250}:{port}"
 
 
-class Side:
+class Side(BrokerSide):
     """A broker, its peers, and its server's round processor (RoundSend, or plain_round)."""
 
     def __init__(self, root: Path, front: bool) -> None:
-        self.controller = controller = broker(root)
-        store = controller.store
-        # the broker's own listeners, named idle to the store: the pass can be the common one
-        store.dispatcher.arrival_listener = controller._on_arrival
-        store.dispatcher.arrivals_wanted = controller._arrivals_wanted
-        controller._declare_plain_idle()
-        store.commit_log.warmer.ahead = 0
-        self.server = controller.server
+        super().__init__(root)
+        controller, server = self.controller, self.server
         self.peers = [HostPeer(4001 + n) for n in range(PEERS)]
         # the RoundSend's hand-overs to plain_round, to round_rest, and its serve's to the
         # server's handle_round
         self.fell_back = self.rests = self.handed = 0
-        server = self.server
         if front:
             assert type(server.round_processor).__name__ == "RoundSend"
             assert server.round_handler == server.round_processor.serve
@@ -100,30 +93,12 @@ class Side:
             self.handler = server.handle_round
         self.round_processor = server.round_processor
 
-    def warm(self) -> None:
-        """The first segment counted as warmed: no pass stops to call the page warmer."""
-        self.controller.store.commit_log.queue.files[-1].warmed_position = 1 << 40
-
     def close_gates(self, closed: frozenset[str]) -> None:
+        super().close_gates(closed)
         controller, server, store = self.controller, self.server, self.controller.store
-        server.authorize = None
-        if "acl_refuses" in closed:
-            server.authorize = lambda connection, request: request.error_response(
-                ResponseCode.NO_PERMISSION, "refused by a test"
-            )
-        elif "acl" in closed:
-            server.authorize = lambda connection, request: None
         server.round_processor = self.round_processor
         if "round_processor" in closed:  # one that does what it does, but is not it
             server.round_processor = functools.partial(send_plain.plain_round, controller.send)
-        controller.send.plain_mode = "plain_mode" not in closed
-        controller.config = attrs.evolve(
-            controller.config, broker_permission=PERM_READ if "read_only" in closed else 6
-        )
-        controller.registrar.fenced = "FENCED: a test" if "fenced" in closed else None
-        short = "in_sync_short" in closed
-        controller.min_in_sync_slaves = 1 if short or "in_sync" in closed else 0
-        controller.enough_in_sync_slaves = lambda: not short  # type: ignore[method-assign]
         store.clean.disk_full = "disk_full" in closed
         store.is_slave = "slave" in closed
         if "born_host" in closed:  # as on a connection's first send: born_host() makes it
@@ -135,17 +110,6 @@ class Side:
         connections = [self.peers[n] for n, _ in sent]
         requests = [request for _, request in sent]
         return [seen(r) for r in self.handler(connections, requests)]
-
-    def state(self) -> tuple[Any, ...]:
-        store = self.controller.store
-        items = {k: (v.value, v.times) for k, v in self.controller.stats.items.items()}
-        return (
-            items,
-            store.stats.put_message_times_total,
-            store.stats.put_message_size_total,
-            store.reput.reput_from_offset,
-            store.dispatcher.last_dispatched_timestamp,
-        )
 
 
 def round_send(server: Any, processor: Any, side: Side) -> Any:
