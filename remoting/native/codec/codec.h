@@ -4,6 +4,7 @@
 #define ROCKETMQ_TRIO_CODEC_H
 
 #include "record_layout.h"
+#include "slots.h"
 
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
 #define CODEC_ABI_VERSION 16
