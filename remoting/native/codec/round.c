@@ -57,20 +57,23 @@ static int add_rest(PyObject *rest, PyObject *connection, PyObject *got) {
     return appended;
 }
 
-/* The staged request's bookkeeping, stage_read's: _ios += 1, _in_read_batch = True. */
+/* The staged request's bookkeeping, stage_read's: _ios += 1, _in_read_batch = True. Both are
+ * slots of a Connection (remoting/connection.py), read and set at their offsets (slots.h). */
+static SlotCache ios_get, ios_set, batch_set;
+
 int begin_batch(PyObject *connection) {
     if (!intern_names()) return -1;
-    PyObject *ios = PyObject_GetAttr(connection, s_ios);
+    PyObject *ios = slot_get(connection, s_ios, &ios_get);
     if (ios == NULL) return -1;
     PyObject *one = PyLong_FromLong(1);
     PyObject *next = one == NULL ? NULL : PyNumber_Add(ios, one);
-    Py_DECREF(ios);
     Py_XDECREF(one);
+    Py_DECREF(ios);
     if (next == NULL) return -1;
-    int set = PyObject_SetAttr(connection, s_ios, next);
+    int set = slot_set(connection, s_ios, next, &ios_set);
     Py_DECREF(next);
     if (set < 0) return -1;
-    return PyObject_SetAttr(connection, s_in_read_batch, Py_True);
+    return slot_set(connection, s_in_read_batch, Py_True, &batch_set);
 }
 
 /* Whether got (not a Frame) is a request: its flag's RPC_RESPONSE bit clear. -1: an error. */
