@@ -4,7 +4,9 @@ offsets while the type's own lookup names the slot (remoting/native/slots.h). Ag
 (remoting/receive.py answer_lone_reference) on the same requests: the plain case, and every
 way the generic path must be taken instead, a subclass putting a property where a slot was
 (before or after the C cached the slot's place), a sender or its ``send`` replaced, writes of
-a subclass. The same answer, the same calls, the same books and the same bytes at the peer."""
+a subclass. The same answer, the same calls, the same books and the same bytes at the peer.
+A round's reads and finish (round.c, finish.c) read the same slots: finish_plain_round on real
+connections against its twin too."""
 
 from __future__ import annotations
 
@@ -241,3 +243,51 @@ async def test_answer_lone_on_a_real_connection() -> None:
             want = b"".join(REPLY)
         await connection.aclose()
         assert _until_closed(peer) == want
+
+
+async def _finish(function: Any, kinds: list[type[Connection]], sender: OutboundSender) -> Any:
+    """finish_plain_round over real connections of these classes (round.c's and finish.c's
+    reads, the same slots): its tail, the books and the bytes each peer got."""
+    native = receive.native
+    assert native is not None
+    pairs = [socket.socketpair() for _ in kinds]
+    owners = [
+        cls(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), sender=sender)
+        for cls, (ours, _) in zip(kinds, pairs, strict=True)
+    ]
+    for connection in owners:
+        connection._in_read_batch = True
+    staged = [native.scan_send_command(HEADERS[0], b"body") for _ in owners]
+    frames = [b"frame %d" % i for i in range(len(owners))]
+    tail = function(owners, staged, frames, ThreadWrites, sender, 1 << 20)
+    books = [(c._in_read_batch, c._writes.queued) for c in owners]  # type: ignore[union-attr]
+    back = []
+    for connection, (_, peer) in zip(owners, pairs, strict=True):
+        await connection.aclose()
+        with peer:
+            back.append(_until_closed(peer))
+    return tail, books, back
+
+
+@needs_codec
+@needs_sender
+@pytest.mark.parametrize(
+    "kinds", [[Connection, Connection], [Plain, Connection, Plain], [Connection, Counted]]
+)
+async def test_a_rounds_finish_reads_the_real_objects_as_its_twin(
+    kinds: list[type[Connection]],
+) -> None:
+    from remoting.round_finish import finish_plain_round, finish_plain_round_reference
+
+    sender = OutboundSender()
+    try:
+        for _ in range(3):
+            Counted.reads = 0
+            got = await _finish(finish_plain_round, kinds, sender)
+            native_reads = Counted.reads
+            Counted.reads = 0
+            assert got == await _finish(finish_plain_round_reference, kinds, sender)
+            assert native_reads == Counted.reads
+            assert got[2] == [b"frame %d" % i for i in range(len(kinds))]
+    finally:
+        sender._native.close()
