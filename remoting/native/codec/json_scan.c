@@ -119,8 +119,16 @@ int scan_value(Cursor *c, Span *s, int max_digits) {
     }
 }
 
-/* `"key" :` at the cursor, the key unescaped; 0 when not one. */
+/* `"key" :` at the cursor, the key unescaped; 0 when not one. A one-byte key with its colon
+ * right after (a SEND_MESSAGE_V2 header's fourteen) is read in place. */
 int scan_key(Cursor *c, Span *key) {
+    const unsigned char *p = c->p;
+    if (c->end - p >= 4 && p[0] == '"' && plain_byte[p[1]] && p[2] == '"' && p[3] == ':') {
+        *key = (Span){p + 1, 1, J_STR, 0};
+        c->p = p + 4;
+        skip_ws(c);
+        return 1;
+    }
     skip_ws(c);
     if (c->p >= c->end || *c->p != '"' || !scan_string(c, key) || key->escaped) return 0;
     skip_ws(c);
@@ -146,27 +154,23 @@ int key_is(const Span *key, const char *name) {
 
 /* A new ASCII str of a string span, its escapes decoded. */
 PyObject *span_str(const Span *s) {
-    if (!s->escaped) {
-        PyObject *out = PyUnicode_New(s->len, 127);
-        if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), s->at, (size_t)s->len);
-        return out;
-    }
     PyObject *out = PyUnicode_New(s->len - s->escaped, 127);
     if (out == NULL) return NULL;
     Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
+    if (!s->escaped) {
+        memcpy(w, s->at, (size_t)s->len);
+        return out;
+    }
     const unsigned char *p = s->at, *end = s->at + s->len;
-    while (p < end) { /* the plain runs copied whole, each escape decoded */
-        const unsigned char *slash = memchr(p, '\\', (size_t)(end - p));
-        if (slash == NULL) slash = end;
-        memcpy(w, p, (size_t)(slash - p));
-        w += slash - p;
-        if (slash == end) break;
-        if (slash[1] == 'u') {
-            *w++ = (Py_UCS1)ascii_escape(slash + 1);
-            p = slash + 6;
+    while (p < end) { /* the scan checked every escape: each decodes to one byte */
+        if (*p != '\\') {
+            *w++ = *p++;
+        } else if (p[1] == 'u') {
+            *w++ = (Py_UCS1)ascii_escape(p + 1);
+            p += 6;
         } else {
-            *w++ = (Py_UCS1)simple_escape(slash[1]);
-            p = slash + 2;
+            *w++ = (Py_UCS1)simple_escape(p[1]);
+            p += 2;
         }
     }
     return out;
