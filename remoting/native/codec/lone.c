@@ -86,7 +86,8 @@ static int thread_answer(PyObject *writes, PyObject *buffers, PyObject *high_wat
                                PyErr_ExceptionMatches(PyExc_RuntimeError))) {
             /* the write failed, or the sender stopped: _sent closes the connection */
             PyObject *exc = take_error();
-            PyObject *done = exc == NULL ? NULL : PyObject_CallMethodOneArg(writes, names[N_SENT], exc);
+            PyObject *done =
+                exc == NULL ? NULL : PyObject_CallMethodOneArg(writes, names[N_SENT], exc);
             Py_XDECREF(exc);
             ok = done == NULL ? -1 : 1;
             Py_XDECREF(done);
