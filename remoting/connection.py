@@ -54,11 +54,24 @@ IDLE_TIMEOUT_S = 120.0
 
 
 class Connection(ReadBatches, RequestHandling):
+    # What a lone request's C reads and sets on its connection (remoting/native/codec/lone.c
+    # answer_lone, round.c begin_batch; the broker's lone-send front reads born_host), at
+    # their offsets (remoting/native/slots.h), where each was a lookup in the type's MRO and
+    # then the instance's dict; the rest are ordinary attributes.
+    __slots__ = (
+        "_in_flight",
+        "_in_read_batch",
+        "_ios",
+        "_writes",
+        "born_host",
+        "closed",
+        "request_handler",
+    )
     secure = False  # TLS (remoting/tls_connection.py)
     # The peer as a stored record's born host (address bytes, port), kept by the broker's
     # first send (broker/processor/send_plain.py born_host): an attribute, so that a round of
     # sends reads every connection's in one C-level map instead of a Python loop.
-    born_host: tuple[bytes, int] | None = None
+    born_host: tuple[bytes, int] | None
 
     def __init__(
         self,
@@ -76,6 +89,7 @@ class Connection(ReadBatches, RequestHandling):
     ) -> None:
         self.request_handler = request_handler
         self.group_handler = group_handler
+        self.born_host = None
         self._take_stream(stream)
         self.closed = False
         self.close_reason: str | None = None

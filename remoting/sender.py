@@ -58,6 +58,10 @@ class _KickBeforeIOWait(trio.abc.Instrument):
 
 
 class OutboundSender:
+    # The native calls a lone request's reply makes from C (remoting/native/codec/lone.c), read
+    # at their offsets; the rest are ordinary attributes.
+    __slots__ = ("__dict__", "send", "write_now")
+
     def __init__(self) -> None:
         native = native_sender()
         assert native is not None

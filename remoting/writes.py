@@ -118,6 +118,9 @@ class ThreadWrites:
     """Replies go to the server's sender thread (remoting/sender.py); ``flush`` writes them
     at once only when no other connection is busy, else the next kick hands them over."""
 
+    # What a lone request's reply reads and sets in C (remoting/native/codec/lone.c), at their
+    # offsets; the rest are ordinary attributes.
+    __slots__ = ("__dict__", "_closed", "_handle", "_sender", "paused", "queued")
     run = None  # no writer task: the thread writes
 
     def __init__(

@@ -33,9 +33,15 @@ static int intern_names(void) {
            s_in_read_batch && s_in_flight && s_full && s_paused && s_send_each;
 }
 
+/* Each read's and write's slot cache (slots.h): the connection's, its writes' and its
+ * in-flight table's attributes are __slots__ members (remoting/connection.py), read at their
+ * offsets; anything else as Python reads it. */
+static SlotCache at_closed, at_flag, at_full, at_handle, at_in_flight, at_paused, at_sender,
+    at_wclosed, at_writes, to_in_read_batch, to_queued;
+
 /* 1 when obj.name is exactly want, 0 when not; -1 on an error (left set). */
-static int attr_is(PyObject *obj, PyObject *name, PyObject *want) {
-    PyObject *value = PyObject_GetAttr(obj, name);
+static int attr_is(PyObject *obj, PyObject *name, PyObject *want, SlotCache *site) {
+    PyObject *value = slot_get(obj, name, site);
     if (value == NULL) return -1;
     Py_DECREF(value);
     return value == want;
@@ -47,20 +53,20 @@ static int fast_one(PyObject *connection, PyObject *request, PyObject *frame,
                     PyObject *writes_type, PyObject *sender, PyObject *handles,
                     PyObject **writes) {
     if (!PyBytes_CheckExact(frame)) return 0;
-    int open = attr_is(connection, s_closed, Py_False);
+    int open = attr_is(connection, s_closed, Py_False, &at_closed);
     if (open <= 0) return open;
-    PyObject *flag = PyObject_GetAttr(request, s_flag);
+    PyObject *flag = slot_get(request, s_flag, &at_flag);
     if (flag == NULL) return -1;
     long value = PyLong_CheckExact(flag) ? PyLong_AsLong(flag) : -1;
     Py_DECREF(flag);
     if (value == -1) return PyErr_Occurred() ? -1 : 0;
     if (value & 2) return 0; /* RPC_ONEWAY: no reply */
-    PyObject *w = PyObject_GetAttr(connection, s_writes);
+    PyObject *w = slot_get(connection, s_writes, &at_writes);
     if (w == NULL) return -1;
     int fast = (PyObject *)Py_TYPE(w) == writes_type;
-    if (fast) fast = attr_is(w, s_wclosed, Py_False);
-    if (fast > 0) fast = attr_is(w, s_sender, sender);
-    PyObject *handle = fast > 0 ? PyObject_GetAttr(w, s_handle) : NULL;
+    if (fast) fast = attr_is(w, s_wclosed, Py_False, &at_wclosed);
+    if (fast > 0) fast = attr_is(w, s_sender, sender, &at_sender);
+    PyObject *handle = fast > 0 ? slot_get(w, s_handle, &at_handle) : NULL;
     if (fast > 0 && handle == NULL) fast = -1;
     if (fast > 0 && !PyLong_CheckExact(handle)) fast = 0;
     if (fast > 0 && PyList_Append(handles, handle) < 0) fast = -1;
@@ -75,17 +81,17 @@ static int fast_one(PyObject *connection, PyObject *request, PyObject *frame,
 /* Phase 3 for one connection whose answer is a byte count within the mark: 1 done, 0 to be
  * looked at by Python (in-flight full or paused), -1 an error. */
 static int settle_one(PyObject *connection, PyObject *w, PyObject *answer) {
-    if (PyObject_SetAttr(w, s_queued, answer) < 0) return -1;
-    if (PyObject_SetAttr(connection, s_in_read_batch, Py_False) < 0) return -1;
-    PyObject *in_flight = PyObject_GetAttr(connection, s_in_flight);
+    if (slot_set(w, s_queued, answer, &to_queued) < 0) return -1;
+    if (slot_set(connection, s_in_read_batch, Py_False, &to_in_read_batch) < 0) return -1;
+    PyObject *in_flight = slot_get(connection, s_in_flight, &at_in_flight);
     if (in_flight == NULL) return -1;
-    PyObject *full = PyObject_GetAttr(in_flight, s_full);
+    PyObject *full = slot_get(in_flight, s_full, &at_full);
     Py_DECREF(in_flight);
     if (full == NULL) return -1;
     int busy = PyObject_IsTrue(full);
     Py_DECREF(full);
     if (busy != 0) return busy < 0 ? -1 : 0;
-    PyObject *paused = PyObject_GetAttr(w, s_paused);
+    PyObject *paused = slot_get(w, s_paused, &at_paused);
     if (paused == NULL) return -1;
     busy = PyObject_IsTrue(paused);
     Py_DECREF(paused);

@@ -169,43 +169,75 @@ PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * the error set); check_signals: run the signal handlers on EINTR, as socket.recv does (the
  * round's read, recv_round, leaves them to the interpreter's next check instead, so that one
  * connection's signal cannot lose the bytes already read from the others). */
-PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
-                      int check_signals) {
-    PyObject *data = PyBytes_FromStringAndSize(NULL, READ_CHUNK);
-    if (data == NULL) return NULL;
-    ssize_t n;
+/* The reads' buffer, the module's own (the GIL is held throughout a read and its judgement):
+ * a lone request's read then allocates and frees no 64 KiB object, and touches the same lines
+ * each time. A read that comes while it is in use (a finalizer that an allocation during the
+ * judgement ran, reading a socket) takes a bytes object of its own, as every read did. */
+static unsigned char read_buffer[READ_CHUNK];
+static int read_buffer_busy;
+
+/* recv of up to READ_CHUNK into buf: the count, 0 at EOF, -1 with the error set (b"" asked
+ * for by *eagain on EAGAIN). */
+static ssize_t recv_into(int fd, unsigned char *buf, int check_signals, int *eagain) {
     for (;;) {
         /* MSG_DONTWAIT: never blocks the event loop, whatever the socket's mode. */
-        n = recv(fd, PyBytes_AS_STRING(data), READ_CHUNK, MSG_DONTWAIT);
-        if (n >= 0) break;
+        ssize_t n = recv(fd, buf, READ_CHUNK, MSG_DONTWAIT);
+        if (n >= 0) return n;
         int err = errno;
         if (err == EINTR) {
-            if (check_signals && PyErr_CheckSignals() < 0) {
-                Py_DECREF(data);
-                return NULL;
-            }
+            if (check_signals && PyErr_CheckSignals() < 0) return -1;
             continue;
         }
-        Py_DECREF(data);
-        if (err == EAGAIN || err == EWOULDBLOCK) return PyBytes_FromStringAndSize(NULL, 0);
-        errno = err;
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    if (n == 0) {
-        Py_DECREF(data);
-        Py_RETURN_NONE;
-    }
-    if (whole_read) {
-        PyObject *got = whole_of(frame_type, (const unsigned char *)PyBytes_AS_STRING(data),
-                                 (Py_ssize_t)n, max_frame, 1);
-        if (got != Py_None) {
-            Py_DECREF(data);
-            return got; /* or NULL: an error */
+        if (err == EAGAIN || err == EWOULDBLOCK) {
+            *eagain = 1;
+            return -1;
         }
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+}
+
+/* The judgement of n bytes read into buf; *own the bytes object buf is (taken when it becomes
+ * the answer: *own is then NULL), else NULL. */
+static PyObject *judged(PyObject **own, const unsigned char *buf, ssize_t n,
+                        PyTypeObject *frame_type, long long max_frame, int whole_read) {
+    if (whole_read) {
+        PyObject *got = whole_of(frame_type, buf, (Py_ssize_t)n, max_frame, 1);
+        if (got != Py_None) return got; /* or NULL: an error */
         Py_DECREF(got);
     }
+    if (*own == NULL) return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+    PyObject *data = *own;
+    *own = NULL;
     if (_PyBytes_Resize(&data, (Py_ssize_t)n) < 0) return NULL;
     return data;
+}
+
+PyObject *recv_judged(int fd, PyTypeObject *frame_type, long long max_frame, int whole_read,
+                      int check_signals) {
+    PyObject *own = NULL;
+    unsigned char *buf = read_buffer;
+    if (read_buffer_busy) {
+        if ((own = PyBytes_FromStringAndSize(NULL, READ_CHUNK)) == NULL) return NULL;
+        buf = (unsigned char *)PyBytes_AS_STRING(own);
+    } else {
+        read_buffer_busy = 1;
+    }
+    int eagain = 0;
+    ssize_t n = recv_into(fd, buf, check_signals, &eagain);
+    PyObject *out;
+    if (n > 0)
+        out = judged(&own, buf, n, frame_type, max_frame, whole_read);
+    else if (n == 0)
+        out = Py_NewRef(Py_None);
+    else
+        out = eagain ? PyBytes_FromStringAndSize(NULL, 0) : NULL;
+    if (buf == read_buffer)
+        read_buffer_busy = 0;
+    else
+        Py_XDECREF(own);
+    return out;
 }
 
 PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -11,11 +11,12 @@ static int hex_value(unsigned char h) {
     return -1;
 }
 
-/* The \uXXXX at p (p[0] == 'u', 4 bytes checked present) as one ASCII byte, else -1. */
+/* The \uXXXX at p (p[0] == 'u', 4 bytes checked present) as one ASCII byte, else -1: \u00 then
+ * 0-7 then a hex digit (a property separator is \u0001 or \u0002, eight a send). */
 static int ascii_escape(const unsigned char *p) {
-    int a = hex_value(p[1]), b = hex_value(p[2]), x = hex_value(p[3]), y = hex_value(p[4]);
-    if (a != 0 || b != 0 || x < 0 || x > 7 || y < 0) return -1;
-    return x * 16 + y;
+    if (p[1] != '0' || p[2] != '0' || p[3] < '0' || p[3] > '7') return -1;
+    int y = hex_value(p[4]);
+    return y < 0 ? -1 : (p[3] - '0') * 16 + y;
 }
 
 static int simple_escape(unsigned char e) {
@@ -32,6 +33,20 @@ static int simple_escape(unsigned char e) {
     }
 }
 
+/* 1 for the bytes a string takes as they are (printable ASCII but the quote and the
+ * backslash), 0 for those it stops or looks at: one load a byte where the tests were four. */
+#define ROW(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+static const unsigned char plain_byte[256] = {
+    ROW(0), ROW(0),                                 /* 0x00-0x1F: control bytes */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20-0x2F: '"' is 0x22 */
+    ROW(1), ROW(1),                                 /* 0x30-0x4F */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50-0x5F: '\\' is 0x5C */
+    ROW(1),                                         /* 0x60-0x6F */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, /* 0x70-0x7F: DEL is 0x7F */
+    ROW(0), ROW(0), ROW(0), ROW(0), ROW(0), ROW(0), ROW(0), ROW(0), /* 0x80-0xFF */
+};
+#undef ROW
+
 /* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form.
  * s->escaped: how many bytes shorter its escapes decode (0: the bytes are the string). */
 int scan_string(Cursor *c, Span *s) {
@@ -39,30 +54,25 @@ int scan_string(Cursor *c, Span *s) {
     s->at = p;
     s->kind = J_STR;
     s->escaped = 0;
-    while (p < end) {
-        unsigned char ch = *p;
-        if (ch == '"') {
+    for (;;) {
+        while (p < end && plain_byte[*p]) p++;
+        if (p >= end) return 0;
+        if (*p == '"') {
             s->len = p - s->at;
             c->p = p + 1;
             return 1;
         }
-        if (ch < 0x20 || ch > 0x7E) return 0;
-        if (ch == '\\') {
-            if (end - p < 2) return 0;
-            if (p[1] == 'u') {
-                if (end - p < 6 || ascii_escape(p + 1) < 0) return 0;
-                p += 6;
-                s->escaped += 5;
-            } else {
-                if (simple_escape(p[1]) < 0) return 0;
-                p += 2;
-                s->escaped += 1;
-            }
-            continue;
+        if (*p != '\\' || end - p < 2) return 0; /* a control byte, DEL or not ASCII */
+        if (p[1] == 'u') {
+            if (end - p < 6 || ascii_escape(p + 1) < 0) return 0;
+            p += 6;
+            s->escaped += 5;
+        } else {
+            if (simple_escape(p[1]) < 0) return 0;
+            p += 2;
+            s->escaped += 1;
         }
-        p++;
     }
-    return 0;
 }
 
 /* An integer at the cursor: -?(0|[1-9][0-9]*) of at most max_digits digits, followed by
@@ -109,8 +119,16 @@ int scan_value(Cursor *c, Span *s, int max_digits) {
     }
 }
 
-/* `"key" :` at the cursor, the key unescaped; 0 when not one. */
+/* `"key" :` at the cursor, the key unescaped; 0 when not one. A one-byte key with its colon
+ * right after (a SEND_MESSAGE_V2 header's fourteen) is read in place. */
 int scan_key(Cursor *c, Span *key) {
+    const unsigned char *p = c->p;
+    if (c->end - p >= 4 && p[0] == '"' && plain_byte[p[1]] && p[2] == '"' && p[3] == ':') {
+        *key = (Span){p + 1, 1, J_STR, 0};
+        c->p = p + 4;
+        skip_ws(c);
+        return 1;
+    }
     skip_ws(c);
     if (c->p >= c->end || *c->p != '"' || !scan_string(c, key) || key->escaped) return 0;
     skip_ws(c);
@@ -136,27 +154,23 @@ int key_is(const Span *key, const char *name) {
 
 /* A new ASCII str of a string span, its escapes decoded. */
 PyObject *span_str(const Span *s) {
-    if (!s->escaped) {
-        PyObject *out = PyUnicode_New(s->len, 127);
-        if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), s->at, (size_t)s->len);
-        return out;
-    }
     PyObject *out = PyUnicode_New(s->len - s->escaped, 127);
     if (out == NULL) return NULL;
     Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
+    if (!s->escaped) {
+        memcpy(w, s->at, (size_t)s->len);
+        return out;
+    }
     const unsigned char *p = s->at, *end = s->at + s->len;
-    while (p < end) { /* the plain runs copied whole, each escape decoded */
-        const unsigned char *slash = memchr(p, '\\', (size_t)(end - p));
-        if (slash == NULL) slash = end;
-        memcpy(w, p, (size_t)(slash - p));
-        w += slash - p;
-        if (slash == end) break;
-        if (slash[1] == 'u') {
-            *w++ = (Py_UCS1)ascii_escape(slash + 1);
-            p = slash + 6;
+    while (p < end) { /* the scan checked every escape: each decodes to one byte */
+        if (*p != '\\') {
+            *w++ = *p++;
+        } else if (p[1] == 'u') {
+            *w++ = (Py_UCS1)ascii_escape(p + 1);
+            p += 6;
         } else {
-            *w++ = (Py_UCS1)simple_escape(slash[1]);
-            p = slash + 2;
+            *w++ = (Py_UCS1)simple_escape(p[1]);
+            p += 2;
         }
     }
     return out;

@@ -9,49 +9,49 @@
  * an answer, a handler returning an encoded reply (EncodedReply) on an open connection whose
  * replies the server's sender writes. Anything else goes back to the connection's own code at
  * the step it stopped (ReadBatches.lone_rest): nothing read, what the read brought, or the
- * handler's result or exception. The connection's attributes are read and set as round.c and
- * finish.c do; the sender's send and write_now are called through its Python object. */
+ * handler's result or exception. What is read and set here (the connection's, its writes',
+ * the sender's send and write_now) is read at its __slots__ offset while the type's own lookup
+ * names the slot (slots.h), else as Python reads it: a subclass, a property or a replaced
+ * object takes the generic path (tests/unit/remoting/test_answer_lone_slots.py). */
 #include "codec.h"
 
-static PyObject *s_closed, *s_empty, *s_flag, *s_handler, *s_writes, *s_in_read_batch,
-    *s_flush, *s_buffers, *s_wclosed, *s_sender, *s_handle, *s_send, *s_write_now, *s_queued,
-    *s_paused, *s_pause, *s_answer, *s_sent, *s_in_flight, *s_full, *s_keep_reading;
+enum {
+    N_CLOSED, N_EMPTY, N_FLAG, N_HANDLER, N_WRITES, N_IN_READ_BATCH, N_FLUSH, N_BUFFERS,
+    N_WCLOSED, N_SENDER, N_HANDLE, N_SEND, N_WRITE_NOW, N_QUEUED, N_PAUSED, N_PAUSE, N_ANSWER,
+    N_SENT, N_IN_FLIGHT, N_FULL, N_KEEP_READING, N_NAMES
+};
+static PyObject *names[N_NAMES];
+static const char *const spelled[N_NAMES] = {
+    "closed", "empty", "flag", "request_handler", "_writes", "_in_read_batch", "flush",
+    "buffers", "_closed", "_sender", "_handle", "send", "write_now", "queued", "paused",
+    "_pause", "answer", "_sent", "_in_flight", "full", "_keep_reading",
+};
+/* Where each name's slot was last found, reading and setting apart (slots.h): the connection,
+ * its writes, sender, decoder and in-flight table, the command and the reply keep what is read
+ * here in __slots__ (remoting/connection.py says why), so each read is an offset's. */
+static SlotCache get_sites[N_NAMES], set_sites[N_NAMES];
 
-static int intern_names(void) {
-    if (s_keep_reading != NULL) return 1;
-#define INTERN(var, text) \
-    if ((var = PyUnicode_InternFromString(text)) == NULL) return 0
-    INTERN(s_closed, "closed");
-    INTERN(s_empty, "empty");
-    INTERN(s_flag, "flag");
-    INTERN(s_handler, "request_handler");
-    INTERN(s_writes, "_writes");
-    INTERN(s_in_read_batch, "_in_read_batch");
-    INTERN(s_flush, "flush");
-    INTERN(s_buffers, "buffers");
-    INTERN(s_wclosed, "_closed");
-    INTERN(s_sender, "_sender");
-    INTERN(s_handle, "_handle");
-    INTERN(s_send, "send");
-    INTERN(s_write_now, "write_now");
-    INTERN(s_queued, "queued");
-    INTERN(s_paused, "paused");
-    INTERN(s_pause, "_pause");
-    INTERN(s_answer, "answer");
-    INTERN(s_sent, "_sent");
-    INTERN(s_in_flight, "_in_flight");
-    INTERN(s_full, "full");
-    INTERN(s_keep_reading, "_keep_reading");
-#undef INTERN
-    return 1;
+static PyObject *get(PyObject *o, int name) { return slot_get(o, names[name], &get_sites[name]); }
+
+static int set(PyObject *o, int name, PyObject *v) {
+    return slot_set(o, names[name], v, &set_sites[name]);
 }
 
 /* 1 when obj.name is exactly want, 0 when not, -1 on an error. */
-static int attr_is(PyObject *obj, PyObject *name, PyObject *want) {
-    PyObject *value = PyObject_GetAttr(obj, name);
+static int attr_is(PyObject *obj, int name, PyObject *want) {
+    PyObject *value = get(obj, name);
     if (value == NULL) return -1;
     Py_DECREF(value);
     return value == want;
+}
+
+/* obj.name(*args) as PyObject_CallMethod* calls it, the name read as get() reads it. */
+static PyObject *call(PyObject *obj, int name, PyObject *const *args, size_t nargs) {
+    PyObject *method = get(obj, name);
+    if (method == NULL) return NULL;
+    PyObject *result = PyObject_Vectorcall(method, args, nargs, NULL);
+    Py_DECREF(method);
+    return result;
 }
 
 /* The read batch ends on the way out of an error the handler raised that is not an Exception:
@@ -59,10 +59,11 @@ static int attr_is(PyObject *obj, PyObject *name, PyObject *want) {
 static PyObject *end_batch_raising(PyObject *connection) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    if (PyObject_SetAttr(connection, s_in_read_batch, Py_False) == 0 &&
-        attr_is(connection, s_closed, Py_False) == 1) {
-        PyObject *writes = PyObject_GetAttr(connection, s_writes);
-        PyObject *done = writes == NULL ? NULL : PyObject_CallMethodNoArgs(writes, s_flush);
+    if (set(connection, N_IN_READ_BATCH, Py_False) == 0 &&
+        attr_is(connection, N_CLOSED, Py_False) == 1) {
+        PyObject *writes = get(connection, N_WRITES);
+        PyObject *done =
+            writes == NULL ? NULL : PyObject_CallMethodNoArgs(writes, names[N_FLUSH]);
         Py_XDECREF(writes);
         Py_XDECREF(done);
     }
@@ -75,38 +76,39 @@ static PyObject *end_batch_raising(PyObject *connection) {
  * buffers handed over and written at once; the pause over the high-water mark. Whether reading
  * goes on (1), pauses (0), or -1 on an error. */
 static int thread_answer(PyObject *writes, PyObject *buffers, PyObject *high_water) {
-    PyObject *sender = PyObject_GetAttr(writes, s_sender);
-    PyObject *handle = sender == NULL ? NULL : PyObject_GetAttr(writes, s_handle);
-    PyObject *queued = handle == NULL ? NULL
-                                      : PyObject_CallMethodObjArgs(sender, s_send, handle,
-                                                                   buffers, NULL);
+    PyObject *sender = get(writes, N_SENDER);
+    PyObject *handle = sender == NULL ? NULL : get(writes, N_HANDLE);
+    PyObject *send_args[2] = {handle, buffers};
+    PyObject *queued = handle == NULL ? NULL : call(sender, N_SEND, send_args, 2);
     int ok = -1;
     if (queued == NULL) {
         if (handle != NULL && (PyErr_ExceptionMatches(PyExc_OSError) ||
                                PyErr_ExceptionMatches(PyExc_RuntimeError))) {
             /* the write failed, or the sender stopped: _sent closes the connection */
             PyObject *exc = take_error();
-            PyObject *done = exc == NULL ? NULL : PyObject_CallMethodOneArg(writes, s_sent, exc);
+            PyObject *done =
+                exc == NULL ? NULL : PyObject_CallMethodOneArg(writes, names[N_SENT], exc);
             Py_XDECREF(exc);
             ok = done == NULL ? -1 : 1;
             Py_XDECREF(done);
         }
         goto out;
     }
-    if (PyObject_SetAttr(writes, s_queued, queued) < 0) goto out;
+    if (set(writes, N_QUEUED, queued) < 0) goto out;
     int over = PyObject_RichCompareBool(queued, high_water, Py_GT);
     if (over < 0) goto out;
     if (over) {
-        int paused = attr_is(writes, s_paused, Py_True);
+        int paused = attr_is(writes, N_PAUSED, Py_True);
         if (paused < 0) goto out;
-        PyObject *done = paused ? Py_NewRef(Py_None) : PyObject_CallMethodNoArgs(writes, s_pause);
+        PyObject *done =
+            paused ? Py_NewRef(Py_None) : PyObject_CallMethodNoArgs(writes, names[N_PAUSE]);
         if (done == NULL) goto out;
         Py_DECREF(done);
     }
-    PyObject *written = PyObject_CallMethodOneArg(sender, s_write_now, handle);
+    PyObject *written = call(sender, N_WRITE_NOW, &handle, 1);
     if (written == NULL) goto out;
     Py_DECREF(written);
-    ok = attr_is(writes, s_paused, Py_False);
+    ok = attr_is(writes, N_PAUSED, Py_False);
 out:
     Py_XDECREF(sender);
     Py_XDECREF(handle);
@@ -119,18 +121,18 @@ out:
  * on_readable's answer (_keep_reading when paused or the in-flight table is full). */
 static PyObject *reply(PyObject *connection, PyObject *result, PyObject *thread_type,
                        PyObject *high_water) {
-    if (PyObject_SetAttr(connection, s_in_read_batch, Py_False) < 0) return NULL;
-    PyObject *writes = PyObject_GetAttr(connection, s_writes);
+    if (set(connection, N_IN_READ_BATCH, Py_False) < 0) return NULL;
+    PyObject *writes = get(connection, N_WRITES);
     if (writes == NULL) return NULL;
-    PyObject *buffers = PyObject_GetAttr(result, s_buffers);
+    PyObject *buffers = get(result, N_BUFFERS);
     int ok = -1;
     if (buffers != NULL) {
         int fast = (PyObject *)Py_TYPE(writes) == thread_type
-                       ? attr_is(writes, s_wclosed, Py_False) : 0;
+                       ? attr_is(writes, N_WCLOSED, Py_False) : 0;
         if (fast > 0)
             ok = thread_answer(writes, buffers, high_water);
         else if (fast == 0) {
-            PyObject *answered = PyObject_CallMethodOneArg(writes, s_answer, buffers);
+            PyObject *answered = PyObject_CallMethodOneArg(writes, names[N_ANSWER], buffers);
             ok = answered == NULL ? -1 : PyObject_IsTrue(answered);
             Py_XDECREF(answered);
         }
@@ -139,13 +141,13 @@ static PyObject *reply(PyObject *connection, PyObject *result, PyObject *thread_
     Py_DECREF(writes);
     if (ok < 0) return NULL;
     if (ok) {
-        PyObject *in_flight = PyObject_GetAttr(connection, s_in_flight);
-        int room = in_flight == NULL ? -1 : attr_is(in_flight, s_full, Py_False);
+        PyObject *in_flight = get(connection, N_IN_FLIGHT);
+        int room = in_flight == NULL ? -1 : attr_is(in_flight, N_FULL, Py_False);
         Py_XDECREF(in_flight);
         if (room < 0) return NULL;
         if (room) Py_RETURN_TRUE;
     }
-    return PyObject_CallMethodNoArgs(connection, s_keep_reading);
+    return PyObject_CallMethodNoArgs(connection, names[N_KEEP_READING]);
 }
 
 /* The handler's call, the read batch begun: the reply's way out, else (command, result, None)
@@ -161,7 +163,7 @@ static PyObject *handle(PyObject *connection, PyObject *handler, PyObject *comma
         return exc == NULL ? NULL : Py_BuildValue("(OON)", command, Py_None, exc);
     }
     int open = (PyObject *)Py_TYPE(result) == PyTuple_GET_ITEM(kinds, 1)
-                   ? attr_is(connection, s_closed, Py_False) : 0;
+                   ? attr_is(connection, N_CLOSED, Py_False) : 0;
     if (open <= 0) {
         if (open < 0) {
             Py_DECREF(result);
@@ -180,7 +182,7 @@ static PyObject *handle(PyObject *connection, PyObject *handler, PyObject *comma
 static int wants_answer(PyObject *got, PyTypeObject *frame_type) {
     if (PyBytes_CheckExact(got) || got == Py_None || PyObject_TypeCheck(got, frame_type))
         return 0;
-    PyObject *flag = PyObject_GetAttr(got, s_flag);
+    PyObject *flag = get(got, N_FLAG);
     if (flag == NULL) return -1;
     long value = PyLong_CheckExact(flag) ? PyLong_AsLong(flag) : 3;
     Py_DECREF(flag);
@@ -212,10 +214,10 @@ PyObject *answer_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         PyErr_SetString(PyExc_ValueError, "answer_lone: a descriptor or bound out of range");
         return NULL;
     }
-    if (!intern_names()) return NULL;
+    if (intern_table(names, spelled, N_NAMES) < 0) return NULL;
     PyObject *connection = PyTuple_GET_ITEM(args[0], 0);
-    int ready = attr_is(connection, s_closed, Py_False);
-    if (ready > 0) ready = attr_is(PyTuple_GET_ITEM(args[0], 1), s_empty, Py_True);
+    int ready = attr_is(connection, N_CLOSED, Py_False);
+    if (ready > 0) ready = attr_is(PyTuple_GET_ITEM(args[0], 1), N_EMPTY, Py_True);
     if (ready <= 0) return ready < 0 ? NULL : Py_NewRef(Py_Ellipsis);
     PyTypeObject *frame_type = (PyTypeObject *)PyTuple_GET_ITEM(args[2], 0);
     PyObject *got = recv_judged((int)fd, frame_type, max_frame, 1, 1);
@@ -225,7 +227,7 @@ PyObject *answer_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return Py_BuildValue("(N)", got);
     }
     int wanted = wants_answer(got, frame_type);
-    PyObject *handler = wanted > 0 ? PyObject_GetAttr(connection, s_handler) : NULL;
+    PyObject *handler = wanted > 0 ? get(connection, N_HANDLER) : NULL;
     if (wanted < 0 || (wanted > 0 && handler == NULL)) {
         Py_DECREF(got);
         return NULL;

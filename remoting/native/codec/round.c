@@ -26,10 +26,15 @@ static int intern_names(void) {
     return s_closed && s_empty && s_ios && s_in_read_batch && s_flag;
 }
 
+/* Each read's slot cache (slots.h): the connection's, its decoder's and the command's
+ * attributes are __slots__ members (remoting/connection.py, frame.py, command.py), read at
+ * their offsets; anything else as Python reads it. */
+static SlotCache at_closed, at_empty, at_flag;
+
 /* 1 when the attribute is exactly ``want`` (True or False), 0 when not or on an error
  * (cleared: the connection's own path meets it again). */
-static int attr_is(PyObject *obj, PyObject *name, PyObject *want) {
-    PyObject *value = PyObject_GetAttr(obj, name);
+static int attr_is(PyObject *obj, PyObject *name, PyObject *want, SlotCache *site) {
+    PyObject *value = slot_get(obj, name, site);
     if (value == NULL) {
         PyErr_Clear();
         return 0;
@@ -57,25 +62,28 @@ static int add_rest(PyObject *rest, PyObject *connection, PyObject *got) {
     return appended;
 }
 
-/* The staged request's bookkeeping, stage_read's: _ios += 1, _in_read_batch = True. */
+/* The staged request's bookkeeping, stage_read's: _ios += 1, _in_read_batch = True. Both are
+ * slots of a Connection (remoting/connection.py), read and set at their offsets (slots.h). */
+static SlotCache ios_get, ios_set, batch_set;
+
 int begin_batch(PyObject *connection) {
     if (!intern_names()) return -1;
-    PyObject *ios = PyObject_GetAttr(connection, s_ios);
+    PyObject *ios = slot_get(connection, s_ios, &ios_get);
     if (ios == NULL) return -1;
     PyObject *one = PyLong_FromLong(1);
     PyObject *next = one == NULL ? NULL : PyNumber_Add(ios, one);
-    Py_DECREF(ios);
     Py_XDECREF(one);
+    Py_DECREF(ios);
     if (next == NULL) return -1;
-    int set = PyObject_SetAttr(connection, s_ios, next);
+    int set = slot_set(connection, s_ios, next, &ios_set);
     Py_DECREF(next);
     if (set < 0) return -1;
-    return PyObject_SetAttr(connection, s_in_read_batch, Py_True);
+    return slot_set(connection, s_in_read_batch, Py_True, &batch_set);
 }
 
 /* Whether got (not a Frame) is a request: its flag's RPC_RESPONSE bit clear. -1: an error. */
 static int is_request(PyObject *got) {
-    PyObject *flag = PyObject_GetAttr(got, s_flag);
+    PyObject *flag = slot_get(got, s_flag, &at_flag);
     if (flag == NULL) return -1;
     if (!PyLong_Check(flag)) { /* not a command we know: the connection's path judges it */
         Py_DECREF(flag);
@@ -95,8 +103,8 @@ static int read_one(PyObject *connection, PyObject *entry, int fd, PyTypeObject 
         PyErr_Clear();
         return add_rest(rest, connection, Py_Ellipsis);
     }
-    if (!attr_is(connection, s_closed, Py_False) ||
-        !attr_is(PyTuple_GET_ITEM(entry, 1), s_empty, Py_True))
+    if (!attr_is(connection, s_closed, Py_False, &at_closed) ||
+        !attr_is(PyTuple_GET_ITEM(entry, 1), s_empty, Py_True, &at_empty))
         return add_rest(rest, connection, Py_Ellipsis);
     PyObject *got = recv_judged(fd, frame_type, max_frame, 1, 0);
     if (got == NULL && (got = take_error()) == NULL) return -1;

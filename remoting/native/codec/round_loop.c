@@ -40,12 +40,14 @@ static PyObject *handle(PyObject *handler, PyObject *owners, PyObject *staged) {
  * NULL on an error that propagates, as it would out of finish_round). An attribute that
  * cannot be read is left to finish_round, which meets it again. */
 static PyObject *finish(PyObject *owners, PyObject *staged, PyObject *results, PyObject *kinds) {
+    /* slots of a Connection and its ThreadWrites, read at their offsets (slots.h) */
+    static SlotCache at_writes, at_sender;
     if (PyList_GET_SIZE(owners) == 0) /* the handler emptied them */
         return back(1, owners, staged, results);
-    PyObject *w = PyObject_GetAttr(PyList_GET_ITEM(owners, 0), s_writes);
+    PyObject *w = slot_get(PyList_GET_ITEM(owners, 0), s_writes, &at_writes);
     PyObject *sender = NULL;
     if (w != NULL && (PyObject *)Py_TYPE(w) == PyTuple_GET_ITEM(kinds, 2))
-        sender = PyObject_GetAttr(w, s_sender);
+        sender = slot_get(w, s_sender, &at_sender);
     Py_XDECREF(w);
     if (sender == NULL) {
         if (PyErr_Occurred()) {

@@ -53,12 +53,12 @@ static const struct {
  * SEND_BATCH_MESSAGE (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
 static int field_index(const Span *key, int *table) {
     if (key->len == 1) {
-        for (int i = 0; i < SEND_FIELDS; i++)
-            if (key->at[0] == (unsigned char)fields[i].v2[0]) {
-                *table = 1;
-                return i;
-            }
-        return -1;
+        /* a..n, in the fields' order but for l and m (maxReconsumeTimes, batch) */
+        static const signed char v2[14] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 11, 13};
+        unsigned char letter = key->at[0];
+        if (letter < 'a' || letter > 'n') return -1;
+        *table = 1;
+        return v2[letter - 'a'];
     }
     for (int i = 0; i < SEND_FIELDS; i++) {
         if (key_is(key, fields[i].v1)) {
@@ -162,6 +162,23 @@ static const char *const top_names[T_KEYS] = {
     "extFields",
 };
 
+/* A top-level key's T_ index, T_KEYS for another key: the names' first bytes all differ. */
+static int top_index(const Span *key) {
+    int which;
+    switch (key->len > 0 ? key->at[0] : 0) {
+    case 'c': which = T_CODE; break;
+    case 'o': which = T_OPAQUE; break;
+    case 'f': which = T_FLAG; break;
+    case 'v': which = T_VERSION; break;
+    case 'l': which = T_LANGUAGE; break;
+    case 'r': which = T_REMARK; break;
+    case 's': which = T_SERIALIZE; break;
+    case 'e': which = T_EXT; break;
+    default: return T_KEYS;
+    }
+    return key_is(key, top_names[which]) ? which : T_KEYS;
+}
+
 /* One top-level member's value at the cursor; 0 when not plain. */
 static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS],
                           Members *members) {
@@ -231,6 +248,17 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* An int of the value, the one made last time when it is the same: a client's code and
+ * version repeat from request to request (ints are immutable: sharing one changes nothing). */
+static PyObject *kept_long(PyObject **kept, long value) {
+    if (*kept != NULL && PyLong_AsLong(*kept) == value) return Py_NewRef(*kept);
+    PyObject *out = PyLong_FromLong(value);
+    if (out != NULL) Py_XSETREF(*kept, Py_NewRef(out));
+    return out;
+}
+
+static PyObject *kept_code, *kept_version;
+
 /* The command from the scanned spans, Py_None when one is not plain. */
 static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
                                  const Members *members, const ScanInput *in) {
@@ -243,10 +271,10 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
     PyObject *values = send ? send_values(ext[code != SEND_MESSAGE]) : header_scan_values(at, members);
     if (values == NULL || values == Py_None) return values;
     PyObject *items[S_SLOTS] = {
-        [S_CODE] = PyLong_FromLong(code),
+        [S_CODE] = kept_long(&kept_code, code),
         [S_LANGUAGE] = top[T_LANGUAGE].kind == J_NONE ? Py_NewRef(java)
                                                       : kept_str(&kept_language, &top[T_LANGUAGE]),
-        [S_VERSION] = PyLong_FromLong(version),
+        [S_VERSION] = kept_long(&kept_version, version),
         [S_OPAQUE] = PyLong_FromLong(opaque),
         [S_FLAG] = PyLong_FromLong(flag),
         [S_REMARK] = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK]) : Py_NewRef(Py_None),
@@ -297,8 +325,7 @@ PyObject *scan_command_at(const ScanInput *in) {
     for (;;) {
         Span key;
         if (!scan_key(&c, &key)) Py_RETURN_NONE;
-        int which = 0;
-        while (which < T_KEYS && !key_is(&key, top_names[which])) which++;
+        int which = top_index(&key);
         if (which == T_KEYS || top[which].kind != J_NONE) Py_RETURN_NONE;
         if (!scan_top_value(&c, which, &top[which], ext, &members)) Py_RETURN_NONE;
         if (which == T_CODE) { /* every other request leaves here (Java writes code first) */

@@ -7,6 +7,7 @@ there, None for a closed peer, the same OSError for a dead socket."""
 
 from __future__ import annotations
 
+import gc
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -129,3 +130,46 @@ def test_the_c_read_refuses_what_it_cannot_take() -> None:
         for args in [(sock, dict, 64, True), (sock, Frame, 64), ("x", Frame, 64, True)]:
             with pytest.raises(TypeError):
                 _native_recv(*args)
+
+
+def test_a_read_inside_a_read_takes_its_own_buffer(
+    pairs: list[tuple[socket.socket, socket.socket]],
+) -> None:
+    """The C reads into one buffer of its module; a read that starts while another read's bytes
+    are still being judged (here a gc callback that a collection during the judgement's
+    allocations runs) takes one of its own: both reads are judged on their own bytes, as the
+    twin judges them."""
+    (outer_reader, outer_writer), (inner_reader, inner_writer) = pairs
+    outer_frame = encode_frame(0, HEADERS[0], b"outer body")
+    inner_frame = encode_frame(0, HEADERS[1], b"the inner read's body, longer than the outer")
+    outer_writer.sendall(outer_frame)
+    inner_writer.sendall(inner_frame)
+    state = {"done": False}
+    inner: list[Any] = []
+
+    def during_the_outer_read(phase: str, info: dict[str, Any]) -> None:
+        if inner or state["done"]:
+            return
+        try:
+            outer_reader.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:  # the outer read has taken its bytes and is judging them
+            inner.append(_native_recv(inner_reader, Frame, 16 << 20, True))
+
+    native = frame_module.native
+    assert native is not None
+    read, threshold = native.recv_command, gc.get_threshold()
+    gc.callbacks.append(during_the_outer_read)
+    gc.collect()  # then a collection at the next allocation the collector counts: the read's
+    gc.set_threshold(1)
+    try:
+        outer = read(outer_reader, Frame, 16 << 20, True)
+        state["done"] = True
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(during_the_outer_read)
+    assert len(inner) == 1, "no collection ran during the outer read's judgement"
+    for got, sent in ((outer, outer_frame), (inner[0], inner_frame)):
+        reader, writer = socket.socketpair()
+        with reader, writer:
+            writer.sendall(sent)
+            assert _judged(got) == _judged(recv_command_reference(reader, Frame, 16 << 20, True))

@@ -446,3 +446,22 @@ def test_the_scan_fills_only_slots_it_was_handed() -> None:
         with pytest.raises(TypeError):
             native.configure_send_scan(*bad)
     native.configure_send_scan(ScannedCommand, slots, command._LAZY)
+
+
+@pytest.mark.parametrize("byte", range(256))
+def test_every_byte_in_a_string_agrees(byte: int) -> None:
+    """Each byte, raw and escaped as \\u00XX, inside a value, at its start, at its end, in a
+    key and in a run longer than the scan's short-string cases: the scan agrees with the
+    reference, and takes a printable ASCII byte but the quote and the backslash as it is."""
+    raw = bytes([byte])
+    header = BASES[0]
+    topic = b'"b":"T"'
+    assert topic in header
+    took = []
+    for value in (raw, raw + b"x", b"x" + raw, b"y" * 20 + raw + b"z" * 20, b"\\u00%02x" % byte):
+        took.append(check(header.replace(topic, b'"b":"' + value + b'"')))
+    for key in (b'"b' + raw + b'":', b'"' + raw + b'":', b'"' + raw + b'" :'):
+        check(header.replace(topic, key + b'"T"'))
+    check(header.replace(b'"language":"JAVA"', b'"language":"JA' + raw + b'VA"'))
+    plain = 0x20 <= byte <= 0x7E and raw not in b'"\\'
+    assert took[:4] == [plain] * 4
