@@ -202,7 +202,7 @@ static long top_int(const Span *s) {
 enum { S_CODE, S_LANGUAGE, S_VERSION, S_OPAQUE, S_FLAG, S_REMARK, S_EXT, S_BODY, S_SERIALIZE,
        S_HEADER, S_VALUES, S_SLOTS };
 static PyTypeObject *command_type;
-static Py_ssize_t slot_offset[S_SLOTS];
+static Py_ssize_t command_offset[S_SLOTS];
 static PyObject *lazy_ext; /* the extFields slot's value until they are asked for */
 
 /* configure_send_scan(ScannedCommand, (descriptor, ...), lazy): the slots in S_ order. */
@@ -225,7 +225,7 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
         }
         offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
     }
-    memcpy(slot_offset, offsets, sizeof offsets);
+    memcpy(command_offset, offsets, sizeof offsets);
     Py_XSETREF(lazy_ext, Py_NewRef(lazy));
     Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(type));
     Py_RETURN_NONE;
@@ -265,7 +265,7 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
     for (int i = 0; i < S_SLOTS; i++) {
         if (items[i] == NULL) ok = 0;
         if (command != NULL) /* the new object's slots are NULL: set, nothing to release */
-            *(PyObject **)((char *)command + slot_offset[i]) = items[i];
+            *(PyObject **)((char *)command + command_offset[i]) = items[i];
         else
             Py_XDECREF(items[i]);
     }
