@@ -33,9 +33,15 @@ static int intern_names(void) {
            s_registered && s_next_deadline && s_clock && s_sleep_time;
 }
 
+/* Each attribute read here is a __slots__ member of Trio's attrs classes (Runner, Task,
+ * Deadlines, CancelScope): read at its offset (slots.h), which saves PyObject_GetAttr's
+ * generic lookup, ~5 a sleep; anything else (the tests' plain objects, another Trio) goes the
+ * generic way. The caches hold offsets only: Deadlines._heap is rebound when pruned. */
+static SlotCache c_runq, c_waiting, c_autojump, c_tasks, c_next_send, c_heap, c_registered;
+
 /* The attribute's truth: 1, 0, or -1 on an error. */
-static int attr_true(PyObject *obj, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(obj, name);
+static int attr_true(PyObject *obj, PyObject *name, SlotCache *cache) {
+    PyObject *value = slot_get(obj, name, cache);
     if (value == NULL) return -1;
     int truth = PyObject_IsTrue(value);
     Py_DECREF(value);
@@ -44,16 +50,16 @@ static int attr_true(PyObject *obj, PyObject *name) {
 
 /* 1 when Trio has something to do now (the sleep declines), 0 when not, -1 on an error. */
 static int trio_busy(PyObject *runner, int resumed) {
-    int busy = attr_true(runner, s_runq);
+    int busy = attr_true(runner, s_runq, &c_runq);
     if (busy) return busy;
-    if ((busy = attr_true(runner, s_waiting)) != 0) return busy;
-    PyObject *autojump = PyObject_GetAttr(runner, s_autojump);
+    if ((busy = attr_true(runner, s_waiting, &c_waiting)) != 0) return busy;
+    PyObject *autojump = slot_get(runner, s_autojump, &c_autojump);
     if (autojump == NULL) return -1;
     busy = !PyFloat_CheckExact(autojump) || PyFloat_AS_DOUBLE(autojump) != INFINITY;
     Py_DECREF(autojump);
     if (busy || !resumed) return busy;
     /* A task of the batch the caller was resumed in, still to run: its next send is set. */
-    PyObject *tasks = PyObject_GetAttr(runner, s_tasks);
+    PyObject *tasks = slot_get(runner, s_tasks, &c_tasks);
     if (tasks == NULL) return -1;
     Py_ssize_t n = PyObject_Size(tasks);
     PyObject *iter = n < 0 || n > IDLE_MAX_TASKS ? NULL : PyObject_GetIter(tasks);
@@ -61,7 +67,7 @@ static int trio_busy(PyObject *runner, int resumed) {
     if (iter == NULL) return n > IDLE_MAX_TASKS ? 1 : -1;
     PyObject *task;
     while (!busy && (task = PyIter_Next(iter)) != NULL) {
-        PyObject *next_send = PyObject_GetAttr(task, s_next_send);
+        PyObject *next_send = slot_get(task, s_next_send, &c_next_send);
         Py_DECREF(task);
         if (next_send == NULL) busy = -1;
         else {
@@ -73,10 +79,22 @@ static int trio_busy(PyObject *runner, int resumed) {
     return busy == 0 && PyErr_Occurred() ? -1 : busy;
 }
 
+/* Python's deadline != registered: 1, 0, or -1 on an error. Two floats (Trio's) compare as
+ * float's own != does (NaN included); anything else as Python's !=, with no identity
+ * shortcut (PyObject_RichCompareBool takes one). */
+static int deadline_moved(PyObject *deadline, PyObject *registered) {
+    if (PyFloat_CheckExact(deadline) && PyFloat_CheckExact(registered))
+        return PyFloat_AS_DOUBLE(deadline) != PyFloat_AS_DOUBLE(registered);
+    PyObject *stale = PyObject_RichCompare(deadline, registered, Py_NE);
+    int truth = stale == NULL ? -1 : PyObject_IsTrue(stale);
+    Py_XDECREF(stale);
+    return truth;
+}
+
 /* Trio's first current deadline (the heap's first entry, else next_deadline's answer) as a
  * new reference; Py_None when the heap is empty. */
 static PyObject *first_deadline(PyObject *deadlines) {
-    PyObject *heap = PyObject_GetAttr(deadlines, s_heap);
+    PyObject *heap = slot_get(deadlines, s_heap, &c_heap);
     if (heap == NULL) return NULL;
     if (!PyList_CheckExact(heap)) {
         Py_DECREF(heap);
@@ -97,13 +115,10 @@ static PyObject *first_deadline(PyObject *deadlines) {
     }
     PyObject *deadline = PyTuple_GET_ITEM(first, 0);
     Py_INCREF(deadline);
-    PyObject *registered = PyObject_GetAttr(PyTuple_GET_ITEM(first, 2), s_registered);
+    PyObject *registered = slot_get(PyTuple_GET_ITEM(first, 2), s_registered, &c_registered);
     Py_DECREF(first);
-    /* As Python's !=: no identity shortcut (PyObject_RichCompareBool takes one). */
-    PyObject *stale = registered == NULL ? NULL : PyObject_RichCompare(deadline, registered, Py_NE);
+    int is_stale = registered == NULL ? -1 : deadline_moved(deadline, registered);
     Py_XDECREF(registered);
-    int is_stale = stale == NULL ? -1 : PyObject_IsTrue(stale);
-    Py_XDECREF(stale);
     if (is_stale != 0) {
         Py_DECREF(deadline);
         return is_stale < 0 ? NULL : PyObject_CallMethodNoArgs(deadlines, s_next_deadline);
