@@ -11,6 +11,7 @@ import heapq
 import math
 import select
 import socket
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -295,3 +296,32 @@ def test_idle_wait_passes_on_trios_own_errors() -> None:
 
             with pytest.raises(RuntimeError):
                 wait((Runner(spec), deadlines, None, epoll, epoll.fileno(), trio_fd, None), boom, 0)
+
+
+@needs_codec
+@pytest.mark.parametrize("counted", [False, True])
+def test_idle_wait_reads_perf_counters_clock_as_calling_it(counted: bool) -> None:
+    """time.perf_counter as the state's clock (Trio's SystemClock's; the C reads
+    CLOCK_MONOTONIC itself): a deadline just passed declines and one 30 s ahead sleeps (a
+    ready socket answers it), as when the clock is called. Any other clock is called, once a
+    sleep (a wrapper of perf_counter here)."""
+    assert native is not None
+    calls = []
+
+    def wrapper() -> float:
+        calls.append(1)
+        return time.perf_counter()
+
+    clock = wrapper if counted else time.perf_counter
+    offset = 1234.5
+    with sockets([True], False) as (epoll, trio_fd, fds):
+        for wait in (native.idle_wait, idle_wait_reference):
+            for ahead, answer in ((-1e-9, None), (30.0, [(fds[0], select.EPOLLIN)])):
+                at = time.perf_counter() + offset + ahead
+                deadlines = Deadlines([(at, 0, Scope(at))])
+                runner = Runner(
+                    {"runq": False, "waiting": False, "autojump": math.inf, "tasks": []}
+                )
+                state = (runner, deadlines, offset, epoll, epoll.fileno(), trio_fd, clock)
+                assert wait(state, None, False) == answer
+    assert len(calls) == (4 if counted else 0)
