@@ -6,6 +6,8 @@
 #include "record_layout.h"
 #include "slots.h"
 
+#include <sys/epoll.h>
+
 /* What remoting/record.py expects: bumped whenever a function's arguments or results change. */
 #define CODEC_ABI_VERSION 16
 
@@ -55,6 +57,18 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args);
 PyObject *configure_header_scan(PyObject *self, PyObject *args);
 PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *idle_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* idle_wait's parts, for serve_lone (lone_loop.c), which keeps a lone sleep's one socket out
+ * of the list: its state checked (0, or -1 with the TypeError or ValueError idle_wait raises),
+ * the sleep (how many sockets are ready in events[], IDLE_MAX_EVENTS of room; 0 where idle_wait
+ * answers None; -1 on an error), and the list idle_wait answers for them. */
+typedef struct {
+    PyObject *runner, *deadlines, *offset, *perf_counter; /* borrowed from the state */
+    int epoll_fd, trio_fd;
+} IdleState;
+int idle_state(PyObject *state, IdleState *st);
+int idle_wait_events(const IdleState *st, PyObject *flush, int resumed,
+                     struct epoll_event *events);
+PyObject *idle_events_list(const struct epoll_event *events, int n);
 /* lone_loop.c: the selector's LoneLooks as a C type, and its lone requests' loop. */
 extern PyTypeObject LoneLooksType;
 PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -139,14 +139,19 @@ PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     LoneLooks *looks = (LoneLooks *)args[0];
     int lone_look = PyObject_IsTrue(args[7]);
     if (lone_look < 0) return NULL;
-    PyObject *wait[3] = {args[1], args[5], args[6]};
+    IdleState idle;
+    if (idle_state(args[1], &idle) < 0) return NULL;
+    int resumed = PyObject_IsTrue(args[6]);
+    if (resumed < 0) return NULL;
+    /* idle_wait by its parts: the sleep's events stay here, a lone one's socket goes to
+     * answer_one as its descriptor, and only several (a round) make idle_wait's list. */
+    struct epoll_event events[IDLE_MAX_EVENTS];
     for (int served = SERVED_NONE;;) {
         if (served && PyErr_CheckSignals() < 0) return NULL;
-        PyObject *ready = idle_wait(NULL, wait, 3);
-        if (ready == NULL) return NULL;
-        if (ready == Py_None) {
-            if (served == SERVED_NONE) return ready;
-            Py_DECREF(ready);
+        int n = idle_wait_events(&idle, args[5], resumed, events);
+        if (n < 0) return NULL;
+        if (n == 0) {
+            if (served == SERVED_NONE) Py_RETURN_NONE;
             /* After a round the selector looks again after a checkpoint, as after a pass of
              * several reads: not a lone look. */
             return served == SERVED_ROUND ? Py_NewRef(Py_Ellipsis) : PyBool_FromLong(lone_look);
@@ -154,10 +159,10 @@ PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         /* In place of a look after a lone read: one that found nothing (the selector's
          * loop says why). */
         if (lone_look) looks_looked(looks, 0);
-        wait[2] = Py_False;
-        if (!PyList_CheckExact(ready)) return ready;
-        if (PyList_GET_SIZE(ready) != 1) {
-            if (args[8] == Py_None) return ready;
+        resumed = 0;
+        if (n != 1) {
+            PyObject *ready = idle_events_list(events, n);
+            if (ready == NULL || args[8] == Py_None) return ready;
             PyObject *out = serve_round(ready, args[2], args[3], args[4], args[8]);
             Py_DECREF(ready);
             if (out != Py_True) return out;
@@ -166,10 +171,11 @@ PyObject *serve_lone(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             lone_look = 0;
             continue;
         }
-        PyObject *fd = PyTuple_GET_ITEM(PyList_GET_ITEM(ready, 0), 0);
+        PyObject *fd = PyLong_FromLong(events[0].data.fd);
+        if (fd == NULL) return NULL;
         PyObject *out;
         PyObject *answered = answer_one(fd, args[2], args[3], args[4], &out);
-        Py_DECREF(ready);
+        Py_DECREF(fd);
         if (answered == NULL) return out;
         lone_look = looks_look_again(looks);
         served = SERVED_LONE;

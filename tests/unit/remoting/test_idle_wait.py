@@ -1,7 +1,9 @@
 """The idle sleep's one call (remoting/native/codec/idle.c idle_wait) held to its twin
 (remoting/idle_sleep.py idle_wait_reference): the same answer, the same flushes and the same
 deadline heap afterwards, for Trio states that decline and ones that sleep, with sockets and
-Trio's epoll ready or not."""
+Trio's epoll ready or not. Trio's state comes as plain objects, as slotted ones shaped like
+Trio's attrs classes (which the C reads at their slots' offsets), and with a scope whose
+registered deadline is a property giving a Fraction (read and compared the generic way)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import heapq
 import math
 import select
 import socket
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sortedcontainers import SortedDict
 
 from remoting.codec_native import native
 from remoting.idle_sleep import MAX_SLEEP_S, MAX_TASKS, idle_wait_reference
@@ -31,6 +38,17 @@ class Scope:
         self._registered_deadline = registered
 
 
+def _next_deadline(deadlines: Any) -> float:
+    deadlines.asked += 1
+    heap = deadlines._heap
+    while heap:
+        deadline, _, scope = heap[0]
+        if deadline == scope._registered_deadline:
+            return deadline
+        heapq.heappop(heap)
+    return math.inf
+
+
 class Deadlines:
     """Trio's Deadlines' heap and next_deadline (trio/_core/_run.py), counted."""
 
@@ -39,14 +57,38 @@ class Deadlines:
         heapq.heapify(self._heap)
         self.asked = 0
 
-    def next_deadline(self) -> float:
-        self.asked += 1
-        while self._heap:
-            deadline, _, scope = self._heap[0]
-            if deadline == scope._registered_deadline:
-                return deadline
-            heapq.heappop(self._heap)
-        return math.inf
+    next_deadline = _next_deadline
+
+
+@attrs.define(eq=False)
+class SlottedScope:
+    """As Trio's CancelScope: the registered deadline in a __slots__ member."""
+
+    _registered_deadline: float
+
+
+class FractionScope:
+    """A registered deadline that is a property (no slot to read) and not a float (compared
+    as Python's != compares a Fraction with a float)."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, registered: float) -> None:
+        self._at = registered
+
+    @property
+    def _registered_deadline(self) -> Fraction:
+        return Fraction(self._at)
+
+
+@attrs.define(eq=False)
+class SlottedDeadlines:
+    """As Trio's Deadlines, slotted."""
+
+    _heap: list[tuple[float, int, Any]]
+    asked: int = 0
+
+    next_deadline = _next_deadline
 
 
 class Clock:
@@ -59,6 +101,11 @@ class Task:
         self._next_send_fn = (lambda: None) if next_send else None
 
 
+@attrs.define(eq=False)
+class SlottedTask:
+    _next_send_fn: Callable[[], None] | None
+
+
 class Runner:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.runq = [object()] if spec["runq"] else []
@@ -66,6 +113,35 @@ class Runner:
         self.clock_autojump_threshold = spec["autojump"]
         self.tasks = {Task(s) for s in spec["tasks"]}
         self.clock = Clock()
+
+
+@attrs.define(eq=False)
+class SlottedRunner:
+    """As Trio's Runner: slotted, its run queue a deque, its idle waiters a SortedDict."""
+
+    runq: deque[object]
+    waiting_for_idle: SortedDict
+    clock_autojump_threshold: float
+    tasks: set[SlottedTask]
+    clock: Clock
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> SlottedRunner:
+        return cls(
+            deque([object()] if spec["runq"] else []),
+            SortedDict({1: object()} if spec["waiting"] else {}),
+            spec["autojump"],
+            {SlottedTask((lambda: None) if s else None) for s in spec["tasks"]},
+            Clock(),
+        )
+
+
+# Each kind of Trio state: its runner, deadlines and scope classes.
+KINDS: dict[str, tuple[Any, Any, Any]] = {
+    "plain": (Runner, Deadlines, Scope),
+    "slotted": (SlottedRunner.from_spec, SlottedDeadlines, SlottedScope),
+    "property": (SlottedRunner.from_spec, SlottedDeadlines, FractionScope),
+}
 
 
 class Flush:
@@ -115,6 +191,7 @@ specs = st.fixed_dictionaries(
         "ready": st.lists(st.booleans(), max_size=4),
         "trio_ready": st.booleans(),
         "flush": st.booleans(),
+        "kind": st.sampled_from(sorted(KINDS)),
     }
 )
 
@@ -122,15 +199,17 @@ specs = st.fixed_dictionaries(
 def run_one(
     wait: Callable[..., Any], spec: dict[str, Any], epoll: select.epoll, trio_fd: int
 ) -> tuple[Any, ...]:
+    make_runner, make_deadlines, make_scope = KINDS[spec.get("kind", "plain")]
     entries = [
-        (NOW + delta, i, Scope(NOW + delta + (7.0 if stale else 0.0)))
+        (NOW + delta, i, make_scope(NOW + delta + (7.0 if stale else 0.0)))
         for i, (delta, stale) in enumerate(spec["entries"])
     ]
     if not any(spec["ready"]) and not spec["trio_ready"]:
         # Nothing will wake it: a current deadline 1 ms away bounds the sleep.
-        entries.append((NOW + 0.001, 99, Scope(NOW + 0.001)))
-    deadlines = Deadlines(entries)
-    runner = Runner(spec)
+        entries.append((NOW + 0.001, 99, make_scope(NOW + 0.001)))
+    heapq.heapify(entries)
+    deadlines = make_deadlines(entries)
+    runner = make_runner(spec)
     offset = spec["offset"]
     # SystemClock's time is offset + perf_counter: both ways come to deadline - NOW.
     clock = (lambda: NOW - offset) if offset is not None else (lambda: pytest.fail("no clock"))
@@ -217,3 +296,32 @@ def test_idle_wait_passes_on_trios_own_errors() -> None:
 
             with pytest.raises(RuntimeError):
                 wait((Runner(spec), deadlines, None, epoll, epoll.fileno(), trio_fd, None), boom, 0)
+
+
+@needs_codec
+@pytest.mark.parametrize("counted", [False, True])
+def test_idle_wait_reads_perf_counters_clock_as_calling_it(counted: bool) -> None:
+    """time.perf_counter as the state's clock (Trio's SystemClock's; the C reads
+    CLOCK_MONOTONIC itself): a deadline just passed declines and one 30 s ahead sleeps (a
+    ready socket answers it), as when the clock is called. Any other clock is called, once a
+    sleep (a wrapper of perf_counter here)."""
+    assert native is not None
+    calls = []
+
+    def wrapper() -> float:
+        calls.append(1)
+        return time.perf_counter()
+
+    clock = wrapper if counted else time.perf_counter
+    offset = 1234.5
+    with sockets([True], False) as (epoll, trio_fd, fds):
+        for wait in (native.idle_wait, idle_wait_reference):
+            for ahead, answer in ((-1e-9, None), (30.0, [(fds[0], select.EPOLLIN)])):
+                at = time.perf_counter() + offset + ahead
+                deadlines = Deadlines([(at, 0, Scope(at))])
+                runner = Runner(
+                    {"runq": False, "waiting": False, "autojump": math.inf, "tasks": []}
+                )
+                state = (runner, deadlines, offset, epoll, epoll.fileno(), trio_fd, clock)
+                assert wait(state, None, False) == answer
+    assert len(calls) == (4 if counted else 0)
