@@ -370,7 +370,15 @@ Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room) {
     return n;
 }
 
-PyObject *plain_pack_chunks(PlainPack *p) { return close_chunk(p) < 0 ? NULL : p->chunks; }
+int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used) {
+    /* closed chunks are only made when a key of another timestamp follows */
+    if (PyList_GET_SIZE(p->chunks) > 0) return 2;
+    if (p->keys == NULL) return 0;
+    *ts = p->keys_ts;
+    *keys = p->keys;
+    *used = p->keys_used;
+    return 1;
+}
 
 long long plain_pack_last_ts(const PlainPack *p) { return p->last_ts; }
 

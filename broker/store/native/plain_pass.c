@@ -115,7 +115,8 @@ typedef struct {
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the pack's chunks: the one chunk's packed entries */
+    PyObject *keys; /* borrowed from the pack: the one chunk's packed entries */
+    Py_ssize_t keys_len;
     long long keys_ts;
     PyObject *stats; /* the store's PutCounters, a new reference */
     Py_ssize_t n_topics;
@@ -266,7 +267,7 @@ static int check_runs(Pass *p, PyObject *heard) {
 
 /* The newest IndexFile's writer opened on its mapping, when the pass's one chunk of keys all
  * fit in it (build_index_keys' one-call case); 1 with nothing to index too. */
-static int open_index(Pass *p, PyObject *keys) {
+static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
     long long slots, max_entries;
     PyObject *service = get(p->dispatcher, N_INDEX_SERVICE);
     PyObject *files = service == NULL ? NULL : get(service, N_FILES);
@@ -291,34 +292,29 @@ static int open_index(Pass *p, PyObject *keys) {
     if (ok <= 0) return ok;
     long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1, adding = 0;
     const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(keys);
-    for (Py_ssize_t at = 0; at < PyBytes_GET_SIZE(keys); at += BATCH_KEY_SIZE)
+    for (Py_ssize_t at = 0; at < keys_len; at += BATCH_KEY_SIZE)
         adding += get_i64(k + at + 4) > indexed;
     if (p->writer.count + adding > p->writer.max_entries) return 0;
     p->keys = keys;
+    p->keys_len = keys_len;
     return 1;
 }
 
 /* The index keys of the pass, when messageIndexEnable: one chunk (one store timestamp) that
- * fits the newest file, or none. */
-static int check_index(Pass *p, PyObject *chunks) {
+ * fits the newest file, or none. Read in the pack in place (no chunk tuple made). */
+static int check_index(Pass *p) {
     PyObject *config = get(p->dispatcher, N_CONFIG);
     PyObject *enable = config == NULL ? NULL : get(config, N_INDEX_ENABLE);
     Py_XDECREF(config);
     if (enable == NULL) return declined();
     Py_DECREF(enable); /* a bool: only its identity is read */
     if (!PyBool_Check(enable)) return 0;
-    if (enable == Py_False || !PyList_CheckExact(chunks) || PyList_GET_SIZE(chunks) == 0)
-        return enable == Py_False || PyList_CheckExact(chunks);
-    PyObject *chunk = PyList_GET_ITEM(chunks, 0);
-    if (PyList_GET_SIZE(chunks) > 1 || !PyTuple_CheckExact(chunk) || PyTuple_GET_SIZE(chunk) != 2)
-        return 0;
-    PyObject *ts = PyTuple_GET_ITEM(chunk, 0), *keys = PyTuple_GET_ITEM(chunk, 1);
-    if (!PyLong_CheckExact(ts) || !PyBytes_CheckExact(keys) ||
-        PyBytes_GET_SIZE(keys) % BATCH_KEY_SIZE)
-        return 0;
-    p->keys_ts = as_long_long(ts);
-    if (p->keys_ts == -1 && PyErr_Occurred()) return declined();
-    return PyBytes_GET_SIZE(keys) == 0 ? 1 : open_index(p, keys);
+    if (enable == Py_False) return 1;
+    PyObject *keys;
+    Py_ssize_t used;
+    int chunks = plain_pack_keys(p->rows.pack, &p->keys_ts, &keys, &used);
+    if (chunks != 1) return chunks == 0;
+    return used == 0 ? 1 : open_index(p, keys, used);
 }
 
 /* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
@@ -377,9 +373,7 @@ static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *
     if (ok <= 0) return ok;
     if (__builtin_add_overflow(p->position, ahead, &edge) || edge > warmed) return 0;
     if ((ok = check_runs(p, heard)) <= 0) return ok;
-    PyObject *chunks = plain_pack_chunks(p->rows.pack);
-    if (chunks == NULL) return -1;
-    if ((ok = check_index(p, chunks)) <= 0) return ok;
+    if ((ok = check_index(p)) <= 0) return ok;
     return check_stats(p, totals, put_items, cluster);
 }
 
@@ -419,7 +413,7 @@ static int pass_write(Pass *p, PyObject *replies) {
     if (p->keys != NULL) {
         long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1;
         const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(p->keys);
-        for (Py_ssize_t at = 0; !failed && at < PyBytes_GET_SIZE(p->keys); at += BATCH_KEY_SIZE)
+        for (Py_ssize_t at = 0; !failed && at < p->keys_len; at += BATCH_KEY_SIZE)
             if (get_i64(k + at + 4) > indexed)
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
         writer_close(&p->writer);

@@ -257,8 +257,10 @@ typedef struct {
 } PackRun;
 /* The pack's runs in plain_pack_finish's order into `out`: their count, -1 past `room`. */
 Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
-/* plain_pack_finish's chunks of index entries (the open one closed), borrowed; NULL: error. */
-PyObject *plain_pack_chunks(PlainPack *p);
+/* The pack's index entries read in place, before plain_pack_finish: how many chunks of one
+ * store timestamp they make (0, 1, or 2 for more than one), and for one its timestamp, its
+ * bytes (borrowed) and how many of them are entries. */
+int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used);
 long long plain_pack_last_ts(const PlainPack *p);
 /* put_rows' work, its results as they are made: the position, the replies, the totals and
  * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
