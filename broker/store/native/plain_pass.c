@@ -437,15 +437,20 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     PyObject *config = get(p->log, N_CONFIG);
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
     PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
-    PyObject *position = PyLong_FromLongLong(p->wrote_from);
-    PyObject *start = PyLong_FromLongLong(p->start);
-    if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL && position != NULL &&
-        start != NULL && (ts = PyObject_CallNoArgs(clock)) != NULL) {
+    if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL &&
+        (ts = PyObject_CallNoArgs(clock)) != NULL) {
         if (!PyLong_CheckExact(ts)) { /* not a timestamp: the Python path says so */
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {
-            PyObject *args[8] = {cursor, mm, position, start, ts, max_size, rows, pieces};
-            result = put_rows_run(args, 8, &p->rows);
+            /* the positions as values (put_rows' Python entry unboxes its own); maxMessageSize
+             * as put read it from its object: not a Py_ssize_t, and put refuses every row */
+            PutRowsIn in = {cursor, mm, ts, rows, pieces, (Py_ssize_t)p->wrote_from, 0, p->start};
+            in.max_body = PyLong_AsSsize_t(max_size);
+            if (in.max_body == -1 && PyErr_Occurred()) {
+                in.unfit = PyErr_ExceptionMatches(PyExc_Exception);
+                if (in.unfit) PyErr_Clear();
+            }
+            if (!PyErr_Occurred()) result = put_rows_run(&in, &p->rows);
         }
     }
     Py_XDECREF(cursor);
@@ -454,8 +459,6 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     Py_XDECREF(max_size);
     Py_XDECREF(mm);
     Py_XDECREF(ts);
-    Py_XDECREF(position);
-    Py_XDECREF(start);
     return result;
 }
 

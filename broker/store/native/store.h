@@ -91,10 +91,17 @@ typedef struct {
     PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
     PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
 } PutValues;
-/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's): 1 the
+/* The numbers among put's arguments, as C values. */
+typedef struct {
+    Py_ssize_t position, max_body;
+    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared;
+} PutNumbers;
+/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's, its
+ * numbers already read into `n`: what put's objects say of them is not read again): 1 the
  * record is packed and the cursor moved on (`out` filled), 0 it does not fit (nothing
  * changed), -1 with an error set (RecordRefused or another; nothing changed). */
-int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out);
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, const PutNumbers *n,
+                             PutValues *out);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -270,7 +277,16 @@ typedef struct {
     PyObject *replies, *totals; /* new references */
     PlainPack *pack;
 } PutRowsOut;
-int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out);
+/* put_rows' arguments (borrowed), its numbers as C values: what plain_pass has as numbers is
+ * not boxed to be read back. `unfit`: start or max_body was not a number put takes, so every
+ * row's put would refuse it (the run stops at its first row, as put_rows' put did). */
+typedef struct {
+    PyObject *cursor, *mm, *clock, *rows, *pieces;
+    Py_ssize_t position, max_body;
+    long long start;
+    int unfit;
+} PutRowsIn;
+int put_rows_run(const PutRowsIn *in, PutRowsOut *out);
 void put_rows_release(PutRowsOut *out);
 void plain_pack_free(PlainPack *p);
 PyObject *plain_dispatch(PyObject *self, PyObject *requests);
