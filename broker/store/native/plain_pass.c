@@ -321,25 +321,25 @@ static int check_index(Pass *p) {
  * on_puts as StatsCounters (a topic's first put makes them in Python), kept for the write
  * phase. No item may pass int64 with all of the pass's additions (topics share the broker's
  * item): checked against their sum, as the twin does. */
-static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster) {
+static int check_stats(Pass *p, PyObject *put_items, PyObject *cluster) {
     if ((p->stats = get(p->store, N_STATS)) == NULL) return declined();
-    if (!PyObject_TypeCheck(p->stats, &PutCountersType) || PyDict_GET_SIZE(totals) > MAX_RUNS)
+    if (!PyObject_TypeCheck(p->stats, &PutCountersType) ||
+        put_rows_topic_count(&p->rows) > MAX_RUNS)
         return 0;
     long long all_n = 0, all_added = 0, sum;
     Py_ssize_t at = 0;
-    PyObject *topic, *pair;
-    while (PyDict_Next(totals, &at, &topic, &pair)) {
+    PyObject *topic;
+    long long count, bytes;
+    int more;
+    while ((more = put_rows_topic(&p->rows, &at, &topic, &count, &bytes)) > 0) {
+        TopicCount *t = &p->topics[p->n_topics]; /* at most MAX_RUNS topics: checked above */
+        t->n = count;
+        t->size = bytes;
         PyObject *key = PyTuple_Pack(2, topic, cluster);
         PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
         Py_XDECREF(key);
         if (items == NULL) return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3 ||
-            !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
-            return 0;
-        TopicCount *t = &p->topics[p->n_topics];
-        t->n = as_long_long(PyList_GET_ITEM(pair, 0));
-        t->size = t->n == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
-        if (t->size == -1 && PyErr_Occurred()) return declined();
+        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3) return 0;
         if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||
             __builtin_add_overflow(all_added, t->n, &all_added) ||
             __builtin_add_overflow(all_added, t->size, &all_added))
@@ -352,6 +352,7 @@ static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject 
         t->tuple = Py_NewRef(items); /* keeps the three alive to the write phase */
         p->n_topics++;
     }
+    if (more < 0) return declined();
     for (Py_ssize_t i = 0; i < p->n_topics; i++)
         for (int k = 0; k < 3; k++)
             if (__builtin_add_overflow(p->topics[i].items[k]->value, all_added, &sum) ||
@@ -362,8 +363,7 @@ static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject 
 
 /* What the write phase needs after the append: no page-warmer call due, every run, the index
  * keys and the stats the common case. */
-static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster,
-                      PyObject *heard) {
+static int pass_check(Pass *p, PyObject *put_items, PyObject *cluster, PyObject *heard) {
     long long ahead, warmed, edge;
     PyObject *warmer = get(p->log, N_WARMER);
     if (warmer == NULL) return declined();
@@ -374,7 +374,7 @@ static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *
     if (__builtin_add_overflow(p->position, ahead, &edge) || edge > warmed) return 0;
     if ((ok = check_runs(p, heard)) <= 0) return ok;
     if ((ok = check_index(p)) <= 0) return ok;
-    return check_stats(p, totals, put_items, cluster);
+    return check_stats(p, put_items, cluster);
 }
 
 /* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in the counters' structs
@@ -469,13 +469,17 @@ static PyObject *pass_run(Pass *p, PyObject *const *args) {
     p->started_ns = monotonic_ns();
     if (append(p, rows, pieces) < 0) return NULL;
     p->position = p->rows.position;
-    PyObject *replies = p->rows.replies, *totals = p->rows.totals, *appended;
+    PyObject *replies = p->rows.replies, *totals, *appended;
     if (PyList_GET_SIZE(replies) == 0) /* nothing taken: the reference takes every row */
         return Py_NewRef(replies);
-    int common = pass_check(p, totals, args[3], args[4], args[5]);
+    int common = pass_check(p, args[3], args[4], args[5]);
     if (common > 0) return pass_write(p, replies) == 0 ? Py_NewRef(replies) : NULL;
     if (common < 0 || (appended = plain_pack_finish(p->rows.pack)) == NULL) return NULL;
-    return Py_BuildValue("(OONLLL)", replies, totals, appended, p->position, p->wrote_from,
+    if ((totals = put_rows_totals(&p->rows)) == NULL) {
+        Py_DECREF(appended);
+        return NULL;
+    }
+    return Py_BuildValue("(ONNLLL)", replies, totals, appended, p->position, p->wrote_from,
                          p->started_ns);
 }
 

@@ -90,23 +90,86 @@ static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_prefix, long
     return frame;
 }
 
-/* Add one stored message to its topic's [count, bytes] in `totals`. */
-static int count_topic(PyObject *totals, PyObject *topic, Py_ssize_t size) {
-    PyObject *pair = PyDict_GetItemWithError(totals, topic); /* borrowed */
+/* [count, bytes], made directly (Py_BuildValue's format parsing cost ~0.45k instructions a
+ * lone send, callgrind). */
+static PyObject *total_pair(long long count, long long bytes) {
+    PyObject *n = PyLong_FromLongLong(count), *b = PyLong_FromLongLong(bytes);
+    PyObject *pair = n == NULL || b == NULL ? NULL : PyList_New(2);
     if (pair == NULL) {
-        if (PyErr_Occurred()) return -1;
-        /* [1, size], made directly: Py_BuildValue's format parsing cost ~0.45k instructions a
-         * lone send (callgrind) */
-        PyObject *one = PyLong_FromLong(1), *bytes = PyLong_FromSsize_t(size);
-        pair = one == NULL || bytes == NULL ? NULL : PyList_New(2);
-        if (pair == NULL) {
-            Py_XDECREF(one);
-            Py_XDECREF(bytes);
-            return -1;
+        Py_XDECREF(n);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyList_SET_ITEM(pair, 0, n);
+    PyList_SET_ITEM(pair, 1, b);
+    return pair;
+}
+
+/* The C values' totals as a new {topic: [count, bytes]} dict, in their order. */
+static PyObject *totals_dict(const PutRowsOut *out) {
+    PyObject *totals = PyDict_New();
+    for (int i = 0; totals != NULL && i < out->n_topics; i++) {
+        const TopicTotal *t = &out->topics[i];
+        PyObject *pair = total_pair(t->count, t->bytes);
+        if (pair == NULL || PyDict_SetItem(totals, t->topic, pair) < 0) Py_CLEAR(totals);
+        Py_XDECREF(pair);
+    }
+    return totals;
+}
+
+static void release_topics(PutRowsOut *out) {
+    for (int i = 0; i < out->n_topics; i++) Py_CLEAR(out->topics[i].topic);
+    out->n_topics = 0;
+}
+
+PyObject *put_rows_totals(PutRowsOut *out) {
+    return out->totals != NULL ? Py_NewRef(out->totals) : totals_dict(out);
+}
+
+Py_ssize_t put_rows_topic_count(const PutRowsOut *out) {
+    return out->totals != NULL ? PyDict_GET_SIZE(out->totals) : out->n_topics;
+}
+
+int put_rows_topic(const PutRowsOut *out, Py_ssize_t *at, PyObject **topic, long long *count,
+                   long long *bytes) {
+    if (out->totals == NULL) {
+        if (*at >= out->n_topics) return 0;
+        const TopicTotal *t = &out->topics[(*at)++];
+        *topic = t->topic, *count = t->count, *bytes = t->bytes;
+        return 1;
+    }
+    PyObject *pair;
+    if (!PyDict_Next(out->totals, at, topic, &pair)) return 0;
+    *count = as_long_long(PyList_GET_ITEM(pair, 0)); /* pairs of total_pair's making */
+    *bytes = *count == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
+    return *bytes == -1 && PyErr_Occurred() ? -1 : 1;
+}
+
+/* Add one stored message to its topic's totals: the C values while they hold every topic,
+ * else the dict (which takes them over, in their order, when it is first needed). */
+static int count_topic(PutRowsOut *out, PyObject *topic, Py_ssize_t size) {
+    if (out->totals == NULL && PyUnicode_CheckExact(topic)) {
+        for (int i = 0; i < out->n_topics; i++) {
+            TopicTotal *t = &out->topics[i];
+            if (t->topic == topic || PyUnicode_Compare(t->topic, topic) == 0) {
+                t->count += 1;
+                t->bytes += size;
+                return 0;
+            }
         }
-        PyList_SET_ITEM(pair, 0, one);
-        PyList_SET_ITEM(pair, 1, bytes);
-        int r = PyDict_SetItem(totals, topic, pair);
+        if (out->n_topics < TOPIC_TOTALS) {
+            out->topics[out->n_topics++] = (TopicTotal){Py_NewRef(topic), 1, size};
+            return 0;
+        }
+    }
+    if (out->totals == NULL) {
+        if ((out->totals = totals_dict(out)) == NULL) return -1;
+        release_topics(out);
+    }
+    PyObject *pair = PyDict_GetItemWithError(out->totals, topic); /* borrowed */
+    if (pair == NULL) {
+        if (PyErr_Occurred() || (pair = total_pair(1, size)) == NULL) return -1;
+        int r = PyDict_SetItem(out->totals, topic, pair);
         Py_DECREF(pair);
         return r;
     }
@@ -188,8 +251,7 @@ static int put_row(const PutRowsIn *in, PyObject *row, PutNumbers *n, PutValues 
 
 /* One stored row: packed for dispatch, its reply appended, its topic counted; -1 on an error. */
 static int stored(const PutValues *put, const PutNumbers *n, PyObject *store_ts, PyObject *row,
-                  PyObject *const *pieces, PlainPack *pack, PyObject *replies,
-                  PyObject *totals) {
+                  PyObject *const *pieces, PutRowsOut *out) {
     PlainRecord record = {
         .topic = PyTuple_GET_ITEM(row, 0), .queue_id = PyTuple_GET_ITEM(row, 1),
         .tags = PyTuple_GET_ITEM(put->fields, 1), .store_ts = store_ts,
@@ -206,12 +268,12 @@ static int stored(const PutValues *put, const PutNumbers *n, PyObject *store_ts,
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
         return -1;
     }
-    if (plain_pack_add(pack, &record) < 0 || count_topic(totals, record.topic, put->size) < 0)
+    if (plain_pack_add(out->pack, &record) < 0 || count_topic(out, record.topic, put->size) < 0)
         return -1;
     PyObject *reply = reply_frame(pieces, put->msg_prefix, put->phys, record.queue,
                                   put->queue_offset, opaque);
     if (reply == NULL) return -1;
-    int r = PyList_Append(replies, reply);
+    int r = PyList_Append(out->replies, reply);
     Py_DECREF(reply);
     return r;
 }
@@ -247,9 +309,9 @@ int put_rows_run(const PutRowsIn *in, PutRowsOut *out) {
     Py_ssize_t position = in->position;
     PutNumbers n = {.start = in->start, .max_body = in->max_body, .prepared = 0};
     PyObject *rows = in->rows;
-    PlainPack *pack = plain_pack_new();
-    PyObject *replies = PyList_New(0), *totals = PyDict_New();
-    if (pack == NULL || replies == NULL || totals == NULL) goto fail;
+    out->pack = plain_pack_new();
+    out->replies = PyList_New(0);
+    if (out->pack == NULL || out->replies == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
@@ -266,25 +328,24 @@ int put_rows_run(const PutRowsIn *in, PutRowsOut *out) {
             if (took < 0) goto fail;
             break;
         }
-        int done = stored(&put, &n, store_ts, row, pieces, pack, replies, totals);
+        int done = stored(&put, &n, store_ts, row, pieces, out);
         Py_DECREF(put.fields);
         Py_DECREF(store_ts);
         Py_DECREF(row);
         if (done < 0) goto fail;
         position += put.size;
     }
-    *out = (PutRowsOut){position, replies, totals, pack};
+    out->position = position;
     return 0;
 fail:
-    plain_pack_free(pack);
-    Py_XDECREF(replies);
-    Py_XDECREF(totals);
+    put_rows_release(out);
     return -1;
 }
 
 void put_rows_release(PutRowsOut *out) {
     Py_CLEAR(out->replies);
     Py_CLEAR(out->totals);
+    release_topics(out);
     plain_pack_free(out->pack);
     out->pack = NULL;
 }
@@ -319,9 +380,11 @@ PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     in.unfit = !fit;
     if (put_rows_run(&in, &out) < 0) return NULL;
     PyObject *appended = plain_pack_finish(out.pack);
-    PyObject *result = appended == NULL ? NULL
-                                        : Py_BuildValue("(nNOO)", out.position, appended,
-                                                        out.replies, out.totals);
+    PyObject *totals = appended == NULL ? NULL : put_rows_totals(&out);
+    PyObject *result = totals == NULL ? NULL
+                                      : Py_BuildValue("(nNON)", out.position, appended,
+                                                      out.replies, totals);
+    if (totals == NULL) Py_XDECREF(appended);
     put_rows_release(&out);
     return result;
 }

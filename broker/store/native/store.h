@@ -272,11 +272,29 @@ long long plain_pack_last_ts(const PlainPack *p);
 /* put_rows' work, its results as they are made: the position, the replies, the totals and
  * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
  * held. put_rows_release drops what is left. */
+#define TOPIC_TOTALS 4
+typedef struct {
+    PyObject *topic; /* a new reference */
+    long long count, bytes;
+} TopicTotal;
+/* The per-topic totals are C values for the first TOPIC_TOTALS topics (exact str), moved
+ * into the {topic: [count, bytes]} dict only past them or for another kind of topic (`totals`
+ * then holds every topic); put_rows_totals makes the dict Python is handed. */
 typedef struct {
     Py_ssize_t position;
-    PyObject *replies, *totals; /* new references */
+    PyObject *replies, *totals; /* new references; totals NULL while the C values hold them */
+    TopicTotal topics[TOPIC_TOTALS];
+    int n_topics;
     PlainPack *pack;
 } PutRowsOut;
+/* {topic: [count, bytes]} of the rows stored, in the order the topics came (a new
+ * reference); NULL with an error. */
+PyObject *put_rows_totals(PutRowsOut *out);
+/* The totals one at a time from *at (0 first): 1 with the topic (borrowed) and its numbers,
+ * 0 past the last, -1 with an error. */
+int put_rows_topic(const PutRowsOut *out, Py_ssize_t *at, PyObject **topic, long long *count,
+                   long long *bytes);
+Py_ssize_t put_rows_topic_count(const PutRowsOut *out);
 /* put_rows' arguments (borrowed), its numbers as C values: what plain_pass has as numbers is
  * not boxed to be read back. `unfit`: start or max_body was not a number put takes, so every
  * row's put would refuse it (the run stops at its first row, as put_rows' put did). */
