@@ -174,12 +174,6 @@ static PyObject *put_outcome(AppendCursor *c, PyObject *const *args, PutInputs *
     return result;
 }
 
-/* The numbers among put's arguments. */
-typedef struct {
-    Py_ssize_t position, max_body;
-    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared;
-} PutNumbers;
-
 static int put_numbers(PyObject *const *args, PutNumbers *n) {
     return as_ssize(args[P_POSITION], &n->position) < 0 || as_ll(args[P_START], &n->start) < 0 ||
                    as_ll(args[P_STORE_TS], &n->store_ts) < 0 ||
@@ -246,11 +240,11 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
  * where), 0 it does not fit with the 8-byte BLANK filler (p->size), -1 with RecordRefused for
  * a message over the CommitLog's limits (checked in Java's order) or another error set. `in`
  * holds what the caller releases. */
-static int pack_message(AppendCursor *c, PyObject *const *args, PutInputs *in, Packed *p) {
-    PutNumbers n;
+static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers *numbers,
+                        PutInputs *in, Packed *p) {
+    const PutNumbers n = *numbers;
     Py_ssize_t topic_len;
     long long born_port;
-    if (put_numbers(args, &n) < 0) return -1;
     if (!PyUnicode_Check(args[P_TOPIC])) {
         PyErr_SetString(PyExc_TypeError, "the topic is a str");
         return -1;
@@ -301,19 +295,22 @@ static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssi
     }
     PutInputs in = {0};
     Packed p;
+    PutNumbers n;
     PyObject *result = NULL;
-    int packed = pack_message(c, args, &in, &p);
+    if (put_numbers(args, &n) < 0) return NULL;
+    int packed = pack_message(c, args, &n, &in, &p);
     if (packed == 0) result = PyLong_FromSsize_t(p.size);
     else if (packed == 1) result = put_outcome(c, args, &in, &p);
     release_inputs(&in);
     return result;
 }
 
-int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out) {
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, const PutNumbers *n,
+                             PutValues *out) {
     AppendCursor *c = (AppendCursor *)cursor;
     PutInputs in = {0};
     Packed p;
-    int packed = pack_message(c, args, &in, &p);
+    int packed = pack_message(c, args, n, &in, &p);
     if (packed == 1 && commit(c, &in, &p) < 0) packed = -1;
     if (packed == 1) {
         out->phys = p.phys;

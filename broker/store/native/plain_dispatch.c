@@ -50,27 +50,29 @@ typedef struct {
     int first_of_queue;
 } Run;
 
+/* A lone send or a round to a queue or two fits the pack's own arrays (INLINE_RUNS runs,
+ * twice as many slots); a pack past them moves to the heap. Each was a malloc and a free a
+ * pass. */
+#define INLINE_RUNS 2
+
 struct PlainPack {
     Run *runs;
     Py_ssize_t count, room;
     Py_ssize_t *slots; /* the newest run of each queue, -1 empty; a power of two in size */
     Py_ssize_t slot_mask;
     Py_ssize_t last; /* the run the previous record went to */
-    PyObject *chunks; /* [(store timestamp, entries)] */
+    PyObject *chunks; /* [(store timestamp, entries)], made when the first chunk closes */
     PyObject *keys;   /* the open chunk's entries (BATCH_KEY_SIZE each) */
     Py_ssize_t keys_used;
     long long keys_ts, last_ts;
+    Run inline_runs[INLINE_RUNS];
+    Py_ssize_t inline_slots[2 * INLINE_RUNS];
 };
 
 PlainPack *plain_pack_new(void) {
     PlainPack *p = PyMem_Calloc(1, sizeof *p);
     if (p == NULL) return (PlainPack *)PyErr_NoMemory();
     p->last = -1;
-    p->chunks = PyList_New(0);
-    if (p->chunks == NULL) {
-        PyMem_Free(p);
-        return NULL;
-    }
     return p;
 }
 
@@ -85,8 +87,8 @@ void plain_pack_free(PlainPack *p) {
         PyMem_Free(r->wakes);
         Py_XDECREF(r->wake_index);
     }
-    PyMem_Free(p->runs);
-    PyMem_Free(p->slots);
+    if (p->runs != p->inline_runs) PyMem_Free(p->runs);
+    if (p->slots != p->inline_slots) PyMem_Free(p->slots);
     Py_XDECREF(p->chunks);
     Py_XDECREF(p->keys);
     PyMem_Free(p);
@@ -119,14 +121,20 @@ static Py_ssize_t find_slot(const PlainPack *p, PyObject *topic, long long queue
 /* Room for one more run, the table at most half full. */
 static int grow(PlainPack *p) {
     if (p->count < p->room) return 0;
-    Py_ssize_t room = p->room ? p->room * 2 : 8;
-    Run *runs = PyMem_Realloc(p->runs, (size_t)room * sizeof *runs);
-    if (runs == NULL) return PyErr_NoMemory(), -1;
+    Py_ssize_t room = p->room == 0 ? INLINE_RUNS : p->room == INLINE_RUNS ? 8 : p->room * 2;
+    Run *runs = p->inline_runs;
+    Py_ssize_t *slots = p->inline_slots;
+    if (p->room > 0) {
+        runs = PyMem_Malloc((size_t)room * sizeof *runs);
+        if (runs == NULL) return PyErr_NoMemory(), -1;
+        memcpy(runs, p->runs, (size_t)p->count * sizeof *runs);
+        if (p->runs != p->inline_runs) PyMem_Free(p->runs);
+        slots = PyMem_Malloc((size_t)room * 2 * sizeof *slots);
+    }
     p->runs = runs;
     p->room = room;
-    Py_ssize_t *slots = PyMem_Malloc((size_t)room * 2 * sizeof *slots);
     if (slots == NULL) return PyErr_NoMemory(), -1;
-    PyMem_Free(p->slots);
+    if (p->slots != p->inline_slots) PyMem_Free(p->slots);
     p->slots = slots;
     p->slot_mask = room * 2 - 1;
     for (Py_ssize_t s = 0; s <= p->slot_mask; s++) slots[s] = -1;
@@ -244,6 +252,7 @@ static int close_chunk(PlainPack *p) {
     else
         chunk = NULL;
     p->keys = NULL;
+    if (chunk != NULL && p->chunks == NULL && (p->chunks = PyList_New(0)) == NULL) Py_CLEAR(chunk);
     int appended = chunk == NULL ? -1 : PyList_Append(p->chunks, chunk);
     Py_XDECREF(chunk);
     return appended;
@@ -353,6 +362,10 @@ PyObject *plain_pack_finish(PlainPack *p) {
             }
         }
     }
+    if (p->chunks == NULL && (p->chunks = PyList_New(0)) == NULL) {
+        Py_DECREF(runs);
+        return NULL;
+    }
     return Py_BuildValue("(NOL)", runs, p->chunks, p->last_ts);
 }
 
@@ -370,7 +383,15 @@ Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room) {
     return n;
 }
 
-PyObject *plain_pack_chunks(PlainPack *p) { return close_chunk(p) < 0 ? NULL : p->chunks; }
+int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used) {
+    /* closed chunks are only made when a key of another timestamp follows */
+    if (p->chunks != NULL && PyList_GET_SIZE(p->chunks) > 0) return 2;
+    if (p->keys == NULL) return 0;
+    *ts = p->keys_ts;
+    *keys = p->keys;
+    *used = p->keys_used;
+    return 1;
+}
 
 long long plain_pack_last_ts(const PlainPack *p) { return p->last_ts; }
 

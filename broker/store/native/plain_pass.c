@@ -115,7 +115,8 @@ typedef struct {
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the pack's chunks: the one chunk's packed entries */
+    PyObject *keys; /* borrowed from the pack: the one chunk's packed entries */
+    Py_ssize_t keys_len;
     long long keys_ts;
     PyObject *stats; /* the store's PutCounters, a new reference */
     Py_ssize_t n_topics;
@@ -266,7 +267,7 @@ static int check_runs(Pass *p, PyObject *heard) {
 
 /* The newest IndexFile's writer opened on its mapping, when the pass's one chunk of keys all
  * fit in it (build_index_keys' one-call case); 1 with nothing to index too. */
-static int open_index(Pass *p, PyObject *keys) {
+static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
     long long slots, max_entries;
     PyObject *service = get(p->dispatcher, N_INDEX_SERVICE);
     PyObject *files = service == NULL ? NULL : get(service, N_FILES);
@@ -291,59 +292,54 @@ static int open_index(Pass *p, PyObject *keys) {
     if (ok <= 0) return ok;
     long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1, adding = 0;
     const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(keys);
-    for (Py_ssize_t at = 0; at < PyBytes_GET_SIZE(keys); at += BATCH_KEY_SIZE)
+    for (Py_ssize_t at = 0; at < keys_len; at += BATCH_KEY_SIZE)
         adding += get_i64(k + at + 4) > indexed;
     if (p->writer.count + adding > p->writer.max_entries) return 0;
     p->keys = keys;
+    p->keys_len = keys_len;
     return 1;
 }
 
 /* The index keys of the pass, when messageIndexEnable: one chunk (one store timestamp) that
- * fits the newest file, or none. */
-static int check_index(Pass *p, PyObject *chunks) {
+ * fits the newest file, or none. Read in the pack in place (no chunk tuple made). */
+static int check_index(Pass *p) {
     PyObject *config = get(p->dispatcher, N_CONFIG);
     PyObject *enable = config == NULL ? NULL : get(config, N_INDEX_ENABLE);
     Py_XDECREF(config);
     if (enable == NULL) return declined();
     Py_DECREF(enable); /* a bool: only its identity is read */
     if (!PyBool_Check(enable)) return 0;
-    if (enable == Py_False || !PyList_CheckExact(chunks) || PyList_GET_SIZE(chunks) == 0)
-        return enable == Py_False || PyList_CheckExact(chunks);
-    PyObject *chunk = PyList_GET_ITEM(chunks, 0);
-    if (PyList_GET_SIZE(chunks) > 1 || !PyTuple_CheckExact(chunk) || PyTuple_GET_SIZE(chunk) != 2)
-        return 0;
-    PyObject *ts = PyTuple_GET_ITEM(chunk, 0), *keys = PyTuple_GET_ITEM(chunk, 1);
-    if (!PyLong_CheckExact(ts) || !PyBytes_CheckExact(keys) ||
-        PyBytes_GET_SIZE(keys) % BATCH_KEY_SIZE)
-        return 0;
-    p->keys_ts = as_long_long(ts);
-    if (p->keys_ts == -1 && PyErr_Occurred()) return declined();
-    return PyBytes_GET_SIZE(keys) == 0 ? 1 : open_index(p, keys);
+    if (enable == Py_False) return 1;
+    PyObject *keys;
+    Py_ssize_t used;
+    int chunks = plain_pack_keys(p->rows.pack, &p->keys_ts, &keys, &used);
+    if (chunks != 1) return chunks == 0;
+    return used == 0 ? 1 : open_index(p, keys, used);
 }
 
 /* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
  * on_puts as StatsCounters (a topic's first put makes them in Python), kept for the write
  * phase. No item may pass int64 with all of the pass's additions (topics share the broker's
  * item): checked against their sum, as the twin does. */
-static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster) {
+static int check_stats(Pass *p, PyObject *put_items, PyObject *cluster) {
     if ((p->stats = get(p->store, N_STATS)) == NULL) return declined();
-    if (!PyObject_TypeCheck(p->stats, &PutCountersType) || PyDict_GET_SIZE(totals) > MAX_RUNS)
+    if (!PyObject_TypeCheck(p->stats, &PutCountersType) ||
+        put_rows_topic_count(&p->rows) > MAX_RUNS)
         return 0;
     long long all_n = 0, all_added = 0, sum;
     Py_ssize_t at = 0;
-    PyObject *topic, *pair;
-    while (PyDict_Next(totals, &at, &topic, &pair)) {
+    PyObject *topic;
+    long long count, bytes;
+    int more;
+    while ((more = put_rows_topic(&p->rows, &at, &topic, &count, &bytes)) > 0) {
+        TopicCount *t = &p->topics[p->n_topics]; /* at most MAX_RUNS topics: checked above */
+        t->n = count;
+        t->size = bytes;
         PyObject *key = PyTuple_Pack(2, topic, cluster);
         PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
         Py_XDECREF(key);
         if (items == NULL) return PyErr_Occurred() ? -1 : 0;
-        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3 ||
-            !PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
-            return 0;
-        TopicCount *t = &p->topics[p->n_topics];
-        t->n = as_long_long(PyList_GET_ITEM(pair, 0));
-        t->size = t->n == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
-        if (t->size == -1 && PyErr_Occurred()) return declined();
+        if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3) return 0;
         if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||
             __builtin_add_overflow(all_added, t->n, &all_added) ||
             __builtin_add_overflow(all_added, t->size, &all_added))
@@ -356,6 +352,7 @@ static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject 
         t->tuple = Py_NewRef(items); /* keeps the three alive to the write phase */
         p->n_topics++;
     }
+    if (more < 0) return declined();
     for (Py_ssize_t i = 0; i < p->n_topics; i++)
         for (int k = 0; k < 3; k++)
             if (__builtin_add_overflow(p->topics[i].items[k]->value, all_added, &sum) ||
@@ -366,8 +363,7 @@ static int check_stats(Pass *p, PyObject *totals, PyObject *put_items, PyObject 
 
 /* What the write phase needs after the append: no page-warmer call due, every run, the index
  * keys and the stats the common case. */
-static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *cluster,
-                      PyObject *heard) {
+static int pass_check(Pass *p, PyObject *put_items, PyObject *cluster, PyObject *heard) {
     long long ahead, warmed, edge;
     PyObject *warmer = get(p->log, N_WARMER);
     if (warmer == NULL) return declined();
@@ -377,10 +373,8 @@ static int pass_check(Pass *p, PyObject *totals, PyObject *put_items, PyObject *
     if (ok <= 0) return ok;
     if (__builtin_add_overflow(p->position, ahead, &edge) || edge > warmed) return 0;
     if ((ok = check_runs(p, heard)) <= 0) return ok;
-    PyObject *chunks = plain_pack_chunks(p->rows.pack);
-    if (chunks == NULL) return -1;
-    if ((ok = check_index(p, chunks)) <= 0) return ok;
-    return check_stats(p, totals, put_items, cluster);
+    if ((ok = check_index(p)) <= 0) return ok;
+    return check_stats(p, put_items, cluster);
 }
 
 /* StoreStats.on_put_run's and BrokerStatsManager.on_puts' counting, in the counters' structs
@@ -419,7 +413,7 @@ static int pass_write(Pass *p, PyObject *replies) {
     if (p->keys != NULL) {
         long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1;
         const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(p->keys);
-        for (Py_ssize_t at = 0; !failed && at < PyBytes_GET_SIZE(p->keys); at += BATCH_KEY_SIZE)
+        for (Py_ssize_t at = 0; !failed && at < p->keys_len; at += BATCH_KEY_SIZE)
             if (get_i64(k + at + 4) > indexed)
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
         writer_close(&p->writer);
@@ -443,15 +437,20 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     PyObject *config = get(p->log, N_CONFIG);
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
     PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
-    PyObject *position = PyLong_FromLongLong(p->wrote_from);
-    PyObject *start = PyLong_FromLongLong(p->start);
-    if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL && position != NULL &&
-        start != NULL && (ts = PyObject_CallNoArgs(clock)) != NULL) {
+    if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL &&
+        (ts = PyObject_CallNoArgs(clock)) != NULL) {
         if (!PyLong_CheckExact(ts)) { /* not a timestamp: the Python path says so */
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {
-            PyObject *args[8] = {cursor, mm, position, start, ts, max_size, rows, pieces};
-            result = put_rows_run(args, 8, &p->rows);
+            /* the positions as values (put_rows' Python entry unboxes its own); maxMessageSize
+             * as put read it from its object: not a Py_ssize_t, and put refuses every row */
+            PutRowsIn in = {cursor, mm, ts, rows, pieces, (Py_ssize_t)p->wrote_from, 0, p->start};
+            in.max_body = PyLong_AsSsize_t(max_size);
+            if (in.max_body == -1 && PyErr_Occurred()) {
+                in.unfit = PyErr_ExceptionMatches(PyExc_Exception);
+                if (in.unfit) PyErr_Clear();
+            }
+            if (!PyErr_Occurred()) result = put_rows_run(&in, &p->rows);
         }
     }
     Py_XDECREF(cursor);
@@ -460,8 +459,6 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     Py_XDECREF(max_size);
     Py_XDECREF(mm);
     Py_XDECREF(ts);
-    Py_XDECREF(position);
-    Py_XDECREF(start);
     return result;
 }
 
@@ -472,13 +469,17 @@ static PyObject *pass_run(Pass *p, PyObject *const *args) {
     p->started_ns = monotonic_ns();
     if (append(p, rows, pieces) < 0) return NULL;
     p->position = p->rows.position;
-    PyObject *replies = p->rows.replies, *totals = p->rows.totals, *appended;
+    PyObject *replies = p->rows.replies, *totals, *appended;
     if (PyList_GET_SIZE(replies) == 0) /* nothing taken: the reference takes every row */
         return Py_NewRef(replies);
-    int common = pass_check(p, totals, args[3], args[4], args[5]);
+    int common = pass_check(p, args[3], args[4], args[5]);
     if (common > 0) return pass_write(p, replies) == 0 ? Py_NewRef(replies) : NULL;
     if (common < 0 || (appended = plain_pack_finish(p->rows.pack)) == NULL) return NULL;
-    return Py_BuildValue("(OONLLL)", replies, totals, appended, p->position, p->wrote_from,
+    if ((totals = put_rows_totals(&p->rows)) == NULL) {
+        Py_DECREF(appended);
+        return NULL;
+    }
+    return Py_BuildValue("(ONNLLL)", replies, totals, appended, p->position, p->wrote_from,
                          p->started_ns);
 }
 

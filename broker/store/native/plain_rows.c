@@ -90,14 +90,86 @@ static PyObject *reply_frame(PyObject *const *pieces, PyObject *msg_prefix, long
     return frame;
 }
 
-/* Add one stored message to its topic's [count, bytes] in `totals`. */
-static int count_topic(PyObject *totals, PyObject *topic, Py_ssize_t size) {
-    PyObject *pair = PyDict_GetItemWithError(totals, topic); /* borrowed */
+/* [count, bytes], made directly (Py_BuildValue's format parsing cost ~0.45k instructions a
+ * lone send, callgrind). */
+static PyObject *total_pair(long long count, long long bytes) {
+    PyObject *n = PyLong_FromLongLong(count), *b = PyLong_FromLongLong(bytes);
+    PyObject *pair = n == NULL || b == NULL ? NULL : PyList_New(2);
     if (pair == NULL) {
-        if (PyErr_Occurred()) return -1;
-        pair = Py_BuildValue("[nn]", (Py_ssize_t)1, size);
-        if (pair == NULL) return -1;
-        int r = PyDict_SetItem(totals, topic, pair);
+        Py_XDECREF(n);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    PyList_SET_ITEM(pair, 0, n);
+    PyList_SET_ITEM(pair, 1, b);
+    return pair;
+}
+
+/* The C values' totals as a new {topic: [count, bytes]} dict, in their order. */
+static PyObject *totals_dict(const PutRowsOut *out) {
+    PyObject *totals = PyDict_New();
+    for (int i = 0; totals != NULL && i < out->n_topics; i++) {
+        const TopicTotal *t = &out->topics[i];
+        PyObject *pair = total_pair(t->count, t->bytes);
+        if (pair == NULL || PyDict_SetItem(totals, t->topic, pair) < 0) Py_CLEAR(totals);
+        Py_XDECREF(pair);
+    }
+    return totals;
+}
+
+static void release_topics(PutRowsOut *out) {
+    for (int i = 0; i < out->n_topics; i++) Py_CLEAR(out->topics[i].topic);
+    out->n_topics = 0;
+}
+
+PyObject *put_rows_totals(PutRowsOut *out) {
+    return out->totals != NULL ? Py_NewRef(out->totals) : totals_dict(out);
+}
+
+Py_ssize_t put_rows_topic_count(const PutRowsOut *out) {
+    return out->totals != NULL ? PyDict_GET_SIZE(out->totals) : out->n_topics;
+}
+
+int put_rows_topic(const PutRowsOut *out, Py_ssize_t *at, PyObject **topic, long long *count,
+                   long long *bytes) {
+    if (out->totals == NULL) {
+        if (*at >= out->n_topics) return 0;
+        const TopicTotal *t = &out->topics[(*at)++];
+        *topic = t->topic, *count = t->count, *bytes = t->bytes;
+        return 1;
+    }
+    PyObject *pair;
+    if (!PyDict_Next(out->totals, at, topic, &pair)) return 0;
+    *count = as_long_long(PyList_GET_ITEM(pair, 0)); /* pairs of total_pair's making */
+    *bytes = *count == -1 && PyErr_Occurred() ? -1 : as_long_long(PyList_GET_ITEM(pair, 1));
+    return *bytes == -1 && PyErr_Occurred() ? -1 : 1;
+}
+
+/* Add one stored message to its topic's totals: the C values while they hold every topic,
+ * else the dict (which takes them over, in their order, when it is first needed). */
+static int count_topic(PutRowsOut *out, PyObject *topic, Py_ssize_t size) {
+    if (out->totals == NULL && PyUnicode_CheckExact(topic)) {
+        for (int i = 0; i < out->n_topics; i++) {
+            TopicTotal *t = &out->topics[i];
+            if (t->topic == topic || PyUnicode_Compare(t->topic, topic) == 0) {
+                t->count += 1;
+                t->bytes += size;
+                return 0;
+            }
+        }
+        if (out->n_topics < TOPIC_TOTALS) {
+            out->topics[out->n_topics++] = (TopicTotal){Py_NewRef(topic), 1, size};
+            return 0;
+        }
+    }
+    if (out->totals == NULL) {
+        if ((out->totals = totals_dict(out)) == NULL) return -1;
+        release_topics(out);
+    }
+    PyObject *pair = PyDict_GetItemWithError(out->totals, topic); /* borrowed */
+    if (pair == NULL) {
+        if (PyErr_Occurred() || (pair = total_pair(1, size)) == NULL) return -1;
+        int r = PyDict_SetItem(out->totals, topic, pair);
         Py_DECREF(pair);
         return r;
     }
@@ -134,28 +206,38 @@ static int index_keys_are_text(PyObject *properties) {
     return 1;
 }
 
-/* The row's put: 1 stored (`put` filled, `*store_ts` the clock's time, a new reference), 0 the
- * run stops at this row (nothing raised), -1 an error. */
-static int put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row, Py_ssize_t position,
-                   PyObject *clock, PutValues *put, PyObject **store_ts) {
+/* The row's numbers put reads, into `n` (its fixed ones already there): 0, or -1 with the
+ * error put_numbers would raise. */
+static int row_numbers(PyObject *row, PyObject *ts, PutNumbers *n) {
+    PyObject *const *f = &PyTuple_GET_ITEM(row, 0);
+    long long *to[6] = {&n->store_ts, &n->queue_id, &n->sys_flag, &n->flag, &n->born_ts,
+                        &n->reconsume};
+    /* put_numbers' order: the store timestamp, then the row's queue id, sys flag, flag, born
+     * timestamp and reconsume times */
+    PyObject *from[6] = {ts, f[1], f[2], f[5], f[6], f[8]};
+    for (int i = 0; i < 6; i++)
+        if ((*to[i] = as_long_long(from[i])) == -1 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* The row's put: 1 stored (`put` and `n` filled, `*store_ts` the clock's time, a new
+ * reference), 0 the run stops at this row (nothing raised), -1 an error. */
+static int put_row(const PutRowsIn *in, PyObject *row, PutNumbers *n, PutValues *put,
+                   PyObject **store_ts) {
     PyObject *args[PUT_ARGS];
     int text = index_keys_are_text(PyTuple_GET_ITEM(row, 3));
     if (text <= 0) return text;
     /* an int: the pass's one store timestamp (read once by the caller); else a clock read per
      * row */
+    PyObject *clock = in->clock;
     PyObject *ts = PyLong_CheckExact(clock) ? Py_NewRef(clock) : PyObject_CallNoArgs(clock);
-    PyObject *at = ts == NULL ? NULL : PyLong_FromSsize_t(position);
-    if (at == NULL) {
-        Py_XDECREF(ts);
-        return -1;
-    }
-    /* mm, position, start_offset, store_timestamp, max_body, then the row's first nine
-     * (topic .. reconsume times), prepared_transaction_offset 0 */
-    args[0] = fixed[0], args[1] = at, args[2] = fixed[1], args[3] = ts, args[4] = fixed[2];
+    if (ts == NULL) return -1;
+    /* mm, position, start_offset, store_timestamp, max_body (read as n's), then the row's
+     * first nine (topic .. reconsume times), prepared_transaction_offset 0 */
+    args[0] = in->mm, args[1] = args[2] = args[4] = args[PUT_ARGS - 1] = NULL, args[3] = ts;
     for (int i = 0; i < ROW_FIELDS - 1; i++) args[5 + i] = PyTuple_GET_ITEM(row, i);
-    args[PUT_ARGS - 1] = fixed[3];
-    int packed = append_cursor_put_values(cursor, args, put);
-    Py_DECREF(at);
+    int packed = in->unfit ? 0 : row_numbers(row, ts, n);
+    if (packed == 0 && !in->unfit) packed = append_cursor_put_values(in->cursor, args, n, put);
     if (packed == 1) {
         *store_ts = ts;
         return 1;
@@ -168,32 +250,30 @@ static int put_row(PyObject *cursor, PyObject *const *fixed, PyObject *row, Py_s
 }
 
 /* One stored row: packed for dispatch, its reply appended, its topic counted; -1 on an error. */
-static int stored(const PutValues *put, PyObject *store_ts, PyObject *row,
-                  PyObject *const *pieces, PlainPack *pack, PyObject *replies,
-                  PyObject *totals) {
+static int stored(const PutValues *put, const PutNumbers *n, PyObject *store_ts, PyObject *row,
+                  PyObject *const *pieces, PutRowsOut *out) {
     PlainRecord record = {
         .topic = PyTuple_GET_ITEM(row, 0), .queue_id = PyTuple_GET_ITEM(row, 1),
         .tags = PyTuple_GET_ITEM(put->fields, 1), .store_ts = store_ts,
         .keys = PyTuple_GET_ITEM(put->fields, 2), .uniq = PyTuple_GET_ITEM(put->fields, 3),
         .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys, .size = put->size,
         .queue_offset = put->queue_offset,
+        /* as put read them */
+        .queue = n->queue_id, .sys_flag = n->sys_flag, .ts = n->store_ts,
     };
     long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
-    record.queue = PyLong_AsLongLong(record.queue_id);
-    record.sys_flag = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 2));
     record.tags_code = as_long_long(record.tags);
-    record.ts = as_long_long(store_ts);
     /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
     if (PyErr_Occurred() || !PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
         return -1;
     }
-    if (plain_pack_add(pack, &record) < 0 || count_topic(totals, record.topic, put->size) < 0)
+    if (plain_pack_add(out->pack, &record) < 0 || count_topic(out, record.topic, put->size) < 0)
         return -1;
     PyObject *reply = reply_frame(pieces, put->msg_prefix, put->phys, record.queue,
                                   put->queue_offset, opaque);
     if (reply == NULL) return -1;
-    int r = PyList_Append(replies, reply);
+    int r = PyList_Append(out->replies, reply);
     Py_DECREF(reply);
     return r;
 }
@@ -206,29 +286,32 @@ static int stored(const PutValues *put, PyObject *store_ts, PyObject *row,
  * stopped at that row. The packed dispatch is plain_dispatch.py's AppendedRows. An error is
  * raised only for bad arguments or no memory, and then the records packed so far stay past the
  * write position the caller still holds. */
-int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out) {
-    memset(out, 0, sizeof *out);
-    if (nargs != 8 || !PyObject_TypeCheck(args[0], &AppendCursorType) ||
-        !PyList_CheckExact(args[6]) || !PyTuple_CheckExact(args[7]) ||
-        PyTuple_GET_SIZE(args[7]) != REPLY_PIECES) {
+/* put_rows' objects of the kinds it takes: 0, or -1 with TypeError. */
+static int rows_in_checked(PyObject *cursor, PyObject *rows, PyObject *pieces) {
+    if (!PyObject_TypeCheck(cursor, &AppendCursorType) || !PyList_CheckExact(rows) ||
+        !PyTuple_CheckExact(pieces) || PyTuple_GET_SIZE(pieces) != REPLY_PIECES) {
         PyErr_SetString(PyExc_TypeError, "put_rows(cursor, mm, position, start_offset, clock, "
                                          "max_body, rows list, pieces tuple)");
         return -1;
     }
-    PyObject *const *pieces = &PyTuple_GET_ITEM(args[7], 0);
     for (int i = 0; i < REPLY_PIECES; i++)
-        if (!PyBytes_CheckExact(pieces[i])) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(pieces, i))) {
             PyErr_SetString(PyExc_TypeError, "the reply's pieces are bytes");
             return -1;
         }
-    Py_ssize_t position = PyLong_AsSsize_t(args[2]);
-    if (position == -1 && PyErr_Occurred()) return -1;
-    PyObject *zero = PyLong_FromLong(0);
-    PyObject *fixed[4] = {args[1], args[3], args[5], zero}; /* mm, start, max_body, prepared */
-    PyObject *rows = args[6], *clock = args[4];
-    PlainPack *pack = plain_pack_new();
-    PyObject *replies = PyList_New(0), *totals = PyDict_New();
-    if (zero == NULL || pack == NULL || replies == NULL || totals == NULL) goto fail;
+    return 0;
+}
+
+int put_rows_run(const PutRowsIn *in, PutRowsOut *out) {
+    memset(out, 0, sizeof *out);
+    if (rows_in_checked(in->cursor, in->rows, in->pieces) < 0) return -1;
+    PyObject *const *pieces = &PyTuple_GET_ITEM(in->pieces, 0);
+    Py_ssize_t position = in->position;
+    PutNumbers n = {.start = in->start, .max_body = in->max_body, .prepared = 0};
+    PyObject *rows = in->rows;
+    out->pack = plain_pack_new();
+    out->replies = PyList_New(0);
+    if (out->pack == NULL || out->replies == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
         PyObject *row = PyList_GET_ITEM(rows, i);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
@@ -238,44 +321,70 @@ int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out) {
         Py_INCREF(row); /* the put may run Python (the clock): keep the row alive */
         PutValues put;
         PyObject *store_ts = NULL;
-        int took = put_row(args[0], fixed, row, position, clock, &put, &store_ts);
+        n.position = position;
+        int took = put_row(in, row, &n, &put, &store_ts);
         if (took <= 0) {
             Py_DECREF(row);
             if (took < 0) goto fail;
             break;
         }
-        int done = stored(&put, store_ts, row, pieces, pack, replies, totals);
+        int done = stored(&put, &n, store_ts, row, pieces, out);
         Py_DECREF(put.fields);
         Py_DECREF(store_ts);
         Py_DECREF(row);
         if (done < 0) goto fail;
         position += put.size;
     }
-    Py_DECREF(zero);
-    *out = (PutRowsOut){position, replies, totals, pack};
+    out->position = position;
     return 0;
 fail:
-    Py_XDECREF(zero);
-    plain_pack_free(pack);
-    Py_XDECREF(replies);
-    Py_XDECREF(totals);
+    put_rows_release(out);
     return -1;
 }
 
 void put_rows_release(PutRowsOut *out) {
     Py_CLEAR(out->replies);
     Py_CLEAR(out->totals);
+    release_topics(out);
     plain_pack_free(out->pack);
     out->pack = NULL;
 }
 
+/* After put_rows' read of a number put reads (as put reads it): 1 read, 0 not one put takes
+ * (the error cleared, as put's refusal of each row is), -1 an error that is not an
+ * Exception. */
+static int fit_number(int failed) {
+    if (!failed) return 1;
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 PyObject *put_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PutRowsOut out;
-    if (put_rows_run(args, nargs, &out) < 0) return NULL;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "put_rows(cursor, mm, position, start_offset, clock, "
+                                         "max_body, rows list, pieces tuple)");
+        return NULL;
+    }
+    if (rows_in_checked(args[0], args[6], args[7]) < 0) return NULL;
+    PutRowsIn in = {args[0], args[1], args[4], args[6], args[7]};
+    if ((in.position = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
+    in.start = as_long_long(args[3]);
+    int fit = fit_number(in.start == -1 && PyErr_Occurred());
+    if (fit > 0) {
+        in.max_body = PyLong_AsSsize_t(args[5]);
+        fit = fit_number(in.max_body == -1 && PyErr_Occurred());
+    }
+    if (fit < 0) return NULL;
+    in.unfit = !fit;
+    if (put_rows_run(&in, &out) < 0) return NULL;
     PyObject *appended = plain_pack_finish(out.pack);
-    PyObject *result = appended == NULL ? NULL
-                                        : Py_BuildValue("(nNOO)", out.position, appended,
-                                                        out.replies, out.totals);
+    PyObject *totals = appended == NULL ? NULL : put_rows_totals(&out);
+    PyObject *result = totals == NULL ? NULL
+                                      : Py_BuildValue("(nNON)", out.position, appended,
+                                                      out.replies, totals);
+    if (totals == NULL) Py_XDECREF(appended);
     put_rows_release(&out);
     return result;
 }

@@ -142,6 +142,23 @@ static PyObject *as_text(PyObject *item, const char **utf8, Py_ssize_t *length) 
     return text;
 }
 
+/* (encoded, tags code, keys, uniq), stealing keys and uniq (on failure too): what
+ * Py_BuildValue("OlNN") makes, without parsing its format at every plain send. */
+static PyObject *fields_tuple(PyObject *encoded, long tags_code, PyObject *keys, PyObject *uniq) {
+    PyObject *code = PyLong_FromLong(tags_code), *out = code == NULL ? NULL : PyTuple_New(4);
+    if (out == NULL) {
+        Py_XDECREF(code);
+        Py_DECREF(keys);
+        Py_DECREF(uniq);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, Py_NewRef(encoded));
+    PyTuple_SET_ITEM(out, 1, code);
+    PyTuple_SET_ITEM(out, 2, keys);
+    PyTuple_SET_ITEM(out, 3, uniq);
+    return out;
+}
+
 /* message_fields_of for a record's property bytes already encoded (a plain send's, made from
  * its sent string: remoting/native/codec/plain_send.c): the bytes as they are, what dispatch
  * needs read from them as a record read back is read. */
@@ -163,7 +180,7 @@ static PyObject *encoded_fields_of(PyObject *encoded) {
         }
         Py_DECREF(delay);
     }
-    return Py_BuildValue("OlNN", encoded, tags_code, keys, uniq);
+    return fields_tuple(encoded, tags_code, keys, uniq);
 }
 
 /* message_fields_of(properties) -> (encoded properties, tags code, KEYS, UNIQ_KEY)

@@ -91,10 +91,17 @@ typedef struct {
     PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
     PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
 } PutValues;
-/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's): 1 the
+/* The numbers among put's arguments, as C values. */
+typedef struct {
+    Py_ssize_t position, max_body;
+    long long start, store_ts, queue_id, sys_flag, flag, born_ts, reconsume, prepared;
+} PutNumbers;
+/* AppendCursor.put for plain_rows.c (`cursor` must be an AppendCursor, `args` put's, its
+ * numbers already read into `n`: what put's objects say of them is not read again): 1 the
  * record is packed and the cursor moved on (`out` filled), 0 it does not fit (nothing
  * changed), -1 with an error set (RecordRefused or another; nothing changed). */
-int append_cursor_put_values(PyObject *cursor, PyObject *const *args, PutValues *out);
+int append_cursor_put_values(PyObject *cursor, PyObject *const *args, const PutNumbers *n,
+                             PutValues *out);
 
 /* An IndexFile being written (index.c): its header is read by writer_open, entries added by
  * writer_add (0 once the file is full) and the header written back by writer_close. */
@@ -257,18 +264,47 @@ typedef struct {
 } PackRun;
 /* The pack's runs in plain_pack_finish's order into `out`: their count, -1 past `room`. */
 Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
-/* plain_pack_finish's chunks of index entries (the open one closed), borrowed; NULL: error. */
-PyObject *plain_pack_chunks(PlainPack *p);
+/* The pack's index entries read in place, before plain_pack_finish: how many chunks of one
+ * store timestamp they make (0, 1, or 2 for more than one), and for one its timestamp, its
+ * bytes (borrowed) and how many of them are entries. */
+int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used);
 long long plain_pack_last_ts(const PlainPack *p);
 /* put_rows' work, its results as they are made: the position, the replies, the totals and
  * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
  * held. put_rows_release drops what is left. */
+#define TOPIC_TOTALS 4
+typedef struct {
+    PyObject *topic; /* a new reference */
+    long long count, bytes;
+} TopicTotal;
+/* The per-topic totals are C values for the first TOPIC_TOTALS topics (exact str), moved
+ * into the {topic: [count, bytes]} dict only past them or for another kind of topic (`totals`
+ * then holds every topic); put_rows_totals makes the dict Python is handed. */
 typedef struct {
     Py_ssize_t position;
-    PyObject *replies, *totals; /* new references */
+    PyObject *replies, *totals; /* new references; totals NULL while the C values hold them */
+    TopicTotal topics[TOPIC_TOTALS];
+    int n_topics;
     PlainPack *pack;
 } PutRowsOut;
-int put_rows_run(PyObject *const *args, Py_ssize_t nargs, PutRowsOut *out);
+/* {topic: [count, bytes]} of the rows stored, in the order the topics came (a new
+ * reference); NULL with an error. */
+PyObject *put_rows_totals(PutRowsOut *out);
+/* The totals one at a time from *at (0 first): 1 with the topic (borrowed) and its numbers,
+ * 0 past the last, -1 with an error. */
+int put_rows_topic(const PutRowsOut *out, Py_ssize_t *at, PyObject **topic, long long *count,
+                   long long *bytes);
+Py_ssize_t put_rows_topic_count(const PutRowsOut *out);
+/* put_rows' arguments (borrowed), its numbers as C values: what plain_pass has as numbers is
+ * not boxed to be read back. `unfit`: start or max_body was not a number put takes, so every
+ * row's put would refuse it (the run stops at its first row, as put_rows' put did). */
+typedef struct {
+    PyObject *cursor, *mm, *clock, *rows, *pieces;
+    Py_ssize_t position, max_body;
+    long long start;
+    int unfit;
+} PutRowsIn;
+int put_rows_run(const PutRowsIn *in, PutRowsOut *out);
 void put_rows_release(PutRowsOut *out);
 void plain_pack_free(PlainPack *p);
 PyObject *plain_dispatch(PyObject *self, PyObject *requests);

@@ -31,6 +31,9 @@ static const char *const attr_names[A_NAMES] = {
     "code", "serialize_type", "ext_fields", "body", "opaque", "CLUSTER", "WAIT", "header_values",
 };
 static PyObject *names[A_NAMES];
+/* the request's attributes are RemotingCommand's and ScannedCommand's __slots__: read at their
+ * offsets (slots.h), as Python reads them */
+static SlotCache request_sites[A_NAMES];
 
 static int make_names(void) {
     if (names[0] != NULL) return 0;
@@ -39,13 +42,17 @@ static int make_names(void) {
     return 0;
 }
 
+static PyObject *request_attr(PyObject *request, int name) {
+    return slot_get(request, names[name], &request_sites[name]);
+}
+
 /* An attribute that must be an exact int within a C long; 0 with *ok = 0 when it is not. */
-static long int_attr(PyObject *o, PyObject *name, int *ok) {
-    PyObject *v = PyObject_GetAttr(o, name);
+static long int_attr(PyObject *o, int name, int *ok) {
+    PyObject *v = request_attr(o, name);
     if (v == NULL) return -1;
-    long out = PyLong_CheckExact(v) ? PyLong_AsLong(v) : 0;
-    *ok = PyLong_CheckExact(v) && !(out == -1 && PyErr_Occurred());
-    PyErr_Clear(); /* an int past a C long is simply not plain */
+    int overflow = 0; /* an int past a C long is simply not plain */
+    long out = PyLong_CheckExact(v) ? PyLong_AsLongAndOverflow(v, &overflow) : 0;
+    *ok = PyLong_CheckExact(v) && !overflow;
     Py_DECREF(v);
     return out;
 }
@@ -74,19 +81,57 @@ static PyObject *ask_bound(PyObject *bound_of, PyObject *topic) {
     return PyObject_CallOneArg(PyTuple_GET_ITEM(bound_of, 2), topic);
 }
 
-/* The queue ids `topic` may name: cached per call in `bounds`, else asked of bound_of. */
-static long topic_bound(PyObject *bounds, PyObject *bound_of, PyObject *topic) {
-    PyObject *bound = PyDict_GetItemWithError(bounds, topic); /* borrowed */
-    if (bound == NULL) {
-        if (PyErr_Occurred()) return -1;
-        bound = ask_bound(bound_of, topic);
-        if (bound == NULL) return -1;
-        int r = PyDict_SetItem(bounds, topic, bound);
-        Py_DECREF(bound);
-        if (r < 0) return -1;
+/* The bounds a call has asked for: its first KNOWN_BOUNDS topics (exact str) in an array, the
+ * rest in a dict made when one is needed. A lone send or a round names a topic or a few; a
+ * dict made, filled and freed at each call was ~0.4k of a lone send's ~4.2k (callgrind). */
+#define KNOWN_BOUNDS 8
+typedef struct {
+    PyObject *topics[KNOWN_BOUNDS]; /* strong references */
+    long bounds[KNOWN_BOUNDS];
+    int count;
+    PyObject *more; /* topic -> bound, or NULL */
+} Bounds;
+
+static void bounds_release(Bounds *b) {
+    for (int i = 0; i < b->count; i++) Py_DECREF(b->topics[i]);
+    b->count = 0;
+    Py_CLEAR(b->more);
+}
+
+/* The bound kept for `topic`: 1 and *out, 0 none kept yet, -1 an error. */
+static int known_bound(Bounds *b, PyObject *topic, long *out) {
+    if (PyUnicode_CheckExact(topic)) {
+        for (int i = 0; i < b->count; i++)
+            if (b->topics[i] == topic || PyUnicode_Compare(b->topics[i], topic) == 0) {
+                *out = b->bounds[i];
+                return 1;
+            }
     }
-    long out = PyLong_AsLong(bound);
-    return out == -1 && PyErr_Occurred() ? -1 : out;
+    if (b->more == NULL) return 0;
+    PyObject *bound = PyDict_GetItemWithError(b->more, topic); /* borrowed */
+    if (bound == NULL) return PyErr_Occurred() ? -1 : 0;
+    *out = PyLong_AsLong(bound);
+    return *out == -1 && PyErr_Occurred() ? -1 : 1;
+}
+
+/* The queue ids `topic` may name: kept per call in `b`, else asked of bound_of. */
+static long topic_bound(Bounds *b, PyObject *bound_of, PyObject *topic) {
+    long out;
+    int known = known_bound(b, topic, &out);
+    if (known != 0) return known < 0 ? -1 : out;
+    PyObject *bound = ask_bound(bound_of, topic);
+    if (bound == NULL) return -1;
+    out = PyLong_AsLong(bound);
+    int failed = out == -1 && PyErr_Occurred();
+    if (!failed && PyUnicode_CheckExact(topic) && b->count < KNOWN_BOUNDS) {
+        b->topics[b->count] = Py_NewRef(topic);
+        b->bounds[b->count++] = out;
+    } else if (!failed) {
+        failed = (b->more == NULL && (b->more = PyDict_New()) == NULL) ||
+                 PyDict_SetItem(b->more, topic, bound) < 0;
+    }
+    Py_DECREF(bound);
+    return failed ? -1 : out;
 }
 
 /* The properties of a plain message: parsed, CLUSTER set, WAIT dropped; Py_None (a new
@@ -123,7 +168,8 @@ typedef struct {
 } Span;
 
 typedef struct {
-    PyObject *topics, *bounds, *bound_of, *specials, *cluster, *host;
+    PyObject *topics, *bound_of, *specials, *cluster, *host;
+    Bounds bounds;
     /* for property_bytes: the specials' and the cluster's UTF-8; special_count -1 when the
      * dict path takes every row (a special not a str, more than PLAIN_MAX_SPECIALS, a cluster
      * name that is not UTF-8) */
@@ -132,6 +178,15 @@ typedef struct {
     int special_count;
 } PlainContext;
 
+/* The names of the last frozenset of specials seen, as context_names makes them: a frozenset
+ * cannot change, and the one held here keeps its str (and so their UTF-8) alive, so the
+ * callers' constant set is listed once rather than at every call. */
+static struct {
+    PyObject *specials; /* a strong reference */
+    Span names[PLAIN_MAX_SPECIALS];
+    int count;
+} kept_specials;
+
 /* The specials' names as UTF-8, each held by the context (bound_of may run Python and change
  * a set handed in). -1 on an error. */
 static int context_names(PlainContext *ctx) {
@@ -139,6 +194,11 @@ static int context_names(PlainContext *ctx) {
     ctx->cluster_utf8.at = PyUnicode_AsUTF8AndSize(ctx->cluster, &ctx->cluster_utf8.len);
     if (ctx->cluster_utf8.at == NULL) {
         PyErr_Clear(); /* the dict path meets it, as before */
+        return 0;
+    }
+    if (ctx->specials == kept_specials.specials) {
+        memcpy(ctx->special_names, kept_specials.names, sizeof kept_specials.names);
+        ctx->special_count = kept_specials.count;
         return 0;
     }
     if (PySet_GET_SIZE(ctx->specials) > PLAIN_MAX_SPECIALS) return 0;
@@ -162,6 +222,11 @@ static int context_names(PlainContext *ctx) {
         return 0;
     }
     ctx->special_count = count;
+    if (PyFrozenSet_CheckExact(ctx->specials)) {
+        Py_XSETREF(kept_specials.specials, Py_NewRef(ctx->specials));
+        memcpy(kept_specials.names, ctx->special_names, sizeof kept_specials.names);
+        kept_specials.count = count;
+    }
     return 0;
 }
 
@@ -254,7 +319,7 @@ static PyObject *row_properties(PlainContext *ctx, PyObject *text) {
  * into *values: a new reference to them, Py_None (new) when a topic is not known valid (what
  * decode_send_header answers then), NULL when the request was not scanned. -1 on error. */
 static int scanned_values(PyObject *request, PyObject *topics, PyObject **values) {
-    PyObject *v = PyObject_GetAttr(request, names[A_SCANNED]);
+    PyObject *v = request_attr(request, A_SCANNED);
     if (v == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
         PyErr_Clear(); /* a command-like object of a test's or a caller's own */
@@ -282,8 +347,8 @@ static int scanned_values(PyObject *request, PyObject *topics, PyObject **values
 /* One request's row; Py_None (new reference) when it is not plain, NULL on error. */
 static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     int ok_code, ok_serialize;
-    long code = int_attr(request, names[A_CODE], &ok_code);
-    long serialize = int_attr(request, names[A_SERIALIZE], &ok_serialize);
+    long code = int_attr(request, A_CODE, &ok_code);
+    long serialize = int_attr(request, A_SERIALIZE, &ok_serialize);
     if (PyErr_Occurred()) return NULL;
     if (!ok_code || !ok_serialize || serialize != SERIALIZE_JSON ||
         (code != SEND_MESSAGE && code != SEND_MESSAGE_V2))
@@ -291,7 +356,7 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     PyObject *values = NULL, *props = NULL, *row = NULL;
     if (scanned_values(request, ctx->topics, &values) < 0) return NULL;
     if (values == NULL) { /* not scanned: the extFields dict, as decode_send_header reads it */
-        PyObject *ext = PyObject_GetAttr(request, names[A_EXT]);
+        PyObject *ext = request_attr(request, A_EXT);
         if (ext == NULL) return NULL;
         if (PyDict_CheckExact(ext)) {
             PyObject *decode_args[3] = {ext, code == SEND_MESSAGE_V2 ? Py_True : Py_False,
@@ -309,7 +374,7 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
      * reconsume_times, ... (send_header.c send_fields) */
     PyObject *topic = PyTuple_GET_ITEM(values, 1), *queue_id = PyTuple_GET_ITEM(values, 4);
     PyObject *sys_flag = PyTuple_GET_ITEM(values, 5), *reconsume = PyTuple_GET_ITEM(values, 9);
-    long bound = topic_bound(ctx->bounds, ctx->bound_of, topic);
+    long bound = topic_bound(&ctx->bounds, ctx->bound_of, topic);
     if (bound == -1 && PyErr_Occurred()) goto done;
     long q = PyLong_AsLong(queue_id), flags = PyLong_AsLong(sys_flag);
     if (PyErr_Occurred()) goto done;
@@ -317,8 +382,8 @@ static PyObject *plain_row(PlainContext *ctx, PyObject *request) {
     props = row_properties(ctx, PyTuple_GET_ITEM(values, 8));
     if (props == NULL) goto done;
     if (props == Py_None) goto not_plain;
-    PyObject *body = PyObject_GetAttr(request, names[A_BODY]);
-    PyObject *opaque = body == NULL ? NULL : PyObject_GetAttr(request, names[A_OPAQUE]);
+    PyObject *body = request_attr(request, A_BODY);
+    PyObject *opaque = body == NULL ? NULL : request_attr(request, A_OPAQUE);
     if (opaque == NULL) {
         Py_XDECREF(body);
         goto done;
@@ -366,16 +431,14 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     if (make_names() < 0) return NULL;
-    PlainContext ctx = {args[1], NULL, args[2], args[3], args[4], args[5]};
+    PlainContext ctx = {args[1], args[2], args[3], args[4], args[5]};
     PyObject *requests = args[0], *hosts = PyList_CheckExact(args[5]) ? args[5] : NULL;
     if (hosts != NULL && PyList_GET_SIZE(hosts) != PyList_GET_SIZE(requests)) {
         PyErr_SetString(PyExc_TypeError, "plain_send_rows: one born host per request");
         return NULL;
     }
     PyObject *rows = NULL;
-    if (context_names(&ctx) < 0 || (ctx.bounds = PyDict_New()) == NULL ||
-        (rows = PyList_New(0)) == NULL)
-        goto fail;
+    if (context_names(&ctx) < 0 || (rows = PyList_New(0)) == NULL) goto fail;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(requests); i++) {
         /* bound_of may run Python: both lists are checked again before each read */
         if (hosts != NULL && i >= PyList_GET_SIZE(hosts)) {
@@ -397,12 +460,12 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(row);
         if (r < 0) goto fail;
     }
-    Py_DECREF(ctx.bounds);
+    bounds_release(&ctx.bounds);
     release_names(&ctx);
     return rows;
 fail:
     Py_XDECREF(rows);
-    Py_XDECREF(ctx.bounds);
+    bounds_release(&ctx.bounds);
     release_names(&ctx);
     return NULL;
 }

@@ -453,6 +453,55 @@ HOST = (b"\x7f\x00\x00\x01", 40404)
 
 
 @settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 13), min_size=1, max_size=30), st.integers(1, 5))
+def test_each_topic_of_a_group_is_bounded_once(picks: list[int], bound: int) -> None:
+    """bound_of is asked once per distinct topic of a call, the C and the twin alike, however
+    many topics a group names (the C keeps its first few apart from the rest), equal topics
+    being the same topic whichever str object names them."""
+    names = [f"T{k}" for k in range(14)]
+    requests = [
+        build(RequestCode.SEND_MESSAGE_V2, n % 6, 10, [], {"b": names[k]}, n)
+        for n, k in enumerate(picks)
+    ]
+    topics = {*names, "TBW102"}
+    asked: dict[Any, list[str]] = {native.plain_send_rows: [], send_plain.python_plain_rows: []}
+    for plain_rows, seen in asked.items():
+
+        def bound_of(topic: str, seen: list[str] = seen) -> int:
+            seen.append(topic)
+            return bound
+
+        rows = plain_rows(requests, topics, bound_of, send_plain._SPECIAL, "C1", HOST)
+        assert rows == send_plain.python_plain_rows(
+            requests, topics, lambda topic: bound, send_plain._SPECIAL, "C1", HOST
+        )
+    assert asked[native.plain_send_rows] == asked[send_plain.python_plain_rows]
+    assert len(set(asked[native.plain_send_rows])) == len(asked[native.plain_send_rows])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(special_names, max_size=4), st.booleans(), st.lists(special_names)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_rows_follow_the_specials_each_call_is_given(steps) -> None:
+    """The C keeps the names of the last frozenset of specials it was given: a call with
+    another set (frozen or not, equal or not) is judged by that set's names, as the twin is."""
+    for names, frozen, sent in steps:
+        specials = frozenset(names) if frozen else set(names)
+        extra = [(name, "1") for name in sent]
+        request = build(RequestCode.SEND_MESSAGE_V2, 1, 10, extra, {}, 0)
+        args = ({"T", "TBW102"}, lambda topic: 4, specials, "C1", HOST)
+        rows = native.plain_send_rows([request], *args)
+        assert rows == send_plain.python_plain_rows([request], *args)
+        sent_names = codec.string_to_properties(request.header_values[8])
+        assert (rows is None) == bool(specials & sent_names.keys())
+
+
+@settings(max_examples=100, deadline=None)
 @given(groups())
 def test_a_round_across_connections_gives_each_row_its_own_born_host(drawn) -> None:
     """A selector round's group names each request's connection: its row carries that born

@@ -106,6 +106,40 @@ def test_native_put_rows_is_the_reference(drawn, size: int, position: int, one: 
     assert results[0] == results[1]
 
 
+class Topic(str):
+    """A topic that is a str but not exactly one: the C's totals take it by the dict."""
+
+
+many_topics = st.lists(
+    st.tuples(
+        st.sampled_from(["A", "B", "C", "D", "E", "F", Topic("A"), Topic("G")]),
+        st.integers(0, 2),
+    ),
+    max_size=12,
+)
+
+
+@needs_store_native
+@settings(max_examples=200, deadline=None)
+@given(many_topics)
+def test_the_totals_of_many_topics_are_the_references(drawn) -> None:
+    """Rows of up to eight topics (a str subclass among them): the per-topic totals, in the
+    order the topics came, equal the twin's, past the C's few kept as values too."""
+    rows_drawn = [
+        (topic, queue_id, 0, b"a\x01b", b"body", 0, 1, (b"\x7f\x00\x00\x01", 40000), 0, n)
+        for n, (topic, queue_id) in enumerate(drawn)
+    ]
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        got = _run(put_rows, cursor, bytearray(4000), rows_drawn, 0, True)
+        results.append((got, list(got[3].items())))
+    assert results[0] == results[1]
+
+
 @needs_store_native
 @pytest.mark.parametrize(
     "tags",
@@ -138,6 +172,44 @@ def test_the_pieces_make_the_send_reply(opaque, queue_id, queue_offset, phys) ->
     msg_id = f"7F00000100002A9F{phys:016X}"
     want = stored_reply_frame(opaque, msg_id, queue_id, queue_offset)
     assert reply_frame(REPLY_PIECES, msg_id, queue_id, queue_offset, opaque) == want
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as exc:  # the same kind of error from both
+        return type(exc)
+
+
+@needs_store_native
+@pytest.mark.parametrize(
+    ("start", "max_body", "stamp"),
+    [
+        ("x", 40, 1_700_000_000_000),
+        (2**70, 40, 1_700_000_000_000),
+        (START, "40", 1_700_000_000_000),
+        (START, None, 1_700_000_000_000),
+        (True, 40, 1_700_000_000_000),
+        (START, 40, lambda: "x"),
+        (START, 40, lambda: 2**70),
+    ],
+)
+def test_numbers_put_does_not_take_stop_the_run_as_the_reference(start, max_body, stamp) -> None:
+    """C reads put's fixed numbers once a run where put read them at each row: a start offset,
+    maxMessageSize or store timestamp put does not take stops the run at its first row (the
+    reference puts it again and says why), in the C and the twin alike."""
+    drawn = [("T", 1, 0, b"a\x01b", b"body", 0, 1, (b"\x7f\x00\x00\x01", 40000), 0, 7)] * 2
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        buffer = bytearray(1000)
+        args = (cursor, buffer, 0, start, stamp, max_body, list(drawn), REPLY_PIECES)
+        got = _outcome(lambda: put_rows(*args))
+        results.append((got, bytes(buffer), dict(cursor.queue_offsets)))
+    assert results[0] == results[1]
 
 
 @needs_store_native
