@@ -6,6 +6,7 @@ frames the pieces make are the send processor's own (send_reply.stored_reply_fra
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
@@ -207,7 +208,7 @@ def test_numbers_put_does_not_take_stop_the_run_as_the_reference(start, max_body
         cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
         buffer = bytearray(1000)
         args = (cursor, buffer, 0, start, stamp, max_body, list(drawn), REPLY_PIECES)
-        got = _outcome(lambda: put_rows(*args))
+        got = _outcome(functools.partial(put_rows, *args))
         results.append((got, bytes(buffer), dict(cursor.queue_offsets)))
     assert results[0] == results[1]
 
