@@ -64,6 +64,10 @@ $(STAMP): pyproject.toml setup.py $(NATIVE) proxy/build_protos.py tests/integrat
 	@[ -e /usr/include/libdeflate.h ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends libdeflate-dev >/dev/null; } || \
 	  echo "note: no libdeflate-dev: the store's body CRC uses zlib's (slower)"
+	@# Each native module is optional (setup.py): one that fails to compile is skipped quietly.
+	@# Old builds are removed first, so that such a failure leaves no module rather than the last
+	@# one, and tests/unit/test_native_modules.py says so instead of an old build running.
+	rm -f remoting/_codec.*.so remoting/_sender.*.so broker/store/_native.*.so
 	$(BIN)/pip install --quiet -e '.[test,dev,spark]'
 	@# mqproxy's apache.rocketmq.v2 modules, generated from the .proto files Apache publishes
 	@# (npm; proxy/build_protos.py says which and why). npm comes from Debian when missing.
