@@ -66,13 +66,25 @@ static int add_rest(PyObject *rest, PyObject *connection, PyObject *got) {
  * slots of a Connection (remoting/connection.py), read and set at their offsets (slots.h). */
 static SlotCache ios_get, ios_set, batch_set;
 
+/* ios + 1: an exact int below LONG_MAX as a C long (PyNumber_Add's dispatch was a third of
+ * begin_batch), anything else as Python adds. */
+static PyObject *count_one(PyObject *ios) {
+    if (PyLong_CheckExact(ios)) {
+        int overflow = 0;
+        long value = PyLong_AsLongAndOverflow(ios, &overflow);
+        if (!overflow && value < LONG_MAX) return PyLong_FromLong(value + 1);
+    }
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *next = one == NULL ? NULL : PyNumber_Add(ios, one);
+    Py_XDECREF(one);
+    return next;
+}
+
 int begin_batch(PyObject *connection) {
     if (!intern_names()) return -1;
     PyObject *ios = slot_get(connection, s_ios, &ios_get);
     if (ios == NULL) return -1;
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *next = one == NULL ? NULL : PyNumber_Add(ios, one);
-    Py_XDECREF(one);
+    PyObject *next = count_one(ios);
     Py_DECREF(ios);
     if (next == NULL) return -1;
     int set = slot_set(connection, s_ios, next, &ios_set);

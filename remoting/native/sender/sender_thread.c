@@ -16,7 +16,8 @@ void sender_push_ready(Sender *s, conn *c) {
     if (s->ready_tail) s->ready_tail->next_ready = c;
     else s->ready_head = c;
     s->ready_tail = c;
-    s->nready++;
+    /* stored atomically: Sender_kick peeks at it without the mutex (sender.c) */
+    __atomic_store_n(&s->nready, s->nready + 1, __ATOMIC_RELAXED);
 }
 
 conn *sender_pop_ready(Sender *s) {
@@ -25,7 +26,7 @@ conn *sender_pop_ready(Sender *s) {
     s->ready_head = c->next_ready;
     if (!s->ready_head) s->ready_tail = NULL;
     c->queued = 0;
-    s->nready--;
+    __atomic_store_n(&s->nready, s->nready - 1, __ATOMIC_RELAXED);
     return c;
 }
 
@@ -33,7 +34,8 @@ void sender_to_done(Sender *s, chunk *first) {
     while (first) {
         chunk *next = first->next;
         first->next = s->done;
-        s->done = first;
+        /* stored atomically: release_done peeks at it without the mutex (sender.c) */
+        __atomic_store_n(&s->done, first, __ATOMIC_RELAXED);
         first = next;
     }
 }

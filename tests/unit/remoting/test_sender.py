@@ -189,6 +189,34 @@ def test_buffers_are_held_until_written_not_copied(sender) -> None:
     data.extend(b"!")
 
 
+def test_each_call_from_the_loop_releases_written_chunks_and_an_idle_kick_writes_nothing(
+    sender,
+) -> None:
+    """release_done and kick look at the done and ready lists without the mutex when they are
+    empty: written chunks are still released by the next send as by a kick, and kicks with
+    nothing queued leave later sends to be written as before."""
+    ours, peer = pair()
+    cid = sender.add(ours)
+    for _ in range(3):
+        sender.kick()  # nothing queued, nothing done
+    data = bytearray(b"written, then released by a send")
+    sender.send(cid, [memoryview(data)])
+    written_here = sender.write_now(cid)  # alone, the thread asleep: written in this call
+    if not written_here:  # the thread had not gone to sleep yet: it writes
+        sender.kick()
+    assert read_all(peer, len(data)) == bytes(data)
+    assert sender.send(cid, [b"!"]) == 1  # releases the written chunk on its way in
+    if written_here:  # (a chunk the thread wrote reaches the done list when it settles)
+        data.extend(b"?")
+    sender.kick()
+    assert read_all(peer, 1) == b"!"
+    for _ in range(3):
+        sender.kick()
+    assert sender.send(cid, [b"later"]) == 5
+    sender.kick()
+    assert read_all(peer, 5) == b"later"
+
+
 def test_unknown_ids_and_a_closed_sender_are_refused() -> None:
     s = native_sender().Sender()
     with pytest.raises(KeyError):
