@@ -62,6 +62,8 @@ typedef struct {
      * (callgrind). */
     PyObject *kept_requests, *kept_reply;
     int reuse_reply;
+    /* The processor table's own key objects for the two codes, found once (table_key). */
+    PyObject *table_keys[2];
 } LoneSend;
 
 void send_taken_release(SendTaken *t) {
@@ -94,6 +96,29 @@ static int get_long(PyObject *o, int name, long *out) {
     return exact;
 }
 
+/* The key to look the code up with in the processor table: the table's own int object for
+ * it when one was found, so the lookup meets it by identity (the request's code is another
+ * object: an int compare, ~0.15k a send, callgrind). Looked for once; a table rebuilt since
+ * finds the entry by equality as it would with the request's code, so what the lookup answers
+ * never depends on this. A new reference. */
+static PyObject *table_key(LoneSend *self, PyObject *table, PyObject *code, long value) {
+    PyObject **kept = &self->table_keys[value == self->code_v1 ? 0 : 1];
+    if (*kept == NULL) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *entry;
+        while (PyDict_Next(table, &pos, &key, &entry)) {
+            int overflow = 0;
+            if (PyLong_CheckExact(key) && PyLong_AsLongAndOverflow(key, &overflow) == value &&
+                !overflow) {
+                *kept = Py_NewRef(key);
+                break;
+            }
+        }
+        if (*kept == NULL) *kept = Py_NewRef(code);
+    }
+    return Py_NewRef(*kept);
+}
+
 /* The server side of the gates: the code, no ACL, the processor table's entry the send
  * processor's handle. 1 open, 0 closed, -1 an error. */
 static int server_gates(LoneSend *self, PyObject *request) {
@@ -106,7 +131,9 @@ static int server_gates(LoneSend *self, PyObject *request) {
     if (open) open = get_is(self->server, N_AUTHORIZE, Py_None);
     PyObject *table = open > 0 ? get(self->server, N_PROCESSORS) : NULL;
     if (table != NULL) {
-        PyObject *entry = PyDict_CheckExact(table) ? PyDict_GetItemWithError(table, code) : NULL;
+        PyObject *key = PyDict_CheckExact(table) ? table_key(self, table, code, value) : NULL;
+        PyObject *entry = key != NULL ? PyDict_GetItemWithError(table, key) : NULL;
+        Py_XDECREF(key);
         open = entry != NULL && PyMethod_Check(entry) &&
                PyMethod_GET_SELF(entry) == self->processor &&
                PyMethod_GET_FUNCTION(entry) == self->handle;
@@ -330,6 +357,8 @@ static int lone_send_traverse(LoneSend *self, visitproc visit, void *arg) {
     Py_VISIT(self->rest);
     Py_VISIT(self->kept_requests);
     Py_VISIT(self->kept_reply);
+    Py_VISIT(self->table_keys[0]);
+    Py_VISIT(self->table_keys[1]);
     return 0;
 }
 
@@ -346,6 +375,8 @@ static int lone_send_clear(LoneSend *self) {
     Py_CLEAR(self->rest);
     Py_CLEAR(self->kept_requests);
     Py_CLEAR(self->kept_reply);
+    Py_CLEAR(self->table_keys[0]);
+    Py_CLEAR(self->table_keys[1]);
     return 0;
 }
 

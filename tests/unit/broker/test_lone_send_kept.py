@@ -151,3 +151,32 @@ def test_held_replies_of_both_codes_stay_as_answered(tmp_path: Path, code: int) 
         assert seen(first, request) == chain_answer(chain, request)
     finally:
         close(front.controller, chain.controller)
+
+
+def test_a_rebuilt_processor_table_is_read_as_it_is_now(tmp_path: Path) -> None:
+    """The front looks the code up with the table's own key object, found once: a table
+    rebuilt with other key objects is still read, and an entry replaced there is seen at the
+    next send (the request goes the chain's way)."""
+    front, chain = pair(tmp_path)
+    try:
+        server = front.server
+
+        def fresh_keys(table: dict[int, Any]) -> dict[int, Any]:
+            return {int(str(code)): entry for code, entry in table.items()}
+
+        for n in range(1, 3):
+            request = build(V2, 0, 10, [], {}, n)
+            assert seen(front.handler(front.peer, request), request) == chain_answer(chain, request)
+        server.processors = fresh_keys(server.processors)
+        request = build(V2, 0, 10, [], {}, 3)
+        assert seen(front.handler(front.peer, request), request) == chain_answer(chain, request)
+        assert front.fell_back == 1  # pair()'s first send only
+        table = fresh_keys(server.processors)
+        table[V2] = lambda connection, request: chain.handler(connection, request)
+        server.processors = table
+        request = build(V2, 0, 10, [], {}, 4)
+        before = front.fell_back
+        front.handler(front.peer, request)  # answered by the replaced entry, through the chain
+        assert front.fell_back == before + 1
+    finally:
+        close(front.controller, chain.controller)
