@@ -33,21 +33,32 @@
 
 /* ------------------------------------------------------------------ Python side (GIL held) */
 
-static void release_done(Sender *s) {
-    /* Nothing finished: no lock. Only the mutex's holders add to the list, so an empty peek is
-     * what taking the mutex a moment earlier would have seen; the chunks added after it are
-     * released by the next call, as they would have been. */
-    if (__atomic_load_n(&s->done, __ATOMIC_RELAXED) == NULL) return;
-    pthread_mutex_lock(&s->mu);
+/* The finished chunks taken off the done list (mutex held). */
+static chunk *take_done(Sender *s) {
     chunk *done = s->done;
     __atomic_store_n(&s->done, NULL, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&s->mu);
+    return done;
+}
+
+/* Their views released and their memory freed (GIL held). */
+static void free_done(chunk *done) {
     while (done) {
         chunk *next = done->next;
         for (Py_ssize_t i = 0; i < done->nbuf; i++) PyBuffer_Release(&done->bufs[i]);
         PyMem_RawFree(done);
         done = next;
     }
+}
+
+static void release_done(Sender *s) {
+    /* Nothing finished: no lock. Only the mutex's holders add to the list, so an empty peek is
+     * what taking the mutex a moment earlier would have seen; the chunks added after it are
+     * released by the next call, as they would have been. */
+    if (__atomic_load_n(&s->done, __ATOMIC_RELAXED) == NULL) return;
+    pthread_mutex_lock(&s->mu);
+    chunk *done = take_done(s);
+    pthread_mutex_unlock(&s->mu);
+    free_done(done);
 }
 
 /* The connection behind an id Python holds (mutex held); NULL with the error set. */
@@ -280,8 +291,12 @@ static void write_alone(Sender *s) {
     conn *c = sender_pop_ready(s);
     PyThreadState *ts = PyEval_SaveThread();
     sender_service(s, c, 0);
+    /* what it wrote, released here while the mutex is held anyway (the next call's
+     * release_done then takes no lock for it) */
+    chunk *done = take_done(s);
     pthread_mutex_unlock(&s->mu);
     PyEval_RestoreThread(ts);
+    free_done(done);
 }
 
 /* Write every connection ready now here, one sendmsg each, without the GIL (mutex held,

@@ -205,7 +205,7 @@ def test_each_call_from_the_loop_releases_written_chunks_and_an_idle_kick_writes
     if not written_here:  # the thread had not gone to sleep yet: it writes
         sender.kick()
     assert read_all(peer, len(data)) == bytes(data)
-    assert sender.send(cid, [b"!"]) == 1  # releases the written chunk on its way in
+    assert sender.send(cid, [b"!"]) == 1  # the written chunk released (by write_now or here)
     if written_here:  # (a chunk the thread wrote reaches the done list when it settles)
         data.extend(b"?")
     sender.kick()
