@@ -40,14 +40,30 @@ static chunk *take_done(Sender *s) {
     return done;
 }
 
-/* Their views released and their memory freed (GIL held). */
-static void free_done(chunk *done) {
+/* A chunk's memory: kept as the spare when there is none and it is small (GIL held). */
+static void drop_chunk(Sender *s, chunk *ch) {
+    if (s->spare == NULL && ch->cap <= SPARE_BUFS) s->spare = ch;
+    else PyMem_RawFree(ch);
+}
+
+/* Their views released and their memory dropped (GIL held). */
+static void free_done(Sender *s, chunk *done) {
     while (done) {
         chunk *next = done->next;
         for (Py_ssize_t i = 0; i < done->nbuf; i++) PyBuffer_Release(&done->bufs[i]);
-        PyMem_RawFree(done);
+        drop_chunk(s, done);
         done = next;
     }
+}
+
+/* A chunk with room for n buffers: the spare when it has it (GIL held). */
+static chunk *new_chunk(Sender *s, Py_ssize_t n) {
+    Py_ssize_t cap = n > SPARE_BUFS ? n : SPARE_BUFS;
+    chunk *ch = s->spare;
+    if (ch != NULL && ch->cap >= n) s->spare = NULL;
+    else if ((ch = PyMem_RawMalloc(sizeof(chunk) + sizeof(Py_buffer) * (size_t)cap)) != NULL)
+        ch->cap = cap;
+    return ch;
 }
 
 static void release_done(Sender *s) {
@@ -58,7 +74,7 @@ static void release_done(Sender *s) {
     pthread_mutex_lock(&s->mu);
     chunk *done = take_done(s);
     pthread_mutex_unlock(&s->mu);
-    free_done(done);
+    free_done(s, done);
 }
 
 /* The connection behind an id Python holds (mutex held); NULL with the error set. */
@@ -150,6 +166,7 @@ static void Sender_dealloc(Sender *s) {
     if (s->notice_fd >= 0) close(s->notice_fd);
     free(s->slots);
     free(s->notices);
+    PyMem_RawFree(s->spare);
     pthread_mutex_destroy(&s->mu);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
@@ -190,7 +207,7 @@ static PyObject *Sender_add(Sender *s, PyObject *arg) {
  * the error set (OSError once a write of it failed, KeyError for an unknown id, RuntimeError
  * once the sender is closed). */
 static PyObject *queue_buffers(Sender *s, int id, PyObject *const *items, Py_ssize_t n) {
-    chunk *ch = PyMem_RawMalloc(sizeof(chunk) + sizeof(Py_buffer) * (size_t)(n ? n : 1));
+    chunk *ch = new_chunk(s, n);
     if (!ch) return PyErr_NoMemory();
     ch->next = NULL;
     ch->nbuf = ch->index = ch->offset = 0;
@@ -231,11 +248,11 @@ static PyObject *queue_buffers(Sender *s, int id, PyObject *const *items, Py_ssi
     }
     Py_ssize_t pending = c->pending;
     pthread_mutex_unlock(&s->mu);
-    if (!total) PyMem_RawFree(ch);
+    if (!total) drop_chunk(s, ch);
     return PyLong_FromSsize_t(pending);
 fail:
     for (Py_ssize_t j = 0; j < ch->nbuf; j++) PyBuffer_Release(&ch->bufs[j]);
-    PyMem_RawFree(ch);
+    drop_chunk(s, ch);
     return NULL;
 }
 
@@ -296,7 +313,7 @@ static void write_alone(Sender *s) {
     chunk *done = take_done(s);
     pthread_mutex_unlock(&s->mu);
     PyEval_RestoreThread(ts);
-    free_done(done);
+    free_done(s, done);
 }
 
 /* Write every connection ready now here, one sendmsg each, without the GIL (mutex held,
