@@ -175,8 +175,13 @@ typedef struct {
      * name that is not UTF-8) */
     PyObject *special_refs[PLAIN_MAX_SPECIALS];
     Span special_names[PLAIN_MAX_SPECIALS], cluster_utf8;
-    int special_count;
+    int special_count, ref_count; /* ref_count: how many of special_refs are held */
 } PlainContext;
+
+static void release_names(PlainContext *ctx) {
+    for (int i = 0; i < ctx->ref_count; i++) Py_CLEAR(ctx->special_refs[i]);
+    ctx->ref_count = 0;
+}
 
 /* The names of the last frozenset of specials seen, as context_names makes them: a frozenset
  * cannot change, and the one held here keeps its str (and so their UTF-8) alive, so the
@@ -197,7 +202,9 @@ static int context_names(PlainContext *ctx) {
         return 0;
     }
     if (ctx->specials == kept_specials.specials) {
-        memcpy(ctx->special_names, kept_specials.names, sizeof kept_specials.names);
+        /* copied: a call from bound_of's Python may keep another set meanwhile */
+        memcpy(ctx->special_names, kept_specials.names,
+               sizeof(Span) * (size_t)kept_specials.count);
         ctx->special_count = kept_specials.count;
         return 0;
     }
@@ -215,10 +222,11 @@ static int context_names(PlainContext *ctx) {
             break;
         }
         ctx->special_refs[count++] = Py_NewRef(name);
+        ctx->ref_count = count;
     }
     Py_DECREF(items);
     if (count < 0) {
-        for (int i = 0; i < PLAIN_MAX_SPECIALS; i++) Py_CLEAR(ctx->special_refs[i]);
+        release_names(ctx);
         return 0;
     }
     ctx->special_count = count;
@@ -230,9 +238,6 @@ static int context_names(PlainContext *ctx) {
     return 0;
 }
 
-static void release_names(PlainContext *ctx) {
-    for (int i = 0; i < PLAIN_MAX_SPECIALS; i++) Py_CLEAR(ctx->special_refs[i]);
-}
 
 static int same_name(Span a, const char *b, Py_ssize_t b_len) {
     return a.len == b_len && memcmp(a.at, b, (size_t)b_len) == 0;
@@ -431,7 +436,13 @@ PyObject *plain_send_rows(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     if (make_names() < 0) return NULL;
-    PlainContext ctx = {args[1], args[2], args[3], args[4], args[5]};
+    /* set field by field: zeroing the whole context (its name and bound arrays, ~0.4 KiB) was
+     * ~60 instructions a call */
+    PlainContext ctx;
+    ctx.topics = args[1], ctx.bound_of = args[2], ctx.specials = args[3];
+    ctx.cluster = args[4], ctx.host = args[5];
+    ctx.bounds.count = 0, ctx.bounds.more = NULL;
+    ctx.special_count = -1, ctx.ref_count = 0;
     PyObject *requests = args[0], *hosts = PyList_CheckExact(args[5]) ? args[5] : NULL;
     if (hosts != NULL && PyList_GET_SIZE(hosts) != PyList_GET_SIZE(requests)) {
         PyErr_SetString(PyExc_TypeError, "plain_send_rows: one born host per request");

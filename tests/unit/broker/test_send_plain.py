@@ -12,6 +12,7 @@ make groups cross a segment's end, which the single pass hands to the reference 
 from __future__ import annotations
 
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -502,6 +503,21 @@ def test_rows_follow_the_specials_each_call_is_given(steps) -> None:
         assert rows == send_plain.python_plain_rows([request], *args)
         sent_names = codec.string_to_properties(request.header_values[8])
         assert (rows is None) == bool(specials & sent_names.keys())
+
+
+def test_specials_the_c_cannot_read_leave_every_row_to_the_dict_path() -> None:
+    """A special that is not a str, or more than the C reads, sends every row down the dict
+    path, as the twin's rows say; the names the C held meanwhile are all let go."""
+    names = ["".join(("A", str(n))) for n in range(4)]  # objects of this test's own
+    for specials in ({*names, 5}, {*names, b"A1"}, frozenset({*names, 7}),
+                     {*names, *(f"S{n}" for n in range(6))}):  # fmt: skip
+        before = [sys.getrefcount(name) for name in names]
+        for sent in ([], [("A1", "1")], [("K", "v")]):
+            request = build(RequestCode.SEND_MESSAGE_V2, 1, 10, sent, {}, 0)
+            args = ({"T", "TBW102"}, lambda topic: 4, specials, "C1", HOST)
+            rows = native.plain_send_rows([request], *args)
+            assert rows == send_plain.python_plain_rows([request], *args)
+        assert [sys.getrefcount(name) for name in names] == before
 
 
 @settings(max_examples=100, deadline=None)
