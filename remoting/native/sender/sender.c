@@ -56,9 +56,11 @@ static void free_done(Sender *s, chunk *done) {
     }
 }
 
-/* A chunk with room for n buffers: the spare when it has it (GIL held). */
+/* A chunk with room for n buffers: the spare when it has it (GIL held). Made with room for
+ * exactly n (queued chunks are never larger than what they hold: a backlog of small replies
+ * costs what it did); a lone client's replies have one shape, so the spare fits the next. */
 static chunk *new_chunk(Sender *s, Py_ssize_t n) {
-    Py_ssize_t cap = n > SPARE_BUFS ? n : SPARE_BUFS;
+    Py_ssize_t cap = n > 0 ? n : 1;
     chunk *ch = s->spare;
     if (ch != NULL && ch->cap >= n) s->spare = NULL;
     else if ((ch = PyMem_RawMalloc(sizeof(chunk) + sizeof(Py_buffer) * (size_t)cap)) != NULL)
