@@ -5,13 +5,14 @@
  * _store_plain (broker/processor/send_plain.py): ~150 bytecodes and six frames a send that
  * read the same gates and called the same two C functions as this does.
  *
- * Each call reads every gate again from the objects Python keeps them in (nothing is cached
- * across calls but the code it stands in for and constants): the request's code is SEND_MESSAGE
- * or SEND_MESSAGE_V2, the server has no ACL hook (`authorize` None: with ACL on, every
- * request takes the Python path, where it is checked), the server's processor for the code is
- * still this processor's `handle`, the processor's `plain_mode`, the broker's permission
- * has PERM_WRITE, it is not fenced, it asks for no in-sync slaves, the connection keeps its
- * born host. Then plain_send_rows (the codec's, handed in) and plain_pass (this module's),
+ * Each call reads every gate again from the objects Python keeps them in (nothing is cached across
+ * calls but the code it stands in for and constants; the objects it keeps, the request list, the
+ * reply and the processor table's key objects, hold no gate's value): the request's code is
+ * SEND_MESSAGE or SEND_MESSAGE_V2, the server has no ACL hook (`authorize` None: with ACL on,
+ * every request takes the Python path, where it is checked), the server's processor for the code
+ * is still this processor's `handle`, the processor's `plain_mode`, the broker's permission has
+ * PERM_WRITE, it is not fenced, it asks for no in-sync slaves, the connection keeps its born host.
+ * Then plain_send_rows (the codec's, handed in) and plain_pass (this module's),
  * with the arguments _store_plain gives them. Its reply is the chain's: EncodedReply(0,
  * replies). Anything else goes the Python way, from where it stopped:
  *   - a gate closed, or an odd value in one (a read that raises an Exception included): the
