@@ -110,27 +110,37 @@ def test_a_request_list_the_rows_kept_is_never_changed(tmp_path: Path) -> None:
 
 def test_a_send_inside_a_send_gets_its_own_list_and_reply(tmp_path: Path) -> None:
     """The rows function answers another send through the same front before its own rows are
-    made (as a Python fallback could): each send's rows are its own request's."""
+    made (as a Python fallback could), the front holding a kept list from an earlier send:
+    each send's rows are its own request's, and both are answered by the front."""
     front, chain = pair(tmp_path)
     try:
-        inner_request = build(V2, 0, 10, [], {}, 1)
-        outer_request = build(V2, 0, 10, [], {}, 2)
+        warm_request = build(V2, 0, 10, [], {}, 1)
+        inner_request = build(V2, 0, 10, [], {}, 2)
+        outer_request = build(V2, 0, 10, [], {}, 3)
         inner: list[Any] = []
         seen_by_rows: list[list[Any]] = []
+        nest = [False]
 
         def nesting_rows(requests: list[Any], *rest: Any) -> Any:
             seen_by_rows.append(list(requests))
-            if len(seen_by_rows) == 1:
+            if nest[0]:
+                nest[0] = False
                 inner.append(seen(handler(front.peer, inner_request), inner_request))
+                seen_by_rows.append(list(requests))  # the outer list after the inner send
             return send_plain.plain_rows(requests, *rest)
 
         handler = front_of(front, plain_rows=nesting_rows)
+        warm = seen(handler(front.peer, warm_request), warm_request)  # a list kept after it
+        assert warm == chain_answer(chain, warm_request)
+        fell_back = front.fell_back
+        nest[0] = True
         outer = seen(handler(front.peer, outer_request), outer_request)
-        assert seen_by_rows == [[outer_request], [inner_request]]
+        assert seen_by_rows[1:] == [[outer_request], [inner_request], [outer_request]]
+        assert front.fell_back == fell_back  # both answered by the front
         assert inner == [chain_answer(chain, inner_request)]
         assert outer == chain_answer(chain, outer_request)
         assert files(tmp_path / "plain") == files(tmp_path / "reference")
-        for n in range(3, 6):  # and the front goes on as before
+        for n in range(4, 7):  # and the front goes on as before
             request = build(V2, 0, 10, [], {}, n)
             assert seen(handler(front.peer, request), request) == chain_answer(chain, request)
     finally:
