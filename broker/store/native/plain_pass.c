@@ -317,6 +317,46 @@ static int check_index(Pass *p) {
     return used == 0 ? 1 : open_index(p, keys, used);
 }
 
+/* The on_puts items put_items[(topic, cluster)] of recent passes' topics (exact str), kept with
+ * the dict's version (store.h dict_version): while it is the same, the dict still holds those
+ * items under that key, so the tuple key, its hash and the probe are skipped. Each entry holds
+ * its topic and cluster, so that the identities compared first are never another str's. */
+#define ITEMS_CACHE 4 /* a power of two */
+typedef struct {
+    PyObject *dict; /* compared only */
+    uint64_t version;
+    PyObject *topic, *cluster;
+    PyObject *items; /* borrowed: the dict's, alive while its version is this one */
+} ItemsEntry;
+static ItemsEntry items_cache[ITEMS_CACHE];
+
+/* put_items[(topic, cluster)], borrowed; NULL if absent, or with an error set. */
+static PyObject *topic_items(PyObject *put_items, PyObject *topic, PyObject *cluster) {
+    uint64_t version = dict_version(put_items);
+    int keep = version != 0 && PyUnicode_CheckExact(topic) && PyUnicode_CheckExact(cluster);
+    ItemsEntry *e = NULL;
+    if (keep) {
+        Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
+        if (h == -1) return NULL;
+        e = &items_cache[(Py_uhash_t)h & (ITEMS_CACHE - 1)];
+        if (e->dict == put_items && e->version == version && same_text(e->topic, topic) &&
+            same_text(e->cluster, cluster))
+            return e->items;
+    }
+    PyObject *key = PyTuple_Pack(2, topic, cluster);
+    PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
+    Py_XDECREF(key);
+    /* kept only if the probe changed nothing (str keys run no Python, but other keys might) */
+    if (items != NULL && keep && dict_version(put_items) == version) {
+        e->dict = put_items;
+        e->version = version;
+        Py_XSETREF(e->topic, Py_NewRef(topic));
+        Py_XSETREF(e->cluster, Py_NewRef(cluster));
+        e->items = items;
+    }
+    return items;
+}
+
 /* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
  * on_puts as StatsCounters (a topic's first put makes them in Python), kept for the write
  * phase. No item may pass int64 with all of the pass's additions (topics share the broker's
@@ -335,9 +375,7 @@ static int check_stats(Pass *p, PyObject *put_items, PyObject *cluster) {
         TopicCount *t = &p->topics[p->n_topics]; /* at most MAX_RUNS topics: checked above */
         t->n = count;
         t->size = bytes;
-        PyObject *key = PyTuple_Pack(2, topic, cluster);
-        PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
-        Py_XDECREF(key);
+        PyObject *items = topic_items(put_items, topic, cluster);
         if (items == NULL) return PyErr_Occurred() ? -1 : 0;
         if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3) return 0;
         if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||

@@ -91,6 +91,27 @@ static inline long long as_long_long(PyObject *o) {
 }
 
 
+/* A dict's version (PEP 509): CPython 3.11 gives each dict a tag, unique in the process, that
+ * changes at every change of its contents (an item added, replaced by another object, deleted,
+ * the dict cleared), and a new dict a tag never used before. So a (dict, tag) pair seen again
+ * means the dict still maps each key to what it mapped then: what a pass looked up in a live
+ * table (a topic's stats items, its ConsumeQueues) can be kept between passes and checked with
+ * one compare. 0 where the tag is not kept (3.12 deprecated it): callers then look up. */
+static inline uint64_t dict_version(PyObject *d) {
+#if PY_VERSION_HEX < 0x030C0000
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* Whether two exact str are equal, as a dict compares such keys. */
+static inline int same_text(PyObject *a, PyObject *b) {
+    return a == b || (PyUnicode_GET_LENGTH(a) == PyUnicode_GET_LENGTH(b) &&
+                      PyUnicode_Compare(a, b) == 0);
+}
+
 /* A new `type` tuple of DR_FIELDS items, stealing each (NULL items: out of memory; the tuple's
  * dealloc takes what was made and NULL comes back). */
 PyObject *new_request(PyTypeObject *type, PyObject *items[DR_FIELDS]);
