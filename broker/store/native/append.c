@@ -121,8 +121,12 @@ enum {
 
 typedef struct {
     Py_buffer mm, body, born;
-    PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY), or NULL: spans */
     PyObject *key;    /* (topic, queue id) */
+    const char *props; /* the record's encoded properties (the fields' or the argument's) */
+    Py_ssize_t props_len;
+    long tags_code;                /* when fields is NULL: dispatch_spans' */
+    const char *keys[2], *uniq[2]; /* the same */
 } PutInputs;
 
 static void release_inputs(PutInputs *in) {
@@ -219,7 +223,6 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
     if (in->born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
     if (store_len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
     unsigned long crc = body_crc(in->body.buf, (size_t)in->body.len);
-    PyObject *props = PyTuple_GET_ITEM(in->fields, 0);
     RecordFields f = {
         .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul),
         .queue_id = (int32_t)n->queue_id, .flag = (int32_t)n->flag, .sys_flag = sys_flag,
@@ -230,18 +233,35 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
         .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
         .store_len = store_len, .body = in->body.buf, .body_len = in->body.len,
         .topic = (const unsigned char *)topic, .topic_len = topic_len,
-        .props = (const unsigned char *)PyBytes_AS_STRING(props),
-        .props_len = PyBytes_GET_SIZE(props),
+        .props = (const unsigned char *)in->props, .props_len = in->props_len,
     };
     write_record((unsigned char *)in->mm.buf + n->position, &f);
+}
+
+/* What dispatch reads of the properties into `in`: for `spans` and property bytes whose values
+ * are ASCII, dispatch_spans' values into the bytes (no objects); else message_fields_of's
+ * tuple, which fails as dispatch_spans would (a TAGS value that is not UTF-8) or judges the
+ * rest. 0, or -1 with the error. */
+static int properties_of(PyObject *properties, int spans, PutInputs *in) {
+    if (spans && PyBytes_CheckExact(properties)) {
+        in->props = PyBytes_AS_STRING(properties);
+        in->props_len = PyBytes_GET_SIZE(properties);
+        int ascii = dispatch_spans(in->props, in->props_len, &in->tags_code, in->keys, in->uniq);
+        if (ascii != 0) return ascii;
+    }
+    if ((in->fields = message_fields_of(properties)) == NULL) return -1;
+    PyObject *encoded = PyTuple_GET_ITEM(in->fields, 0);
+    in->props = PyBytes_AS_STRING(encoded);
+    in->props_len = PyBytes_GET_SIZE(encoded);
+    return 0;
 }
 
 /* One message's record packed at its position, the cursor not moved yet: 1 packed (`p` says
  * where), 0 it does not fit with the 8-byte BLANK filler (p->size), -1 with RecordRefused for
  * a message over the CommitLog's limits (checked in Java's order) or another error set. `in`
- * holds what the caller releases. */
+ * holds what the caller releases; `spans`: see properties_of. */
 static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers *numbers,
-                        PutInputs *in, Packed *p) {
+                        PutInputs *in, Packed *p, int spans) {
     const PutNumbers n = *numbers;
     Py_ssize_t topic_len;
     long long born_port;
@@ -250,10 +270,10 @@ static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers
         return -1;
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
-    if (topic == NULL || (in->fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
+    if (topic == NULL || properties_of(args[P_PROPERTIES], spans, in) < 0 ||
         PyObject_GetBuffer(args[P_BODY], &in->body, PyBUF_SIMPLE) < 0)
         return -1;
-    Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in->fields, 0));
+    Py_ssize_t props_len = in->props_len;
     if (check_limits(topic_len, props_len, in->body.len, n.max_body) < 0 ||
         born_host_of(args[P_BORN_HOST], &in->born, &born_port) < 0)
         return -1;
@@ -298,7 +318,7 @@ static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssi
     PutNumbers n;
     PyObject *result = NULL;
     if (put_numbers(args, &n) < 0) return NULL;
-    int packed = pack_message(c, args, &n, &in, &p);
+    int packed = pack_message(c, args, &n, &in, &p, 0);
     if (packed == 0) result = PyLong_FromSsize_t(p.size);
     else if (packed == 1) result = put_outcome(c, args, &in, &p);
     release_inputs(&in);
@@ -310,13 +330,16 @@ int append_cursor_put_values(PyObject *cursor, PyObject *const *args, const PutN
     AppendCursor *c = (AppendCursor *)cursor;
     PutInputs in = {0};
     Packed p;
-    int packed = pack_message(c, args, n, &in, &p);
+    int packed = pack_message(c, args, n, &in, &p, 1);
     if (packed == 1 && commit(c, &in, &p) < 0) packed = -1;
     if (packed == 1) {
         out->phys = p.phys;
         out->queue_offset = p.queue_offset;
         out->size = p.size;
-        out->fields = Py_NewRef(in.fields);
+        out->fields = Py_XNewRef(in.fields);
+        out->tags_code = in.tags_code;
+        memcpy(out->keys, in.keys, sizeof out->keys);
+        memcpy(out->uniq, in.uniq, sizeof out->uniq);
         out->msg_prefix = c->prefix;
     }
     release_inputs(&in);

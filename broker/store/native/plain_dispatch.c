@@ -33,7 +33,7 @@ static void set_wake(Wake *w, const PlainRecord *r) {
     w->queue_offset = r->queue_offset;
     w->topic = Py_NewRef(r->topic);
     w->queue_id = Py_NewRef(r->queue_id);
-    w->tags_obj = Py_NewRef(r->tags);
+    w->tags_obj = Py_XNewRef(r->tags); /* NULL: made from w->tags when it is handed on */
     w->store_ts = Py_NewRef(r->store_ts);
     w->properties = Py_NewRef(r->properties);
 }
@@ -199,6 +199,20 @@ static int add_unit(Run *r, long long phys, long long size, long long tags) {
     return 0;
 }
 
+/* A tags code as the int handed on: the record's own, else made (a new reference). */
+static PyObject *tags_object(PyObject *tags, long long code) {
+    return tags != NULL ? Py_NewRef(tags) : PyLong_FromLongLong(code);
+}
+
+/* wake_index[tags] = at; -1 with an error. */
+static int index_wake(Run *r, PyObject *tags, long long code, Py_ssize_t at) {
+    PyObject *key = tags_object(tags, code), *value = key == NULL ? NULL : PyLong_FromSsize_t(at);
+    int set = value == NULL ? -1 : PyDict_SetItem(r->wake_index, key, value);
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return set;
+}
+
 /* The record as its tags code's newest in its run: the code's place kept, its record moved on. */
 static int add_wake(Run *r, const PlainRecord *record) {
     Py_ssize_t found = -1;
@@ -206,7 +220,9 @@ static int add_wake(Run *r, const PlainRecord *record) {
         for (Py_ssize_t w = 0; w < r->wake_count && found < 0; w++)
             if (r->wakes[w].tags == record->tags_code) found = w;
     } else {
-        PyObject *at = PyDict_GetItemWithError(r->wake_index, record->tags);
+        PyObject *code = tags_object(record->tags, record->tags_code);
+        PyObject *at = code == NULL ? NULL : PyDict_GetItemWithError(r->wake_index, code);
+        Py_XDECREF(code);
         if (at == NULL && PyErr_Occurred()) return -1;
         if (at != NULL) found = PyLong_AsSsize_t(at);
     }
@@ -223,20 +239,12 @@ static int add_wake(Run *r, const PlainRecord *record) {
     }
     if (r->wake_count == PLAIN_WAKE_SCAN) { /* many tags in one run: look them up from here */
         if ((r->wake_index = PyDict_New()) == NULL) return -1;
-        for (Py_ssize_t w = 0; w < r->wake_count; w++) {
-            PyObject *code = r->wakes[w].tags_obj;
-            PyObject *at = PyLong_FromSsize_t(w);
-            int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, code, at);
-            Py_XDECREF(at);
-            if (set < 0) return -1;
-        }
+        for (Py_ssize_t w = 0; w < r->wake_count; w++)
+            if (index_wake(r, r->wakes[w].tags_obj, r->wakes[w].tags, w) < 0) return -1;
     }
-    if (r->wake_index != NULL) {
-        PyObject *at = PyLong_FromSsize_t(r->wake_count);
-        int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, record->tags, at);
-        Py_XDECREF(at);
-        if (set < 0) return -1;
-    }
+    if (r->wake_index != NULL &&
+        index_wake(r, record->tags, record->tags_code, r->wake_count) < 0)
+        return -1;
     Wake *w = &r->wakes[r->wake_count++];
     memset(w, 0, sizeof *w);
     set_wake(w, record);
@@ -292,8 +300,10 @@ int plain_pack_add(PlainPack *p, const PlainRecord *record) {
     p->last_ts = record->ts;
     if ((record->sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE) return 0;
     KeySink sink = {p, record->phys, record->ts};
-    return each_key_hash(31u * unsigned_java_hash(record->topic) + '#', record->keys,
-                         record->uniq, add_key, &sink);
+    uint32_t base = 31u * unsigned_java_hash(record->topic) + '#';
+    if (record->keys == NULL)
+        return each_ascii_key_hash(base, record->key_span, record->uniq_span, add_key, &sink);
+    return each_key_hash(base, record->keys, record->uniq, add_key, &sink);
 }
 
 /* A DispatchRequest as the packer takes it; -1 with TypeError when it is not one. */
@@ -329,10 +339,12 @@ static PyObject *wake_list(const Run *r) {
     for (Py_ssize_t i = 0; list != NULL && i < r->wake_count; i++) {
         const Wake *w = &r->wakes[i];
         PyObject *next = PyLong_FromLongLong(w->queue_offset + 1);
-        PyObject *wake = next == NULL ? NULL
-                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, w->tags_obj,
+        PyObject *tags = next == NULL ? NULL : tags_object(w->tags_obj, w->tags);
+        PyObject *wake = tags == NULL ? NULL
+                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, tags,
                                                      w->store_ts, w->properties);
         Py_XDECREF(next);
+        Py_XDECREF(tags);
         if (wake == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, wake);
     }

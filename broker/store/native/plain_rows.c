@@ -254,20 +254,23 @@ static int stored(const PutValues *put, const PutNumbers *n, PyObject *store_ts,
                   PyObject *const *pieces, PutRowsOut *out) {
     PlainRecord record = {
         .topic = PyTuple_GET_ITEM(row, 0), .queue_id = PyTuple_GET_ITEM(row, 1),
-        .tags = PyTuple_GET_ITEM(put->fields, 1), .store_ts = store_ts,
-        .keys = PyTuple_GET_ITEM(put->fields, 2), .uniq = PyTuple_GET_ITEM(put->fields, 3),
-        .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys, .size = put->size,
-        .queue_offset = put->queue_offset,
+        .store_ts = store_ts, .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys,
+        .size = put->size, .queue_offset = put->queue_offset, .tags_code = put->tags_code,
+        .key_span = {put->keys[0], put->keys[1]}, .uniq_span = {put->uniq[0], put->uniq[1]},
         /* as put read them */
         .queue = n->queue_id, .sys_flag = n->sys_flag, .ts = n->store_ts,
     };
     long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
-    record.tags_code = as_long_long(record.tags);
-    /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
-    if (PyErr_Occurred() || !PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
-        return -1;
+    if (put->fields != NULL) { /* not spans: the put's objects */
+        record.tags = PyTuple_GET_ITEM(put->fields, 1);
+        record.keys = PyTuple_GET_ITEM(put->fields, 2);
+        record.uniq = PyTuple_GET_ITEM(put->fields, 3);
+        record.tags_code = as_long_long(record.tags);
+        /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
+        if (!PyErr_Occurred() && (!PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)))
+            PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
     }
+    if (PyErr_Occurred()) return -1;
     if (plain_pack_add(out->pack, &record) < 0 || count_topic(out, record.topic, put->size) < 0)
         return -1;
     PyObject *reply = reply_frame(pieces, put->msg_prefix, put->phys, record.queue,
@@ -329,7 +332,7 @@ int put_rows_run(const PutRowsIn *in, PutRowsOut *out) {
             break;
         }
         int done = stored(&put, &n, store_ts, row, pieces, out);
-        Py_DECREF(put.fields);
+        Py_XDECREF(put.fields);
         Py_DECREF(store_ts);
         Py_DECREF(row);
         if (done < 0) goto fail;

@@ -126,7 +126,12 @@ extern PyTypeObject AppendCursorType;
 typedef struct {
     long long phys, queue_offset;
     Py_ssize_t size;
-    PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    /* new: (encoded properties, tags code, KEYS, UNIQ_KEY); NULL when the properties were bytes
+     * whose values dispatch reads are ASCII (dispatch_spans): then tags_code, and keys and uniq
+     * spans ([start, end), NULL absent) into those bytes, which the caller's row holds */
+    PyObject *fields;
+    long tags_code;
+    const char *keys[2], *uniq[2];
     PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
 } PutValues;
 /* The numbers among put's arguments, as C values. */
@@ -159,6 +164,9 @@ void writer_close(IndexWriter *w);
  * space-separated KEYS entry, handed to sink in that order; -1 as soon as sink says -1. */
 typedef int (*KeyHashSink)(void *ctx, uint32_t hash);
 int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sink, void *ctx);
+/* each_key_hash over ASCII values' bytes ([start, end), NULL absent: dispatch_spans'). */
+int each_ascii_key_hash(uint32_t base, const char *const keys[2], const char *const uniq[2],
+                        KeyHashSink sink, void *ctx);
 
 /* (encoded properties, tags code, KEYS, UNIQ_KEY) of a properties dict (properties.c). */
 PyObject *message_fields_of(PyObject *properties);
@@ -286,6 +294,9 @@ typedef struct PlainPack PlainPack;
 typedef struct {
     PyObject *topic, *queue_id, *tags, *store_ts, *keys, *uniq, *properties;
     long long queue, phys, size, tags_code, ts, queue_offset, sys_flag;
+    /* keys and uniq NULL (and tags NULL: made from tags_code when a wake-up needs it): the
+     * ASCII values' spans, as PutValues' */
+    const char *key_span[2], *uniq_span[2];
 } PlainRecord;
 PlainPack *plain_pack_new(void);
 /* Add a record (log order): its topic, KEYS and UNIQ_KEY str; -1 with an error set. */

@@ -107,6 +107,39 @@ def test_native_put_rows_is_the_reference(drawn, size: int, position: int, one: 
     assert results[0] == results[1]
 
 
+@needs_store_native
+@pytest.mark.parametrize("keys", [b"k", b"\xc3\xa9"])  # ASCII values read in place, or not
+def test_a_run_of_many_tags_packs_its_wake_ups_as_the_reference(keys: bytes) -> None:
+    """Twelve tags in one queue's run (past the eight the C scans before it keeps them in a
+    dict), their codes made as ints only for the wake-ups handed on."""
+    drawn = [
+        (
+            "T",
+            0,
+            0,
+            b"TAGS\x01t%d\x02KEYS\x01%s %d\x02UNIQ_KEY\x01U%d" % (i % 12, keys, i, i),
+            b"b",
+            0,
+            1,
+            (b"\x7f\x00\x00\x01", 1),
+            0,
+            i,
+        )
+        for i in range(30)
+    ]
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        buffer = bytearray(8192)
+        got = _run(put_rows, cursor, buffer, drawn, 0, True)
+        results.append((got, bytes(buffer), dict(cursor.queue_offsets)))
+    assert len(results[0][0][2]) == 30
+    assert results[0] == results[1]
+
+
 class Topic(str):
     """A topic that is a str but not exactly one: the C's totals take it by the dict."""
 
