@@ -146,7 +146,16 @@ typedef struct {
 
 /* The cursor moved on past a record packed: its queue's next offset, the last put's time. */
 static int commit(AppendCursor *c, PutInputs *in, const Packed *p) {
-    if (p->queued && set_next(c, in->key, p->queue_offset + 1) < 0) return -1;
+    if (p->queued && p->queue_offset == LLONG_MAX) {
+        /* the next one is 2**63, as Python's int says (the twin's next put refuses it); a
+         * long long would wrap to a negative offset */
+        PyObject *next = PyLong_FromUnsignedLongLong((unsigned long long)LLONG_MAX + 1);
+        int r = next == NULL ? -1 : PyDict_SetItem(c->queue_offsets, in->key, next);
+        Py_XDECREF(next);
+        if (r < 0) return -1;
+    } else if (p->queued && set_next(c, in->key, p->queue_offset + 1) < 0) {
+        return -1;
+    }
     c->last_put_timestamp = p->store_ts;
     return 0;
 }

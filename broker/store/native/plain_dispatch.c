@@ -70,8 +70,11 @@ struct PlainPack {
 };
 
 PlainPack *plain_pack_new(void) {
-    PlainPack *p = PyMem_Calloc(1, sizeof *p);
+    /* only the header zeroed: a run is cleared as it is taken (run_of), the slots as the
+     * table is set up (grow); zeroing the inline arrays too was most of a pass's allocation */
+    PlainPack *p = PyMem_Malloc(sizeof *p);
     if (p == NULL) return (PlainPack *)PyErr_NoMemory();
+    memset(p, 0, offsetof(PlainPack, inline_runs));
     p->last = -1;
     return p;
 }
@@ -195,7 +198,7 @@ static int add_unit(Run *r, long long phys, long long size, long long tags) {
     put_i32(unit + 8, (int32_t)size);
     put_i64(unit + 12, tags);
     r->used += CQ_UNIT_SIZE;
-    r->next += 1;
+    r->next = (long long)((unsigned long long)r->next + 1); /* compared only: may wrap */
     return 0;
 }
 
@@ -338,7 +341,10 @@ static PyObject *wake_list(const Run *r) {
     PyObject *list = PyList_New(r->wake_count);
     for (Py_ssize_t i = 0; list != NULL && i < r->wake_count; i++) {
         const Wake *w = &r->wakes[i];
-        PyObject *next = PyLong_FromLongLong(w->queue_offset + 1);
+        /* the next queue offset as Python's int: 2**63 after the last int64 one */
+        PyObject *next = w->queue_offset == LLONG_MAX
+                             ? PyLong_FromUnsignedLongLong((unsigned long long)LLONG_MAX + 1)
+                             : PyLong_FromLongLong(w->queue_offset + 1);
         PyObject *tags = next == NULL ? NULL : tags_object(w->tags_obj, w->tags);
         PyObject *wake = tags == NULL ? NULL
                                       : PyTuple_Pack(6, w->topic, w->queue_id, next, tags,

@@ -170,8 +170,7 @@ static int counters_zero(PyObject *counters) {
         PyObject *o = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
         PyObject *v = i < 4 ? slot_get(o, name, &counter_sites[i]) : PyObject_GetAttr(o, name);
         if (v == NULL) return declined();
-        int overflow, zero = PyLong_CheckExact(v) && PyLong_AsLongLongAndOverflow(v, &overflow) == 0 &&
-                             !overflow;
+        int zero = PyLong_CheckExact(v) && Py_SIZE(v) == 0; /* CPython's 0 has no digits */
         Py_DECREF(v);
         if (!zero) return 0;
     }
@@ -465,6 +464,15 @@ static int pass_write(Pass *p, PyObject *replies) {
     return failed ? -1 : 0;
 }
 
+/* The CommitLog's clock read: this module's now_ms (the broker's) called as C, skipping the
+ * call protocol; anything else called as Python calls it. */
+static PyObject *read_clock(PyObject *clock) {
+    if (PyCFunction_CheckExact(clock) && PyCFunction_GET_FUNCTION(clock) == now_ms &&
+        PyCFunction_GET_FLAGS(clock) == METH_NOARGS)
+        return now_ms(PyCFunction_GET_SELF(clock), NULL);
+    return PyObject_CallNoArgs(clock);
+}
+
 /* The rows through put_rows at the segment's write position, with one store timestamp from the
  * CommitLog's clock, into p->rows (its pack left unfinished: the common pass reads it in
  * place, and only a pass that stops after the append makes it put_rows' Python objects).
@@ -476,7 +484,7 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
     PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
     if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL &&
-        (ts = PyObject_CallNoArgs(clock)) != NULL) {
+        (ts = read_clock(clock)) != NULL) {
         if (!PyLong_CheckExact(ts)) { /* not a timestamp: the Python path says so */
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {

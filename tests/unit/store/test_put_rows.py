@@ -140,6 +140,31 @@ def test_a_run_of_many_tags_packs_its_wake_ups_as_the_reference(keys: bytes) -> 
     assert results[0] == results[1]
 
 
+@needs_store_native
+@pytest.mark.parametrize(
+    "queue_offset", [0, 9, 10, 99, 100, 12345, 10**9 - 1, 10**9, 10**17, 2**62, 2**63 - 2]
+)
+def test_reply_numbers_of_every_width_are_the_references(queue_offset: int) -> None:
+    """The replies' decimal queue offsets and opaques (from Java's int range) as the twin
+    writes them; past int64 the queue's next offset stops the run (a C long long wrapped it
+    to a negative offset)."""
+    drawn = [
+        ("T", 0, 0, b"", b"b", 0, 1, (b"\x7f\x00\x00\x01", 1), 0, opaque)
+        for opaque in (0, 7, -1, 10, -99, 100, 2**31 - 1, -(2**31))
+    ]
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        cursor.set_queue_offset("T", 0, queue_offset)
+        buffer = bytearray(4096)
+        results.append((_run(put_rows, cursor, buffer, drawn, 0, True), bytes(buffer)))
+    assert len(results[0][0][2]) == min(8, 2**63 - queue_offset)
+    assert results[0] == results[1]
+
+
 class Topic(str):
     """A topic that is a str but not exactly one: the C's totals take it by the dict."""
 
