@@ -30,7 +30,14 @@ typedef struct {
      * key, so the lookup and the store of the next offset match by identity instead of
      * comparing a fresh tuple twice (~8% of a plain pass's user CPU in perf) */
     PyObject *key_cache[KEY_CACHE];
+    /* and each cached key's next queue offset as the table holds it, when known: the table is
+     * the cursor's alone (Python sees it read-only), so every change to it goes through the
+     * functions below, which keep these or forget them all (forget_next) */
+    long long key_next[KEY_CACHE];
+    unsigned char key_known[KEY_CACHE];
 } AppendCursor;
+
+static void forget_next(AppendCursor *c) { memset(c->key_known, 0, sizeof c->key_known); }
 
 /* RecordRefused(status name, remark): a message the CommitLog does not take. */
 static void refuse(const char *status, PyObject *remark) {
@@ -61,7 +68,9 @@ static PyObject *queue_key(PyObject *topic, PyObject *queue_id) {
 
 /* queue_key through the cursor's cache of recent keys (exact str and int only: anything else
  * is made afresh). The key is equal either way; only which object it is may differ. */
-static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *queue_id) {
+static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *queue_id,
+                                  Py_ssize_t *at) {
+    *at = -1;
     if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id))
         return queue_key(topic, queue_id);
     Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
@@ -77,10 +86,17 @@ static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *qu
                        ? PyObject_RichCompareBool(PyTuple_GET_ITEM(cached, 1), queue_id, Py_EQ)
                        : 0;
         if (same < 0) return NULL;
-        if (same) return Py_NewRef(cached);
+        if (same) {
+            *at = slot;
+            return Py_NewRef(cached);
+        }
     }
     PyObject *key = queue_key(topic, queue_id);
-    if (key != NULL) Py_XSETREF(c->key_cache[slot], Py_NewRef(key));
+    if (key != NULL) {
+        Py_XSETREF(c->key_cache[slot], Py_NewRef(key));
+        c->key_known[slot] = 0;
+        *at = slot;
+    }
     return key;
 }
 
@@ -123,6 +139,7 @@ typedef struct {
     Py_buffer mm, body, born;
     PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY), or NULL: spans */
     PyObject *key;    /* (topic, queue id) */
+    Py_ssize_t slot;  /* the key's place in the cursor's cache, or -1 */
     const char *props; /* the record's encoded properties (the fields' or the argument's) */
     Py_ssize_t props_len;
     long tags_code;                /* when fields is NULL: dispatch_spans' */
@@ -146,6 +163,10 @@ typedef struct {
 
 /* The cursor moved on past a record packed: its queue's next offset, the last put's time. */
 static int commit(AppendCursor *c, PutInputs *in, const Packed *p) {
+    /* known again once set; a key not in the cache (a str subclass's) may be equal to one
+     * that is: all forgotten */
+    if (p->queued && in->slot >= 0) c->key_known[in->slot] = 0;
+    if (p->queued && in->slot < 0) forget_next(c);
     if (p->queued && p->queue_offset == LLONG_MAX) {
         /* the next one is 2**63, as Python's int says (the twin's next put refuses it); a
          * long long would wrap to a negative offset */
@@ -153,8 +174,12 @@ static int commit(AppendCursor *c, PutInputs *in, const Packed *p) {
         int r = next == NULL ? -1 : PyDict_SetItem(c->queue_offsets, in->key, next);
         Py_XDECREF(next);
         if (r < 0) return -1;
-    } else if (p->queued && set_next(c, in->key, p->queue_offset + 1) < 0) {
-        return -1;
+    } else if (p->queued) {
+        if (set_next(c, in->key, p->queue_offset + 1) < 0) return -1;
+        if (in->slot >= 0) {
+            c->key_next[in->slot] = p->queue_offset + 1;
+            c->key_known[in->slot] = 1;
+        }
     }
     c->last_put_timestamp = p->store_ts;
     return 0;
@@ -301,9 +326,18 @@ static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers
     if (p->size + END_FILE_MIN_BLANK_LENGTH > in->mm.len - n.position) return 0;
     p->queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
     p->queue_offset = 0;
-    if ((in->key = cached_queue_key(c, args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
-        (p->queued && next_queue_offset(c, in->key, &p->queue_offset) < 0))
+    if ((in->key = cached_queue_key(c, args[P_TOPIC], args[P_QUEUE_ID], &in->slot)) == NULL)
         return -1;
+    if (p->queued) {
+        if (in->slot >= 0 && c->key_known[in->slot]) {
+            p->queue_offset = c->key_next[in->slot];
+        } else if (next_queue_offset(c, in->key, &p->queue_offset) < 0) {
+            return -1;
+        } else if (in->slot >= 0) {
+            c->key_next[in->slot] = p->queue_offset;
+            c->key_known[in->slot] = 1;
+        }
+    }
     pack_one(c, in, &n, born_port, topic, topic_len, p->size, p->queue_offset);
     p->phys = n.start + n.position;
     p->store_ts = n.store_ts;
@@ -423,6 +457,7 @@ static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *cons
     PyObject *outcome =
         batch_dispatch(c->prefix, args[B_TOPIC], (unsigned char *)mm.buf + position,
                        plan.entries, count, plan.batch_props_length, start + position, queue_offset);
+    forget_next(c); /* its key is not the cache's: the cache's may be this queue's */
     if (outcome == NULL || set_next(c, key, queue_offset + count) < 0) {
         Py_XDECREF(outcome);
         goto done;
@@ -466,6 +501,7 @@ static PyObject *AppendCursor_set_queue_offset(AppendCursor *c, PyObject *const 
     }
     PyObject *key = queue_key(args[0], args[1]);
     if (key == NULL) return NULL;
+    forget_next(c);
     int set = set_next(c, key, next);
     Py_DECREF(key);
     return set < 0 ? NULL : Py_NewRef(Py_None);
@@ -479,6 +515,7 @@ static PyObject *AppendCursor_remove_queue(AppendCursor *c, PyObject *const *arg
     }
     PyObject *key = queue_key(args[0], args[1]);
     if (key == NULL) return NULL;
+    forget_next(c);
     int deleted = PyDict_DelItem(c->queue_offsets, key);
     Py_DECREF(key);
     if (deleted < 0) {
@@ -489,6 +526,7 @@ static PyObject *AppendCursor_remove_queue(AppendCursor *c, PyObject *const *arg
 }
 
 static PyObject *AppendCursor_clear_queue_offsets(AppendCursor *c, PyObject *unused) {
+    forget_next(c);
     PyDict_Clear(c->queue_offsets);
     Py_RETURN_NONE;
 }

@@ -10,7 +10,7 @@ import functools
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from broker.processor.send_reply import REPLY_PIECES, stored_reply_frame
@@ -436,16 +436,20 @@ def test_a_run_put_while_reput_is_behind_is_left_to_reput(stores: StoreFactory) 
     st.lists(
         st.tuples(
             st.sampled_from(["put", "put", "put", "remove", "set", "clear"]),
-            st.sampled_from(["T", "U", "é", "T" + "x" * 3]),
+            # a str subclass and True: keys equal to cached ones that the cache does not hold
+            st.sampled_from(["T", "U", "é", "T" + "x" * 3, Topic("T")]),
             # ids 16 apart share a slot of the cache whatever the topic's hash
-            st.sampled_from([0, 1, 2, 16, 17, 18, 33, 49, -1, -17]),
+            st.sampled_from([0, 1, 2, 16, 17, 18, 33, 49, -1, -17, True]),
         ),
         max_size=60,
     )
 )
+@example([("put", "T", 0), ("put", Topic("T"), 0), ("put", "T", 0)])
+@example([("put", "U", 1), ("put", "U", True), ("put", "U", 1)])
 def test_the_cursor_keeps_each_queue_offset_across_many_queues(steps) -> None:
-    """The native cursor's cache of recent queue keys (more queues than it holds, queues
-    removed, set and cleared between puts) leaves every queue's offsets as the reference's."""
+    """The native cursor's cache of recent queue keys and their next offsets (more queues
+    than it holds, queues removed, set and cleared between puts, equal keys it does not
+    cache) leaves every queue's offsets as the reference's."""
     states = []
     for kind in (native.AppendCursor, PythonAppendCursor):
         cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
