@@ -38,23 +38,34 @@ static void set_wake(Wake *w, const PlainRecord *r) {
     w->properties = Py_NewRef(r->properties);
 }
 
+/* A run's first units are kept in the run itself: a lone send's one unit was a bytes object
+ * made and freed a pass only for plain_pass to read back (bytes only for plain_pack_finish). */
+#define INLINE_UNITS 2
+
 typedef struct {
     PyObject *topic, *queue_id; /* of the run's first record */
     long long queue, first, next; /* queue id, first and next queue offsets */
-    PyObject *units;              /* bytes grown by doubling, cut to length at the end */
-    Py_ssize_t used;
+    unsigned char *heap; /* the units once past `space` (grown by doubling), else NULL */
+    Py_ssize_t used, room; /* bytes of units; room: the heap's */
     Wake *wakes;
     Py_ssize_t wake_count, wake_room;
     PyObject *wake_index; /* tags code -> index in wakes, once past PLAIN_WAKE_SCAN */
     Py_ssize_t later;     /* the next run of the same queue, or -1 */
     int first_of_queue;
+    unsigned char space[INLINE_UNITS * CQ_UNIT_SIZE]; /* last: not zeroed when a run starts */
 } Run;
+
+static unsigned char *run_units(const Run *r) {
+    return r->heap != NULL ? r->heap : (unsigned char *)r->space;
+}
 
 /* A lone send or a round to a queue or two fits the pack's own arrays (INLINE_RUNS runs,
  * twice as many slots); a pack past them moves to the heap. Each was a malloc and a free a
  * pass. */
 #define INLINE_RUNS 2
 
+/* PyMem_Malloc serves up to 512 bytes from CPython's own pools; past that it is the system's
+ * malloc, slower (a pack of 616 bytes undid most of what its inline arrays saved) */
 struct PlainPack {
     Run *runs;
     Py_ssize_t count, room;
@@ -62,12 +73,22 @@ struct PlainPack {
     Py_ssize_t slot_mask;
     Py_ssize_t last; /* the run the previous record went to */
     PyObject *chunks; /* [(store timestamp, entries)], made when the first chunk closes */
-    PyObject *keys;   /* the open chunk's entries (BATCH_KEY_SIZE each) */
-    Py_ssize_t keys_used;
+    int keys_open;    /* a chunk of index entries is open: keys_used bytes of them */
+    unsigned char *keys_heap; /* its entries once past key_space (grown by doubling), or NULL */
+    Py_ssize_t keys_used, keys_room; /* keys_room: the heap's */
     long long keys_ts, last_ts;
+    /* what follows is not zeroed by plain_pack_new */
     Run inline_runs[INLINE_RUNS];
     Py_ssize_t inline_slots[2 * INLINE_RUNS];
+    /* the open chunk's first entries (BATCH_KEY_SIZE each): bytes only for plain_pack_finish */
+    unsigned char key_space[4 * BATCH_KEY_SIZE];
 };
+
+_Static_assert(sizeof(PlainPack) <= 512, "a pack fits CPython's small-object allocator");
+
+static unsigned char *chunk_keys(const PlainPack *p) {
+    return p->keys_heap != NULL ? p->keys_heap : (unsigned char *)p->key_space;
+}
 
 PlainPack *plain_pack_new(void) {
     /* only the header zeroed: a run is cleared as it is taken (run_of), the slots as the
@@ -85,7 +106,7 @@ void plain_pack_free(PlainPack *p) {
         Run *r = &p->runs[i];
         Py_XDECREF(r->topic);
         Py_XDECREF(r->queue_id);
-        Py_XDECREF(r->units);
+        PyMem_Free(r->heap);
         for (Py_ssize_t w = 0; w < r->wake_count; w++) clear_wake(&r->wakes[w]);
         PyMem_Free(r->wakes);
         Py_XDECREF(r->wake_index);
@@ -93,7 +114,7 @@ void plain_pack_free(PlainPack *p) {
     if (p->runs != p->inline_runs) PyMem_Free(p->runs);
     if (p->slots != p->inline_slots) PyMem_Free(p->slots);
     Py_XDECREF(p->chunks);
-    Py_XDECREF(p->keys);
+    PyMem_Free(p->keys_heap);
     PyMem_Free(p);
 }
 
@@ -170,7 +191,7 @@ static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
     if (newest >= 0 && p->runs[newest].next == offset) return p->last = newest;
     Py_ssize_t i = p->count;
     Run *r = &p->runs[i];
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(Run, space));
     r->topic = Py_NewRef(topic);
     r->queue_id = Py_NewRef(record->queue_id);
     r->queue = queue;
@@ -185,15 +206,16 @@ static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
 
 /* The record's unit onto its run's units. */
 static int add_unit(Run *r, long long phys, long long size, long long tags) {
-    Py_ssize_t have = r->units == NULL ? 0 : PyBytes_GET_SIZE(r->units);
+    Py_ssize_t have = r->heap != NULL ? r->room : (Py_ssize_t)sizeof r->space;
     if (r->used + CQ_UNIT_SIZE > have) {
-        if (r->units == NULL) {
-            if ((r->units = PyBytes_FromStringAndSize(NULL, 4 * CQ_UNIT_SIZE)) == NULL) return -1;
-        } else if (_PyBytes_Resize(&r->units, have * 2) < 0) {
-            return -1;
-        }
+        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
+        unsigned char *heap = PyMem_Realloc(r->heap, (size_t)have * 2);
+        if (heap == NULL) return PyErr_NoMemory(), -1;
+        if (r->heap == NULL) memcpy(heap, r->space, (size_t)r->used);
+        r->heap = heap;
+        r->room = have * 2;
     }
-    unsigned char *unit = (unsigned char *)PyBytes_AS_STRING(r->units) + r->used;
+    unsigned char *unit = run_units(r) + r->used;
     put_i64(unit, phys);
     put_i32(unit + 8, (int32_t)size);
     put_i64(unit + 12, tags);
@@ -256,13 +278,10 @@ static int add_wake(Run *r, const PlainRecord *record) {
 
 /* Close the open chunk of index entries onto the chunk list. */
 static int close_chunk(PlainPack *p) {
-    if (p->keys == NULL) return 0;
-    PyObject *chunk = NULL;
-    if (_PyBytes_Resize(&p->keys, p->keys_used) == 0)
-        chunk = Py_BuildValue("(LN)", p->keys_ts, p->keys);
-    else
-        chunk = NULL;
-    p->keys = NULL;
+    if (!p->keys_open) return 0;
+    PyObject *keys = PyBytes_FromStringAndSize((const char *)chunk_keys(p), p->keys_used);
+    PyObject *chunk = keys == NULL ? NULL : Py_BuildValue("(LN)", p->keys_ts, keys);
+    p->keys_open = 0;
     if (chunk != NULL && p->chunks == NULL && (p->chunks = PyList_New(0)) == NULL) Py_CLEAR(chunk);
     int appended = chunk == NULL ? -1 : PyList_Append(p->chunks, chunk);
     Py_XDECREF(chunk);
@@ -277,16 +296,22 @@ typedef struct {
 static int add_key(void *ctx, uint32_t hash) {
     KeySink *k = ctx;
     PlainPack *p = k->p;
-    if (p->keys != NULL && p->keys_ts != k->ts && close_chunk(p) < 0) return -1;
-    if (p->keys == NULL) {
-        if ((p->keys = PyBytes_FromStringAndSize(NULL, 16 * BATCH_KEY_SIZE)) == NULL) return -1;
+    if (p->keys_open && p->keys_ts != k->ts && close_chunk(p) < 0) return -1;
+    if (!p->keys_open) {
+        p->keys_open = 1;
         p->keys_used = 0;
         p->keys_ts = k->ts;
     }
-    Py_ssize_t have = PyBytes_GET_SIZE(p->keys);
-    if (p->keys_used + BATCH_KEY_SIZE > have && _PyBytes_Resize(&p->keys, have * 2) < 0)
-        return -1;
-    unsigned char *entry = (unsigned char *)PyBytes_AS_STRING(p->keys) + p->keys_used;
+    Py_ssize_t have = p->keys_heap != NULL ? p->keys_room : (Py_ssize_t)sizeof p->key_space;
+    if (p->keys_used + BATCH_KEY_SIZE > have) {
+        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
+        unsigned char *heap = PyMem_Realloc(p->keys_heap, (size_t)have * 2);
+        if (heap == NULL) return PyErr_NoMemory(), -1;
+        if (p->keys_heap == NULL) memcpy(heap, p->key_space, (size_t)p->keys_used);
+        p->keys_heap = heap;
+        p->keys_room = have * 2;
+    }
+    unsigned char *entry = chunk_keys(p) + p->keys_used;
     put_i32(entry, (int32_t)hash);
     put_i64(entry + 4, k->phys);
     p->keys_used += BATCH_KEY_SIZE;
@@ -358,10 +383,13 @@ static PyObject *wake_list(const Run *r) {
 }
 
 static PyObject *run_tuple(Run *r) {
-    if (_PyBytes_Resize(&r->units, r->used) < 0) return NULL;
-    PyObject *wakes = wake_list(r);
-    if (wakes == NULL) return NULL;
-    return Py_BuildValue("(OOLON)", r->topic, r->queue_id, r->first, r->units, wakes);
+    PyObject *units = PyBytes_FromStringAndSize((const char *)run_units(r), r->used);
+    PyObject *wakes = units == NULL ? NULL : wake_list(r);
+    if (wakes == NULL) {
+        Py_XDECREF(units);
+        return NULL;
+    }
+    return Py_BuildValue("(OOLNN)", r->topic, r->queue_id, r->first, units, wakes);
 }
 
 PyObject *plain_pack_finish(PlainPack *p) {
@@ -395,18 +423,19 @@ Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room) {
             const Run *r = &p->runs[j];
             if (n == room) return -1;
             out[n++] = (PackRun){r->topic, r->queue_id, r->first,
-                                 (const unsigned char *)PyBytes_AS_STRING(r->units), r->used};
+                                 run_units(r), r->used};
         }
     }
     return n;
 }
 
-int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used) {
+int plain_pack_keys(const PlainPack *p, long long *ts, const unsigned char **keys,
+                    Py_ssize_t *used) {
     /* closed chunks are only made when a key of another timestamp follows */
     if (p->chunks != NULL && PyList_GET_SIZE(p->chunks) > 0) return 2;
-    if (p->keys == NULL) return 0;
+    if (!p->keys_open) return 0;
     *ts = p->keys_ts;
-    *keys = p->keys;
+    *keys = chunk_keys(p);
     *used = p->keys_used;
     return 1;
 }

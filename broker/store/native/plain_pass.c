@@ -115,7 +115,7 @@ typedef struct {
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the pack: the one chunk's packed entries */
+    const unsigned char *keys; /* the pack's: the one chunk's packed entries */
     Py_ssize_t keys_len;
     long long keys_ts;
     PyObject *stats; /* the store's PutCounters, a new reference */
@@ -266,7 +266,7 @@ static int check_runs(Pass *p, PyObject *heard) {
 
 /* The newest IndexFile's writer opened on its mapping, when the pass's one chunk of keys all
  * fit in it (build_index_keys' one-call case); 1 with nothing to index too. */
-static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
+static int open_index(Pass *p, const unsigned char *keys, Py_ssize_t keys_len) {
     long long slots, max_entries;
     PyObject *service = get(p->dispatcher, N_INDEX_SERVICE);
     PyObject *files = service == NULL ? NULL : get(service, N_FILES);
@@ -290,9 +290,8 @@ static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
     Py_XDECREF(mm);
     if (ok <= 0) return ok;
     long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1, adding = 0;
-    const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(keys);
     for (Py_ssize_t at = 0; at < keys_len; at += BATCH_KEY_SIZE)
-        adding += get_i64(k + at + 4) > indexed;
+        adding += get_i64(keys + at + 4) > indexed;
     if (p->writer.count + adding > p->writer.max_entries) return 0;
     p->keys = keys;
     p->keys_len = keys_len;
@@ -309,7 +308,7 @@ static int check_index(Pass *p) {
     Py_DECREF(enable); /* a bool: only its identity is read */
     if (!PyBool_Check(enable)) return 0;
     if (enable == Py_False) return 1;
-    PyObject *keys;
+    const unsigned char *keys;
     Py_ssize_t used;
     int chunks = plain_pack_keys(p->rows.pack, &p->keys_ts, &keys, &used);
     if (chunks != 1) return chunks == 0;
@@ -449,7 +448,7 @@ static int pass_write(Pass *p, PyObject *replies) {
     p->n_targets = 0;
     if (p->keys != NULL) {
         long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1;
-        const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(p->keys);
+        const unsigned char *k = p->keys;
         for (Py_ssize_t at = 0; !failed && at < p->keys_len; at += BATCH_KEY_SIZE)
             if (get_i64(k + at + 4) > indexed)
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);

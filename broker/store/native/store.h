@@ -303,8 +303,8 @@ PlainPack *plain_pack_new(void);
 int plain_pack_add(PlainPack *p, const PlainRecord *record);
 /* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
 PyObject *plain_pack_finish(PlainPack *p);
-/* A run of a pack as plain_pass reads it in place, before plain_pack_finish (which resizes
- * the units: nothing here is valid after it). */
+/* A run of a pack as plain_pass reads it in place (its units are the pack's own memory,
+ * valid while the pack lives and no record is added). */
 typedef struct {
     PyObject *topic, *queue_id; /* borrowed from the pack */
     long long first;            /* the queue offset of its first unit */
@@ -315,8 +315,9 @@ typedef struct {
 Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
 /* The pack's index entries read in place, before plain_pack_finish: how many chunks of one
  * store timestamp they make (0, 1, or 2 for more than one), and for one its timestamp, its
- * bytes (borrowed) and how many of them are entries. */
-int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used);
+ * entries (the pack's memory) and how many bytes of them there are. */
+int plain_pack_keys(const PlainPack *p, long long *ts, const unsigned char **keys,
+                    Py_ssize_t *used);
 long long plain_pack_last_ts(const PlainPack *p);
 /* put_rows' work, its results as they are made: the position, the replies, the totals and
  * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing
