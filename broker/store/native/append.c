@@ -118,6 +118,19 @@ static int set_next(AppendCursor *c, PyObject *key, long long queue_offset) {
     return r;
 }
 
+/* A read-only view of `o`: an exact bytes object's own contents (immutable, and the caller's
+ * arguments keep it alive), `view->obj` left NULL so that nothing is released; anything else
+ * through the buffer protocol. Two protocol calls and releases a put were ~0.1k instructions. */
+static int read_view(PyObject *o, Py_buffer *view) {
+    if (PyBytes_CheckExact(o)) {
+        view->buf = PyBytes_AS_STRING(o);
+        view->len = PyBytes_GET_SIZE(o);
+        view->obj = NULL;
+        return 0;
+    }
+    return PyObject_GetBuffer(o, view, PyBUF_SIMPLE);
+}
+
 /* The born host of a message: an (address bytes of 4 or 16, port) tuple. */
 static int born_host_of(PyObject *host, Py_buffer *address, long long *port) {
     if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2) {
@@ -125,7 +138,7 @@ static int born_host_of(PyObject *host, Py_buffer *address, long long *port) {
         return -1;
     }
     if (as_ll(PyTuple_GET_ITEM(host, 1), port) < 0) return -1;
-    return PyObject_GetBuffer(PyTuple_GET_ITEM(host, 0), address, PyBUF_SIMPLE);
+    return read_view(PyTuple_GET_ITEM(host, 0), address);
 }
 
 /* ------------------------------------------------------------------ one message */
@@ -305,7 +318,7 @@ static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
     if (topic == NULL || properties_of(args[P_PROPERTIES], spans, in) < 0 ||
-        PyObject_GetBuffer(args[P_BODY], &in->body, PyBUF_SIMPLE) < 0)
+        read_view(args[P_BODY], &in->body) < 0)
         return -1;
     Py_ssize_t props_len = in->props_len;
     if (check_limits(topic_len, props_len, in->body.len, n.max_body) < 0 ||
