@@ -30,7 +30,14 @@ typedef struct {
      * key, so the lookup and the store of the next offset match by identity instead of
      * comparing a fresh tuple twice (~8% of a plain pass's user CPU in perf) */
     PyObject *key_cache[KEY_CACHE];
+    /* and each cached key's next queue offset as the table holds it, when known: the table is
+     * the cursor's alone (Python sees it read-only), so every change to it goes through the
+     * functions below, which keep these or forget them all (forget_next) */
+    long long key_next[KEY_CACHE];
+    unsigned char key_known[KEY_CACHE];
 } AppendCursor;
+
+static void forget_next(AppendCursor *c) { memset(c->key_known, 0, sizeof c->key_known); }
 
 /* RecordRefused(status name, remark): a message the CommitLog does not take. */
 static void refuse(const char *status, PyObject *remark) {
@@ -61,7 +68,9 @@ static PyObject *queue_key(PyObject *topic, PyObject *queue_id) {
 
 /* queue_key through the cursor's cache of recent keys (exact str and int only: anything else
  * is made afresh). The key is equal either way; only which object it is may differ. */
-static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *queue_id) {
+static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *queue_id,
+                                  Py_ssize_t *at) {
+    *at = -1;
     if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id))
         return queue_key(topic, queue_id);
     Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
@@ -77,10 +86,17 @@ static PyObject *cached_queue_key(AppendCursor *c, PyObject *topic, PyObject *qu
                        ? PyObject_RichCompareBool(PyTuple_GET_ITEM(cached, 1), queue_id, Py_EQ)
                        : 0;
         if (same < 0) return NULL;
-        if (same) return Py_NewRef(cached);
+        if (same) {
+            *at = slot;
+            return Py_NewRef(cached);
+        }
     }
     PyObject *key = queue_key(topic, queue_id);
-    if (key != NULL) Py_XSETREF(c->key_cache[slot], Py_NewRef(key));
+    if (key != NULL) {
+        Py_XSETREF(c->key_cache[slot], Py_NewRef(key));
+        c->key_known[slot] = 0;
+        *at = slot;
+    }
     return key;
 }
 
@@ -102,6 +118,19 @@ static int set_next(AppendCursor *c, PyObject *key, long long queue_offset) {
     return r;
 }
 
+/* A read-only view of `o`: an exact bytes object's own contents (immutable, and the caller's
+ * arguments keep it alive), `view->obj` left NULL so that nothing is released; anything else
+ * through the buffer protocol. Two protocol calls and releases a put were ~0.1k instructions. */
+static int read_view(PyObject *o, Py_buffer *view) {
+    if (PyBytes_CheckExact(o)) {
+        view->buf = PyBytes_AS_STRING(o);
+        view->len = PyBytes_GET_SIZE(o);
+        view->obj = NULL;
+        return 0;
+    }
+    return PyObject_GetBuffer(o, view, PyBUF_SIMPLE);
+}
+
 /* The born host of a message: an (address bytes of 4 or 16, port) tuple. */
 static int born_host_of(PyObject *host, Py_buffer *address, long long *port) {
     if (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2) {
@@ -109,7 +138,7 @@ static int born_host_of(PyObject *host, Py_buffer *address, long long *port) {
         return -1;
     }
     if (as_ll(PyTuple_GET_ITEM(host, 1), port) < 0) return -1;
-    return PyObject_GetBuffer(PyTuple_GET_ITEM(host, 0), address, PyBUF_SIMPLE);
+    return read_view(PyTuple_GET_ITEM(host, 0), address);
 }
 
 /* ------------------------------------------------------------------ one message */
@@ -121,8 +150,13 @@ enum {
 
 typedef struct {
     Py_buffer mm, body, born;
-    PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    PyObject *fields; /* (encoded properties, tags code, KEYS, UNIQ_KEY), or NULL: spans */
     PyObject *key;    /* (topic, queue id) */
+    Py_ssize_t slot;  /* the key's place in the cursor's cache, or -1 */
+    const char *props; /* the record's encoded properties (the fields' or the argument's) */
+    Py_ssize_t props_len;
+    long tags_code;                /* when fields is NULL: dispatch_spans' */
+    const char *keys[2], *uniq[2]; /* the same */
 } PutInputs;
 
 static void release_inputs(PutInputs *in) {
@@ -142,7 +176,24 @@ typedef struct {
 
 /* The cursor moved on past a record packed: its queue's next offset, the last put's time. */
 static int commit(AppendCursor *c, PutInputs *in, const Packed *p) {
-    if (p->queued && set_next(c, in->key, p->queue_offset + 1) < 0) return -1;
+    /* known again once set; a key not in the cache (a str subclass's) may be equal to one
+     * that is: all forgotten */
+    if (p->queued && in->slot >= 0) c->key_known[in->slot] = 0;
+    if (p->queued && in->slot < 0) forget_next(c);
+    if (p->queued && p->queue_offset == LLONG_MAX) {
+        /* the next one is 2**63, as Python's int says (the twin's next put refuses it); a
+         * long long would wrap to a negative offset */
+        PyObject *next = PyLong_FromUnsignedLongLong((unsigned long long)LLONG_MAX + 1);
+        int r = next == NULL ? -1 : PyDict_SetItem(c->queue_offsets, in->key, next);
+        Py_XDECREF(next);
+        if (r < 0) return -1;
+    } else if (p->queued) {
+        if (set_next(c, in->key, p->queue_offset + 1) < 0) return -1;
+        if (in->slot >= 0) {
+            c->key_next[in->slot] = p->queue_offset + 1;
+            c->key_known[in->slot] = 1;
+        }
+    }
     c->last_put_timestamp = p->store_ts;
     return 0;
 }
@@ -219,7 +270,6 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
     if (in->born.len == 16) sys_flag |= BORNHOST_V6_FLAG;
     if (store_len == 16) sys_flag |= STOREHOSTADDRESS_V6_FLAG;
     unsigned long crc = body_crc(in->body.buf, (size_t)in->body.len);
-    PyObject *props = PyTuple_GET_ITEM(in->fields, 0);
     RecordFields f = {
         .size = (int32_t)size, .crc = (int32_t)(crc & 0x7FFFFFFFul),
         .queue_id = (int32_t)n->queue_id, .flag = (int32_t)n->flag, .sys_flag = sys_flag,
@@ -230,18 +280,35 @@ static void pack_one(AppendCursor *c, PutInputs *in, const PutNumbers *n, long l
         .store = (const unsigned char *)PyBytes_AS_STRING(c->store_address),
         .store_len = store_len, .body = in->body.buf, .body_len = in->body.len,
         .topic = (const unsigned char *)topic, .topic_len = topic_len,
-        .props = (const unsigned char *)PyBytes_AS_STRING(props),
-        .props_len = PyBytes_GET_SIZE(props),
+        .props = (const unsigned char *)in->props, .props_len = in->props_len,
     };
     write_record((unsigned char *)in->mm.buf + n->position, &f);
+}
+
+/* What dispatch reads of the properties into `in`: for `spans` and property bytes whose values
+ * are ASCII, dispatch_spans' values into the bytes (no objects); else message_fields_of's
+ * tuple, which fails as dispatch_spans would (a TAGS value that is not UTF-8) or judges the
+ * rest. 0, or -1 with the error. */
+static int properties_of(PyObject *properties, int spans, PutInputs *in) {
+    if (spans && PyBytes_CheckExact(properties)) {
+        in->props = PyBytes_AS_STRING(properties);
+        in->props_len = PyBytes_GET_SIZE(properties);
+        int ascii = dispatch_spans(in->props, in->props_len, &in->tags_code, in->keys, in->uniq);
+        if (ascii != 0) return ascii;
+    }
+    if ((in->fields = message_fields_of(properties)) == NULL) return -1;
+    PyObject *encoded = PyTuple_GET_ITEM(in->fields, 0);
+    in->props = PyBytes_AS_STRING(encoded);
+    in->props_len = PyBytes_GET_SIZE(encoded);
+    return 0;
 }
 
 /* One message's record packed at its position, the cursor not moved yet: 1 packed (`p` says
  * where), 0 it does not fit with the 8-byte BLANK filler (p->size), -1 with RecordRefused for
  * a message over the CommitLog's limits (checked in Java's order) or another error set. `in`
- * holds what the caller releases. */
+ * holds what the caller releases; `spans`: see properties_of. */
 static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers *numbers,
-                        PutInputs *in, Packed *p) {
+                        PutInputs *in, Packed *p, int spans) {
     const PutNumbers n = *numbers;
     Py_ssize_t topic_len;
     long long born_port;
@@ -250,10 +317,10 @@ static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers
         return -1;
     }
     const char *topic = PyUnicode_AsUTF8AndSize(args[P_TOPIC], &topic_len);
-    if (topic == NULL || (in->fields = message_fields_of(args[P_PROPERTIES])) == NULL ||
-        PyObject_GetBuffer(args[P_BODY], &in->body, PyBUF_SIMPLE) < 0)
+    if (topic == NULL || properties_of(args[P_PROPERTIES], spans, in) < 0 ||
+        read_view(args[P_BODY], &in->body) < 0)
         return -1;
-    Py_ssize_t props_len = PyBytes_GET_SIZE(PyTuple_GET_ITEM(in->fields, 0));
+    Py_ssize_t props_len = in->props_len;
     if (check_limits(topic_len, props_len, in->body.len, n.max_body) < 0 ||
         born_host_of(args[P_BORN_HOST], &in->born, &born_port) < 0)
         return -1;
@@ -272,9 +339,18 @@ static int pack_message(AppendCursor *c, PyObject *const *args, const PutNumbers
     if (p->size + END_FILE_MIN_BLANK_LENGTH > in->mm.len - n.position) return 0;
     p->queued = !(n.sys_flag & TRANSACTION_NOT_QUEUED_BIT);
     p->queue_offset = 0;
-    if ((in->key = cached_queue_key(c, args[P_TOPIC], args[P_QUEUE_ID])) == NULL ||
-        (p->queued && next_queue_offset(c, in->key, &p->queue_offset) < 0))
+    if ((in->key = cached_queue_key(c, args[P_TOPIC], args[P_QUEUE_ID], &in->slot)) == NULL)
         return -1;
+    if (p->queued) {
+        if (in->slot >= 0 && c->key_known[in->slot]) {
+            p->queue_offset = c->key_next[in->slot];
+        } else if (next_queue_offset(c, in->key, &p->queue_offset) < 0) {
+            return -1;
+        } else if (in->slot >= 0) {
+            c->key_next[in->slot] = p->queue_offset;
+            c->key_known[in->slot] = 1;
+        }
+    }
     pack_one(c, in, &n, born_port, topic, topic_len, p->size, p->queue_offset);
     p->phys = n.start + n.position;
     p->store_ts = n.store_ts;
@@ -298,7 +374,7 @@ static PyObject *AppendCursor_put(AppendCursor *c, PyObject *const *args, Py_ssi
     PutNumbers n;
     PyObject *result = NULL;
     if (put_numbers(args, &n) < 0) return NULL;
-    int packed = pack_message(c, args, &n, &in, &p);
+    int packed = pack_message(c, args, &n, &in, &p, 0);
     if (packed == 0) result = PyLong_FromSsize_t(p.size);
     else if (packed == 1) result = put_outcome(c, args, &in, &p);
     release_inputs(&in);
@@ -310,13 +386,16 @@ int append_cursor_put_values(PyObject *cursor, PyObject *const *args, const PutN
     AppendCursor *c = (AppendCursor *)cursor;
     PutInputs in = {0};
     Packed p;
-    int packed = pack_message(c, args, n, &in, &p);
+    int packed = pack_message(c, args, n, &in, &p, 1);
     if (packed == 1 && commit(c, &in, &p) < 0) packed = -1;
     if (packed == 1) {
         out->phys = p.phys;
         out->queue_offset = p.queue_offset;
         out->size = p.size;
-        out->fields = Py_NewRef(in.fields);
+        out->fields = Py_XNewRef(in.fields);
+        out->tags_code = in.tags_code;
+        memcpy(out->keys, in.keys, sizeof out->keys);
+        memcpy(out->uniq, in.uniq, sizeof out->uniq);
         out->msg_prefix = c->prefix;
     }
     release_inputs(&in);
@@ -391,6 +470,7 @@ static PyObject *AppendCursor_put_batch_dispatch(AppendCursor *c, PyObject *cons
     PyObject *outcome =
         batch_dispatch(c->prefix, args[B_TOPIC], (unsigned char *)mm.buf + position,
                        plan.entries, count, plan.batch_props_length, start + position, queue_offset);
+    forget_next(c); /* its key is not the cache's: the cache's may be this queue's */
     if (outcome == NULL || set_next(c, key, queue_offset + count) < 0) {
         Py_XDECREF(outcome);
         goto done;
@@ -434,6 +514,7 @@ static PyObject *AppendCursor_set_queue_offset(AppendCursor *c, PyObject *const 
     }
     PyObject *key = queue_key(args[0], args[1]);
     if (key == NULL) return NULL;
+    forget_next(c);
     int set = set_next(c, key, next);
     Py_DECREF(key);
     return set < 0 ? NULL : Py_NewRef(Py_None);
@@ -447,6 +528,7 @@ static PyObject *AppendCursor_remove_queue(AppendCursor *c, PyObject *const *arg
     }
     PyObject *key = queue_key(args[0], args[1]);
     if (key == NULL) return NULL;
+    forget_next(c);
     int deleted = PyDict_DelItem(c->queue_offsets, key);
     Py_DECREF(key);
     if (deleted < 0) {
@@ -457,6 +539,7 @@ static PyObject *AppendCursor_remove_queue(AppendCursor *c, PyObject *const *arg
 }
 
 static PyObject *AppendCursor_clear_queue_offsets(AppendCursor *c, PyObject *unused) {
+    forget_next(c);
     PyDict_Clear(c->queue_offsets);
     Py_RETURN_NONE;
 }

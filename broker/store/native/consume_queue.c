@@ -118,6 +118,56 @@ int cq_run_check(PyObject *table, PyObject *run, CqTarget *t) {
                                PyBytes_GET_SIZE(units), t);
 }
 
+/* table[topic][queue_id] of recent runs' queues, kept with both dicts' versions (store.h
+ * dict_version): while both are the same, the table still maps the topic to that dict and it
+ * the queue id to that ConsumeQueue, so the two probes are skipped (a new queue or topic
+ * changes a version). Each entry holds its topic, so the identity compared first is never
+ * another str's; the queue id (an exact int) is kept as its value. */
+#define QUEUE_CACHE 16 /* a power of two */
+typedef struct {
+    PyObject *table, *queues; /* compared only, and the table's while its version is this */
+    uint64_t table_version, queues_version;
+    PyObject *topic;
+    long long queue_id;
+    PyObject *consume_queue; /* borrowed: the queues dict's while its version is this one */
+} QueueEntry;
+static QueueEntry queue_cache[QUEUE_CACHE];
+
+static QueueEntry *queue_entry(PyObject *topic, long long queue_id) {
+    Py_hash_t h = PyObject_Hash(topic); /* an exact str: cached, never -1 after the first */
+    if (h == -1) return NULL;
+    return &queue_cache[((Py_uhash_t)h ^ (Py_uhash_t)queue_id) & (QUEUE_CACHE - 1)];
+}
+
+/* table[topic][queue_id] (exact str and int), borrowed: NULL if absent (or not a dict in
+ * between), or with an error set. */
+static PyObject *table_queue(PyObject *table, PyObject *topic, PyObject *queue_id) {
+    uint64_t table_version = dict_version(table);
+    long long id = as_long_long(queue_id);
+    if (id == -1 && PyErr_Occurred()) { /* past int64: looked up, not kept */
+        PyErr_Clear();
+        table_version = 0;
+    }
+    QueueEntry *e = table_version == 0 ? NULL : queue_entry(topic, id);
+    if (e != NULL && e->table == table && e->table_version == table_version &&
+        e->queue_id == id && same_text(e->topic, topic) &&
+        e->queues_version == dict_version(e->queues))
+        return e->consume_queue;
+    if (e == NULL && PyErr_Occurred()) return NULL;
+    PyObject *queues = PyDict_GetItemWithError(table, topic); /* borrowed */
+    if (queues == NULL || !PyDict_CheckExact(queues)) return NULL;
+    uint64_t queues_version = dict_version(queues);
+    PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
+    /* kept only if the probes changed nothing (int and str keys run no Python, others might) */
+    if (consume_queue != NULL && e != NULL && dict_version(table) == table_version &&
+        dict_version(queues) == queues_version) {
+        *e = (QueueEntry){table, queues, table_version, queues_version, e->topic, id,
+                          consume_queue};
+        Py_XSETREF(e->topic, Py_NewRef(topic));
+    }
+    return consume_queue;
+}
+
 int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
                         long long queue_offset, const unsigned char *src, Py_ssize_t length,
                         CqTarget *t) {
@@ -125,9 +175,7 @@ int cq_run_check_values(PyObject *table, PyObject *topic, PyObject *queue_id,
     if (intern_names() < 0) return -1;
     if (!PyUnicode_CheckExact(topic) || !PyLong_CheckExact(queue_id)) return 0;
     if (length == 0 || length % CQ_UNIT_SIZE != 0) return 0;
-    PyObject *queues = PyDict_GetItemWithError(table, topic); /* borrowed */
-    if (queues == NULL || !PyDict_CheckExact(queues)) return PyErr_Occurred() ? -1 : 0;
-    PyObject *consume_queue = PyDict_GetItemWithError(queues, queue_id); /* borrowed */
+    PyObject *consume_queue = table_queue(table, topic, queue_id); /* borrowed */
     if (consume_queue == NULL) return PyErr_Occurred() ? -1 : 0;
     t->consume_queue = Py_NewRef(consume_queue);
     t->units = src;

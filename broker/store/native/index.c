@@ -115,6 +115,29 @@ int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sin
     return 0;
 }
 
+static uint32_t ascii_hash(uint32_t base, const char *start, const char *end) {
+    uint32_t h = base;
+    for (const unsigned char *p = (const unsigned char *)start; p < (const unsigned char *)end; p++)
+        h = 31u * h + *p;
+    return h;
+}
+
+/* Bytes below 0x80 are their str's UTF-16 units: the same hashes, in the same order, with no
+ * str made for KEYS and UNIQ_KEY (two a plain send). */
+int each_ascii_key_hash(uint32_t base, const char *const keys[2], const char *const uniq[2],
+                        KeyHashSink sink, void *ctx) {
+    if (uniq[0] != NULL && uniq[1] > uniq[0] && sink(ctx, ascii_hash(base, uniq[0], uniq[1])) < 0)
+        return -1;
+    if (keys[0] == NULL) return 0;
+    const char *start = keys[0];
+    for (const char *at = keys[0]; at <= keys[1]; at++) {
+        if (at < keys[1] && *at != ' ') continue;
+        if (at > start && sink(ctx, ascii_hash(base, start, at)) < 0) return -1;
+        start = at + 1;
+    }
+    return 0;
+}
+
 typedef struct {
     IndexWriter *w;
     PyObject *left, *request;

@@ -33,28 +33,39 @@ static void set_wake(Wake *w, const PlainRecord *r) {
     w->queue_offset = r->queue_offset;
     w->topic = Py_NewRef(r->topic);
     w->queue_id = Py_NewRef(r->queue_id);
-    w->tags_obj = Py_NewRef(r->tags);
+    w->tags_obj = Py_XNewRef(r->tags); /* NULL: made from w->tags when it is handed on */
     w->store_ts = Py_NewRef(r->store_ts);
     w->properties = Py_NewRef(r->properties);
 }
 
+/* A run's first units are kept in the run itself: a lone send's one unit was a bytes object
+ * made and freed a pass only for plain_pass to read back (bytes only for plain_pack_finish). */
+#define INLINE_UNITS 2
+
 typedef struct {
     PyObject *topic, *queue_id; /* of the run's first record */
     long long queue, first, next; /* queue id, first and next queue offsets */
-    PyObject *units;              /* bytes grown by doubling, cut to length at the end */
-    Py_ssize_t used;
+    unsigned char *heap; /* the units once past `space` (grown by doubling), else NULL */
+    Py_ssize_t used, room; /* bytes of units; room: the heap's */
     Wake *wakes;
     Py_ssize_t wake_count, wake_room;
     PyObject *wake_index; /* tags code -> index in wakes, once past PLAIN_WAKE_SCAN */
     Py_ssize_t later;     /* the next run of the same queue, or -1 */
     int first_of_queue;
+    unsigned char space[INLINE_UNITS * CQ_UNIT_SIZE]; /* last: not zeroed when a run starts */
 } Run;
+
+static unsigned char *run_units(const Run *r) {
+    return r->heap != NULL ? r->heap : (unsigned char *)r->space;
+}
 
 /* A lone send or a round to a queue or two fits the pack's own arrays (INLINE_RUNS runs,
  * twice as many slots); a pack past them moves to the heap. Each was a malloc and a free a
  * pass. */
 #define INLINE_RUNS 2
 
+/* PyMem_Malloc serves up to 512 bytes from CPython's own pools; past that it is the system's
+ * malloc, slower (a pack of 616 bytes undid most of what its inline arrays saved) */
 struct PlainPack {
     Run *runs;
     Py_ssize_t count, room;
@@ -62,16 +73,29 @@ struct PlainPack {
     Py_ssize_t slot_mask;
     Py_ssize_t last; /* the run the previous record went to */
     PyObject *chunks; /* [(store timestamp, entries)], made when the first chunk closes */
-    PyObject *keys;   /* the open chunk's entries (BATCH_KEY_SIZE each) */
-    Py_ssize_t keys_used;
+    int keys_open;    /* a chunk of index entries is open: keys_used bytes of them */
+    unsigned char *keys_heap; /* its entries once past key_space (grown by doubling), or NULL */
+    Py_ssize_t keys_used, keys_room; /* keys_room: the heap's */
     long long keys_ts, last_ts;
+    /* what follows is not zeroed by plain_pack_new */
     Run inline_runs[INLINE_RUNS];
     Py_ssize_t inline_slots[2 * INLINE_RUNS];
+    /* the open chunk's first entries (BATCH_KEY_SIZE each): bytes only for plain_pack_finish */
+    unsigned char key_space[4 * BATCH_KEY_SIZE];
 };
 
+_Static_assert(sizeof(PlainPack) <= 512, "a pack fits CPython's small-object allocator");
+
+static unsigned char *chunk_keys(const PlainPack *p) {
+    return p->keys_heap != NULL ? p->keys_heap : (unsigned char *)p->key_space;
+}
+
 PlainPack *plain_pack_new(void) {
-    PlainPack *p = PyMem_Calloc(1, sizeof *p);
+    /* only the header zeroed: a run is cleared as it is taken (run_of), the slots as the
+     * table is set up (grow); zeroing the inline arrays too was most of a pass's allocation */
+    PlainPack *p = PyMem_Malloc(sizeof *p);
     if (p == NULL) return (PlainPack *)PyErr_NoMemory();
+    memset(p, 0, offsetof(PlainPack, inline_runs));
     p->last = -1;
     return p;
 }
@@ -82,7 +106,7 @@ void plain_pack_free(PlainPack *p) {
         Run *r = &p->runs[i];
         Py_XDECREF(r->topic);
         Py_XDECREF(r->queue_id);
-        Py_XDECREF(r->units);
+        PyMem_Free(r->heap);
         for (Py_ssize_t w = 0; w < r->wake_count; w++) clear_wake(&r->wakes[w]);
         PyMem_Free(r->wakes);
         Py_XDECREF(r->wake_index);
@@ -90,7 +114,7 @@ void plain_pack_free(PlainPack *p) {
     if (p->runs != p->inline_runs) PyMem_Free(p->runs);
     if (p->slots != p->inline_slots) PyMem_Free(p->slots);
     Py_XDECREF(p->chunks);
-    Py_XDECREF(p->keys);
+    PyMem_Free(p->keys_heap);
     PyMem_Free(p);
 }
 
@@ -167,7 +191,7 @@ static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
     if (newest >= 0 && p->runs[newest].next == offset) return p->last = newest;
     Py_ssize_t i = p->count;
     Run *r = &p->runs[i];
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(Run, space));
     r->topic = Py_NewRef(topic);
     r->queue_id = Py_NewRef(record->queue_id);
     r->queue = queue;
@@ -182,21 +206,36 @@ static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
 
 /* The record's unit onto its run's units. */
 static int add_unit(Run *r, long long phys, long long size, long long tags) {
-    Py_ssize_t have = r->units == NULL ? 0 : PyBytes_GET_SIZE(r->units);
+    Py_ssize_t have = r->heap != NULL ? r->room : (Py_ssize_t)sizeof r->space;
     if (r->used + CQ_UNIT_SIZE > have) {
-        if (r->units == NULL) {
-            if ((r->units = PyBytes_FromStringAndSize(NULL, 4 * CQ_UNIT_SIZE)) == NULL) return -1;
-        } else if (_PyBytes_Resize(&r->units, have * 2) < 0) {
-            return -1;
-        }
+        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
+        unsigned char *heap = PyMem_Realloc(r->heap, (size_t)have * 2);
+        if (heap == NULL) return PyErr_NoMemory(), -1;
+        if (r->heap == NULL) memcpy(heap, r->space, (size_t)r->used);
+        r->heap = heap;
+        r->room = have * 2;
     }
-    unsigned char *unit = (unsigned char *)PyBytes_AS_STRING(r->units) + r->used;
+    unsigned char *unit = run_units(r) + r->used;
     put_i64(unit, phys);
     put_i32(unit + 8, (int32_t)size);
     put_i64(unit + 12, tags);
     r->used += CQ_UNIT_SIZE;
-    r->next += 1;
+    r->next = (long long)((unsigned long long)r->next + 1); /* compared only: may wrap */
     return 0;
+}
+
+/* A tags code as the int handed on: the record's own, else made (a new reference). */
+static PyObject *tags_object(PyObject *tags, long long code) {
+    return tags != NULL ? Py_NewRef(tags) : PyLong_FromLongLong(code);
+}
+
+/* wake_index[tags] = at; -1 with an error. */
+static int index_wake(Run *r, PyObject *tags, long long code, Py_ssize_t at) {
+    PyObject *key = tags_object(tags, code), *value = key == NULL ? NULL : PyLong_FromSsize_t(at);
+    int set = value == NULL ? -1 : PyDict_SetItem(r->wake_index, key, value);
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return set;
 }
 
 /* The record as its tags code's newest in its run: the code's place kept, its record moved on. */
@@ -206,7 +245,9 @@ static int add_wake(Run *r, const PlainRecord *record) {
         for (Py_ssize_t w = 0; w < r->wake_count && found < 0; w++)
             if (r->wakes[w].tags == record->tags_code) found = w;
     } else {
-        PyObject *at = PyDict_GetItemWithError(r->wake_index, record->tags);
+        PyObject *code = tags_object(record->tags, record->tags_code);
+        PyObject *at = code == NULL ? NULL : PyDict_GetItemWithError(r->wake_index, code);
+        Py_XDECREF(code);
         if (at == NULL && PyErr_Occurred()) return -1;
         if (at != NULL) found = PyLong_AsSsize_t(at);
     }
@@ -223,20 +264,12 @@ static int add_wake(Run *r, const PlainRecord *record) {
     }
     if (r->wake_count == PLAIN_WAKE_SCAN) { /* many tags in one run: look them up from here */
         if ((r->wake_index = PyDict_New()) == NULL) return -1;
-        for (Py_ssize_t w = 0; w < r->wake_count; w++) {
-            PyObject *code = r->wakes[w].tags_obj;
-            PyObject *at = PyLong_FromSsize_t(w);
-            int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, code, at);
-            Py_XDECREF(at);
-            if (set < 0) return -1;
-        }
+        for (Py_ssize_t w = 0; w < r->wake_count; w++)
+            if (index_wake(r, r->wakes[w].tags_obj, r->wakes[w].tags, w) < 0) return -1;
     }
-    if (r->wake_index != NULL) {
-        PyObject *at = PyLong_FromSsize_t(r->wake_count);
-        int set = at == NULL ? -1 : PyDict_SetItem(r->wake_index, record->tags, at);
-        Py_XDECREF(at);
-        if (set < 0) return -1;
-    }
+    if (r->wake_index != NULL &&
+        index_wake(r, record->tags, record->tags_code, r->wake_count) < 0)
+        return -1;
     Wake *w = &r->wakes[r->wake_count++];
     memset(w, 0, sizeof *w);
     set_wake(w, record);
@@ -245,13 +278,10 @@ static int add_wake(Run *r, const PlainRecord *record) {
 
 /* Close the open chunk of index entries onto the chunk list. */
 static int close_chunk(PlainPack *p) {
-    if (p->keys == NULL) return 0;
-    PyObject *chunk = NULL;
-    if (_PyBytes_Resize(&p->keys, p->keys_used) == 0)
-        chunk = Py_BuildValue("(LN)", p->keys_ts, p->keys);
-    else
-        chunk = NULL;
-    p->keys = NULL;
+    if (!p->keys_open) return 0;
+    PyObject *keys = PyBytes_FromStringAndSize((const char *)chunk_keys(p), p->keys_used);
+    PyObject *chunk = keys == NULL ? NULL : Py_BuildValue("(LN)", p->keys_ts, keys);
+    p->keys_open = 0;
     if (chunk != NULL && p->chunks == NULL && (p->chunks = PyList_New(0)) == NULL) Py_CLEAR(chunk);
     int appended = chunk == NULL ? -1 : PyList_Append(p->chunks, chunk);
     Py_XDECREF(chunk);
@@ -266,16 +296,22 @@ typedef struct {
 static int add_key(void *ctx, uint32_t hash) {
     KeySink *k = ctx;
     PlainPack *p = k->p;
-    if (p->keys != NULL && p->keys_ts != k->ts && close_chunk(p) < 0) return -1;
-    if (p->keys == NULL) {
-        if ((p->keys = PyBytes_FromStringAndSize(NULL, 16 * BATCH_KEY_SIZE)) == NULL) return -1;
+    if (p->keys_open && p->keys_ts != k->ts && close_chunk(p) < 0) return -1;
+    if (!p->keys_open) {
+        p->keys_open = 1;
         p->keys_used = 0;
         p->keys_ts = k->ts;
     }
-    Py_ssize_t have = PyBytes_GET_SIZE(p->keys);
-    if (p->keys_used + BATCH_KEY_SIZE > have && _PyBytes_Resize(&p->keys, have * 2) < 0)
-        return -1;
-    unsigned char *entry = (unsigned char *)PyBytes_AS_STRING(p->keys) + p->keys_used;
+    Py_ssize_t have = p->keys_heap != NULL ? p->keys_room : (Py_ssize_t)sizeof p->key_space;
+    if (p->keys_used + BATCH_KEY_SIZE > have) {
+        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
+        unsigned char *heap = PyMem_Realloc(p->keys_heap, (size_t)have * 2);
+        if (heap == NULL) return PyErr_NoMemory(), -1;
+        if (p->keys_heap == NULL) memcpy(heap, p->key_space, (size_t)p->keys_used);
+        p->keys_heap = heap;
+        p->keys_room = have * 2;
+    }
+    unsigned char *entry = chunk_keys(p) + p->keys_used;
     put_i32(entry, (int32_t)hash);
     put_i64(entry + 4, k->phys);
     p->keys_used += BATCH_KEY_SIZE;
@@ -292,8 +328,10 @@ int plain_pack_add(PlainPack *p, const PlainRecord *record) {
     p->last_ts = record->ts;
     if ((record->sys_flag & TRANSACTION_ROLLBACK_TYPE) == TRANSACTION_ROLLBACK_TYPE) return 0;
     KeySink sink = {p, record->phys, record->ts};
-    return each_key_hash(31u * unsigned_java_hash(record->topic) + '#', record->keys,
-                         record->uniq, add_key, &sink);
+    uint32_t base = 31u * unsigned_java_hash(record->topic) + '#';
+    if (record->keys == NULL)
+        return each_ascii_key_hash(base, record->key_span, record->uniq_span, add_key, &sink);
+    return each_key_hash(base, record->keys, record->uniq, add_key, &sink);
 }
 
 /* A DispatchRequest as the packer takes it; -1 with TypeError when it is not one. */
@@ -328,11 +366,16 @@ static PyObject *wake_list(const Run *r) {
     PyObject *list = PyList_New(r->wake_count);
     for (Py_ssize_t i = 0; list != NULL && i < r->wake_count; i++) {
         const Wake *w = &r->wakes[i];
-        PyObject *next = PyLong_FromLongLong(w->queue_offset + 1);
-        PyObject *wake = next == NULL ? NULL
-                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, w->tags_obj,
+        /* the next queue offset as Python's int: 2**63 after the last int64 one */
+        PyObject *next = w->queue_offset == LLONG_MAX
+                             ? PyLong_FromUnsignedLongLong((unsigned long long)LLONG_MAX + 1)
+                             : PyLong_FromLongLong(w->queue_offset + 1);
+        PyObject *tags = next == NULL ? NULL : tags_object(w->tags_obj, w->tags);
+        PyObject *wake = tags == NULL ? NULL
+                                      : PyTuple_Pack(6, w->topic, w->queue_id, next, tags,
                                                      w->store_ts, w->properties);
         Py_XDECREF(next);
+        Py_XDECREF(tags);
         if (wake == NULL) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, wake);
     }
@@ -340,10 +383,13 @@ static PyObject *wake_list(const Run *r) {
 }
 
 static PyObject *run_tuple(Run *r) {
-    if (_PyBytes_Resize(&r->units, r->used) < 0) return NULL;
-    PyObject *wakes = wake_list(r);
-    if (wakes == NULL) return NULL;
-    return Py_BuildValue("(OOLON)", r->topic, r->queue_id, r->first, r->units, wakes);
+    PyObject *units = PyBytes_FromStringAndSize((const char *)run_units(r), r->used);
+    PyObject *wakes = units == NULL ? NULL : wake_list(r);
+    if (wakes == NULL) {
+        Py_XDECREF(units);
+        return NULL;
+    }
+    return Py_BuildValue("(OOLNN)", r->topic, r->queue_id, r->first, units, wakes);
 }
 
 PyObject *plain_pack_finish(PlainPack *p) {
@@ -377,18 +423,19 @@ Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room) {
             const Run *r = &p->runs[j];
             if (n == room) return -1;
             out[n++] = (PackRun){r->topic, r->queue_id, r->first,
-                                 (const unsigned char *)PyBytes_AS_STRING(r->units), r->used};
+                                 run_units(r), r->used};
         }
     }
     return n;
 }
 
-int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used) {
+int plain_pack_keys(const PlainPack *p, long long *ts, const unsigned char **keys,
+                    Py_ssize_t *used) {
     /* closed chunks are only made when a key of another timestamp follows */
     if (p->chunks != NULL && PyList_GET_SIZE(p->chunks) > 0) return 2;
-    if (p->keys == NULL) return 0;
+    if (!p->keys_open) return 0;
     *ts = p->keys_ts;
-    *keys = p->keys;
+    *keys = chunk_keys(p);
     *used = p->keys_used;
     return 1;
 }

@@ -115,7 +115,7 @@ typedef struct {
     Py_ssize_t n_targets;
     Py_buffer index_mm;
     IndexWriter writer;
-    PyObject *keys; /* borrowed from the pack: the one chunk's packed entries */
+    const unsigned char *keys; /* the pack's: the one chunk's packed entries */
     Py_ssize_t keys_len;
     long long keys_ts;
     PyObject *stats; /* the store's PutCounters, a new reference */
@@ -170,8 +170,7 @@ static int counters_zero(PyObject *counters) {
         PyObject *o = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
         PyObject *v = i < 4 ? slot_get(o, name, &counter_sites[i]) : PyObject_GetAttr(o, name);
         if (v == NULL) return declined();
-        int overflow, zero = PyLong_CheckExact(v) && PyLong_AsLongLongAndOverflow(v, &overflow) == 0 &&
-                             !overflow;
+        int zero = PyLong_CheckExact(v) && Py_SIZE(v) == 0; /* CPython's 0 has no digits */
         Py_DECREF(v);
         if (!zero) return 0;
     }
@@ -267,7 +266,7 @@ static int check_runs(Pass *p, PyObject *heard) {
 
 /* The newest IndexFile's writer opened on its mapping, when the pass's one chunk of keys all
  * fit in it (build_index_keys' one-call case); 1 with nothing to index too. */
-static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
+static int open_index(Pass *p, const unsigned char *keys, Py_ssize_t keys_len) {
     long long slots, max_entries;
     PyObject *service = get(p->dispatcher, N_INDEX_SERVICE);
     PyObject *files = service == NULL ? NULL : get(service, N_FILES);
@@ -291,9 +290,8 @@ static int open_index(Pass *p, PyObject *keys, Py_ssize_t keys_len) {
     Py_XDECREF(mm);
     if (ok <= 0) return ok;
     long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1, adding = 0;
-    const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(keys);
     for (Py_ssize_t at = 0; at < keys_len; at += BATCH_KEY_SIZE)
-        adding += get_i64(k + at + 4) > indexed;
+        adding += get_i64(keys + at + 4) > indexed;
     if (p->writer.count + adding > p->writer.max_entries) return 0;
     p->keys = keys;
     p->keys_len = keys_len;
@@ -310,11 +308,51 @@ static int check_index(Pass *p) {
     Py_DECREF(enable); /* a bool: only its identity is read */
     if (!PyBool_Check(enable)) return 0;
     if (enable == Py_False) return 1;
-    PyObject *keys;
+    const unsigned char *keys;
     Py_ssize_t used;
     int chunks = plain_pack_keys(p->rows.pack, &p->keys_ts, &keys, &used);
     if (chunks != 1) return chunks == 0;
     return used == 0 ? 1 : open_index(p, keys, used);
+}
+
+/* The on_puts items put_items[(topic, cluster)] of recent passes' topics (exact str), kept with
+ * the dict's version (store.h dict_version): while it is the same, the dict still holds those
+ * items under that key, so the tuple key, its hash and the probe are skipped. Each entry holds
+ * its topic and cluster, so that the identities compared first are never another str's. */
+#define ITEMS_CACHE 4 /* a power of two */
+typedef struct {
+    PyObject *dict; /* compared only */
+    uint64_t version;
+    PyObject *topic, *cluster;
+    PyObject *items; /* borrowed: the dict's, alive while its version is this one */
+} ItemsEntry;
+static ItemsEntry items_cache[ITEMS_CACHE];
+
+/* put_items[(topic, cluster)], borrowed; NULL if absent, or with an error set. */
+static PyObject *topic_items(PyObject *put_items, PyObject *topic, PyObject *cluster) {
+    uint64_t version = dict_version(put_items);
+    int keep = version != 0 && PyUnicode_CheckExact(topic) && PyUnicode_CheckExact(cluster);
+    ItemsEntry *e = NULL;
+    if (keep) {
+        Py_hash_t h = PyObject_Hash(topic); /* a str caches it */
+        if (h == -1) return NULL;
+        e = &items_cache[(Py_uhash_t)h & (ITEMS_CACHE - 1)];
+        if (e->dict == put_items && e->version == version && same_text(e->topic, topic) &&
+            same_text(e->cluster, cluster))
+            return e->items;
+    }
+    PyObject *key = PyTuple_Pack(2, topic, cluster);
+    PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
+    Py_XDECREF(key);
+    /* kept only if the probe changed nothing (str keys run no Python, but other keys might) */
+    if (items != NULL && keep && dict_version(put_items) == version) {
+        e->dict = put_items;
+        e->version = version;
+        Py_XSETREF(e->topic, Py_NewRef(topic));
+        Py_XSETREF(e->cluster, Py_NewRef(cluster));
+        e->items = items;
+    }
+    return items;
 }
 
 /* The stats counters the pass adds to: the store's PutCounters, and each topic's items of
@@ -335,9 +373,7 @@ static int check_stats(Pass *p, PyObject *put_items, PyObject *cluster) {
         TopicCount *t = &p->topics[p->n_topics]; /* at most MAX_RUNS topics: checked above */
         t->n = count;
         t->size = bytes;
-        PyObject *key = PyTuple_Pack(2, topic, cluster);
-        PyObject *items = key == NULL ? NULL : PyDict_GetItemWithError(put_items, key);
-        Py_XDECREF(key);
+        PyObject *items = topic_items(put_items, topic, cluster);
         if (items == NULL) return PyErr_Occurred() ? -1 : 0;
         if (!PyTuple_CheckExact(items) || PyTuple_GET_SIZE(items) != 3) return 0;
         if (t->n < 0 || t->size < 0 || __builtin_add_overflow(all_n, t->n, &all_n) ||
@@ -412,7 +448,7 @@ static int pass_write(Pass *p, PyObject *replies) {
     p->n_targets = 0;
     if (p->keys != NULL) {
         long long indexed = p->writer.count > 1 ? p->writer.end_phy : -1;
-        const unsigned char *k = (const unsigned char *)PyBytes_AS_STRING(p->keys);
+        const unsigned char *k = p->keys;
         for (Py_ssize_t at = 0; !failed && at < p->keys_len; at += BATCH_KEY_SIZE)
             if (get_i64(k + at + 4) > indexed)
                 writer_add(&p->writer, get_i32(k + at), get_i64(k + at + 4), p->keys_ts);
@@ -427,6 +463,15 @@ static int pass_write(Pass *p, PyObject *replies) {
     return failed ? -1 : 0;
 }
 
+/* The CommitLog's clock read: this module's now_ms (the broker's) called as C, skipping the
+ * call protocol; anything else called as Python calls it. */
+static PyObject *read_clock(PyObject *clock) {
+    if (PyCFunction_CheckExact(clock) && PyCFunction_GET_FUNCTION(clock) == now_ms &&
+        PyCFunction_GET_FLAGS(clock) == METH_NOARGS)
+        return now_ms(PyCFunction_GET_SELF(clock), NULL);
+    return PyObject_CallNoArgs(clock);
+}
+
 /* The rows through put_rows at the segment's write position, with one store timestamp from the
  * CommitLog's clock, into p->rows (its pack left unfinished: the common pass reads it in
  * place, and only a pass that stops after the append makes it put_rows' Python objects).
@@ -438,7 +483,7 @@ static int append(Pass *p, PyObject *rows, PyObject *pieces) {
     PyObject *max_size = config == NULL ? NULL : get(config, N_MAX_SIZE);
     PyObject *mm = get(p->mapped, N_MMAP), *ts = NULL;
     if (cursor != NULL && clock != NULL && max_size != NULL && mm != NULL &&
-        (ts = PyObject_CallNoArgs(clock)) != NULL) {
+        (ts = read_clock(clock)) != NULL) {
         if (!PyLong_CheckExact(ts)) { /* not a timestamp: the Python path says so */
             PyErr_SetString(PyExc_TypeError, "the CommitLog's clock gave no int");
         } else {

@@ -23,16 +23,29 @@
 /* `value` in decimal ("%lld") into `out` (NUMBER_CHARS): its length. snprintf's format
  * parsing was ~4% of a plain pass (perf, bench_send_group), three numbers a reply. */
 static int decimal(char *out, long long value) {
+    /* two digits a division, from the end of a scratch buffer; then one copy */
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                   "31323334353637383940414243444546474849505152535455565758596061"
+                                   "62636465666768697071727374757677787980818283848586878889909192"
+                                   "93949596979899";
     char digits[NUMBER_CHARS];
     unsigned long long u = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    int length = 0;
-    if (value < 0) out[length++] = '-';
-    while (n > 0) out[length++] = digits[--n];
+    char *at = digits + NUMBER_CHARS;
+    while (u >= 100) {
+        unsigned i = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--at = pairs[i + 1];
+        *--at = pairs[i];
+    }
+    if (u >= 10) {
+        *--at = pairs[u * 2 + 1];
+        *--at = pairs[u * 2];
+    } else {
+        *--at = (char)('0' + u);
+    }
+    if (value < 0) *--at = '-';
+    int length = (int)(digits + NUMBER_CHARS - at);
+    memcpy(out, at, (size_t)length);
     return length;
 }
 
@@ -254,20 +267,23 @@ static int stored(const PutValues *put, const PutNumbers *n, PyObject *store_ts,
                   PyObject *const *pieces, PutRowsOut *out) {
     PlainRecord record = {
         .topic = PyTuple_GET_ITEM(row, 0), .queue_id = PyTuple_GET_ITEM(row, 1),
-        .tags = PyTuple_GET_ITEM(put->fields, 1), .store_ts = store_ts,
-        .keys = PyTuple_GET_ITEM(put->fields, 2), .uniq = PyTuple_GET_ITEM(put->fields, 3),
-        .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys, .size = put->size,
-        .queue_offset = put->queue_offset,
+        .store_ts = store_ts, .properties = PyTuple_GET_ITEM(row, 3), .phys = put->phys,
+        .size = put->size, .queue_offset = put->queue_offset, .tags_code = put->tags_code,
+        .key_span = {put->keys[0], put->keys[1]}, .uniq_span = {put->uniq[0], put->uniq[1]},
         /* as put read them */
         .queue = n->queue_id, .sys_flag = n->sys_flag, .ts = n->store_ts,
     };
     long long opaque = PyLong_AsLongLong(PyTuple_GET_ITEM(row, ROW_FIELDS - 1));
-    record.tags_code = as_long_long(record.tags);
-    /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
-    if (PyErr_Occurred() || !PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
-        return -1;
+    if (put->fields != NULL) { /* not spans: the put's objects */
+        record.tags = PyTuple_GET_ITEM(put->fields, 1);
+        record.keys = PyTuple_GET_ITEM(put->fields, 2);
+        record.uniq = PyTuple_GET_ITEM(put->fields, 3);
+        record.tags_code = as_long_long(record.tags);
+        /* the put took KEYS and UNIQ_KEY as they are: index_keys_are_text saw they are str */
+        if (!PyErr_Occurred() && (!PyUnicode_Check(record.keys) || !PyUnicode_Check(record.uniq)))
+            PyErr_SetString(PyExc_TypeError, "KEYS and UNIQ_KEY are str");
     }
+    if (PyErr_Occurred()) return -1;
     if (plain_pack_add(out->pack, &record) < 0 || count_topic(out, record.topic, put->size) < 0)
         return -1;
     PyObject *reply = reply_frame(pieces, put->msg_prefix, put->phys, record.queue,
@@ -329,7 +345,7 @@ int put_rows_run(const PutRowsIn *in, PutRowsOut *out) {
             break;
         }
         int done = stored(&put, &n, store_ts, row, pieces, out);
-        Py_DECREF(put.fields);
+        Py_XDECREF(put.fields);
         Py_DECREF(store_ts);
         Py_DECREF(row);
         if (done < 0) goto fail;

@@ -64,6 +64,23 @@ static inline uint32_t body_crc(const void *data, size_t length) {
  * 30-bit digit through _PyLong_AsByteArray, a byte at a time, and phys offsets, timestamps,
  * CRCs and tags codes mostly are such ints. The same value, and OverflowError past int64. */
 static inline long long as_long_long(PyObject *o) {
+#if PY_VERSION_HEX < 0x030C0000
+    /* An int of at most two 30-bit digits (|value| < 2**60: queue ids, offsets, timestamps) read
+     * from its digits in place, as PyLong_AsLongLongAndOverflow would: the call, its type
+     * checks and its loop were ~20 instructions an int, ~25 ints a plain pass (callgrind).
+     * 3.12 changed the layout: there the API does it. */
+    if (PyLong_Check(o) && PyLong_SHIFT == 30) {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        switch (Py_SIZE(o)) {
+        case 0: return 0;
+        case 1: return (long long)d[0];
+        case -1: return -(long long)d[0];
+        case 2: return (long long)d[0] | (long long)d[1] << PyLong_SHIFT;
+        case -2: return -((long long)d[0] | (long long)d[1] << PyLong_SHIFT);
+        default: break;
+        }
+    }
+#endif
     int overflow;
     long long value = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow) {
@@ -73,6 +90,27 @@ static inline long long as_long_long(PyObject *o) {
     return value;
 }
 
+
+/* A dict's version (PEP 509): CPython 3.11 gives each dict a tag, unique in the process, that
+ * changes at every change of its contents (an item added, replaced by another object, deleted,
+ * the dict cleared), and a new dict a tag never used before. So a (dict, tag) pair seen again
+ * means the dict still maps each key to what it mapped then: what a pass looked up in a live
+ * table (a topic's stats items, its ConsumeQueues) can be kept between passes and checked with
+ * one compare. 0 where the tag is not kept (3.12 deprecated it): callers then look up. */
+static inline uint64_t dict_version(PyObject *d) {
+#if PY_VERSION_HEX < 0x030C0000
+    return ((PyDictObject *)d)->ma_version_tag;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/* Whether two exact str are equal, as a dict compares such keys. */
+static inline int same_text(PyObject *a, PyObject *b) {
+    return a == b || (PyUnicode_GET_LENGTH(a) == PyUnicode_GET_LENGTH(b) &&
+                      PyUnicode_Compare(a, b) == 0);
+}
 
 /* A new `type` tuple of DR_FIELDS items, stealing each (NULL items: out of memory; the tuple's
  * dealloc takes what was made and NULL comes back). */
@@ -88,7 +126,12 @@ extern PyTypeObject AppendCursorType;
 typedef struct {
     long long phys, queue_offset;
     Py_ssize_t size;
-    PyObject *fields;     /* new: (encoded properties, tags code, KEYS, UNIQ_KEY) */
+    /* new: (encoded properties, tags code, KEYS, UNIQ_KEY); NULL when the properties were bytes
+     * whose values dispatch reads are ASCII (dispatch_spans): then tags_code, and keys and uniq
+     * spans ([start, end), NULL absent) into those bytes, which the caller's row holds */
+    PyObject *fields;
+    long tags_code;
+    const char *keys[2], *uniq[2];
     PyObject *msg_prefix; /* borrowed: the cursor's msg id prefix */
 } PutValues;
 /* The numbers among put's arguments, as C values. */
@@ -121,6 +164,9 @@ void writer_close(IndexWriter *w);
  * space-separated KEYS entry, handed to sink in that order; -1 as soon as sink says -1. */
 typedef int (*KeyHashSink)(void *ctx, uint32_t hash);
 int each_key_hash(uint32_t base, PyObject *keys, PyObject *uniq, KeyHashSink sink, void *ctx);
+/* each_key_hash over ASCII values' bytes ([start, end), NULL absent: dispatch_spans'). */
+int each_ascii_key_hash(uint32_t base, const char *const keys[2], const char *const uniq[2],
+                        KeyHashSink sink, void *ctx);
 
 /* (encoded properties, tags code, KEYS, UNIQ_KEY) of a properties dict (properties.c). */
 PyObject *message_fields_of(PyObject *properties);
@@ -248,14 +294,17 @@ typedef struct PlainPack PlainPack;
 typedef struct {
     PyObject *topic, *queue_id, *tags, *store_ts, *keys, *uniq, *properties;
     long long queue, phys, size, tags_code, ts, queue_offset, sys_flag;
+    /* keys and uniq NULL (and tags NULL: made from tags_code when a wake-up needs it): the
+     * ASCII values' spans, as PutValues' */
+    const char *key_span[2], *uniq_span[2];
 } PlainRecord;
 PlainPack *plain_pack_new(void);
 /* Add a record (log order): its topic, KEYS and UNIQ_KEY str; -1 with an error set. */
 int plain_pack_add(PlainPack *p, const PlainRecord *record);
 /* (runs, index entry chunks, last store timestamp): plain_dispatch.py AppendedRows. */
 PyObject *plain_pack_finish(PlainPack *p);
-/* A run of a pack as plain_pass reads it in place, before plain_pack_finish (which resizes
- * the units: nothing here is valid after it). */
+/* A run of a pack as plain_pass reads it in place (its units are the pack's own memory,
+ * valid while the pack lives and no record is added). */
 typedef struct {
     PyObject *topic, *queue_id; /* borrowed from the pack */
     long long first;            /* the queue offset of its first unit */
@@ -266,8 +315,9 @@ typedef struct {
 Py_ssize_t plain_pack_runs(const PlainPack *p, PackRun *out, Py_ssize_t room);
 /* The pack's index entries read in place, before plain_pack_finish: how many chunks of one
  * store timestamp they make (0, 1, or 2 for more than one), and for one its timestamp, its
- * bytes (borrowed) and how many of them are entries. */
-int plain_pack_keys(const PlainPack *p, long long *ts, PyObject **keys, Py_ssize_t *used);
+ * entries (the pack's memory) and how many bytes of them there are. */
+int plain_pack_keys(const PlainPack *p, long long *ts, const unsigned char **keys,
+                    Py_ssize_t *used);
 long long plain_pack_last_ts(const PlainPack *p);
 /* put_rows' work, its results as they are made: the position, the replies, the totals and
  * the pack not yet finished (plain_pass reads it in place). 0, or -1 with an error and nothing

@@ -258,3 +258,38 @@ def test_dispatch_fields_read_properties_alike(segments, trailing) -> None:
 @given(text=st.text(max_size=80))
 def test_dispatch_fields_of_any_text_read_alike(text: str) -> None:
     assert native.dispatch_fields(text) == twins.python_dispatch_fields(text)
+
+
+class _Int(int):
+    """An int subclass: the store's C reads it as it reads an int."""
+
+
+# Where an int's 30-bit digits change count (the C's int reads take up to two digits in place)
+_EDGES = sorted(
+    {s * (2**k + d) for k in (0, 15, 30, 31, 59, 60, 61, 62) for d in (-1, 0, 1) for s in (1, -1)}
+    | {0, 2**63 - 1, -(2**63)}
+)
+
+
+@pytest.mark.parametrize("value", _EDGES)
+def test_int64_reads_at_digit_edges_are_packed_alike(value: int) -> None:
+    requests = [
+        DispatchRequest("T", 0, value, 7, value, 0, 0, "", "", 0, {}),
+        DispatchRequest(
+            "T", 0, _Int(value), 7, _Int(-value if value > -(2**63) else 0), 0, 1, "", "", 0, {}
+        ),
+    ]
+    packed = {}
+    for name, pack in (("native", native.pack_cq_units), ("python", python_pack_cq_units)):
+        buffer = bytearray(40)
+        pack(buffer, 0, requests)
+        packed[name] = bytes(buffer)
+    assert packed["native"] == packed["python"]
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 2**64, -(2**90)])
+def test_int64_reads_past_int64_raise_overflow(value: int) -> None:
+    buffer = bytearray(20)
+    with pytest.raises(OverflowError):
+        native.pack_cq_units(buffer, 0, [DispatchRequest("T", 0, 0, 7, value, 0, 0, "", "", 0, {})])
+    assert buffer == bytearray(20)

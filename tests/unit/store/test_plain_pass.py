@@ -144,6 +144,12 @@ class Side:
             store.commit_log.queue.files[-1].warmed_position = 0
         elif name == "full":
             store.clean.disk_full = not store.clean.disk_full
+        elif name == "swap items":  # T's stats items rebound: the next pass counts in these
+            # (the old tuple kept alive: a stale borrowed pointer to it would still read it)
+            self.old_items = nums, sizes, broker = self.stats.put_items["T", CLUSTER]
+            self.stats.put_items["T", CLUSTER] = (sizes, nums, broker)
+        elif name == "delete T":  # T's ConsumeQueues gone: the next pass to T makes new ones
+            store.delete_topics({"T"})
         else:
             store.consume_queues.take_dirty()
 
@@ -221,6 +227,20 @@ def test_passes_over_many_topics_leave_what_put_plain_run_leaves() -> None:
     queues and the next ones common: the same decisions, replies and state every way."""
     six = [(topic, 0, 0, b"TAGS\x01a", b"x" * 40) for topic in ["T", "U", "é", "V", "W", "T"]]
     steps = [("pass", six), ("catch up",), ("pass", six), ("pass", six[::-1])]
+    test_the_pass_leaves_what_put_plain_run_leaves.hypothesis.inner_test(steps)
+
+
+def test_tables_changed_between_passes_are_read_anew() -> None:
+    """The C keeps the stats items and ConsumeQueues a pass found while their dicts are
+    unchanged (store.h dict_version): T's items rebound, or T deleted and its queues made
+    again, or a new queue of T, the next passes count and write where the reference does."""
+    t0 = [("T", 0, 0, b"TAGS\x01a", b"x" * 30)]
+    both = [*t0, ("T", 1, 0, b"", b"y" * 20), ("U", 0, 0, b"", b"u")]
+    # t0 alone around each change: U's entry may share T's place in the C's keeping
+    steps = [("pass", both), ("pass", t0), ("swap items",), ("pass", t0), ("pass", both)]
+    steps += [("delete T",), ("pass", t0), ("catch up",), ("pass", both), ("pass", t0)]
+    steps += [("pass", [("T", 2, 0, b"", b"z")]), ("catch up",), ("pass", both), ("swap items",)]
+    steps += [("pass", t0), ("delete T",), ("pass", t0), ("catch up",), ("pass", t0)]
     test_the_pass_leaves_what_put_plain_run_leaves.hypothesis.inner_test(steps)
 
 

@@ -10,7 +10,7 @@ import functools
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from broker.processor.send_reply import REPLY_PIECES, stored_reply_frame
@@ -104,6 +104,64 @@ def test_native_put_rows_is_the_reference(drawn, size: int, position: int, one: 
         buffer = bytearray(size)
         got = _run(put_rows, cursor, buffer, drawn, position, one)
         results.append((got, bytes(buffer), dict(cursor.queue_offsets), cursor.last_put_timestamp))
+    assert results[0] == results[1]
+
+
+@needs_store_native
+@pytest.mark.parametrize("keys", [b"k", b"\xc3\xa9"])  # ASCII values read in place, or not
+def test_a_run_of_many_tags_packs_its_wake_ups_as_the_reference(keys: bytes) -> None:
+    """Twelve tags in one queue's run (past the eight the C scans before it keeps them in a
+    dict), their codes made as ints only for the wake-ups handed on."""
+    drawn = [
+        (
+            "T",
+            0,
+            0,
+            b"TAGS\x01t%d\x02KEYS\x01%s %d\x02UNIQ_KEY\x01U%d" % (i % 12, keys, i, i),
+            b"b",
+            0,
+            1,
+            (b"\x7f\x00\x00\x01", 1),
+            0,
+            i,
+        )
+        for i in range(30)
+    ]
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        buffer = bytearray(8192)
+        got = _run(put_rows, cursor, buffer, drawn, 0, True)
+        results.append((got, bytes(buffer), dict(cursor.queue_offsets)))
+    assert len(results[0][0][2]) == 30
+    assert results[0] == results[1]
+
+
+@needs_store_native
+@pytest.mark.parametrize(
+    "queue_offset", [0, 9, 10, 99, 100, 12345, 10**9 - 1, 10**9, 10**17, 2**62, 2**63 - 2]
+)
+def test_reply_numbers_of_every_width_are_the_references(queue_offset: int) -> None:
+    """The replies' decimal queue offsets and opaques (from Java's int range) as the twin
+    writes them; past int64 the queue's next offset stops the run (a C long long wrapped it
+    to a negative offset)."""
+    drawn = [
+        ("T", 0, 0, b"", b"b", 0, 1, (b"\x7f\x00\x00\x01", 1), 0, opaque)
+        for opaque in (0, 7, -1, 10, -99, 100, 2**31 - 1, -(2**31))
+    ]
+    results = []
+    for put_rows, kind in (
+        (native.put_rows, native.AppendCursor),
+        (python_put_rows, PythonAppendCursor),
+    ):
+        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        cursor.set_queue_offset("T", 0, queue_offset)
+        buffer = bytearray(4096)
+        results.append((_run(put_rows, cursor, buffer, drawn, 0, True), bytes(buffer)))
+    assert len(results[0][0][2]) == min(8, 2**63 - queue_offset)
     assert results[0] == results[1]
 
 
@@ -378,16 +436,20 @@ def test_a_run_put_while_reput_is_behind_is_left_to_reput(stores: StoreFactory) 
     st.lists(
         st.tuples(
             st.sampled_from(["put", "put", "put", "remove", "set", "clear"]),
-            st.sampled_from(["T", "U", "é", "T" + "x" * 3]),
+            # a str subclass and True: keys equal to cached ones that the cache does not hold
+            st.sampled_from(["T", "U", "é", "T" + "x" * 3, Topic("T")]),
             # ids 16 apart share a slot of the cache whatever the topic's hash
-            st.sampled_from([0, 1, 2, 16, 17, 18, 33, 49, -1, -17]),
+            st.sampled_from([0, 1, 2, 16, 17, 18, 33, 49, -1, -17, True]),
         ),
         max_size=60,
     )
 )
+@example([("put", "T", 0), ("put", Topic("T"), 0), ("put", "T", 0)])
+@example([("put", "U", 1), ("put", "U", True), ("put", "U", 1)])
 def test_the_cursor_keeps_each_queue_offset_across_many_queues(steps) -> None:
-    """The native cursor's cache of recent queue keys (more queues than it holds, queues
-    removed, set and cleared between puts) leaves every queue's offsets as the reference's."""
+    """The native cursor's cache of recent queue keys and their next offsets (more queues
+    than it holds, queues removed, set and cleared between puts, equal keys it does not
+    cache) leaves every queue's offsets as the reference's."""
     states = []
     for kind in (native.AppendCursor, PythonAppendCursor):
         cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
