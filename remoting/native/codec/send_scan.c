@@ -37,16 +37,19 @@ typedef enum { F_STR, F_TOPIC, F_INT, F_SYSFLAG, F_LONG, F_BOOL } FieldType;
  * tests through decode_send_header's results). */
 static const struct {
     const char *v1, *v2;
+    Py_ssize_t v1_len;
     FieldType type;
     int required;
 } fields[SEND_FIELDS] = {
-    {"producerGroup", "a", F_STR, 1},  {"topic", "b", F_TOPIC, 1},
-    {"defaultTopic", "c", F_TOPIC, 1}, {"defaultTopicQueueNums", "d", F_INT, 1},
-    {"queueId", "e", F_INT, 1},        {"sysFlag", "f", F_SYSFLAG, 1},
-    {"bornTimestamp", "g", F_LONG, 1}, {"flag", "h", F_INT, 1},
-    {"properties", "i", F_STR, 0},     {"reconsumeTimes", "j", F_INT, 0},
-    {"unitMode", "k", F_BOOL, 0},      {"batch", "m", F_BOOL, 0},
-    {"maxReconsumeTimes", "l", F_INT, 0}, {"bname", "n", F_STR, 0},
+#define FIELD(v1, v2, type, required) {v1, v2, sizeof v1 - 1, type, required}
+    FIELD("producerGroup", "a", F_STR, 1),  FIELD("topic", "b", F_TOPIC, 1),
+    FIELD("defaultTopic", "c", F_TOPIC, 1), FIELD("defaultTopicQueueNums", "d", F_INT, 1),
+    FIELD("queueId", "e", F_INT, 1),        FIELD("sysFlag", "f", F_SYSFLAG, 1),
+    FIELD("bornTimestamp", "g", F_LONG, 1), FIELD("flag", "h", F_INT, 1),
+    FIELD("properties", "i", F_STR, 0),     FIELD("reconsumeTimes", "j", F_INT, 0),
+    FIELD("unitMode", "k", F_BOOL, 0),      FIELD("batch", "m", F_BOOL, 0),
+    FIELD("maxReconsumeTimes", "l", F_INT, 0), FIELD("bname", "n", F_STR, 0),
+#undef FIELD
 };
 
 /* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2 and
@@ -61,7 +64,7 @@ static int field_index(const Span *key, int *table) {
         return v2[letter - 'a'];
     }
     for (int i = 0; i < SEND_FIELDS; i++) {
-        if (key_is(key, fields[i].v1)) {
+        if (key_is(key, fields[i].v1, fields[i].v1_len)) {
             *table = 0;
             return i;
         }
@@ -69,44 +72,106 @@ static int field_index(const Span *key, int *table) {
     return -1;
 }
 
-/* extFields' object at the cursor (on '{') into the send header's two tables of spans and the
- * members' list; 0 when not plain. */
-static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS], Members *members) {
-    c->p++;
-    skip_ws(c);
+/* What one header's scan found: the top-level members, the send header's spans in its two
+ * namings (extFields' values; an integer's value beside its span), and extFields' members as
+ * they came when another header class may read them. Presence is a bit a member, so nothing
+ * is cleared before a scan. */
+enum { T_CODE, T_OPAQUE, T_FLAG, T_VERSION, T_LANGUAGE, T_REMARK, T_SERIALIZE, T_EXT, T_KEYS };
+typedef struct {
+    Span top[T_KEYS];
+    long long top_int[T_LANGUAGE]; /* code, opaque, flag, version: a Java int, -1 past one */
+    unsigned top_seen;
+    Span ext[2][SEND_FIELDS];
+    long long ext_int[2][SEND_FIELDS];
+    unsigned ext_seen[2];
+    int keep_members; /* the code is not known to be a send's: another class may read them */
+    Members members;
+} Scan;
+
+/* The codes whose extFields are SendMessageRequestHeader's. */
+static int is_send(long long code) {
+    return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
+}
+
+/* One extFields member at the cursor (on its key) into the scan; 0 when not plain. */
+static inline int scan_member(Cursor *c, Scan *st) {
+    Span key, value;
+    long long number = 0;
+    if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS, &number)) return 0;
+    if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
+    if (st->keep_members) {
+        Members *m = &st->members;
+        if (m->count < MAX_MEMBERS) {
+            m->keys[m->count] = key;
+            m->values[m->count++] = value;
+        } else {
+            m->overflow = 1;
+        }
+    }
+    int table, i = field_index(&key, &table);
+    if (i >= 0) {
+        if (st->ext_seen[table] & (1u << i)) return 0; /* a duplicate: the last one wins */
+        st->ext_seen[table] |= 1u << i;
+        st->ext[table][i] = value;
+        st->ext_int[table][i] = number;
+    }
+    return 1;
+}
+
+/* extFields' object at the cursor (on '{') into the scan; 0 when not plain. */
+static int scan_ext(Cursor *c, Scan *st) {
+    c->p = ws_end(c->p + 1, c->end);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
         return 1;
     }
     for (;;) {
-        Span key, value;
-        if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS)) return 0;
-        if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
-        if (members->count < MAX_MEMBERS) {
-            members->keys[members->count] = key;
-            members->values[members->count++] = value;
-        } else {
-            members->overflow = 1;
-        }
-        int table, i = field_index(&key, &table);
-        if (i >= 0) {
-            if (ext[table][i].kind != J_NONE) return 0; /* a duplicate: the last one wins */
-            ext[table][i] = value;
-        }
+        if (!scan_member(c, st)) return 0;
         int next = member_end(c);
-        if (next == 0) return 0;
-        if (next == 2) return 1;
+        if (next != 1) return next == 2;
     }
 }
 
 static Kept kept_language, kept_fields[SEND_FIELDS];
 static PyObject *java; /* the language when absent */
 
-/* The value of a send header field from its span (the reference's result for it), NOT_PLAIN
- * (a new reference) when the reference would not take it plainly, NULL on error. */
-static PyObject *field_value(int i, const Span *s) {
+/* A plain string span as an integer within [low, high] into *out (plain_integer_bytes' answer;
+ * digits only, the usual case, read here). */
+static inline int text_integer(const Span *s, long long low, long long high, long long *out) {
+    if (s->len > 0 && s->len <= 18) {
+        long long n = 0;
+        Py_ssize_t i = 0;
+        for (; i < s->len && (unsigned)(s->at[i] - '0') <= 9; i++) n = n * 10 + (s->at[i] - '0');
+        if (i == s->len) {
+            if (n < low || n > high) return 0;
+            *out = n;
+            return 1;
+        }
+    }
+    return plain_integer_bytes((const char *)s->at, s->len, low, high, out);
+}
+
+/* The last born timestamp's int, kept: consecutive sends of a client often share their
+ * millisecond. */
+static PyObject *kept_born;
+static long long kept_born_value;
+
+static PyObject *born_int(long long number) {
+    if (kept_born != NULL && kept_born_value == number) return Py_NewRef(kept_born);
+    PyObject *out = PyLong_FromLongLong(number);
+    if (out != NULL) {
+        Py_XSETREF(kept_born, Py_NewRef(out));
+        kept_born_value = number;
+    }
+    return out;
+}
+
+/* The value of a send header field from its span (the reference's result for it; s NULL when
+ * absent), NOT_PLAIN (a new reference) when the reference would not take it plainly, NULL on
+ * error. number: an integer span's value. */
+static PyObject *field_value(int i, const Span *s, long long number) {
     FieldType type = fields[i].type;
-    if (s->kind == J_NONE) {
+    if (s == NULL) {
         if (fields[i].required) return Py_NewRef(NOT_PLAIN);
         return Py_NewRef(type == F_BOOL ? Py_False : Py_None);
     }
@@ -127,24 +192,27 @@ static PyObject *field_value(int i, const Span *s) {
                      (s->at[3] | 0x20) == 'e');
         return Py_NewRef(truth ? Py_True : Py_False);
     }
-    default: { /* F_INT, F_SYSFLAG, F_LONG: a plain string or an integer's digits */
-        if (!plain_text && s->kind != J_INT) return Py_NewRef(NOT_PLAIN);
+    default: { /* F_INT, F_SYSFLAG, F_LONG: a plain string or an integer (its decimal string) */
         long long low = type == F_LONG ? LLONG_MIN : INT32_MIN;
-        long long high = type == F_LONG ? LLONG_MAX : INT32_MAX, number;
-        if (!plain_integer_bytes((const char *)s->at, s->len, low, high, &number))
+        long long high = type == F_LONG ? LLONG_MAX : INT32_MAX;
+        if (s->kind == J_INT) {
+            if (number < low || number > high) return Py_NewRef(NOT_PLAIN);
+        } else if (!plain_text || !text_integer(s, low, high, &number)) {
             return Py_NewRef(NOT_PLAIN);
+        }
         if (type == F_SYSFLAG) number &= SEND_SYS_FLAG_MASK;
-        return PyLong_FromLongLong(number);
+        return type == F_LONG ? born_int(number) : PyLong_FromLongLong(number);
     }
     }
 }
 
 /* The send header's 14 values (decode_send_header's tuple), Py_None when one is not plain. */
-static PyObject *send_values(Span ext[SEND_FIELDS]) {
+static PyObject *send_values(const Scan *st, int table) {
     PyObject *out = PyTuple_New(SEND_FIELDS);
     if (out == NULL) return NULL;
     for (int i = 0; i < SEND_FIELDS; i++) {
-        PyObject *v = field_value(i, &ext[i]);
+        int seen = (st->ext_seen[table] >> i) & 1;
+        PyObject *v = field_value(i, seen ? &st->ext[table][i] : NULL, st->ext_int[table][i]);
         if (v == NULL || v == NOT_PLAIN) {
             Py_DECREF(out);
             if (v == NULL) return NULL;
@@ -156,61 +224,45 @@ static PyObject *send_values(Span ext[SEND_FIELDS]) {
     return out;
 }
 
-enum { T_CODE, T_OPAQUE, T_FLAG, T_VERSION, T_LANGUAGE, T_REMARK, T_SERIALIZE, T_EXT, T_KEYS };
-static const char *const top_names[T_KEYS] = {
-    "code", "opaque", "flag", "version", "language", "remark", "serializeTypeCurrentRPC",
-    "extFields",
-};
-
-/* A top-level key's T_ index, T_KEYS for another key: the names' first bytes all differ. */
-static int top_index(const Span *key) {
-    int which;
-    switch (key->len > 0 ? key->at[0] : 0) {
-    case 'c': which = T_CODE; break;
-    case 'o': which = T_OPAQUE; break;
-    case 'f': which = T_FLAG; break;
-    case 'v': which = T_VERSION; break;
-    case 'l': which = T_LANGUAGE; break;
-    case 'r': which = T_REMARK; break;
-    case 's': which = T_SERIALIZE; break;
-    case 'e': which = T_EXT; break;
+/* A top-level key's T_ index, T_KEYS for another key. */
+static inline int top_index(const Span *key) {
+    const unsigned char *k = key->at;
+    switch (key->len) {
+    case 4:
+        return memcmp(k, "code", 4) == 0 ? T_CODE : memcmp(k, "flag", 4) == 0 ? T_FLAG : T_KEYS;
+    case 6:
+        return memcmp(k, "opaque", 6) == 0 ? T_OPAQUE
+               : memcmp(k, "remark", 6) == 0 ? T_REMARK : T_KEYS;
+    case 7: return memcmp(k, "version", 7) == 0 ? T_VERSION : T_KEYS;
+    case 8: return memcmp(k, "language", 8) == 0 ? T_LANGUAGE : T_KEYS;
+    case 9: return memcmp(k, "extFields", 9) == 0 ? T_EXT : T_KEYS;
+    case 23: return memcmp(k, "serializeTypeCurrentRPC", 23) == 0 ? T_SERIALIZE : T_KEYS;
     default: return T_KEYS;
     }
-    return key_is(key, top_names[which]) ? which : T_KEYS;
 }
 
 /* One top-level member's value at the cursor; 0 when not plain. */
-static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS],
-                          Members *members) {
+static int scan_top_value(Cursor *c, int which, Scan *st) {
+    Span *s = &st->top[which];
     if (c->p >= c->end) return 0;
     switch (which) {
     case T_CODE:
     case T_OPAQUE:
     case T_FLAG:
-    case T_VERSION:
-        return scan_integer(c, s, 0, 10);
+    case T_VERSION: {
+        long long n;
+        if (!scan_integer(c, s, 0, 10, &n)) return 0;
+        st->top_int[which] = n > INT32_MAX ? -1 : n;
+        return 1;
+    }
     case T_LANGUAGE:
     case T_SERIALIZE:
         return *c->p == '"' && scan_string(c, s);
     case T_REMARK:
-        return *c->p == '"' ? scan_string(c, s) : scan_literal(c, "null", J_NULL, s);
+        return *c->p == '"' ? scan_string(c, s) : scan_literal(c, "null", 4, J_NULL, s);
     default: /* T_EXT */
-        s->kind = J_STR; /* seen */
-        return *c->p == '{' && scan_ext(c, ext, members);
+        return *c->p == '{' && scan_ext(c, st);
     }
-}
-
-/* The codes whose extFields are SendMessageRequestHeader's. */
-static int is_send(long code) {
-    return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
-}
-
-/* A top-level integer span (digits only, at most 10) as a Java int, -1 past one. */
-static long top_int(const Span *s) {
-    if (s->kind == J_NONE) return 0;
-    long long n = 0;
-    for (Py_ssize_t i = 0; i < s->len; i++) n = n * 10 + (s->at[i] - '0');
-    return n > INT32_MAX ? -1 : (long)n;
 }
 
 /* The command the scan makes: an instance of remoting/command.py ScannedCommand, whose slots
@@ -250,34 +302,45 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
 
 /* An int of the value, the one made last time when it is the same: a client's code and
  * version repeat from request to request (ints are immutable: sharing one changes nothing). */
-static PyObject *kept_long(PyObject **kept, long value) {
-    if (*kept != NULL && PyLong_AsLong(*kept) == value) return Py_NewRef(*kept);
+typedef struct {
+    PyObject *obj;
+    long value;
+} KeptLong;
+
+static PyObject *kept_long(KeptLong *kept, long value) {
+    if (kept->obj != NULL && kept->value == value) return Py_NewRef(kept->obj);
     PyObject *out = PyLong_FromLong(value);
-    if (out != NULL) Py_XSETREF(*kept, Py_NewRef(out));
+    if (out != NULL) {
+        Py_XSETREF(kept->obj, Py_NewRef(out));
+        kept->value = value;
+    }
     return out;
 }
 
-static PyObject *kept_code, *kept_version;
+static KeptLong kept_code, kept_version;
 
-/* The command from the scanned spans, Py_None when one is not plain. */
-static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
-                                 const Members *members, const ScanInput *in) {
-    long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
-    long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
-    int send = is_send(code), at = header_scan_index(code);
-    if (top[T_CODE].kind == J_NONE || top[T_EXT].kind == J_NONE || opaque < 0 || flag < 0 ||
-        version < 0 || (!send && at < 0))
+/* The command from the scan, Py_None when one of its values is not plain. */
+static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
+    long code = (long)st->top_int[T_CODE], opaque = (long)st->top_int[T_OPAQUE];
+    long flag = (long)st->top_int[T_FLAG], version = (long)st->top_int[T_VERSION];
+    int send = is_send(code), at = send ? -1 : header_scan_index(code);
+    if (!(st->top_seen & (1u << T_CODE)) || !(st->top_seen & (1u << T_EXT)) || opaque < 0 ||
+        flag < 0 || version < 0 || (!send && at < 0))
         Py_RETURN_NONE;
-    PyObject *values = send ? send_values(ext[code != SEND_MESSAGE]) : header_scan_values(at, members);
+    PyObject *values = send ? send_values(st, code != SEND_MESSAGE)
+                            : header_scan_values(at, &st->members);
     if (values == NULL || values == Py_None) return values;
+    const Span *remark = &st->top[T_REMARK];
+    int has_remark = (st->top_seen & (1u << T_REMARK)) && remark->kind == J_STR;
     PyObject *items[S_SLOTS] = {
         [S_CODE] = kept_long(&kept_code, code),
-        [S_LANGUAGE] = top[T_LANGUAGE].kind == J_NONE ? Py_NewRef(java)
-                                                      : kept_str(&kept_language, &top[T_LANGUAGE]),
+        [S_LANGUAGE] = !(st->top_seen & (1u << T_LANGUAGE))
+                           ? Py_NewRef(java)
+                           : kept_str(&kept_language, &st->top[T_LANGUAGE]),
         [S_VERSION] = kept_long(&kept_version, version),
         [S_OPAQUE] = PyLong_FromLong(opaque),
         [S_FLAG] = PyLong_FromLong(flag),
-        [S_REMARK] = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK]) : Py_NewRef(Py_None),
+        [S_REMARK] = has_remark ? span_str(remark) : Py_NewRef(Py_None),
         [S_EXT] = Py_NewRef(lazy_ext),
         [S_BODY] = in->body != NULL ? Py_NewRef(in->body)
                                     : PyBytes_FromStringAndSize((const char *)in->body_at,
@@ -304,6 +367,28 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
     return command;
 }
 
+/* The top-level members of the header's object into the scan; 0 when not plain (or the code
+ * is one no scan takes: every other request leaves at its code, which Java writes first). */
+static int scan_top(Cursor *c, Scan *st) {
+    for (;;) {
+        Span key;
+        if (!scan_key(c, &key)) return 0;
+        int which = top_index(&key);
+        if (which == T_KEYS || (st->top_seen & (1u << which))) return 0;
+        st->top_seen |= 1u << which;
+        if (!scan_top_value(c, which, st)) return 0;
+        if (which == T_CODE) {
+            long long code = st->top_int[T_CODE];
+            if (is_send(code))
+                st->keep_members = 0; /* only the send header's fields are read */
+            else if (header_scan_index((long)code) < 0)
+                return 0;
+        }
+        int next = member_end(c);
+        if (next != 1) return next == 2;
+    }
+}
+
 /* The scan of a JSON header's bytes (in->at, in->len): the command, Py_None when not plain,
  * NULL on error. The header's and body's bytes objects are made only for a command, from
  * their spans, where the caller has none (split_commands: a read's frames). */
@@ -314,32 +399,18 @@ PyObject *scan_command_at(const ScanInput *in) {
     }
     if (java == NULL && (java = PyUnicode_InternFromString("JAVA")) == NULL) return NULL;
     Cursor c = {in->at, in->at + in->len};
-    Span top[T_KEYS], ext[2][SEND_FIELDS];
-    Members members;
-    memset(top, 0, sizeof top);
-    memset(ext, 0, sizeof ext);
-    members.count = members.overflow = 0;
+    Scan st;
+    st.top_int[T_CODE] = st.top_int[T_OPAQUE] = st.top_int[T_FLAG] = st.top_int[T_VERSION] = 0;
+    st.top_seen = st.ext_seen[0] = st.ext_seen[1] = 0;
+    st.keep_members = 1;
+    st.members.count = st.members.overflow = 0;
     skip_ws(&c);
     if (c.p >= c.end || *c.p != '{') Py_RETURN_NONE;
     c.p++;
-    for (;;) {
-        Span key;
-        if (!scan_key(&c, &key)) Py_RETURN_NONE;
-        int which = top_index(&key);
-        if (which == T_KEYS || top[which].kind != J_NONE) Py_RETURN_NONE;
-        if (!scan_top_value(&c, which, &top[which], ext, &members)) Py_RETURN_NONE;
-        if (which == T_CODE) { /* every other request leaves here (Java writes code first) */
-            long code = top_int(&top[T_CODE]);
-            if (!is_send(code) && header_scan_index(code) < 0)
-                Py_RETURN_NONE;
-        }
-        int next = member_end(&c);
-        if (next == 0) Py_RETURN_NONE;
-        if (next == 2) break;
-    }
+    if (!scan_top(&c, &st)) Py_RETURN_NONE;
     skip_ws(&c);
     if (c.p != c.end) Py_RETURN_NONE;
-    return scanned_command(top, ext, &members, in);
+    return scanned_command(&st, in);
 }
 
 /* scan_send_command(header: bytes, body) -> ScannedCommand | None */
