@@ -26,7 +26,7 @@ const unsigned char json_hex_digit[256] = {
 #undef ROW
 
 /* The byte a checked escape at p (on its backslash; escape_length took it) decodes to. */
-static unsigned char escaped_byte(const unsigned char *p) {
+static inline unsigned char escaped_byte(const unsigned char *p) {
     switch (p[1]) {
     case 'u': return (unsigned char)((p[4] - '0') * 16 + json_hex_digit[p[5]] - 1);
     case 'b': return '\b';
@@ -47,17 +47,36 @@ PyObject *span_str(const Span *s) {
         memcpy(w, s->at, (size_t)s->len);
         return out;
     }
-    /* the scan checked every escape: each decodes to one byte; the plain runs between them
-     * copied whole */
+    /* the scan checked every escape: each decodes to one byte */
     const unsigned char *p = s->at, *end = s->at + s->len;
-    for (;;) {
-        const unsigned char *stop = memchr(p, '\\', (size_t)(end - p));
-        if (stop == NULL) stop = end;
-        memcpy(w, p, (size_t)(stop - p));
-        w += stop - p;
-        if (stop == end) break;
-        *w++ = escaped_byte(stop);
-        p = stop + (stop[1] == 'u' ? 6 : 2);
+    Py_UCS1 *w_end = w + (s->len - s->escaped);
+#if defined(__SSE2__)
+    /* sixteen bytes copied a step, up to the next backslash; the bytes stored past it are
+     * written again by the steps after (every byte below w_end is, in order) */
+    const __m128i backslash = _mm_set1_epi8('\\');
+    while (end - p >= 16 && w_end - w >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        _mm_storeu_si128((__m128i *)w, x);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, backslash));
+        if (mask == 0) {
+            p += 16;
+            w += 16;
+            continue;
+        }
+        int k = __builtin_ctz(mask);
+        w += k;
+        p += k;
+        *w++ = escaped_byte(p);
+        p += p[1] == 'u' ? 6 : 2;
+    }
+#endif
+    while (p < end) {
+        if (*p != '\\') {
+            *w++ = *p++;
+        } else {
+            *w++ = escaped_byte(p);
+            p += p[1] == 'u' ? 6 : 2;
+        }
     }
     return out;
 }
@@ -65,17 +84,20 @@ PyObject *span_str(const Span *s) {
 /* The last few strings made for one field, kept: a producer group, topic or language repeats
  * from request to request, and a kept str is not allocated again and keeps its hash (the
  * valid-topic set and the topic table look it up). */
-PyObject *kept_str(Kept *kept, const Span *s) {
+PyObject *kept_str_search(Kept *kept, const Span *s) {
     if (s->escaped) return span_str(s);
-    for (int i = 0; i < KEPT; i++) {
+    for (int n = 0, i = kept->hit; n < KEPT; n++, i = (i + 1) % KEPT) { /* the last hit first */
         PyObject *k = kept->strs[i];
         if (k != NULL && PyUnicode_GET_LENGTH(k) == s->len &&
-            memcmp(PyUnicode_1BYTE_DATA(k), s->at, (size_t)s->len) == 0)
+            same_bytes(PyUnicode_1BYTE_DATA(k), s->at, s->len)) {
+            kept->hit = i;
             return Py_NewRef(k);
+        }
     }
     PyObject *out = span_str(s);
     if (out == NULL) return NULL;
     Py_XSETREF(kept->strs[kept->next], Py_NewRef(out));
+    kept->hit = kept->next;
     kept->next = (kept->next + 1) % KEPT;
     return out;
 }

@@ -112,14 +112,13 @@ static inline int scan_integer(Cursor *c, Span *s, int allow_sign, int max_digit
     int negative = p < end && *p == '-';
     if (negative && !allow_sign) return 0;
     const unsigned char *digits = p + negative;
-    long long n = 0;
-    for (p = digits; p < end && (unsigned)(*p - '0') <= 9; p++)
-        if (p - digits < 18) n = n * 10 + (*p - '0');
+    unsigned long long n = 0; /* wraps past 19 digits, which max_digits refuses */
+    for (p = digits; p < end && (unsigned)(*p - '0') <= 9; p++) n = n * 10 + (*p - '0');
     Py_ssize_t count = p - digits;
     if (count == 0 || count > max_digits || (count > 1 && digits[0] == '0')) return 0;
     if (p < end && (*p == '.' || *p == 'e' || *p == 'E')) return 0;
     *s = (Span){c->p, p - c->p, J_INT, 0};
-    *value = negative ? -n : n;
+    *value = negative ? -(long long)n : (long long)n;
     c->p = p;
     return 1;
 }
@@ -186,9 +185,48 @@ PyObject *span_str(const Span *s);
 #define KEPT 4
 typedef struct {
     PyObject *strs[KEPT];
-    int next;
+    int next, hit; /* the slot the next new str takes; the one found last */
 } Kept;
-PyObject *kept_str(Kept *kept, const Span *s);
+PyObject *kept_str_search(Kept *kept, const Span *s);
+
+/* n bytes at a and b equal: up to 32 compared by two loads each (overlapping), never a byte
+ * outside either; longer ones by memcmp. */
+static inline int same_bytes(const unsigned char *a, const unsigned char *b, Py_ssize_t n) {
+#if defined(__SSE2__)
+    if (n >= 16 && n <= 32) {
+        __m128i a0 = _mm_loadu_si128((const __m128i *)a), b0 = _mm_loadu_si128((const __m128i *)b);
+        __m128i a1 = _mm_loadu_si128((const __m128i *)(a + n - 16));
+        __m128i b1 = _mm_loadu_si128((const __m128i *)(b + n - 16));
+        __m128i same = _mm_and_si128(_mm_cmpeq_epi8(a0, b0), _mm_cmpeq_epi8(a1, b1));
+        return _mm_movemask_epi8(same) == 0xFFFF;
+    }
+#endif
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a, 8), memcpy(&a1, a + n - 8, 8), memcpy(&b0, b, 8), memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        memcpy(&a0, a, 4), memcpy(&a1, a + n - 4, 4), memcpy(&b0, b, 4), memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n < 4) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (a[i] != b[i]) return 0;
+        return 1;
+    }
+    return memcmp(a, b, (size_t)n) == 0;
+}
+
+/* kept_str: the str found last tried here, the others and a new one by kept_str_search. */
+static inline PyObject *kept_str(Kept *kept, const Span *s) {
+    PyObject *k = kept->strs[kept->hit];
+    if (k != NULL && !s->escaped && PyUnicode_GET_LENGTH(k) == s->len &&
+        same_bytes(PyUnicode_1BYTE_DATA(k), s->at, s->len))
+        return Py_NewRef(k);
+    return kept_str_search(kept, s);
+}
 
 /* What a field's value is when the reference must judge it (None is a value). */
 #define NOT_PLAIN Py_NotImplemented

@@ -32,23 +32,19 @@
 #define SEND_FIELDS 14
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
-typedef enum { F_STR, F_TOPIC, F_INT, F_SYSFLAG, F_LONG, F_BOOL } FieldType;
 /* SendMessageRequestHeader's fields in its order (send_header.c send_fields, held equal by the
- * tests through decode_send_header's results). */
+ * tests through decode_send_header's results), by their SEND_MESSAGE names; their V2 letters
+ * are field_index's table, their types and which are required send_values' lines. */
 static const struct {
-    const char *v1, *v2;
+    const char *v1;
     Py_ssize_t v1_len;
-    FieldType type;
-    int required;
 } fields[SEND_FIELDS] = {
-#define FIELD(v1, v2, type, required) {v1, v2, sizeof v1 - 1, type, required}
-    FIELD("producerGroup", "a", F_STR, 1),  FIELD("topic", "b", F_TOPIC, 1),
-    FIELD("defaultTopic", "c", F_TOPIC, 1), FIELD("defaultTopicQueueNums", "d", F_INT, 1),
-    FIELD("queueId", "e", F_INT, 1),        FIELD("sysFlag", "f", F_SYSFLAG, 1),
-    FIELD("bornTimestamp", "g", F_LONG, 1), FIELD("flag", "h", F_INT, 1),
-    FIELD("properties", "i", F_STR, 0),     FIELD("reconsumeTimes", "j", F_INT, 0),
-    FIELD("unitMode", "k", F_BOOL, 0),      FIELD("batch", "m", F_BOOL, 0),
-    FIELD("maxReconsumeTimes", "l", F_INT, 0), FIELD("bname", "n", F_STR, 0),
+#define FIELD(v1) {v1, sizeof v1 - 1}
+    FIELD("producerGroup"), FIELD("topic"),          FIELD("defaultTopic"),
+    FIELD("defaultTopicQueueNums"), FIELD("queueId"), FIELD("sysFlag"),
+    FIELD("bornTimestamp"), FIELD("flag"),           FIELD("properties"),
+    FIELD("reconsumeTimes"), FIELD("unitMode"),      FIELD("batch"),
+    FIELD("maxReconsumeTimes"), FIELD("bname"),
 #undef FIELD
 };
 
@@ -56,12 +52,13 @@ static const struct {
  * SEND_BATCH_MESSAGE (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
 static int field_index(const Span *key, int *table) {
     if (key->len == 1) {
-        /* a..n, in the fields' order but for l and m (maxReconsumeTimes, batch) */
-        static const signed char v2[14] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 11, 13};
-        unsigned char letter = key->at[0];
-        if (letter < 'a' || letter > 'n') return -1;
+        /* a..n, in the fields' order but for l and m (maxReconsumeTimes, batch); index + 1 */
+        static const unsigned char v2[256] = {
+            ['a'] = 1, ['b'] = 2, ['c'] = 3, ['d'] = 4, ['e'] = 5, ['f'] = 6, ['g'] = 7,
+            ['h'] = 8, ['i'] = 9, ['j'] = 10, ['k'] = 11, ['l'] = 13, ['m'] = 12, ['n'] = 14,
+        };
         *table = 1;
-        return v2[letter - 'a'];
+        return v2[key->at[0]] - 1;
     }
     for (int i = 0; i < SEND_FIELDS; i++) {
         if (key_is(key, fields[i].v1, fields[i].v1_len)) {
@@ -93,27 +90,48 @@ static int is_send(long long code) {
     return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
 }
 
-/* One extFields member at the cursor (on its key) into the scan; 0 when not plain. */
+/* One extFields member at the cursor (on its key) into the scan; 0 when not plain. A send
+ * header field's value is scanned straight into its place (a duplicate fails first, as it
+ * would after: the scan is all or nothing). */
 static inline int scan_member(Cursor *c, Scan *st) {
-    Span key, value;
-    long long number = 0;
-    if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS, &number)) return 0;
-    if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
-    if (st->keep_members) {
-        Members *m = &st->members;
-        if (m->count < MAX_MEMBERS) {
-            m->keys[m->count] = key;
-            m->values[m->count++] = value;
-        } else {
-            m->overflow = 1;
-        }
+    Span key, other, *value = &other;
+    long long other_number, *number = &other_number;
+    const unsigned char *p = c->p;
+    /* a one-byte key with a string right after its colon (V2's usual member) read in place */
+    int short_string = 0;
+    if (c->end - p >= 5) {
+        uint32_t head; /* p[0..3] as `"?":` with p[1] masked out, in the CPU's order */
+        memcpy(&head, p, 4);
+        const unsigned char quoted[4] = {'"', 0, '"', ':'}, mask[4] = {0xFF, 0, 0xFF, 0xFF};
+        uint32_t want, keep;
+        memcpy(&want, quoted, 4);
+        memcpy(&keep, mask, 4);
+        short_string = (head & keep) == want && p[4] == '"' && json_plain_byte[p[1]];
+    }
+    if (short_string) {
+        key = (Span){p + 1, 1, J_STR, 0};
+        c->p = p + 4;
+    } else if (!scan_key(c, &key)) {
+        return 0;
     }
     int table, i = field_index(&key, &table);
     if (i >= 0) {
         if (st->ext_seen[table] & (1u << i)) return 0; /* a duplicate: the last one wins */
         st->ext_seen[table] |= 1u << i;
-        st->ext[table][i] = value;
-        st->ext_int[table][i] = number;
+        value = &st->ext[table][i];
+        number = &st->ext_int[table][i];
+    }
+    if (short_string ? !scan_string(c, value) : !scan_value(c, value, MAX_EXT_DIGITS, number))
+        return 0;
+    if (value->kind == J_NULL) return 0; /* the reference drops the key: left to it */
+    if (st->keep_members) {
+        Members *m = &st->members;
+        if (m->count < MAX_MEMBERS) {
+            m->keys[m->count] = key;
+            m->values[m->count++] = *value;
+        } else {
+            m->overflow = 1;
+        }
     }
     return 1;
 }
@@ -127,6 +145,10 @@ static int scan_ext(Cursor *c, Scan *st) {
     }
     for (;;) {
         if (!scan_member(c, st)) return 0;
+        if (c->p < c->end && *c->p == ',') { /* the compact form's next member */
+            c->p++;
+            continue;
+        }
         int next = member_end(c);
         if (next != 1) return next == 2;
     }
@@ -135,20 +157,40 @@ static int scan_ext(Cursor *c, Scan *st) {
 static Kept kept_language, kept_fields[SEND_FIELDS];
 static PyObject *java; /* the language when absent */
 
+/* Eight ASCII digits at p as their number, -1 when one is not a digit: a lane a step (each
+ * step's lanes stay below their width, so nothing carries between them). */
+static inline long long eight_digits(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    const uint64_t threes = 0x3030303030303030ULL, high = 0xF0F0F0F0F0F0F0F0ULL;
+    if ((v & high) != threes || ((v + 0x0606060606060606ULL) & high) != threes) return -1;
+    v &= 0x0F0F0F0F0F0F0F0FULL;                               /* the first digit lowest */
+    v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFULL;          /* two digits a 16-bit lane */
+    v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFULL;        /* four a 32-bit lane */
+    return (long long)((v * 10000 + (v >> 32)) & 0xFFFFFFFFULL); /* eight */
+}
+
 /* A plain string span as an integer within [low, high] into *out (plain_integer_bytes' answer;
- * digits only, the usual case, read here). */
+ * digits only, the usual case, read here: one digit, or up to 8 then eight at once). */
 static inline int text_integer(const Span *s, long long low, long long high, long long *out) {
-    if (s->len > 0 && s->len <= 18) {
-        long long n = 0;
+    const unsigned char *p = s->at;
+    Py_ssize_t n = s->len;
+    long long value = -1;
+    if (n == 1) {
+        value = (unsigned)(p[0] - '0') <= 9 ? p[0] - '0' : -1;
+    } else if (n >= 8 && n <= 16) {
+        long long head = 0;
         Py_ssize_t i = 0;
-        for (; i < s->len && (unsigned)(s->at[i] - '0') <= 9; i++) n = n * 10 + (s->at[i] - '0');
-        if (i == s->len) {
-            if (n < low || n > high) return 0;
-            *out = n;
-            return 1;
-        }
+        for (; i < n - 8 && (unsigned)(p[i] - '0') <= 9; i++) head = head * 10 + (p[i] - '0');
+        long long tail = i == n - 8 ? eight_digits(p + i) : -1;
+        value = tail < 0 ? -1 : head * 100000000LL + tail;
     }
-    return plain_integer_bytes((const char *)s->at, s->len, low, high, out);
+    if (value >= 0) {
+        if (value < low || value > high) return 0;
+        *out = value;
+        return 1;
+    }
+    return plain_integer_bytes((const char *)p, n, low, high, out);
 }
 
 /* The last born timestamp's int, kept: consecutive sends of a client often share their
@@ -166,61 +208,93 @@ static PyObject *born_int(long long number) {
     return out;
 }
 
-/* The value of a send header field from its span (the reference's result for it; s NULL when
- * absent), NOT_PLAIN (a new reference) when the reference would not take it plainly, NULL on
- * error. number: an integer span's value. */
-static PyObject *field_value(int i, const Span *s, long long number) {
-    FieldType type = fields[i].type;
-    if (s == NULL) {
-        if (fields[i].required) return Py_NewRef(NOT_PLAIN);
-        return Py_NewRef(type == F_BOOL ? Py_False : Py_None);
+/* The values of the send header's fields from their spans, each the reference's result for
+ * it (decode_send_header on the extFields the orjson path builds), or NOT_PLAIN (a new
+ * reference) when the reference would not take it plainly, NULL on an error. */
+
+/* A string field (producerGroup, bname): a number's string is rare, left to Python. */
+static inline PyObject *text_value(const Span *s, Kept *kept) {
+    return s->kind == J_STR ? kept_str(kept, s) : Py_NewRef(NOT_PLAIN);
+}
+
+/* A topic: no escape (names.topic_problem judges any other) */
+static inline PyObject *topic_value(const Span *s, Kept *kept) {
+    return s->kind == J_STR && !s->escaped ? kept_str(kept, s) : Py_NewRef(NOT_PLAIN);
+}
+
+/* Boolean.parseBoolean of the string; a number's string is never "true". */
+static inline PyObject *bool_value(const Span *s) {
+    if (s->kind == J_STR && s->escaped) return Py_NewRef(NOT_PLAIN);
+    int truth = s->kind == J_TRUE ||
+                (s->kind == J_STR && s->len == 4 && (s->at[0] | 0x20) == 't' &&
+                 (s->at[1] | 0x20) == 'r' && (s->at[2] | 0x20) == 'u' && (s->at[3] | 0x20) == 'e');
+    return Py_NewRef(truth ? Py_True : Py_False);
+}
+
+/* An integer within [low, high]: a plain string's, or an integer's (its decimal string). */
+static inline int int_of(const Span *s, long long number, long long low, long long high,
+                         long long *out) {
+    if (s->kind == J_INT) {
+        *out = number;
+        return number >= low && number <= high;
     }
-    int plain_text = s->kind == J_STR && !s->escaped; /* the bytes are the reference's str */
-    switch (type) {
-    case F_STR:
-        if (s->kind != J_STR) return Py_NewRef(NOT_PLAIN); /* a number's string: rare, left to Python */
-        return i == 8 ? span_str(s) : kept_str(&kept_fields[i], s); /* properties differ */
-    case F_TOPIC:
-        if (!plain_text) return Py_NewRef(NOT_PLAIN);
-        return kept_str(&kept_fields[i], s);
-    case F_BOOL: {
-        /* Boolean.parseBoolean of the string; a number's string is never "true" */
-        if (s->kind == J_STR && s->escaped) return Py_NewRef(NOT_PLAIN);
-        int truth = s->kind == J_TRUE ||
-                    (plain_text && s->len == 4 && (s->at[0] | 0x20) == 't' &&
-                     (s->at[1] | 0x20) == 'r' && (s->at[2] | 0x20) == 'u' &&
-                     (s->at[3] | 0x20) == 'e');
-        return Py_NewRef(truth ? Py_True : Py_False);
-    }
-    default: { /* F_INT, F_SYSFLAG, F_LONG: a plain string or an integer (its decimal string) */
-        long long low = type == F_LONG ? LLONG_MIN : INT32_MIN;
-        long long high = type == F_LONG ? LLONG_MAX : INT32_MAX;
-        if (s->kind == J_INT) {
-            if (number < low || number > high) return Py_NewRef(NOT_PLAIN);
-        } else if (!plain_text || !text_integer(s, low, high, &number)) {
-            return Py_NewRef(NOT_PLAIN);
-        }
-        if (type == F_SYSFLAG) number &= SEND_SYS_FLAG_MASK;
-        return type == F_LONG ? born_int(number) : PyLong_FromLongLong(number);
-    }
-    }
+    return s->kind == J_STR && !s->escaped && text_integer(s, low, high, out);
+}
+
+/* ints below SMALL made once: the usual queue ids, flags, counts and sysFlag */
+#define SMALL 16
+static PyObject *small_ints[SMALL];
+
+static inline PyObject *int_object(long long n) {
+    if (n >= 0 && n < SMALL && small_ints[n] != NULL) return Py_NewRef(small_ints[n]);
+    return PyLong_FromLongLong(n);
+}
+
+static inline PyObject *int_value(const Span *s, long long number) {
+    long long n;
+    return int_of(s, number, INT32_MIN, INT32_MAX, &n) ? int_object(n) : Py_NewRef(NOT_PLAIN);
 }
 
 /* The send header's 14 values (decode_send_header's tuple), Py_None when one is not plain. */
 static PyObject *send_values(const Scan *st, int table) {
-    PyObject *out = PyTuple_New(SEND_FIELDS);
-    if (out == NULL) return NULL;
+    const Span *e = st->ext[table];
+    const long long *n = st->ext_int[table];
+    unsigned seen = st->ext_seen[table];
+    if ((seen & 0xFF) != 0xFF) Py_RETURN_NONE; /* the first eight are required */
+    long long sys_flag, born;
+    int plain_sys = int_of(&e[5], n[5], INT32_MIN, INT32_MAX, &sys_flag);
+    int plain_born = int_of(&e[6], n[6], LLONG_MIN, LLONG_MAX, &born);
+#define OPTIONAL(i, value, absent) ((seen >> (i)) & 1 ? (value) : Py_NewRef(absent))
+    PyObject *v[SEND_FIELDS] = {
+        text_value(&e[0], &kept_fields[0]),
+        topic_value(&e[1], &kept_fields[1]),
+        topic_value(&e[2], &kept_fields[2]),
+        int_value(&e[3], n[3]),
+        int_value(&e[4], n[4]),
+        plain_sys ? int_object(sys_flag & SEND_SYS_FLAG_MASK) : Py_NewRef(NOT_PLAIN),
+        plain_born ? born_int(born) : Py_NewRef(NOT_PLAIN),
+        int_value(&e[7], n[7]),
+        /* the properties differ from send to send: not kept */
+        OPTIONAL(8, e[8].kind == J_STR ? span_str(&e[8]) : Py_NewRef(NOT_PLAIN), Py_None),
+        OPTIONAL(9, int_value(&e[9], n[9]), Py_None),
+        OPTIONAL(10, bool_value(&e[10]), Py_False),
+        OPTIONAL(11, bool_value(&e[11]), Py_False),
+        OPTIONAL(12, int_value(&e[12], n[12]), Py_None),
+        OPTIONAL(13, text_value(&e[13], &kept_fields[13]), Py_None),
+    };
+#undef OPTIONAL
+    int failed = 0, plain = 1;
     for (int i = 0; i < SEND_FIELDS; i++) {
-        int seen = (st->ext_seen[table] >> i) & 1;
-        PyObject *v = field_value(i, seen ? &st->ext[table][i] : NULL, st->ext_int[table][i]);
-        if (v == NULL || v == NOT_PLAIN) {
-            Py_DECREF(out);
-            if (v == NULL) return NULL;
-            Py_DECREF(v);
-            Py_RETURN_NONE;
-        }
-        PyTuple_SET_ITEM(out, i, v);
+        failed |= v[i] == NULL;
+        plain &= v[i] != NOT_PLAIN;
     }
+    PyObject *out = failed || !plain ? NULL : PyTuple_New(SEND_FIELDS);
+    if (out == NULL) {
+        for (int i = 0; i < SEND_FIELDS; i++) Py_XDECREF(v[i]);
+        if (failed || plain) return NULL;
+        Py_RETURN_NONE;
+    }
+    memcpy(&PyTuple_GET_ITEM(out, 0), v, sizeof v); /* the references move into the tuple */
     return out;
 }
 
@@ -294,6 +368,8 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
         }
         offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
     }
+    for (int i = 0; i < SMALL; i++)
+        if (small_ints[i] == NULL && (small_ints[i] = PyLong_FromLong(i)) == NULL) return NULL;
     memcpy(command_offset, offsets, sizeof offsets);
     Py_XSETREF(lazy_ext, Py_NewRef(lazy));
     Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(type));
@@ -339,13 +415,13 @@ static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
                            : kept_str(&kept_language, &st->top[T_LANGUAGE]),
         [S_VERSION] = kept_long(&kept_version, version),
         [S_OPAQUE] = PyLong_FromLong(opaque),
-        [S_FLAG] = PyLong_FromLong(flag),
+        [S_FLAG] = int_object(flag),
         [S_REMARK] = has_remark ? span_str(remark) : Py_NewRef(Py_None),
         [S_EXT] = Py_NewRef(lazy_ext),
         [S_BODY] = in->body != NULL ? Py_NewRef(in->body)
                                     : PyBytes_FromStringAndSize((const char *)in->body_at,
                                                                 in->body_len),
-        [S_SERIALIZE] = PyLong_FromLong(0), /* SerializeType.JSON */
+        [S_SERIALIZE] = int_object(0), /* SerializeType.JSON */
         [S_HEADER] = in->header != NULL ? Py_NewRef(in->header)
                                         : PyBytes_FromStringAndSize((const char *)in->at,
                                                                     in->len),
