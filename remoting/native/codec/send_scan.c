@@ -394,6 +394,8 @@ static PyObject *kept_long(KeptLong *kept, long value) {
 }
 
 static KeptLong kept_code, kept_version;
+/* the bytes objects of the commands made from a read's spans, taken again once free */
+static BytesPool bodies, headers;
 
 /* The command from the scan, Py_None when one of its values is not plain. */
 static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
@@ -419,12 +421,10 @@ static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
         [S_REMARK] = has_remark ? span_str(remark) : Py_NewRef(Py_None),
         [S_EXT] = Py_NewRef(lazy_ext),
         [S_BODY] = in->body != NULL ? Py_NewRef(in->body)
-                                    : PyBytes_FromStringAndSize((const char *)in->body_at,
-                                                                in->body_len),
+                                    : reused_bytes(&bodies, in->body_at, in->body_len),
         [S_SERIALIZE] = int_object(0), /* SerializeType.JSON */
         [S_HEADER] = in->header != NULL ? Py_NewRef(in->header)
-                                        : PyBytes_FromStringAndSize((const char *)in->at,
-                                                                    in->len),
+                                        : reused_bytes(&headers, in->at, in->len),
         [S_VALUES] = values,
     };
     PyObject *command = command_type->tp_alloc(command_type, 0);
