@@ -82,28 +82,39 @@ static inline int escape_length(const unsigned char *p, const unsigned char *end
     }
 }
 
-/* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form.
- * s->escaped: how many bytes shorter its escapes decode (0: the bytes are the string). */
-static inline __attribute__((always_inline)) int scan_string(Cursor *c, Span *s) {
-    const unsigned char *p = c->p + 1, *end = c->end;
-    s->at = p;
-    s->kind = J_STR;
-    s->escaped = 0;
+/* The closing quote of a string whose bytes start at p (after its opening quote), how many
+ * bytes shorter its escapes decode into *escaped; NULL when not in the strict form. */
+static inline __attribute__((always_inline)) const unsigned char *
+string_end(const unsigned char *p, const unsigned char *end, int *escaped) {
+    int saved = 0;
     for (;;) {
         p = plain_run_end(p, end);
-        if (p >= end) return 0;
+        if (p >= end) return NULL;
         if (*p == '"') {
-            s->len = p - s->at;
-            c->p = p + 1;
-            return 1;
+            *escaped = saved;
+            return p;
         }
         int n = *p == '\\' ? escape_length(p, end) : 0; /* else a control byte, DEL, not ASCII */
-        if (n == 0) return 0;
+        if (n == 0) return NULL;
         p += n;
-        s->escaped += n - 1;
+        saved += n - 1;
     }
 }
 
+/* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form.
+ * s->escaped: how many bytes shorter its escapes decode (0: the bytes are the string). */
+static inline int scan_string(Cursor *c, Span *s) {
+    const unsigned char *at = c->p + 1;
+    int escaped;
+    const unsigned char *close = string_end(at, c->end, &escaped);
+    if (close == NULL) return 0;
+    *s = (Span){at, close - at, J_STR, escaped};
+    c->p = close + 1;
+    return 1;
+}
+
+/* An integer at the cursor: -?(0|[1-9][0-9]*) of at most max_digits digits (at most 18),
+ * followed by neither a fraction nor an exponent, its value into *value; 0 when not one. */
 /* An integer at the cursor: -?(0|[1-9][0-9]*) of at most max_digits digits (at most 18),
  * followed by neither a fraction nor an exponent, its value into *value; 0 when not one. */
 static inline int scan_integer(Cursor *c, Span *s, int allow_sign, int max_digits,

@@ -90,49 +90,65 @@ static int is_send(long long code) {
     return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
 }
 
-/* One extFields member at the cursor (on its key) into the scan; 0 when not plain. A send
- * header field's value is scanned straight into its place (a duplicate fails first, as it
- * would after: the scan is all or nothing). */
-static inline int scan_member(Cursor *c, Scan *st) {
-    Span key, other, *value = &other;
-    long long other_number, *number = &other_number;
-    const unsigned char *p = c->p;
-    /* a one-byte key with a string right after its colon (V2's usual member) read in place */
-    int short_string = 0;
-    if (c->end - p >= 5) {
-        uint32_t head; /* p[0..3] as `"?":` with p[1] masked out, in the CPU's order */
-        memcpy(&head, p, 4);
-        const unsigned char quoted[4] = {'"', 0, '"', ':'}, mask[4] = {0xFF, 0, 0xFF, 0xFF};
-        uint32_t want, keep;
-        memcpy(&want, quoted, 4);
-        memcpy(&keep, mask, 4);
-        short_string = (head & keep) == want && p[4] == '"' && json_plain_byte[p[1]];
+/* A member as it came, kept for a header class other than the send's. */
+static inline void keep_member(Scan *st, const Span *key, const Span *value) {
+    Members *m = &st->members;
+    if (m->count < MAX_MEMBERS) {
+        m->keys[m->count] = *key;
+        m->values[m->count++] = *value;
+    } else {
+        m->overflow = 1;
     }
-    if (short_string) {
-        key = (Span){p + 1, 1, J_STR, 0};
-        c->p = p + 4;
-    } else if (!scan_key(c, &key)) {
-        return 0;
-    }
+}
+
+/* A send header field's value into its place; 0 for a duplicate (the last one wins in the
+ * reference: left to it). */
+static inline int keep_field(Scan *st, int table, int i, const Span *value, long long number) {
+    unsigned bit = 1u << i;
+    if (st->ext_seen[table] & bit) return 0;
+    st->ext_seen[table] |= bit;
+    st->ext[table][i] = *value;
+    st->ext_int[table][i] = number;
+    return 1;
+}
+
+/* One extFields member of any plain form at the cursor (on its key) into the scan; 0 when
+ * not plain. */
+static int scan_any_member(Cursor *c, Scan *st) {
+    Span key, value;
+    long long number = 0;
+    if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS, &number)) return 0;
+    if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
     int table, i = field_index(&key, &table);
-    if (i >= 0) {
-        if (st->ext_seen[table] & (1u << i)) return 0; /* a duplicate: the last one wins */
-        st->ext_seen[table] |= 1u << i;
-        value = &st->ext[table][i];
-        number = &st->ext_int[table][i];
-    }
-    if (short_string ? !scan_string(c, value) : !scan_value(c, value, MAX_EXT_DIGITS, number))
-        return 0;
-    if (value->kind == J_NULL) return 0; /* the reference drops the key: left to it */
-    if (st->keep_members) {
-        Members *m = &st->members;
-        if (m->count < MAX_MEMBERS) {
-            m->keys[m->count] = key;
-            m->values[m->count++] = *value;
-        } else {
-            m->overflow = 1;
-        }
-    }
+    if (i >= 0 && !keep_field(st, table, i, &value, number)) return 0;
+    if (st->keep_members) keep_member(st, &key, &value);
+    return 1;
+}
+
+/* p[0..4] as `"?":"` (a one-byte key, a string right after its colon: V2's usual member),
+ * p[1] a string's plain byte; five bytes known to be there. */
+static inline int short_member(const unsigned char *p) {
+    uint32_t head, want, keep; /* p[0..3] with p[1] masked out, in the CPU's order */
+    const unsigned char quoted[4] = {'"', 0, '"', ':'}, mask[4] = {0xFF, 0, 0xFF, 0xFF};
+    memcpy(&head, p, 4);
+    memcpy(&want, quoted, 4);
+    memcpy(&keep, mask, 4);
+    return (head & keep) == want && p[4] == '"' && json_plain_byte[p[1]];
+}
+
+/* One extFields member at the cursor into the scan; 0 when not plain. The usual V2 member is
+ * read here in place, any other by scan_any_member: the same spans either way. */
+static inline int scan_member(Cursor *c, Scan *st) {
+    const unsigned char *p = c->p, *end = c->end;
+    if (end - p < 5 || !short_member(p)) return scan_any_member(c, st);
+    int escaped;
+    const unsigned char *close = string_end(p + 5, end, &escaped);
+    if (close == NULL) return 0;
+    Span value = {p + 5, close - (p + 5), J_STR, escaped};
+    int table, i = field_index(&(Span){p + 1, 1, J_STR, 0}, &table);
+    if (i >= 0 && !keep_field(st, table, i, &value, 0)) return 0;
+    if (st->keep_members) keep_member(st, &(Span){p + 1, 1, J_STR, 0}, &value);
+    c->p = close + 1;
     return 1;
 }
 
@@ -315,6 +331,35 @@ static inline int top_index(const Span *key) {
     }
 }
 
+/* A top-level key written `"name":` at the cursor, as every client writes them: its T_ index,
+ * the cursor after the colon and any whitespace; -1 (the cursor unmoved) for anything else,
+ * which scan_key and top_index then read (the same key for the same bytes). */
+static inline int quoted_top_key(Cursor *c) {
+    const unsigned char *p = c->p, *end = c->end;
+    if (end - p < 2 || p[0] != '"') return -1;
+    Py_ssize_t n;
+    int which;
+#define NAME(quoted, index)                                                                  \
+    n = sizeof quoted - 1;                                                                   \
+    which = index;                                                                           \
+    if (end - p < n || memcmp(p, quoted, sizeof quoted - 1) != 0) return -1;                 \
+    break
+    switch (p[1]) {
+    case 'c': NAME("\"code\":", T_CODE);
+    case 'e': NAME("\"extFields\":", T_EXT);
+    case 'f': NAME("\"flag\":", T_FLAG);
+    case 'l': NAME("\"language\":", T_LANGUAGE);
+    case 'o': NAME("\"opaque\":", T_OPAQUE);
+    case 'r': NAME("\"remark\":", T_REMARK);
+    case 's': NAME("\"serializeTypeCurrentRPC\":", T_SERIALIZE);
+    case 'v': NAME("\"version\":", T_VERSION);
+    default: return -1;
+    }
+#undef NAME
+    c->p = ws_end(p + n, end);
+    return which;
+}
+
 /* One top-level member's value at the cursor; 0 when not plain. */
 static int scan_top_value(Cursor *c, int which, Scan *st) {
     Span *s = &st->top[which];
@@ -447,9 +492,12 @@ static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
  * is one no scan takes: every other request leaves at its code, which Java writes first). */
 static int scan_top(Cursor *c, Scan *st) {
     for (;;) {
-        Span key;
-        if (!scan_key(c, &key)) return 0;
-        int which = top_index(&key);
+        int which = quoted_top_key(c);
+        if (which < 0) { /* any other spelling of a key: spaces, or not one of ours */
+            Span key;
+            if (!scan_key(c, &key)) return 0;
+            which = top_index(&key);
+        }
         if (which == T_KEYS || (st->top_seen & (1u << which))) return 0;
         st->top_seen |= 1u << which;
         if (!scan_top_value(c, which, st)) return 0;
