@@ -48,17 +48,19 @@ static const struct {
 #undef FIELD
 };
 
+/* A V2 letter's field index + 1, 0 for any other byte: a..n, in the fields' order but for l
+ * and m (maxReconsumeTimes, batch). */
+static const unsigned char v2_field[256] = {
+    ['a'] = 1, ['b'] = 2, ['c'] = 3, ['d'] = 4, ['e'] = 5, ['f'] = 6, ['g'] = 7,
+    ['h'] = 8, ['i'] = 9, ['j'] = 10, ['k'] = 11, ['l'] = 13, ['m'] = 12, ['n'] = 14,
+};
+
 /* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2 and
  * SEND_BATCH_MESSAGE (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
 static int field_index(const Span *key, int *table) {
     if (key->len == 1) {
-        /* a..n, in the fields' order but for l and m (maxReconsumeTimes, batch); index + 1 */
-        static const unsigned char v2[256] = {
-            ['a'] = 1, ['b'] = 2, ['c'] = 3, ['d'] = 4, ['e'] = 5, ['f'] = 6, ['g'] = 7,
-            ['h'] = 8, ['i'] = 9, ['j'] = 10, ['k'] = 11, ['l'] = 13, ['m'] = 12, ['n'] = 14,
-        };
         *table = 1;
-        return v2[key->at[0]] - 1;
+        return v2_field[key->at[0]] - 1;
     }
     for (int i = 0; i < SEND_FIELDS; i++) {
         if (key_is(key, fields[i].v1, fields[i].v1_len)) {
@@ -145,8 +147,8 @@ static inline int scan_member(Cursor *c, Scan *st) {
     const unsigned char *close = string_end(p + 5, end, &escaped);
     if (close == NULL) return 0;
     Span value = {p + 5, close - (p + 5), J_STR, escaped};
-    int table, i = field_index(&(Span){p + 1, 1, J_STR, 0}, &table);
-    if (i >= 0 && !keep_field(st, table, i, &value, 0)) return 0;
+    int i = v2_field[p[1]] - 1; /* a one-byte key: V2's naming or none */
+    if (i >= 0 && !keep_field(st, 1, i, &value, 0)) return 0;
     if (st->keep_members) keep_member(st, &(Span){p + 1, 1, J_STR, 0}, &value);
     c->p = close + 1;
     return 1;
@@ -225,22 +227,22 @@ static PyObject *born_int(long long number) {
 }
 
 /* The values of the send header's fields from their spans, each the reference's result for
- * it (decode_send_header on the extFields the orjson path builds), or NOT_PLAIN (a new
- * reference) when the reference would not take it plainly, NULL on an error. */
+ * it (decode_send_header on the extFields the orjson path builds); NULL when the reference
+ * would not take it plainly (no error set) or on an error (set). */
 
 /* A string field (producerGroup, bname): a number's string is rare, left to Python. */
 static inline PyObject *text_value(const Span *s, Kept *kept) {
-    return s->kind == J_STR ? kept_str(kept, s) : Py_NewRef(NOT_PLAIN);
+    return s->kind == J_STR ? kept_str(kept, s) : NULL;
 }
 
 /* A topic: no escape (names.topic_problem judges any other) */
 static inline PyObject *topic_value(const Span *s, Kept *kept) {
-    return s->kind == J_STR && !s->escaped ? kept_str(kept, s) : Py_NewRef(NOT_PLAIN);
+    return s->kind == J_STR && !s->escaped ? kept_str(kept, s) : NULL;
 }
 
 /* Boolean.parseBoolean of the string; a number's string is never "true". */
 static inline PyObject *bool_value(const Span *s) {
-    if (s->kind == J_STR && s->escaped) return Py_NewRef(NOT_PLAIN);
+    if (s->kind == J_STR && s->escaped) return NULL;
     int truth = s->kind == J_TRUE ||
                 (s->kind == J_STR && s->len == 4 && (s->at[0] | 0x20) == 't' &&
                  (s->at[1] | 0x20) == 'r' && (s->at[2] | 0x20) == 'u' && (s->at[3] | 0x20) == 'e');
@@ -268,7 +270,7 @@ static inline PyObject *int_object(long long n) {
 
 static inline PyObject *int_value(const Span *s, long long number) {
     long long n;
-    return int_of(s, number, INT32_MIN, INT32_MAX, &n) ? int_object(n) : Py_NewRef(NOT_PLAIN);
+    return int_of(s, number, INT32_MIN, INT32_MAX, &n) ? int_object(n) : NULL;
 }
 
 /* The send header's 14 values (decode_send_header's tuple), Py_None when one is not plain. */
@@ -287,11 +289,11 @@ static PyObject *send_values(const Scan *st, int table) {
         topic_value(&e[2], &kept_fields[2]),
         int_value(&e[3], n[3]),
         int_value(&e[4], n[4]),
-        plain_sys ? int_object(sys_flag & SEND_SYS_FLAG_MASK) : Py_NewRef(NOT_PLAIN),
-        plain_born ? born_int(born) : Py_NewRef(NOT_PLAIN),
+        plain_sys ? int_object(sys_flag & SEND_SYS_FLAG_MASK) : NULL,
+        plain_born ? born_int(born) : NULL,
         int_value(&e[7], n[7]),
         /* the properties differ from send to send: not kept */
-        OPTIONAL(8, e[8].kind == J_STR ? span_str(&e[8]) : Py_NewRef(NOT_PLAIN), Py_None),
+        OPTIONAL(8, e[8].kind == J_STR ? span_str(&e[8]) : NULL, Py_None),
         OPTIONAL(9, int_value(&e[9], n[9]), Py_None),
         OPTIONAL(10, bool_value(&e[10]), Py_False),
         OPTIONAL(11, bool_value(&e[11]), Py_False),
@@ -299,19 +301,16 @@ static PyObject *send_values(const Scan *st, int table) {
         OPTIONAL(13, text_value(&e[13], &kept_fields[13]), Py_None),
     };
 #undef OPTIONAL
-    int failed = 0, plain = 1;
-    for (int i = 0; i < SEND_FIELDS; i++) {
-        failed |= v[i] == NULL;
-        plain &= v[i] != NOT_PLAIN;
-    }
-    PyObject *out = failed || !plain ? NULL : PyTuple_New(SEND_FIELDS);
-    if (out == NULL) {
-        for (int i = 0; i < SEND_FIELDS; i++) Py_XDECREF(v[i]);
-        if (failed || plain) return NULL;
-        Py_RETURN_NONE;
-    }
+    PyObject *out = NULL;
+    for (int i = 0; i < SEND_FIELDS; i++)
+        if (v[i] == NULL) goto not_made;
+    if ((out = PyTuple_New(SEND_FIELDS)) == NULL) goto not_made;
     memcpy(&PyTuple_GET_ITEM(out, 0), v, sizeof v); /* the references move into the tuple */
     return out;
+not_made: /* a value not plain (None), or an error */
+    for (int i = 0; i < SEND_FIELDS; i++) Py_XDECREF(v[i]);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* A top-level key's T_ index, T_KEYS for another key. */
