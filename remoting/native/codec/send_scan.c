@@ -355,7 +355,8 @@ static inline int quoted_top_key(Cursor *c) {
     default: return -1;
     }
 #undef NAME
-    c->p = ws_end(p + n, end);
+    p += n;
+    c->p = p < end && *p <= ' ' ? ws_end(p, end) : p;
     return which;
 }
 
@@ -506,6 +507,10 @@ static int scan_top(Cursor *c, Scan *st) {
                 st->keep_members = 0; /* only the send header's fields are read */
             else if (header_scan_index((long)code) < 0)
                 return 0;
+        }
+        if (c->p < c->end && *c->p == ',') { /* the compact form's next member */
+            c->p++;
+            continue;
         }
         int next = member_end(c);
         if (next != 1) return next == 2;
