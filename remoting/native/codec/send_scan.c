@@ -19,9 +19,10 @@
  *   decode_send_header takes (numbers within their Java type, no escape in a number, a
  *   boolean or a topic), any other key skipped as the send header skips it.
  * Topics are not checked against the valid-topic set here: plain_send_rows does that as
- * decode_send_header does. tests/unit/remoting/test_send_scan.py holds the scan to the reference
- * on real clients' frames and their mutations. */
-#include "json_scan.h"
+ * decode_send_header does. The values are made in send_values.c, the command's bytes objects in
+ * reused_bytes.c. tests/unit/remoting/test_send_scan.py holds the scan to the reference on real
+ * clients' frames and their mutations, test_scan_lexer.py at the lexer's word steps. */
+#include "send_scan.h"
 #include <structmember.h> /* T_OBJECT_EX */
 #include <limits.h>
 #include <string.h>
@@ -29,7 +30,6 @@
 #define SEND_MESSAGE 10
 #define SEND_MESSAGE_V2 310
 #define SEND_BATCH_MESSAGE 320
-#define SEND_FIELDS 14
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
 /* SendMessageRequestHeader's fields in its order (send_header.c send_fields, held equal by the
@@ -70,22 +70,6 @@ static int field_index(const Span *key, int *table) {
     }
     return -1;
 }
-
-/* What one header's scan found: the top-level members, the send header's spans in its two
- * namings (extFields' values; an integer's value beside its span), and extFields' members as
- * they came when another header class may read them. Presence is a bit a member, so nothing
- * is cleared before a scan. */
-enum { T_CODE, T_OPAQUE, T_FLAG, T_VERSION, T_LANGUAGE, T_REMARK, T_SERIALIZE, T_EXT, T_KEYS };
-typedef struct {
-    Span top[T_KEYS];
-    long long top_int[T_LANGUAGE]; /* code, opaque, flag, version: a Java int, -1 past one */
-    unsigned top_seen;
-    Span ext[2][SEND_FIELDS];
-    long long ext_int[2][SEND_FIELDS];
-    unsigned ext_seen[2];
-    int keep_members; /* the code is not known to be a send's: another class may read them */
-    Members members;
-} Scan;
 
 /* The codes whose extFields are SendMessageRequestHeader's. */
 static int is_send(long long code) {
@@ -172,146 +156,8 @@ static int scan_ext(Cursor *c, Scan *st) {
     }
 }
 
-static Kept kept_language, kept_fields[SEND_FIELDS];
+static Kept kept_language;
 static PyObject *java; /* the language when absent */
-
-/* Eight ASCII digits at p as their number, -1 when one is not a digit: a lane a step (each
- * step's lanes stay below their width, so nothing carries between them). */
-static inline long long eight_digits(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    const uint64_t threes = 0x3030303030303030ULL, high = 0xF0F0F0F0F0F0F0F0ULL;
-    if ((v & high) != threes || ((v + 0x0606060606060606ULL) & high) != threes) return -1;
-    v &= 0x0F0F0F0F0F0F0F0FULL;                               /* the first digit lowest */
-    v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFULL;          /* two digits a 16-bit lane */
-    v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFULL;        /* four a 32-bit lane */
-    return (long long)((v * 10000 + (v >> 32)) & 0xFFFFFFFFULL); /* eight */
-}
-
-/* A plain string span as an integer within [low, high] into *out (plain_integer_bytes' answer;
- * digits only, the usual case, read here: one digit, or up to 8 then eight at once). */
-static inline int text_integer(const Span *s, long long low, long long high, long long *out) {
-    const unsigned char *p = s->at;
-    Py_ssize_t n = s->len;
-    long long value = -1;
-    if (n == 1) {
-        value = (unsigned)(p[0] - '0') <= 9 ? p[0] - '0' : -1;
-    } else if (n >= 8 && n <= 16) {
-        long long head = 0;
-        Py_ssize_t i = 0;
-        for (; i < n - 8 && (unsigned)(p[i] - '0') <= 9; i++) head = head * 10 + (p[i] - '0');
-        long long tail = i == n - 8 ? eight_digits(p + i) : -1;
-        value = tail < 0 ? -1 : head * 100000000LL + tail;
-    }
-    if (value >= 0) {
-        if (value < low || value > high) return 0;
-        *out = value;
-        return 1;
-    }
-    return plain_integer_bytes((const char *)p, n, low, high, out);
-}
-
-/* The last born timestamp's int, kept: consecutive sends of a client often share their
- * millisecond. */
-static PyObject *kept_born;
-static long long kept_born_value;
-
-static PyObject *born_int(long long number) {
-    if (kept_born != NULL && kept_born_value == number) return Py_NewRef(kept_born);
-    PyObject *out = PyLong_FromLongLong(number);
-    if (out != NULL) {
-        Py_XSETREF(kept_born, Py_NewRef(out));
-        kept_born_value = number;
-    }
-    return out;
-}
-
-/* The values of the send header's fields from their spans, each the reference's result for
- * it (decode_send_header on the extFields the orjson path builds); NULL when the reference
- * would not take it plainly (no error set) or on an error (set). */
-
-/* A string field (producerGroup, bname): a number's string is rare, left to Python. */
-static inline PyObject *text_value(const Span *s, Kept *kept) {
-    return s->kind == J_STR ? kept_str(kept, s) : NULL;
-}
-
-/* A topic: no escape (names.topic_problem judges any other) */
-static inline PyObject *topic_value(const Span *s, Kept *kept) {
-    return s->kind == J_STR && !s->escaped ? kept_str(kept, s) : NULL;
-}
-
-/* Boolean.parseBoolean of the string; a number's string is never "true". */
-static inline PyObject *bool_value(const Span *s) {
-    if (s->kind == J_STR && s->escaped) return NULL;
-    int truth = s->kind == J_TRUE ||
-                (s->kind == J_STR && s->len == 4 && (s->at[0] | 0x20) == 't' &&
-                 (s->at[1] | 0x20) == 'r' && (s->at[2] | 0x20) == 'u' && (s->at[3] | 0x20) == 'e');
-    return Py_NewRef(truth ? Py_True : Py_False);
-}
-
-/* An integer within [low, high]: a plain string's, or an integer's (its decimal string). */
-static inline int int_of(const Span *s, long long number, long long low, long long high,
-                         long long *out) {
-    if (s->kind == J_INT) {
-        *out = number;
-        return number >= low && number <= high;
-    }
-    return s->kind == J_STR && !s->escaped && text_integer(s, low, high, out);
-}
-
-/* ints below SMALL made once: the usual queue ids, flags, counts and sysFlag */
-#define SMALL 16
-static PyObject *small_ints[SMALL];
-
-static inline PyObject *int_object(long long n) {
-    if (n >= 0 && n < SMALL && small_ints[n] != NULL) return Py_NewRef(small_ints[n]);
-    return PyLong_FromLongLong(n);
-}
-
-static inline PyObject *int_value(const Span *s, long long number) {
-    long long n;
-    return int_of(s, number, INT32_MIN, INT32_MAX, &n) ? int_object(n) : NULL;
-}
-
-/* The send header's 14 values (decode_send_header's tuple), Py_None when one is not plain. */
-static PyObject *send_values(const Scan *st, int table) {
-    const Span *e = st->ext[table];
-    const long long *n = st->ext_int[table];
-    unsigned seen = st->ext_seen[table];
-    if ((seen & 0xFF) != 0xFF) Py_RETURN_NONE; /* the first eight are required */
-    long long sys_flag, born;
-    int plain_sys = int_of(&e[5], n[5], INT32_MIN, INT32_MAX, &sys_flag);
-    int plain_born = int_of(&e[6], n[6], LLONG_MIN, LLONG_MAX, &born);
-#define OPTIONAL(i, value, absent) ((seen >> (i)) & 1 ? (value) : Py_NewRef(absent))
-    PyObject *v[SEND_FIELDS] = {
-        text_value(&e[0], &kept_fields[0]),
-        topic_value(&e[1], &kept_fields[1]),
-        topic_value(&e[2], &kept_fields[2]),
-        int_value(&e[3], n[3]),
-        int_value(&e[4], n[4]),
-        plain_sys ? int_object(sys_flag & SEND_SYS_FLAG_MASK) : NULL,
-        plain_born ? born_int(born) : NULL,
-        int_value(&e[7], n[7]),
-        /* the properties differ from send to send: not kept */
-        OPTIONAL(8, e[8].kind == J_STR ? span_str(&e[8]) : NULL, Py_None),
-        OPTIONAL(9, int_value(&e[9], n[9]), Py_None),
-        OPTIONAL(10, bool_value(&e[10]), Py_False),
-        OPTIONAL(11, bool_value(&e[11]), Py_False),
-        OPTIONAL(12, int_value(&e[12], n[12]), Py_None),
-        OPTIONAL(13, text_value(&e[13], &kept_fields[13]), Py_None),
-    };
-#undef OPTIONAL
-    PyObject *out = NULL;
-    for (int i = 0; i < SEND_FIELDS; i++)
-        if (v[i] == NULL) goto not_made;
-    if ((out = PyTuple_New(SEND_FIELDS)) == NULL) goto not_made;
-    memcpy(&PyTuple_GET_ITEM(out, 0), v, sizeof v); /* the references move into the tuple */
-    return out;
-not_made: /* a value not plain (None), or an error */
-    for (int i = 0; i < SEND_FIELDS; i++) Py_XDECREF(v[i]);
-    if (PyErr_Occurred()) return NULL;
-    Py_RETURN_NONE;
-}
 
 /* A top-level key's T_ index, T_KEYS for another key. */
 static inline int top_index(const Span *key) {
@@ -413,8 +259,7 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
         }
         offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
     }
-    for (int i = 0; i < SMALL; i++)
-        if (small_ints[i] == NULL && (small_ints[i] = PyLong_FromLong(i)) == NULL) return NULL;
+    if (send_values_init() < 0) return NULL;
     memcpy(command_offset, offsets, sizeof offsets);
     Py_XSETREF(lazy_ext, Py_NewRef(lazy));
     Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(type));
