@@ -103,7 +103,7 @@ string_end(const unsigned char *p, const unsigned char *end, int *escaped) {
 
 /* A string at the cursor (on its opening quote) into *s; 0 when not in the strict form.
  * s->escaped: how many bytes shorter its escapes decode (0: the bytes are the string). */
-static inline int scan_string(Cursor *c, Span *s) {
+static inline __attribute__((always_inline)) int scan_string(Cursor *c, Span *s) {
     const unsigned char *at = c->p + 1;
     int escaped;
     const unsigned char *close = string_end(at, c->end, &escaped);
@@ -231,7 +231,7 @@ static inline int same_bytes(const unsigned char *a, const unsigned char *b, Py_
 }
 
 /* kept_str: the str found last tried here, the others and a new one by kept_str_search. */
-static inline PyObject *kept_str(Kept *kept, const Span *s) {
+static inline __attribute__((always_inline)) PyObject *kept_str(Kept *kept, const Span *s) {
     PyObject *k = kept->strs[kept->hit];
     if (k != NULL && !s->escaped && PyUnicode_GET_LENGTH(k) == s->len &&
         same_bytes(PyUnicode_1BYTE_DATA(k), s->at, s->len))

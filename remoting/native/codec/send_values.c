@@ -93,7 +93,7 @@ static inline int int_of(const Span *s, long long number, long long low, long lo
 
 PyObject *small_ints[SMALL];
 
-static inline PyObject *int_value(const Span *s, long long number) {
+static inline __attribute__((always_inline)) PyObject *int_value(const Span *s, long long number) {
     long long n;
     return int_of(s, number, INT32_MIN, INT32_MAX, &n) ? int_object(n) : NULL;
 }
