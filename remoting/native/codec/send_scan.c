@@ -32,22 +32,6 @@
 #define SEND_BATCH_MESSAGE 320
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
-/* SendMessageRequestHeader's fields in its order (send_header.c send_fields, held equal by the
- * tests through decode_send_header's results), by their SEND_MESSAGE names; their V2 letters
- * are field_index's table, their types and which are required send_values' lines. */
-static const struct {
-    const char *v1;
-    Py_ssize_t v1_len;
-} fields[SEND_FIELDS] = {
-#define FIELD(v1) {v1, sizeof v1 - 1}
-    FIELD("producerGroup"), FIELD("topic"),          FIELD("defaultTopic"),
-    FIELD("defaultTopicQueueNums"), FIELD("queueId"), FIELD("sysFlag"),
-    FIELD("bornTimestamp"), FIELD("flag"),           FIELD("properties"),
-    FIELD("reconsumeTimes"), FIELD("unitMode"),      FIELD("batch"),
-    FIELD("maxReconsumeTimes"), FIELD("bname"),
-#undef FIELD
-};
-
 /* A V2 letter's field index + 1, 0 for any other byte: a..n, in the fields' order but for l
  * and m (maxReconsumeTimes, batch). */
 static const unsigned char v2_field[256] = {
@@ -62,13 +46,28 @@ static int field_index(const Span *key, int *table) {
         *table = 1;
         return v2_field[key->at[0]] - 1;
     }
-    for (int i = 0; i < SEND_FIELDS; i++) {
-        if (key_is(key, fields[i].v1, fields[i].v1_len)) {
-            *table = 0;
-            return i;
-        }
+    /* SendMessageRequestHeader's fields by their SEND_MESSAGE names, in its order (send_header.c
+     * send_fields, held equal by the tests through decode_send_header's results): by length,
+     * then one fixed-length compare */
+    const unsigned char *k = key->at;
+    int i = -1;
+#define IS(name, index)                                                                      \
+    if (memcmp(k, name, sizeof name - 1) == 0) i = index
+    switch (key->len) {
+    case 4: IS("flag", 7); break;
+    case 5: IS("topic", 1); else IS("batch", 11); else IS("bname", 13); break;
+    case 7: IS("queueId", 4); else IS("sysFlag", 5); break;
+    case 8: IS("unitMode", 10); break;
+    case 10: IS("properties", 8); break;
+    case 12: IS("defaultTopic", 2); break;
+    case 13: IS("producerGroup", 0); else IS("bornTimestamp", 6); break;
+    case 14: IS("reconsumeTimes", 9); break;
+    case 17: IS("maxReconsumeTimes", 12); break;
+    case 21: IS("defaultTopicQueueNums", 3); break;
     }
-    return -1;
+#undef IS
+    *table = 0;
+    return i;
 }
 
 /* The codes whose extFields are SendMessageRequestHeader's. */
