@@ -3,8 +3,9 @@
  * Strict plain JSON only, read in place: strings of printable ASCII whose escapes are \" \\
  * \/ \b \f \n \r \t or \u00XX below 0x80 (each decoding to the one byte orjson decodes it
  * to), integers -?(0|[1-9][0-9]*) with a digit limit and no fraction or exponent, true, false,
- * null, JSON's four whitespace bytes between tokens. Every function returns 0 for anything
- * else, and the scan then returns None so the orjson path decides. */
+ * null, JSON's four whitespace bytes between tokens. Every step returns 0 (or NULL) for
+ * anything else, and the scan then returns None so the orjson path decides. No step reads a
+ * byte at or past the end it is given (a header may end its buffer). */
 #ifndef ROCKETMQ_TRIO_JSON_SCAN_H
 #define ROCKETMQ_TRIO_JSON_SCAN_H
 
@@ -182,11 +183,6 @@ static inline int member_end(Cursor *c) {
     if (p >= c->end) return 0;
     c->p = p + 1;
     return *p == ',' ? 1 : *p == '}' ? 2 : 0;
-}
-
-/* A key span equal to the name of n bytes. */
-static inline int key_is(const Span *key, const char *name, Py_ssize_t n) {
-    return key->len == n && memcmp(key->at, name, (size_t)n) == 0;
 }
 
 /* A new ASCII str of a string span, its escapes decoded. */
