@@ -40,6 +40,15 @@ typedef struct {
     PyObject *body;
 } ScanInput;
 PyObject *scan_command_at(const ScanInput *in);
+/* reused_bytes.c: bytes of p[0, n), an object of the pool's that nothing else holds any more
+ * rewritten when there is one of that size, else a new one the pool keeps. */
+#define BYTES_POOL 8
+#define BYTES_POOL_MAX 16384
+typedef struct {
+    PyObject *items[BYTES_POOL];
+    int next;
+} BytesPool;
+PyObject *reused_bytes(BytesPool *pool, const unsigned char *p, Py_ssize_t n);
 PyObject *split_commands(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *whole_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *recv_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

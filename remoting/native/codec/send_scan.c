@@ -19,9 +19,10 @@
  *   decode_send_header takes (numbers within their Java type, no escape in a number, a
  *   boolean or a topic), any other key skipped as the send header skips it.
  * Topics are not checked against the valid-topic set here: plain_send_rows does that as
- * decode_send_header does. tests/unit/remoting/test_send_scan.py holds the scan to the reference
- * on real clients' frames and their mutations. */
-#include "json_scan.h"
+ * decode_send_header does. The values are made in send_values.c, the command's bytes objects in
+ * reused_bytes.c. tests/unit/remoting/test_send_scan.py holds the scan to the reference on real
+ * clients' frames and their mutations, test_scan_lexer.py at the lexer's word steps. */
+#include "send_scan.h"
 #include <structmember.h> /* T_OBJECT_EX */
 #include <limits.h>
 #include <string.h>
@@ -29,188 +30,203 @@
 #define SEND_MESSAGE 10
 #define SEND_MESSAGE_V2 310
 #define SEND_BATCH_MESSAGE 320
-#define SEND_FIELDS 14
 #define MAX_EXT_DIGITS 18 /* any such integer is exact in orjson and in a long long */
 
-typedef enum { F_STR, F_TOPIC, F_INT, F_SYSFLAG, F_LONG, F_BOOL } FieldType;
-/* SendMessageRequestHeader's fields in its order (send_header.c send_fields, held equal by the
- * tests through decode_send_header's results). */
-static const struct {
-    const char *v1, *v2;
-    FieldType type;
-    int required;
-} fields[SEND_FIELDS] = {
-    {"producerGroup", "a", F_STR, 1},  {"topic", "b", F_TOPIC, 1},
-    {"defaultTopic", "c", F_TOPIC, 1}, {"defaultTopicQueueNums", "d", F_INT, 1},
-    {"queueId", "e", F_INT, 1},        {"sysFlag", "f", F_SYSFLAG, 1},
-    {"bornTimestamp", "g", F_LONG, 1}, {"flag", "h", F_INT, 1},
-    {"properties", "i", F_STR, 0},     {"reconsumeTimes", "j", F_INT, 0},
-    {"unitMode", "k", F_BOOL, 0},      {"batch", "m", F_BOOL, 0},
-    {"maxReconsumeTimes", "l", F_INT, 0}, {"bname", "n", F_STR, 0},
+/* A V2 letter's field index + 1, 0 for any other byte: a..n, in the fields' order but for l
+ * and m (maxReconsumeTimes, batch). */
+static const unsigned char v2_field[256] = {
+    ['a'] = 1, ['b'] = 2, ['c'] = 3, ['d'] = 4, ['e'] = 5, ['f'] = 6, ['g'] = 7,
+    ['h'] = 8, ['i'] = 9, ['j'] = 10, ['k'] = 11, ['l'] = 13, ['m'] = 12, ['n'] = 14,
 };
 
 /* The send header's index of an extFields key in SEND_MESSAGE (table 0) or SEND_MESSAGE_V2 and
  * SEND_BATCH_MESSAGE (table 1) naming, -1 for a key of neither. V2's names are single letters a..n. */
 static int field_index(const Span *key, int *table) {
     if (key->len == 1) {
-        /* a..n, in the fields' order but for l and m (maxReconsumeTimes, batch) */
-        static const signed char v2[14] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 11, 13};
-        unsigned char letter = key->at[0];
-        if (letter < 'a' || letter > 'n') return -1;
         *table = 1;
-        return v2[letter - 'a'];
+        return v2_field[key->at[0]] - 1;
     }
-    for (int i = 0; i < SEND_FIELDS; i++) {
-        if (key_is(key, fields[i].v1)) {
-            *table = 0;
-            return i;
-        }
+    /* SendMessageRequestHeader's fields by their SEND_MESSAGE names, in its order (send_header.c
+     * send_fields, held equal by the tests through decode_send_header's results): by length,
+     * then one fixed-length compare */
+    const unsigned char *k = key->at;
+    int i = -1;
+#define IS(name, index)                                                                      \
+    if (memcmp(k, name, sizeof name - 1) == 0) i = index
+    switch (key->len) {
+    case 4: IS("flag", 7); break;
+    case 5: IS("topic", 1); else IS("batch", 11); else IS("bname", 13); break;
+    case 7: IS("queueId", 4); else IS("sysFlag", 5); break;
+    case 8: IS("unitMode", 10); break;
+    case 10: IS("properties", 8); break;
+    case 12: IS("defaultTopic", 2); break;
+    case 13: IS("producerGroup", 0); else IS("bornTimestamp", 6); break;
+    case 14: IS("reconsumeTimes", 9); break;
+    case 17: IS("maxReconsumeTimes", 12); break;
+    case 21: IS("defaultTopicQueueNums", 3); break;
     }
-    return -1;
+#undef IS
+    *table = 0;
+    return i;
 }
 
-/* extFields' object at the cursor (on '{') into the send header's two tables of spans and the
- * members' list; 0 when not plain. */
-static int scan_ext(Cursor *c, Span ext[2][SEND_FIELDS], Members *members) {
-    c->p++;
-    skip_ws(c);
+/* The codes whose extFields are SendMessageRequestHeader's. */
+static int is_send(long long code) {
+    return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
+}
+
+/* A member as it came, kept for a header class other than the send's. */
+static inline void keep_member(Scan *st, const Span *key, const Span *value) {
+    Members *m = &st->members;
+    if (m->count < MAX_MEMBERS) {
+        m->keys[m->count] = *key;
+        m->values[m->count++] = *value;
+    } else {
+        m->overflow = 1;
+    }
+}
+
+/* A send header field's value into its place; 0 for a duplicate (the last one wins in the
+ * reference: left to it). */
+static inline int keep_field(Scan *st, int table, int i, const Span *value, long long number) {
+    unsigned bit = 1u << i;
+    if (st->ext_seen[table] & bit) return 0;
+    st->ext_seen[table] |= bit;
+    st->ext[table][i] = *value;
+    st->ext_int[table][i] = number;
+    return 1;
+}
+
+/* One extFields member of any plain form at the cursor (on its key) into the scan; 0 when
+ * not plain. */
+static int scan_any_member(Cursor *c, Scan *st) {
+    Span key, value;
+    long long number = 0;
+    if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS, &number)) return 0;
+    if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
+    int table, i = field_index(&key, &table);
+    if (i >= 0 && !keep_field(st, table, i, &value, number)) return 0;
+    if (st->keep_members) keep_member(st, &key, &value);
+    return 1;
+}
+
+/* p[0..4] as `"?":"` (a one-byte key, a string right after its colon: V2's usual member),
+ * p[1] a string's plain byte; five bytes known to be there. */
+static inline int short_member(const unsigned char *p) {
+    uint32_t head, want, keep; /* p[0..3] with p[1] masked out, in the CPU's order */
+    const unsigned char quoted[4] = {'"', 0, '"', ':'}, mask[4] = {0xFF, 0, 0xFF, 0xFF};
+    memcpy(&head, p, 4);
+    memcpy(&want, quoted, 4);
+    memcpy(&keep, mask, 4);
+    return (head & keep) == want && p[4] == '"' && json_plain_byte[p[1]];
+}
+
+/* One extFields member at the cursor into the scan; 0 when not plain. The usual V2 member is
+ * read here in place, any other by scan_any_member: the same spans either way. */
+static inline int scan_member(Cursor *c, Scan *st) {
+    const unsigned char *p = c->p, *end = c->end;
+    if (end - p < 5 || !short_member(p)) return scan_any_member(c, st);
+    int escaped;
+    const unsigned char *close = string_end(p + 5, end, &escaped);
+    if (close == NULL) return 0;
+    Span value = {p + 5, close - (p + 5), J_STR, escaped};
+    int i = v2_field[p[1]] - 1; /* a one-byte key: V2's naming or none */
+    if (i >= 0 && !keep_field(st, 1, i, &value, 0)) return 0;
+    if (st->keep_members) keep_member(st, &(Span){p + 1, 1, J_STR, 0}, &value);
+    c->p = close + 1;
+    return 1;
+}
+
+/* extFields' object at the cursor (on '{') into the scan; 0 when not plain. */
+static int scan_ext(Cursor *c, Scan *st) {
+    c->p = ws_end(c->p + 1, c->end);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
         return 1;
     }
     for (;;) {
-        Span key, value;
-        if (!scan_key(c, &key) || !scan_value(c, &value, MAX_EXT_DIGITS)) return 0;
-        if (value.kind == J_NULL) return 0; /* the reference drops the key: left to it */
-        if (members->count < MAX_MEMBERS) {
-            members->keys[members->count] = key;
-            members->values[members->count++] = value;
-        } else {
-            members->overflow = 1;
-        }
-        int table, i = field_index(&key, &table);
-        if (i >= 0) {
-            if (ext[table][i].kind != J_NONE) return 0; /* a duplicate: the last one wins */
-            ext[table][i] = value;
+        if (!scan_member(c, st)) return 0;
+        if (c->p < c->end && *c->p == ',') { /* the compact form's next member */
+            c->p++;
+            continue;
         }
         int next = member_end(c);
-        if (next == 0) return 0;
-        if (next == 2) return 1;
+        if (next != 1) return next == 2;
     }
 }
 
-static Kept kept_language, kept_fields[SEND_FIELDS];
+static Kept kept_language;
 static PyObject *java; /* the language when absent */
 
-/* The value of a send header field from its span (the reference's result for it), NOT_PLAIN
- * (a new reference) when the reference would not take it plainly, NULL on error. */
-static PyObject *field_value(int i, const Span *s) {
-    FieldType type = fields[i].type;
-    if (s->kind == J_NONE) {
-        if (fields[i].required) return Py_NewRef(NOT_PLAIN);
-        return Py_NewRef(type == F_BOOL ? Py_False : Py_None);
-    }
-    int plain_text = s->kind == J_STR && !s->escaped; /* the bytes are the reference's str */
-    switch (type) {
-    case F_STR:
-        if (s->kind != J_STR) return Py_NewRef(NOT_PLAIN); /* a number's string: rare, left to Python */
-        return i == 8 ? span_str(s) : kept_str(&kept_fields[i], s); /* properties differ */
-    case F_TOPIC:
-        if (!plain_text) return Py_NewRef(NOT_PLAIN);
-        return kept_str(&kept_fields[i], s);
-    case F_BOOL: {
-        /* Boolean.parseBoolean of the string; a number's string is never "true" */
-        if (s->kind == J_STR && s->escaped) return Py_NewRef(NOT_PLAIN);
-        int truth = s->kind == J_TRUE ||
-                    (plain_text && s->len == 4 && (s->at[0] | 0x20) == 't' &&
-                     (s->at[1] | 0x20) == 'r' && (s->at[2] | 0x20) == 'u' &&
-                     (s->at[3] | 0x20) == 'e');
-        return Py_NewRef(truth ? Py_True : Py_False);
-    }
-    default: { /* F_INT, F_SYSFLAG, F_LONG: a plain string or an integer's digits */
-        if (!plain_text && s->kind != J_INT) return Py_NewRef(NOT_PLAIN);
-        long long low = type == F_LONG ? LLONG_MIN : INT32_MIN;
-        long long high = type == F_LONG ? LLONG_MAX : INT32_MAX, number;
-        if (!plain_integer_bytes((const char *)s->at, s->len, low, high, &number))
-            return Py_NewRef(NOT_PLAIN);
-        if (type == F_SYSFLAG) number &= SEND_SYS_FLAG_MASK;
-        return PyLong_FromLongLong(number);
-    }
-    }
-}
-
-/* The send header's 14 values (decode_send_header's tuple), Py_None when one is not plain. */
-static PyObject *send_values(Span ext[SEND_FIELDS]) {
-    PyObject *out = PyTuple_New(SEND_FIELDS);
-    if (out == NULL) return NULL;
-    for (int i = 0; i < SEND_FIELDS; i++) {
-        PyObject *v = field_value(i, &ext[i]);
-        if (v == NULL || v == NOT_PLAIN) {
-            Py_DECREF(out);
-            if (v == NULL) return NULL;
-            Py_DECREF(v);
-            Py_RETURN_NONE;
-        }
-        PyTuple_SET_ITEM(out, i, v);
-    }
-    return out;
-}
-
-enum { T_CODE, T_OPAQUE, T_FLAG, T_VERSION, T_LANGUAGE, T_REMARK, T_SERIALIZE, T_EXT, T_KEYS };
-static const char *const top_names[T_KEYS] = {
-    "code", "opaque", "flag", "version", "language", "remark", "serializeTypeCurrentRPC",
-    "extFields",
-};
-
-/* A top-level key's T_ index, T_KEYS for another key: the names' first bytes all differ. */
-static int top_index(const Span *key) {
-    int which;
-    switch (key->len > 0 ? key->at[0] : 0) {
-    case 'c': which = T_CODE; break;
-    case 'o': which = T_OPAQUE; break;
-    case 'f': which = T_FLAG; break;
-    case 'v': which = T_VERSION; break;
-    case 'l': which = T_LANGUAGE; break;
-    case 'r': which = T_REMARK; break;
-    case 's': which = T_SERIALIZE; break;
-    case 'e': which = T_EXT; break;
+/* A top-level key's T_ index, T_KEYS for another key. */
+static inline int top_index(const Span *key) {
+    const unsigned char *k = key->at;
+    switch (key->len) {
+    case 4:
+        return memcmp(k, "code", 4) == 0 ? T_CODE : memcmp(k, "flag", 4) == 0 ? T_FLAG : T_KEYS;
+    case 6:
+        return memcmp(k, "opaque", 6) == 0 ? T_OPAQUE
+               : memcmp(k, "remark", 6) == 0 ? T_REMARK : T_KEYS;
+    case 7: return memcmp(k, "version", 7) == 0 ? T_VERSION : T_KEYS;
+    case 8: return memcmp(k, "language", 8) == 0 ? T_LANGUAGE : T_KEYS;
+    case 9: return memcmp(k, "extFields", 9) == 0 ? T_EXT : T_KEYS;
+    case 23: return memcmp(k, "serializeTypeCurrentRPC", 23) == 0 ? T_SERIALIZE : T_KEYS;
     default: return T_KEYS;
     }
-    return key_is(key, top_names[which]) ? which : T_KEYS;
+}
+
+/* A top-level key written `"name":` at the cursor, as every client writes them: its T_ index,
+ * the cursor after the colon and any whitespace; -1 (the cursor unmoved) for anything else,
+ * which scan_key and top_index then read (the same key for the same bytes). */
+static inline int quoted_top_key(Cursor *c) {
+    const unsigned char *p = c->p, *end = c->end;
+    if (end - p < 2 || p[0] != '"') return -1;
+    Py_ssize_t n;
+    int which;
+#define NAME(quoted, index)                                                                  \
+    n = sizeof quoted - 1;                                                                   \
+    which = index;                                                                           \
+    if (end - p < n || memcmp(p, quoted, sizeof quoted - 1) != 0) return -1;                 \
+    break
+    switch (p[1]) {
+    case 'c': NAME("\"code\":", T_CODE);
+    case 'e': NAME("\"extFields\":", T_EXT);
+    case 'f': NAME("\"flag\":", T_FLAG);
+    case 'l': NAME("\"language\":", T_LANGUAGE);
+    case 'o': NAME("\"opaque\":", T_OPAQUE);
+    case 'r': NAME("\"remark\":", T_REMARK);
+    case 's': NAME("\"serializeTypeCurrentRPC\":", T_SERIALIZE);
+    case 'v': NAME("\"version\":", T_VERSION);
+    default: return -1;
+    }
+#undef NAME
+    p += n;
+    c->p = p < end && *p <= ' ' ? ws_end(p, end) : p;
+    return which;
 }
 
 /* One top-level member's value at the cursor; 0 when not plain. */
-static int scan_top_value(Cursor *c, int which, Span *s, Span ext[2][SEND_FIELDS],
-                          Members *members) {
+static int scan_top_value(Cursor *c, int which, Scan *st) {
+    Span *s = &st->top[which];
     if (c->p >= c->end) return 0;
     switch (which) {
     case T_CODE:
     case T_OPAQUE:
     case T_FLAG:
-    case T_VERSION:
-        return scan_integer(c, s, 0, 10);
+    case T_VERSION: {
+        long long n;
+        if (!scan_integer(c, s, 0, 10, &n)) return 0;
+        st->top_int[which] = n > INT32_MAX ? -1 : n;
+        return 1;
+    }
     case T_LANGUAGE:
     case T_SERIALIZE:
         return *c->p == '"' && scan_string(c, s);
     case T_REMARK:
-        return *c->p == '"' ? scan_string(c, s) : scan_literal(c, "null", J_NULL, s);
+        return *c->p == '"' ? scan_string(c, s) : scan_literal(c, "null", 4, J_NULL, s);
     default: /* T_EXT */
-        s->kind = J_STR; /* seen */
-        return *c->p == '{' && scan_ext(c, ext, members);
+        return *c->p == '{' && scan_ext(c, st);
     }
-}
-
-/* The codes whose extFields are SendMessageRequestHeader's. */
-static int is_send(long code) {
-    return code == SEND_MESSAGE || code == SEND_MESSAGE_V2 || code == SEND_BATCH_MESSAGE;
-}
-
-/* A top-level integer span (digits only, at most 10) as a Java int, -1 past one. */
-static long top_int(const Span *s) {
-    if (s->kind == J_NONE) return 0;
-    long long n = 0;
-    for (Py_ssize_t i = 0; i < s->len; i++) n = n * 10 + (s->at[i] - '0');
-    return n > INT32_MAX ? -1 : (long)n;
 }
 
 /* The command the scan makes: an instance of remoting/command.py ScannedCommand, whose slots
@@ -242,6 +258,7 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
         }
         offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
     }
+    if (send_values_init() < 0) return NULL;
     memcpy(command_offset, offsets, sizeof offsets);
     Py_XSETREF(lazy_ext, Py_NewRef(lazy));
     Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(type));
@@ -250,42 +267,53 @@ PyObject *configure_send_scan(PyObject *self, PyObject *args) {
 
 /* An int of the value, the one made last time when it is the same: a client's code and
  * version repeat from request to request (ints are immutable: sharing one changes nothing). */
-static PyObject *kept_long(PyObject **kept, long value) {
-    if (*kept != NULL && PyLong_AsLong(*kept) == value) return Py_NewRef(*kept);
+typedef struct {
+    PyObject *obj;
+    long value;
+} KeptLong;
+
+static PyObject *kept_long(KeptLong *kept, long value) {
+    if (kept->obj != NULL && kept->value == value) return Py_NewRef(kept->obj);
     PyObject *out = PyLong_FromLong(value);
-    if (out != NULL) Py_XSETREF(*kept, Py_NewRef(out));
+    if (out != NULL) {
+        Py_XSETREF(kept->obj, Py_NewRef(out));
+        kept->value = value;
+    }
     return out;
 }
 
-static PyObject *kept_code, *kept_version;
+static KeptLong kept_code, kept_version;
+/* the bytes objects of the commands made from a read's spans, taken again once free */
+static BytesPool bodies, headers;
 
-/* The command from the scanned spans, Py_None when one is not plain. */
-static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
-                                 const Members *members, const ScanInput *in) {
-    long code = top_int(&top[T_CODE]), opaque = top_int(&top[T_OPAQUE]);
-    long flag = top_int(&top[T_FLAG]), version = top_int(&top[T_VERSION]);
-    int send = is_send(code), at = header_scan_index(code);
-    if (top[T_CODE].kind == J_NONE || top[T_EXT].kind == J_NONE || opaque < 0 || flag < 0 ||
-        version < 0 || (!send && at < 0))
+/* The command from the scan, Py_None when one of its values is not plain. */
+static PyObject *scanned_command(const Scan *st, const ScanInput *in) {
+    long code = (long)st->top_int[T_CODE], opaque = (long)st->top_int[T_OPAQUE];
+    long flag = (long)st->top_int[T_FLAG], version = (long)st->top_int[T_VERSION];
+    int send = is_send(code), at = send ? -1 : header_scan_index(code);
+    if (!(st->top_seen & (1u << T_CODE)) || !(st->top_seen & (1u << T_EXT)) || opaque < 0 ||
+        flag < 0 || version < 0 || (!send && at < 0))
         Py_RETURN_NONE;
-    PyObject *values = send ? send_values(ext[code != SEND_MESSAGE]) : header_scan_values(at, members);
+    PyObject *values = send ? send_values(st, code != SEND_MESSAGE)
+                            : header_scan_values(at, &st->members);
     if (values == NULL || values == Py_None) return values;
+    const Span *remark = &st->top[T_REMARK];
+    int has_remark = (st->top_seen & (1u << T_REMARK)) && remark->kind == J_STR;
     PyObject *items[S_SLOTS] = {
         [S_CODE] = kept_long(&kept_code, code),
-        [S_LANGUAGE] = top[T_LANGUAGE].kind == J_NONE ? Py_NewRef(java)
-                                                      : kept_str(&kept_language, &top[T_LANGUAGE]),
+        [S_LANGUAGE] = !(st->top_seen & (1u << T_LANGUAGE))
+                           ? Py_NewRef(java)
+                           : kept_str(&kept_language, &st->top[T_LANGUAGE]),
         [S_VERSION] = kept_long(&kept_version, version),
         [S_OPAQUE] = PyLong_FromLong(opaque),
-        [S_FLAG] = PyLong_FromLong(flag),
-        [S_REMARK] = top[T_REMARK].kind == J_STR ? span_str(&top[T_REMARK]) : Py_NewRef(Py_None),
+        [S_FLAG] = int_object(flag),
+        [S_REMARK] = has_remark ? span_str(remark) : Py_NewRef(Py_None),
         [S_EXT] = Py_NewRef(lazy_ext),
         [S_BODY] = in->body != NULL ? Py_NewRef(in->body)
-                                    : PyBytes_FromStringAndSize((const char *)in->body_at,
-                                                                in->body_len),
-        [S_SERIALIZE] = PyLong_FromLong(0), /* SerializeType.JSON */
+                                    : reused_bytes(&bodies, in->body_at, in->body_len),
+        [S_SERIALIZE] = int_object(0), /* SerializeType.JSON */
         [S_HEADER] = in->header != NULL ? Py_NewRef(in->header)
-                                        : PyBytes_FromStringAndSize((const char *)in->at,
-                                                                    in->len),
+                                        : reused_bytes(&headers, in->at, in->len),
         [S_VALUES] = values,
     };
     PyObject *command = command_type->tp_alloc(command_type, 0);
@@ -304,6 +332,35 @@ static PyObject *scanned_command(Span top[T_KEYS], Span ext[2][SEND_FIELDS],
     return command;
 }
 
+/* The top-level members of the header's object into the scan; 0 when not plain (or the code
+ * is one no scan takes: every other request leaves at its code, which Java writes first). */
+static int scan_top(Cursor *c, Scan *st) {
+    for (;;) {
+        int which = quoted_top_key(c);
+        if (which < 0) { /* any other spelling of a key: spaces, or not one of ours */
+            Span key;
+            if (!scan_key(c, &key)) return 0;
+            which = top_index(&key);
+        }
+        if (which == T_KEYS || (st->top_seen & (1u << which))) return 0;
+        st->top_seen |= 1u << which;
+        if (!scan_top_value(c, which, st)) return 0;
+        if (which == T_CODE) {
+            long long code = st->top_int[T_CODE];
+            if (is_send(code))
+                st->keep_members = 0; /* only the send header's fields are read */
+            else if (header_scan_index((long)code) < 0)
+                return 0;
+        }
+        if (c->p < c->end && *c->p == ',') { /* the compact form's next member */
+            c->p++;
+            continue;
+        }
+        int next = member_end(c);
+        if (next != 1) return next == 2;
+    }
+}
+
 /* The scan of a JSON header's bytes (in->at, in->len): the command, Py_None when not plain,
  * NULL on error. The header's and body's bytes objects are made only for a command, from
  * their spans, where the caller has none (split_commands: a read's frames). */
@@ -314,32 +371,18 @@ PyObject *scan_command_at(const ScanInput *in) {
     }
     if (java == NULL && (java = PyUnicode_InternFromString("JAVA")) == NULL) return NULL;
     Cursor c = {in->at, in->at + in->len};
-    Span top[T_KEYS], ext[2][SEND_FIELDS];
-    Members members;
-    memset(top, 0, sizeof top);
-    memset(ext, 0, sizeof ext);
-    members.count = members.overflow = 0;
+    Scan st;
+    st.top_int[T_CODE] = st.top_int[T_OPAQUE] = st.top_int[T_FLAG] = st.top_int[T_VERSION] = 0;
+    st.top_seen = st.ext_seen[0] = st.ext_seen[1] = 0;
+    st.keep_members = 1;
+    st.members.count = st.members.overflow = 0;
     skip_ws(&c);
     if (c.p >= c.end || *c.p != '{') Py_RETURN_NONE;
     c.p++;
-    for (;;) {
-        Span key;
-        if (!scan_key(&c, &key)) Py_RETURN_NONE;
-        int which = top_index(&key);
-        if (which == T_KEYS || top[which].kind != J_NONE) Py_RETURN_NONE;
-        if (!scan_top_value(&c, which, &top[which], ext, &members)) Py_RETURN_NONE;
-        if (which == T_CODE) { /* every other request leaves here (Java writes code first) */
-            long code = top_int(&top[T_CODE]);
-            if (!is_send(code) && header_scan_index(code) < 0)
-                Py_RETURN_NONE;
-        }
-        int next = member_end(&c);
-        if (next == 0) Py_RETURN_NONE;
-        if (next == 2) break;
-    }
+    if (!scan_top(&c, &st)) Py_RETURN_NONE;
     skip_ws(&c);
     if (c.p != c.end) Py_RETURN_NONE;
-    return scanned_command(top, ext, &members, in);
+    return scanned_command(&st, in);
 }
 
 /* scan_send_command(header: bytes, body) -> ScannedCommand | None */
