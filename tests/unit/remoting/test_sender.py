@@ -102,6 +102,10 @@ def test_sends_of_any_number_of_buffers_arrive_in_order(sender) -> None:
     sender.kick()
     reader.join(60)
     assert received == [expected]
+    # the writer thread counts its bytes off after its sendmsg returns, which the reader can
+    # see first: wait for the sender to say the queue is empty
+    if sender.watch(cid, 0):
+        assert wait_notice(sender) == [cid]
     assert sender.pending(cid) == 0
 
 
