@@ -34,7 +34,9 @@ def test_a_stop_byte_at_every_offset_of_a_string(stop: bytes) -> None:
         check(V2.replace(TOPIC, b'"b":"' + value + b'"'))
     for shift in range(17):
         group = b"G" * (shift + 1)
-        check(V2.replace(b'"a":"G"', b'"a":"' + group + b'"').replace(TOPIC, b'"b":"x' + stop + b'"'))
+        check(
+            V2.replace(b'"a":"G"', b'"a":"' + group + b'"').replace(TOPIC, b'"b":"x' + stop + b'"')
+        )
 
 
 @pytest.mark.parametrize("at", range(0, 40))
@@ -51,7 +53,9 @@ def test_strings_and_numbers_ending_the_header(length: int) -> None:
     """The last member's string or number running to the header's last bytes: the steps stop
     at the header's end, and a cut anywhere in the tail is refused as the reference refuses it."""
     tail_string = V2[:-1] + b',"remark":"' + b"r" * length + b'"}'
-    tail_number = V2.replace(b'"opaque":0,', b"")[:-1] + b',"opaque":' + b"7" * min(length, 12) + b"}"
+    tail_number = (
+        V2.replace(b'"opaque":0,', b"")[:-1] + b',"opaque":' + b"7" * min(length, 12) + b"}"
+    )
     for header in (tail_string, tail_number):
         check(header)
         for cut in range(1, 20):
