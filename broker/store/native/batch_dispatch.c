@@ -81,29 +81,6 @@ static int add_entry(void *ctx, uint32_t hash) {
     return 0;
 }
 
-static uint32_t bytes_hash(uint32_t h, const char *start, const char *end) {
-    for (const unsigned char *p = (const unsigned char *)start; p < (const unsigned char *)end; p++)
-        h = 31u * h + *p;
-    return h;
-}
-
-/* each_key_hash (index.c) over ASCII values' bytes (dispatch_spans): UNIQ_KEY's hash, then each
- * space-separated non-empty key of KEYS, in that order. */
-static int ascii_key_hashes(uint32_t base, const char *const keys[2], const char *const uniq[2],
-                            Entries *entries) {
-    if (uniq[0] != NULL && uniq[1] > uniq[0] &&
-        add_entry(entries, bytes_hash(base, uniq[0], uniq[1])) < 0)
-        return -1;
-    if (keys[0] == NULL) return 0;
-    const char *start = keys[0];
-    for (const char *at = keys[0]; at <= keys[1]; at++) {
-        if (at < keys[1] && *at != ' ') continue;
-        if (at > start && add_entry(entries, bytes_hash(base, start, at)) < 0) return -1;
-        start = at + 1;
-    }
-    return 0;
-}
-
 /* The wake-ups of a batch: once per tags code, with the newest queue offset carrying it, in
  * the order each code first appears (dispatch.py _notify_newest). A batch almost always has
  * one tag; past BATCH_WAKE_TAGS distinct ones they move to a dict (insertion-ordered, an update
@@ -197,7 +174,7 @@ PyObject *batch_dispatch(PyObject *prefix, PyObject *topic, const unsigned char 
         entries.phys = phys;
         long long tags = tags_code;
         if (ascii) {
-            hashed = ascii_key_hashes(base, keys, uniq, &entries);
+            hashed = each_ascii_key_hash(base, keys, uniq, add_entry, &entries);
         } else {
             PyObject *fields = dispatch_fields_of(props, props_length);
             if (fields == NULL) goto done;

@@ -123,7 +123,7 @@ static uint32_t ascii_hash(uint32_t base, const char *start, const char *end) {
 }
 
 /* Bytes below 0x80 are their str's UTF-16 units: the same hashes, in the same order, with no
- * str made for KEYS and UNIQ_KEY (two a plain send). */
+ * str made for KEYS and UNIQ_KEY (two a plain send; a batch's records alike). */
 int each_ascii_key_hash(uint32_t base, const char *const keys[2], const char *const uniq[2],
                         KeyHashSink sink, void *ctx) {
     if (uniq[0] != NULL && uniq[1] > uniq[0] && sink(ctx, ascii_hash(base, uniq[0], uniq[1])) < 0)
