@@ -204,17 +204,25 @@ static Py_ssize_t run_of(PlainPack *p, const PlainRecord *record) {
     return p->last = i;
 }
 
+/* Room for `more` bytes after `used` in an inline array that moves to the heap past it (grown
+ * by doubling; *heap NULL while inline): 0, or -1 with MemoryError. */
+static int room_for(unsigned char **heap, Py_ssize_t *room, const unsigned char *space,
+                    Py_ssize_t space_size, Py_ssize_t used, Py_ssize_t more) {
+    Py_ssize_t have = *heap != NULL ? *room : space_size;
+    if (used + more <= have) return 0;
+    if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
+    unsigned char *grown = PyMem_Realloc(*heap, (size_t)have * 2);
+    if (grown == NULL) return PyErr_NoMemory(), -1;
+    if (*heap == NULL) memcpy(grown, space, (size_t)used);
+    *heap = grown;
+    *room = have * 2;
+    return 0;
+}
+
 /* The record's unit onto its run's units. */
 static int add_unit(Run *r, long long phys, long long size, long long tags) {
-    Py_ssize_t have = r->heap != NULL ? r->room : (Py_ssize_t)sizeof r->space;
-    if (r->used + CQ_UNIT_SIZE > have) {
-        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
-        unsigned char *heap = PyMem_Realloc(r->heap, (size_t)have * 2);
-        if (heap == NULL) return PyErr_NoMemory(), -1;
-        if (r->heap == NULL) memcpy(heap, r->space, (size_t)r->used);
-        r->heap = heap;
-        r->room = have * 2;
-    }
+    if (room_for(&r->heap, &r->room, r->space, sizeof r->space, r->used, CQ_UNIT_SIZE) < 0)
+        return -1;
     unsigned char *unit = run_units(r) + r->used;
     put_i64(unit, phys);
     put_i32(unit + 8, (int32_t)size);
@@ -302,15 +310,9 @@ static int add_key(void *ctx, uint32_t hash) {
         p->keys_used = 0;
         p->keys_ts = k->ts;
     }
-    Py_ssize_t have = p->keys_heap != NULL ? p->keys_room : (Py_ssize_t)sizeof p->key_space;
-    if (p->keys_used + BATCH_KEY_SIZE > have) {
-        if (have > PY_SSIZE_T_MAX / 2) return PyErr_NoMemory(), -1;
-        unsigned char *heap = PyMem_Realloc(p->keys_heap, (size_t)have * 2);
-        if (heap == NULL) return PyErr_NoMemory(), -1;
-        if (p->keys_heap == NULL) memcpy(heap, p->key_space, (size_t)p->keys_used);
-        p->keys_heap = heap;
-        p->keys_room = have * 2;
-    }
+    if (room_for(&p->keys_heap, &p->keys_room, p->key_space, sizeof p->key_space, p->keys_used,
+                 BATCH_KEY_SIZE) < 0)
+        return -1;
     unsigned char *entry = chunk_keys(p) + p->keys_used;
     put_i32(entry, (int32_t)hash);
     put_i64(entry + 4, k->phys);
