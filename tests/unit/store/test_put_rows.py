@@ -82,6 +82,15 @@ rows = st.lists(
 )
 
 
+def _both_puts():
+    """The C put_rows with its cursor, then the twin with its: what each test holds equal."""
+    return ((native.put_rows, native.AppendCursor), (python_put_rows, PythonAppendCursor))
+
+
+def _cursor(kind):
+    return kind(PREFIX, STORE, 10911, DispatchRequest)
+
+
 def _run(put_rows, cursor, buffer, drawn, position: int, one_timestamp: bool):
     """The rows put with a clock read per row, or with the pass's one store timestamp."""
     clock = itertools.count(1_700_000_000_000)
@@ -95,11 +104,8 @@ def _run(put_rows, cursor, buffer, drawn, position: int, one_timestamp: bool):
 def test_native_put_rows_is_the_reference(drawn, size: int, position: int, one: bool) -> None:
     position = min(position, size)
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         cursor.set_queue_offset("T", 1, 5)
         buffer = bytearray(size)
         got = _run(put_rows, cursor, buffer, drawn, position, one)
@@ -128,11 +134,8 @@ def test_a_run_of_many_tags_packs_its_wake_ups_as_the_reference(keys: bytes) -> 
         for i in range(30)
     ]
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         buffer = bytearray(8192)
         got = _run(put_rows, cursor, buffer, drawn, 0, True)
         results.append((got, bytes(buffer), dict(cursor.queue_offsets)))
@@ -153,11 +156,8 @@ def test_reply_numbers_of_every_width_are_the_references(queue_offset: int) -> N
         for opaque in (0, 7, -1, 10, -99, 100, 2**31 - 1, -(2**31))
     ]
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         cursor.set_queue_offset("T", 0, queue_offset)
         buffer = bytearray(4096)
         results.append((_run(put_rows, cursor, buffer, drawn, 0, True), bytes(buffer)))
@@ -189,11 +189,8 @@ def test_the_totals_of_many_topics_are_the_references(drawn) -> None:
         for n, (topic, queue_id) in enumerate(drawn)
     ]
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         got = _run(put_rows, cursor, bytearray(4000), rows_drawn, 0, True)
         results.append((got, list(got[3].items())))
     assert results[0] == results[1]
@@ -211,11 +208,8 @@ def test_a_sent_tags_code_is_javas_hash_of_the_tag(tags: bytes) -> None:
     is not UTF-8 stopping the run as there."""
     row = ("T", 0, 0, b"KEYS\x01k\x02TAGS\x01" + tags, b"x", 0, 0, (b"\x7f\0\0\x01", 1), 0, 1)
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         results.append(_run(put_rows, cursor, bytearray(1500), [row], 0, False))
     assert results[0] == results[1]
     assert len(results[0][2]) == (0 if tags == b"\xff" else 1)
@@ -259,11 +253,8 @@ def test_numbers_put_does_not_take_stop_the_run_as_the_reference(start, max_body
     reference puts it again and says why), in the C and the twin alike."""
     drawn = [("T", 1, 0, b"a\x01b", b"body", 0, 1, (b"\x7f\x00\x00\x01", 40000), 0, 7)] * 2
     results = []
-    for put_rows, kind in (
-        (native.put_rows, native.AppendCursor),
-        (python_put_rows, PythonAppendCursor),
-    ):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+    for put_rows, kind in _both_puts():
+        cursor = _cursor(kind)
         buffer = bytearray(1000)
         args = (cursor, buffer, 0, start, stamp, max_body, list(drawn), REPLY_PIECES)
         got = _outcome(functools.partial(put_rows, *args))
@@ -452,7 +443,7 @@ def test_the_cursor_keeps_each_queue_offset_across_many_queues(steps) -> None:
     cache) leaves every queue's offsets as the reference's."""
     states = []
     for kind in (native.AppendCursor, PythonAppendCursor):
-        cursor = kind(PREFIX, STORE, 10911, DispatchRequest)
+        cursor = _cursor(kind)
         buffer = bytearray(64 * 1024)
         position, offsets = 0, []
         for step, topic, queue_id in steps:
